@@ -1,0 +1,227 @@
+//! The `wicket` command: one tool call through the gate (`wicket tool`), the
+//! sessions on disk (`wicket sessions`) and a session's log (`wicket log`).
+
+mod answer;
+mod show;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use wicket_core::gate::{Answerer, Gate, Policy};
+use wicket_core::session::{self, Session};
+use wicket_protocol::{Answer, ErrorKind, ToolCall, WireError, result_line};
+use wicket_tools::{Cancel, Tools};
+
+#[derive(Parser)]
+#[command(
+    name = "wicket",
+    version,
+    about = "A coding agent runtime: tools behind a permission gate, sessions on disk"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum Answers {
+    Deny,
+    AllowOnce,
+    AllowSession,
+    Stdin,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one tool call through the gate and print its cards and result as JSON lines.
+    Tool {
+        /// read_file, grep, list_dir, search_replace, write_file or run.
+        name: String,
+        /// The arguments as JSON, or @PATH to read them from a file.
+        args: String,
+        /// The workspace the tools work on (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Continue this session (created when it does not exist); default a throwaway one.
+        #[arg(long)]
+        session: Option<String>,
+        /// How cards are answered; default a prompt on a terminal, else deny.
+        #[arg(long, value_enum)]
+        answers: Option<Answers>,
+    },
+    /// List the sessions: id, workspace, status, last update.
+    Sessions {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events.
+    Log {
+        id: String,
+        /// One JSON event per line, as in log.jsonl.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("wicket: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Tool {
+            name,
+            args,
+            workspace,
+            session,
+            answers,
+        } => tool(&name, &args, workspace, session, answers),
+        Command::Sessions { json } => {
+            let sessions = session::list(&session::home());
+            let mut out = std::io::stdout().lock();
+            for meta in sessions {
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(&meta)?)?;
+                } else {
+                    let status = serde_json::to_value(meta.status)?;
+                    writeln!(
+                        out,
+                        "{}  {:<7}  {}  {}",
+                        meta.id,
+                        status.as_str().unwrap_or(""),
+                        meta.updated,
+                        meta.workspace
+                    )?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Log { id, json } => {
+            let (_, loaded) = Session::load_existing(&session::home(), &id)?;
+            let mut out = std::io::stdout().lock();
+            for event in &loaded.events {
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(event)?)?;
+                } else {
+                    writeln!(out, "{}", show::event_line(event))?;
+                }
+            }
+            if loaded.torn_tail.is_some() {
+                eprintln!(
+                    "wicket: the log's last line was torn (a crash mid-write) and was skipped"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn usage_error(message: String) -> anyhow::Result<ExitCode> {
+    let line = result_line(&Err(WireError {
+        kind: ErrorKind::InvalidArgs,
+        message: message.clone(),
+    }));
+    println!("{line}");
+    eprintln!("wicket: {message}");
+    Ok(ExitCode::from(2))
+}
+
+fn tool(
+    name: &str,
+    args: &str,
+    workspace: Option<PathBuf>,
+    session_id: Option<String>,
+    answers: Option<Answers>,
+) -> anyhow::Result<ExitCode> {
+    let text = match args.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading the arguments from {path}"))?,
+        None => args.to_string(),
+    };
+    let arguments: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(error) => return usage_error(format!("the arguments are not valid JSON: {error}")),
+    };
+    if !wicket_protocol::TOOL_NAMES.contains(&name) {
+        return usage_error(format!(
+            "there is no tool '{name}'; the tools are {}",
+            wicket_protocol::TOOL_NAMES.join(", ")
+        ));
+    }
+    let workspace = match workspace {
+        Some(dir) => dir,
+        None => std::env::current_dir()?,
+    };
+    let tools = match Tools::open(&workspace) {
+        Ok(tools) => tools,
+        Err(error) => return usage_error(error.message),
+    };
+    let call = match ToolCall::parse(name, arguments) {
+        Ok(call) => call,
+        Err(error) => {
+            println!("{}", result_line(&Err(error)));
+            return Ok(ExitCode::from(1));
+        }
+    };
+
+    // Without --session the call gets a throwaway session, removed afterwards.
+    let throwaway;
+    let (home, id) = match session_id {
+        Some(id) => (session::home(), id),
+        None => {
+            throwaway = tempfile::Builder::new()
+                .prefix("wicket-session-")
+                .tempdir()?;
+            (throwaway.path().to_path_buf(), session::new_id())
+        }
+    };
+    let root = tools.workspace().root().to_path_buf();
+    let (session, loaded) = Session::open_or_create(&home, &id, &root, None)?;
+    if loaded.torn_tail.is_some() {
+        eprintln!(
+            "wicket: the last line of {} was torn (a crash mid-write); it was skipped",
+            session.log_path().display()
+        );
+    }
+
+    let interactive = std::io::stdin().is_terminal();
+    let mut answerer: Box<dyn Answerer> = match answers {
+        Some(Answers::Deny) => Box::new(answer::Printing::new(Policy(Answer::Deny))),
+        Some(Answers::AllowOnce) => Box::new(answer::Printing::new(Policy(Answer::AllowOnce))),
+        Some(Answers::AllowSession) => {
+            Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
+        }
+        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines::default())),
+        None if interactive => Box::new(answer::Printing::new(answer::Terminal)),
+        None => Box::new(answer::Printing::new(Policy(Answer::Deny))),
+    };
+    let gate = Gate::new(&tools, &session);
+    let call_id = format!("call-{}", fastrand_id());
+    let result = gate.call(&call_id, &call, answerer.as_mut(), &Cancel::default());
+    session.sync()?;
+    println!("{}", result_line(&result));
+    Ok(if result.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn fastrand_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:08x}", std::process::id(), nanos)
+}

@@ -1,0 +1,93 @@
+//! Unified diffs for write cards, with imara-diff's histogram algorithm.
+
+use imara_diff::intern::InternedInput;
+use imara_diff::{Algorithm, UnifiedDiffBuilder};
+
+/// A diff is on the card whole up to this many bytes.
+pub const CARD_DIFF_MAX_BYTES: usize = 64 * 1024;
+/// A larger diff shows this many of its first lines.
+pub const CARD_DIFF_MAX_LINES: usize = 400;
+
+/// What a card shows of a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardDiff {
+    pub text: String,
+    /// The full diff's size in bytes.
+    pub bytes: u64,
+    pub truncated: bool,
+}
+
+/// The full unified diff from `before` (`None`: the file is absent) to `after`.
+pub fn unified(path: &str, before: Option<&[u8]>, after: &[u8]) -> String {
+    let before_text = before.map(String::from_utf8_lossy).unwrap_or_default();
+    let after_text = String::from_utf8_lossy(after);
+    let input = InternedInput::new(before_text.as_ref(), after_text.as_ref());
+    let body = imara_diff::diff(
+        Algorithm::Histogram,
+        &input,
+        UnifiedDiffBuilder::new(&input),
+    );
+    let from = if before.is_some() {
+        format!("a/{path}")
+    } else {
+        "/dev/null".to_string()
+    };
+    format!("--- {from}\n+++ b/{path}\n{body}")
+}
+
+/// Cuts a diff for a card: whole up to [`CARD_DIFF_MAX_BYTES`], else its first
+/// [`CARD_DIFF_MAX_LINES`] lines.
+pub fn for_card(full: String) -> CardDiff {
+    let bytes = full.len() as u64;
+    if full.len() <= CARD_DIFF_MAX_BYTES {
+        return CardDiff {
+            text: full,
+            bytes,
+            truncated: false,
+        };
+    }
+    let end = memchr::memchr_iter(b'\n', full.as_bytes())
+        .nth(CARD_DIFF_MAX_LINES - 1)
+        .map_or(full.len(), |at| at + 1);
+    // 400 long lines could still be large; keep the card within its byte limit too.
+    let mut end = end.min(CARD_DIFF_MAX_BYTES);
+    while !full.is_char_boundary(end) {
+        end -= 1;
+    }
+    CardDiff {
+        text: full[..end].to_string(),
+        bytes,
+        truncated: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_diffs_against_dev_null() {
+        let diff = unified("a.txt", None, b"hello\n");
+        assert_eq!(
+            diff,
+            "--- /dev/null\n+++ b/a.txt\n@@ -1,0 +1,1 @@\n+hello\n"
+        );
+    }
+
+    #[test]
+    fn card_diff_edges() {
+        let exact = "x".repeat(CARD_DIFF_MAX_BYTES - 1) + "\n";
+        let card = for_card(exact.clone());
+        assert!(!card.truncated);
+        assert_eq!(card.text, exact);
+        let over = exact + "y";
+        let card = for_card(over);
+        assert!(card.truncated);
+        assert_eq!(card.bytes, CARD_DIFF_MAX_BYTES as u64 + 1);
+        let many: String = (0..5000).map(|i| format!("+line {i:020}\n")).collect();
+        let card = for_card(many.clone());
+        assert!(card.truncated);
+        assert_eq!(card.text.lines().count(), CARD_DIFF_MAX_LINES);
+        assert_eq!(card.bytes, many.len() as u64);
+    }
+}

@@ -1,0 +1,375 @@
+//! The serde types Wicket's parts exchange, with no I/O: the tool calls a model
+//! makes ([`ToolCall`]), their results ([`ToolOutput`]), and the wire error
+//! ([`WireError`] with its [`ErrorKind`]). Start from [`ToolCall`].
+
+use serde::{Deserialize, Serialize};
+
+/// The error kinds of the contract (DESIGN.md, "The contract that outside tests use").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    OutsideWorkspace,
+    Denied,
+    NotFound,
+    TooLarge,
+    NotUnique,
+    NoMatch,
+    SpecialFile,
+    InvalidArgs,
+    Stale,
+    Io,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::OutsideWorkspace => "outside_workspace",
+            ErrorKind::Denied => "denied",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::NotUnique => "not_unique",
+            ErrorKind::NoMatch => "no_match",
+            ErrorKind::SpecialFile => "special_file",
+            ErrorKind::InvalidArgs => "invalid_args",
+            ErrorKind::Stale => "stale",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
+/// An error as it goes on the wire: `{"kind": "...", "message": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    pub path: String,
+    #[serde(default)]
+    pub offset: Option<u64>,
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    pub pattern: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub case_insensitive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchReplaceArgs {
+    pub path: String,
+    pub old: String,
+    pub new: String,
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    pub path: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// One call of one of the six tools, parsed from the model's JSON at the edge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "name", content = "arguments", rename_all = "snake_case")]
+pub enum ToolCall {
+    ReadFile(ReadFileArgs),
+    Grep(GrepArgs),
+    ListDir(ListDirArgs),
+    SearchReplace(SearchReplaceArgs),
+    WriteFile(WriteFileArgs),
+    Run(RunArgs),
+}
+
+/// The names of the six tools, in the spec's order.
+pub const TOOL_NAMES: [&str; 6] = [
+    "read_file",
+    "grep",
+    "list_dir",
+    "search_replace",
+    "write_file",
+    "run",
+];
+
+impl ToolCall {
+    /// Parses a tool call from its name and JSON arguments, as a model sends them.
+    pub fn parse(name: &str, arguments: serde_json::Value) -> Result<ToolCall, WireError> {
+        if !TOOL_NAMES.contains(&name) {
+            return Err(WireError {
+                kind: ErrorKind::InvalidArgs,
+                message: format!(
+                    "there is no tool '{name}'; the tools are {}",
+                    TOOL_NAMES.join(", ")
+                ),
+            });
+        }
+        let tagged = serde_json::json!({ "name": name, "arguments": arguments });
+        serde_json::from_value(tagged).map_err(|error| WireError {
+            kind: ErrorKind::InvalidArgs,
+            message: format!("bad arguments for {name}: {error}"),
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolCall::ReadFile(_) => "read_file",
+            ToolCall::Grep(_) => "grep",
+            ToolCall::ListDir(_) => "list_dir",
+            ToolCall::SearchReplace(_) => "search_replace",
+            ToolCall::WriteFile(_) => "write_file",
+            ToolCall::Run(_) => "run",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadFileOutput {
+    pub content: String,
+    pub size: u64,
+    /// The byte offset the content starts at (a character boundary).
+    pub offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_line: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub binary: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrepOutput {
+    pub matches: Vec<String>,
+    pub truncated: bool,
+    /// When truncated, the line that says where it stopped.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListDirOutput {
+    pub entries: Vec<String>,
+    pub omitted: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteOutput {
+    /// The resolved absolute path that was written.
+    pub path: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutput {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_cut: u64,
+    pub stderr_cut: u64,
+    pub duration_ms: u64,
+}
+
+/// What a tool returns when it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolOutput {
+    ReadFile(ReadFileOutput),
+    Grep(GrepOutput),
+    ListDir(ListDirOutput),
+    Write(WriteOutput),
+    Run(RunOutput),
+}
+
+/// The result line of `wicket tool`: `{"type":"result","ok":true,...}` or
+/// `{"type":"result","ok":false,"error":{...}}`.
+pub fn result_line(result: &Result<ToolOutput, WireError>) -> serde_json::Value {
+    match result {
+        Ok(output) => {
+            let mut value = serde_json::to_value(output).unwrap_or_default();
+            if let Some(map) = value.as_object_mut() {
+                map.insert("ok".into(), true.into());
+                map.insert("type".into(), "result".into());
+            }
+            value
+        }
+        Err(error) => serde_json::json!({ "type": "result", "ok": false, "error": error }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_tools_and_rejects_unknown_ones() {
+        let call = ToolCall::parse("read_file", serde_json::json!({"path": "a", "line": 3}));
+        assert_eq!(
+            call,
+            Ok(ToolCall::ReadFile(ReadFileArgs {
+                path: "a".into(),
+                offset: None,
+                line: Some(3)
+            }))
+        );
+        let error = ToolCall::parse("rm", serde_json::json!({})).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        let error = ToolCall::parse("run", serde_json::json!({"argv": "ls"})).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        let error = ToolCall::parse("list_dir", serde_json::json!({"pth": "x"})).unwrap_err();
+        assert!(error.message.contains("pth"), "{}", error.message);
+    }
+
+    #[test]
+    fn result_lines_have_the_contract_shape() {
+        let ok = result_line(&Ok(ToolOutput::Grep(GrepOutput {
+            matches: vec!["a:1:x".into()],
+            truncated: false,
+            note: None,
+        })));
+        assert_eq!(
+            ok,
+            serde_json::json!({"type":"result","ok":true,"matches":["a:1:x"],"truncated":false})
+        );
+        let err = result_line(&Err(WireError {
+            kind: ErrorKind::Denied,
+            message: "no".into(),
+        }));
+        assert_eq!(err["error"]["kind"], "denied");
+        assert_eq!(err["ok"], false);
+    }
+}
+
+/// A person's answer to a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    AllowOnce,
+    AllowSession,
+    Deny,
+}
+
+impl Answer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowSession => "allow_session",
+            Answer::Deny => "deny",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CardKind {
+    Write,
+    OutsideRead,
+    Run,
+}
+
+/// A permission card: what the person is asked to allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    pub id: String,
+    pub kind: CardKind,
+    /// The tool call the card is for.
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub argv: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timeout_s: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub diff: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub diff_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub diff_truncated: Option<bool>,
+    /// SHA-256 (hex) of the bytes on disk when the card went up, or "absent".
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub digest: Option<String>,
+}
+
+/// The body of one `log.jsonl` event; `seq`, `ts` and `type` wrap it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    SessionStarted {
+        session: String,
+        workspace: String,
+    },
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    ToolResult {
+        call_id: String,
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        output: Option<serde_json::Value>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        error: Option<WireError>,
+    },
+    Card {
+        call_id: String,
+        #[serde(flatten)]
+        card: Card,
+        /// Every byte that was proposed for a write, whatever the card shows.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        proposed: Option<String>,
+    },
+    Answer {
+        card: String,
+        answer: Answer,
+        /// True when the file changed after the card went up: the answer was dropped.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        stale: bool,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// One line of `log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub ts: String,
+    #[serde(flatten)]
+    pub body: EventBody,
+}

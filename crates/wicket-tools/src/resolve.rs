@@ -1,0 +1,588 @@
+//! The resolver: every path a tool touches goes through [`Workspace`].
+//!
+//! A relative path (or an absolute one that starts inside the workspace) is
+//! opened through directory file descriptors: first with `openat2` and
+//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, and when the kernel refuses that
+//! (an absolute symlink, an old kernel, a seccomp filter) by walking one
+//! component at a time from held directory fds with `O_NOFOLLOW`, reading each
+//! symlink and resolving its target by the same rules. The check and the use
+//! are the same open, so a folder swapped for a symlink between two steps is
+//! seen as a symlink and judged again, never followed blindly.
+
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::io::Errno;
+use wicket_protocol::ErrorKind;
+
+use crate::error::{Error, Result};
+use crate::limits::{PATH_MAX_BYTES, SYMLINK_MAX_FOLLOWS};
+
+/// Set once openat2 turns out to be missing or filtered; then only the walk is used.
+static OPENAT2_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// Where a tool path lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Inside the workspace, relative to its root (not yet resolved through links).
+    Inside(PathBuf),
+    /// An absolute path elsewhere: a deliberate reach that the gate cards.
+    Outside(PathBuf),
+}
+
+/// A workspace root held open, against which every tool path is resolved.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    given: PathBuf,
+    root_fd: OwnedFd,
+}
+
+/// A path resolved to a held parent folder and a final name in it.
+#[derive(Debug)]
+pub struct Resolved {
+    pub dir: OwnedFd,
+    /// `None` when the path is the folder `dir` itself.
+    pub name: Option<OsString>,
+    /// The absolute path it resolved to (no symlinks left in it).
+    pub absolute: PathBuf,
+    /// The final entry's metadata (not following a link), or `None` when absent.
+    pub stat: Option<Stat>,
+    /// Folders that do not exist yet between `dir` and `name` (writes create them).
+    pub missing: Vec<OsString>,
+}
+
+fn errno_kind(errno: Errno) -> ErrorKind {
+    match errno {
+        Errno::NOENT | Errno::NOTDIR => ErrorKind::NotFound,
+        _ => ErrorKind::Io,
+    }
+}
+
+pub(crate) fn file_type(stat: &Stat) -> FileType {
+    FileType::from_raw_mode(stat.st_mode)
+}
+
+/// Refuses special files with `special_file` and folders with `invalid_args`.
+pub(crate) fn require_regular(stat: &Stat, shown: &str) -> Result<()> {
+    match file_type(stat) {
+        FileType::RegularFile => Ok(()),
+        FileType::Directory => Err(Error::invalid(format!(
+            "'{shown}' is a folder, not a file; use list_dir to see what it holds"
+        ))),
+        other => Err(Error::new(
+            ErrorKind::SpecialFile,
+            format!(
+                "'{shown}' is a special file ({other:?}), not a regular file; Wicket does not open FIFOs, sockets or devices"
+            ),
+        )),
+    }
+}
+
+/// Checks a tool path before any resolution: NUL bytes, empty, absurd lengths.
+pub fn validate_path(path: &str) -> Result<()> {
+    if path.contains('\0') {
+        return Err(Error::invalid(
+            "the path contains a NUL byte; paths are plain text without NUL",
+        ));
+    }
+    if path.len() > PATH_MAX_BYTES {
+        return Err(Error::invalid(format!(
+            "the path is {} bytes long, more than the {PATH_MAX_BYTES} a path may have",
+            path.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `path` relative to `base` when `path` starts with `base`, compared by components.
+fn strip_components(path: &Path, base: &Path) -> Option<PathBuf> {
+    let mut path_components = path.components();
+    for base_component in base.components() {
+        if path_components.next() != Some(base_component) {
+            return None;
+        }
+    }
+    Some(path_components.as_path().to_path_buf())
+}
+
+fn display(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+impl Workspace {
+    /// Opens the workspace root. This is the one place a path is canonicalized:
+    /// the root is trusted, so a workspace reached through a symlink works.
+    pub fn open(dir: &Path) -> Result<Workspace> {
+        let root = std::fs::canonicalize(dir).map_err(|error| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("workspace '{}' cannot be opened: {error}; pass --workspace with an existing folder", dir.display()),
+            )
+        })?;
+        let root_fd = rustix::fs::open(
+            &root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|error| Error::io(&format!("workspace '{}'", root.display()), error))?;
+        let given = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map(|cwd| cwd.join(dir))
+                .unwrap_or_else(|_| root.clone())
+        };
+        Ok(Workspace {
+            root,
+            given,
+            root_fd,
+        })
+    }
+
+    /// The workspace root, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The workspace-relative form of an absolute path, if it starts inside the
+    /// workspace (by components, as given or canonical).
+    fn inside_relative(&self, absolute: &Path) -> Option<PathBuf> {
+        strip_components(absolute, &self.root).or_else(|| strip_components(absolute, &self.given))
+    }
+
+    /// Says whether a tool path is meant to be inside the workspace or is an
+    /// outside reach. `~` and `$VARS` are literal names.
+    pub fn classify(&self, path: &str) -> Result<Location> {
+        validate_path(path)?;
+        let path = Path::new(path);
+        if !path.is_absolute() {
+            return Ok(Location::Inside(path.to_path_buf()));
+        }
+        if let Some(relative) = self.inside_relative(path) {
+            return Ok(Location::Inside(relative));
+        }
+        // An outside reach: name it by where it really is, so the card says what
+        // would be read. If it lands inside after all, it is an inside path.
+        let real = canonical_or_parent(path);
+        match self.inside_relative(&real) {
+            Some(relative) => Ok(Location::Inside(relative)),
+            None => Ok(Location::Outside(real)),
+        }
+    }
+
+    fn escape_error(&self, shown: &str, why: &str) -> Error {
+        Error::new(
+            ErrorKind::OutsideWorkspace,
+            format!(
+                "path '{shown}' leaves the workspace {}{why}; use a path inside it, or an absolute path to ask for an outside read",
+                self.root.display()
+            ),
+        )
+    }
+
+    /// Resolves a workspace-relative path to a held parent folder and a final
+    /// name, following symlinks by the workspace's rules. With `create_dirs`,
+    /// missing folders on the way are made (only after a write was allowed).
+    pub fn walk(&self, relative: &Path, create_dirs: bool) -> Result<Resolved> {
+        let shown = display(relative);
+        let mut pending: VecDeque<OsString> = VecDeque::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(name) => pending.push_back(name.to_os_string()),
+                Component::ParentDir => pending.push_back(OsString::from("..")),
+                Component::CurDir => {}
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(Error::invalid(format!("'{shown}' is not a relative path")));
+                }
+            }
+        }
+        let mut stack: Vec<(OwnedFd, OsString)> = Vec::new();
+        let mut follows = 0usize;
+        let mut retries = 0usize;
+        loop {
+            let top: BorrowedFd<'_> = match stack.last() {
+                Some((fd, _)) => fd.as_fd(),
+                None => self.root_fd.as_fd(),
+            };
+            let Some(name) = pending.pop_front() else {
+                let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
+                let absolute = self.absolute_of(&stack, None);
+                let stat = rustix::fs::fstat(&dir).ok();
+                return Ok(Resolved {
+                    dir,
+                    name: None,
+                    absolute,
+                    stat,
+                    missing: Vec::new(),
+                });
+            };
+            if name == ".." {
+                if stack.pop().is_none() {
+                    return Err(self.escape_error(&shown, " by '..'"));
+                }
+                continue;
+            }
+            let stat = match rustix::fs::statat(top, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => Some(stat),
+                Err(Errno::NOENT) => None,
+                Err(error) => {
+                    return Err(Error::new(errno_kind(error), format!("'{shown}': {error}")));
+                }
+            };
+            let Some(stat) = stat else {
+                if pending.is_empty() {
+                    let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
+                    let absolute = self.absolute_of(&stack, Some(&name));
+                    return Ok(Resolved {
+                        dir,
+                        name: Some(name),
+                        absolute,
+                        stat: None,
+                        missing: Vec::new(),
+                    });
+                }
+                if create_dirs {
+                    match rustix::fs::mkdirat(top, name.as_os_str(), Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(error) => {
+                            return Err(Error::io(
+                                &format!("creating a folder for '{shown}'"),
+                                error,
+                            ));
+                        }
+                    }
+                    pending.push_front(name);
+                    continue;
+                }
+                // Plan the folders a write would create; they must be plain names.
+                let mut missing = vec![name];
+                let mut last = None;
+                while let Some(next) = pending.pop_front() {
+                    if next == ".." {
+                        return Err(Error::new(
+                            ErrorKind::NotFound,
+                            format!("'{shown}' goes up out of a folder that does not exist"),
+                        ));
+                    }
+                    if let Some(previous) = last.replace(next) {
+                        missing.push(previous);
+                    }
+                }
+                let Some(last) = last else {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("'{shown}' does not exist"),
+                    ));
+                };
+                let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
+                let mut absolute = self.absolute_of(&stack, None);
+                absolute.extend(missing.iter());
+                absolute.push(&last);
+                return Ok(Resolved {
+                    dir,
+                    name: Some(last),
+                    absolute,
+                    stat: None,
+                    missing,
+                });
+            };
+            match file_type(&stat) {
+                FileType::Symlink => {
+                    follows += 1;
+                    if follows > SYMLINK_MAX_FOLLOWS {
+                        return Err(Error::invalid(format!(
+                            "'{shown}' goes through more than {SYMLINK_MAX_FOLLOWS} symlinks (a loop?)"
+                        )));
+                    }
+                    let target = rustix::fs::readlinkat(top, name.as_os_str(), Vec::new())
+                        .map_err(|e| Error::io(&shown, e))?;
+                    let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                    let mut spliced: VecDeque<OsString> = VecDeque::new();
+                    let target_relative = if target.is_absolute() {
+                        let inside = self
+                            .inside_relative(&target)
+                            .or_else(|| self.inside_relative(&canonical_or_parent(&target)));
+                        match inside {
+                            Some(relative) => {
+                                stack.clear();
+                                relative
+                            }
+                            None => {
+                                return Err(self.escape_error(
+                                    &shown,
+                                    &format!(
+                                        " through the symlink '{}' -> '{}'",
+                                        name.to_string_lossy(),
+                                        target.display()
+                                    ),
+                                ));
+                            }
+                        }
+                    } else {
+                        target
+                    };
+                    for component in target_relative.components() {
+                        match component {
+                            Component::Normal(part) => spliced.push_back(part.to_os_string()),
+                            Component::ParentDir => spliced.push_back(OsString::from("..")),
+                            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+                        }
+                    }
+                    while let Some(part) = spliced.pop_back() {
+                        pending.push_front(part);
+                    }
+                }
+                FileType::Directory if !pending.is_empty() => {
+                    match rustix::fs::openat(
+                        top,
+                        name.as_os_str(),
+                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    ) {
+                        Ok(fd) => stack.push((fd, name)),
+                        // Swapped between the stat and the open: judge it again.
+                        Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) if retries < 64 => {
+                            retries += 1;
+                            pending.push_front(name);
+                        }
+                        Err(error) => {
+                            return Err(Error::new(
+                                errno_kind(error),
+                                format!("'{shown}': {error}"),
+                            ));
+                        }
+                    }
+                }
+                _ if pending.is_empty() => {
+                    let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
+                    let absolute = self.absolute_of(&stack, Some(&name));
+                    return Ok(Resolved {
+                        dir,
+                        name: Some(name),
+                        absolute,
+                        stat: Some(stat),
+                        missing: Vec::new(),
+                    });
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("'{shown}': '{}' is not a folder", name.to_string_lossy()),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn absolute_of(&self, stack: &[(OwnedFd, OsString)], name: Option<&OsString>) -> PathBuf {
+        let mut path = self.root.clone();
+        path.extend(stack.iter().map(|(_, part)| part));
+        if let Some(name) = name {
+            path.push(name);
+        }
+        path
+    }
+
+    /// Opens `flags` on a location: inside paths by the workspace's rules,
+    /// outside ones as named. Returns the fd and its metadata.
+    fn open_location(
+        &self,
+        location: &Location,
+        flags: OFlags,
+        shown: &str,
+    ) -> Result<(OwnedFd, Stat)> {
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = match location {
+            Location::Outside(path) => open_outside(path, flags)?,
+            Location::Inside(relative) => self.open_inside(relative, flags, shown)?,
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io(shown, e))?;
+        Ok((fd, stat))
+    }
+
+    fn open_inside(&self, relative: &Path, flags: OFlags, shown: &str) -> Result<OwnedFd> {
+        let relative_or_dot = if relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            relative
+        };
+        if !OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+            match rustix::fs::openat2(
+                &self.root_fd,
+                relative_or_dot,
+                flags,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            ) {
+                Ok(fd) => return Ok(fd),
+                Err(Errno::NOENT) => {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("'{shown}' does not exist"),
+                    ));
+                }
+                Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::TOOBIG) => {
+                    OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
+                }
+                // EXDEV: a link leaves the subtree or is absolute; ELOOP: a loop or
+                // a magic link. The walk tells which, and follows inside links.
+                Err(_) => {}
+            }
+        }
+        for _ in 0..8 {
+            let resolved = self.walk(relative, false)?;
+            if resolved.stat.is_none() {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("'{shown}' does not exist"),
+                ));
+            }
+            let name = resolved.name.as_deref().unwrap_or(OsStr::new("."));
+            match rustix::fs::openat(&resolved.dir, name, flags | OFlags::NOFOLLOW, Mode::empty()) {
+                Ok(fd) => return Ok(fd),
+                // It became a symlink after the walk looked: walk again.
+                Err(Errno::LOOP) => continue,
+                Err(error) => {
+                    return Err(Error::new(errno_kind(error), format!("'{shown}': {error}")));
+                }
+            }
+        }
+        Err(Error::io(
+            shown,
+            "the path kept changing while it was opened",
+        ))
+    }
+
+    /// Opens a regular file for reading. Special files are refused before any
+    /// blocking read could happen (the open itself is non-blocking).
+    pub fn open_file(&self, location: &Location, shown: &str) -> Result<(File, Stat)> {
+        let (fd, stat) = self.open_location(location, OFlags::RDONLY, shown)?;
+        require_regular(&stat, shown)?;
+        Ok((File::from(fd), stat))
+    }
+
+    /// Opens a folder for listing.
+    pub fn open_dir(&self, location: &Location, shown: &str) -> Result<OwnedFd> {
+        let (fd, stat) = self
+            .open_location(location, OFlags::RDONLY | OFlags::DIRECTORY, shown)
+            .map_err(|error| match error.kind {
+                ErrorKind::NotFound
+                    if error.message.contains("Not a directory")
+                        || error.message.contains("not a directory") =>
+                {
+                    Error::invalid(format!(
+                        "'{shown}' is a file, not a folder; use read_file to read it"
+                    ))
+                }
+                _ => error,
+            })?;
+        if file_type(&stat) != FileType::Directory {
+            return Err(Error::invalid(format!("'{shown}' is not a folder")));
+        }
+        Ok(fd)
+    }
+
+    /// Resolves where a write to `location` would land, without changing anything.
+    pub fn resolve_write(&self, location: &Location, create_dirs: bool) -> Result<Resolved> {
+        let resolved = match location {
+            Location::Inside(relative) => self.walk(relative, create_dirs)?,
+            Location::Outside(path) => resolve_outside_write(path)?,
+        };
+        if resolved.name.is_none() {
+            return Err(Error::invalid(format!(
+                "'{}' is a folder; give the path of a file to write",
+                resolved.absolute.display()
+            )));
+        }
+        if let Some(stat) = &resolved.stat {
+            require_regular(stat, &display(&resolved.absolute))?;
+        }
+        Ok(resolved)
+    }
+}
+
+/// The canonical form of a path; for a path that does not exist, its
+/// canonical parent joined with its name.
+fn canonical_or_parent(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => match std::fs::canonicalize(parent) {
+            Ok(real_parent) => real_parent.join(name),
+            Err(_) => path.to_path_buf(),
+        },
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Opens an outside path that the person allowed by name. It was canonicalized
+/// for the card, so it must open without following any symlink now.
+fn open_outside(path: &Path, flags: OFlags) -> Result<OwnedFd> {
+    let shown = display(path);
+    let result = if OPENAT2_UNAVAILABLE.load(Ordering::Relaxed) {
+        rustix::fs::open(path, flags | OFlags::NOFOLLOW, Mode::empty())
+    } else {
+        match rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            flags,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Err(Errno::NOSYS | Errno::PERM | Errno::TOOBIG) => {
+                OPENAT2_UNAVAILABLE.store(true, Ordering::Relaxed);
+                rustix::fs::open(path, flags | OFlags::NOFOLLOW, Mode::empty())
+            }
+            other => other,
+        }
+    };
+    result.map_err(|error| match error {
+        Errno::NOENT => Error::new(ErrorKind::NotFound, format!("'{shown}' does not exist")),
+        Errno::LOOP | Errno::XDEV => Error::io(
+            &shown,
+            "it changed into a symlink after it was shown on the card",
+        ),
+        other => Error::new(errno_kind(other), format!("'{shown}': {other}")),
+    })
+}
+
+fn resolve_outside_write(path: &Path) -> Result<Resolved> {
+    let shown = display(path);
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Error::invalid(format!(
+            "'{shown}' has no file name to write"
+        )));
+    };
+    let dir = open_outside(parent, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+    let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Some(stat),
+        Err(Errno::NOENT) => None,
+        Err(error) => return Err(Error::io(&shown, error)),
+    };
+    Ok(Resolved {
+        dir,
+        name: Some(name.to_os_string()),
+        absolute: path.to_path_buf(),
+        stat,
+        missing: Vec::new(),
+    })
+}
+
+/// Reads a regular file opened by the resolver, up to `limit` bytes (never
+/// more, so a sparse or endless file is not slurped).
+pub(crate) fn read_up_to(file: &mut File, limit: u64, shown: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|error| Error::io(shown, error))?;
+    Ok(bytes)
+}

@@ -1,0 +1,237 @@
+//! grep: a Rust regex over the workspace with ripgrep's walker and searcher,
+//! .gitignore honoured, `.git/` and binary files skipped, results in path order,
+//! at most [`GREP_MAX_MATCHES`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
+use ignore::WalkBuilder;
+use ignore::overrides::OverrideBuilder;
+use wicket_protocol::{GrepArgs, GrepOutput};
+
+use crate::error::{Error, Result};
+use crate::limits::{GREP_LINE_MAX_BYTES, GREP_MAX_MATCHES};
+use crate::resolve::{Location, Workspace};
+
+/// Files searched ahead of the first unfinished one; bounds wasted work after
+/// the 200th match while keeping every core busy.
+const SEARCH_WINDOW: usize = 256;
+
+struct Collect<'a> {
+    shown: &'a str,
+    lines: Vec<String>,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(
+        &mut self,
+        _: &grep_searcher::Searcher,
+        found: &SinkMatch<'_>,
+    ) -> Result<bool, std::io::Error> {
+        let mut text = found.bytes();
+        while let Some(stripped) = text
+            .strip_suffix(b"\n")
+            .or_else(|| text.strip_suffix(b"\r"))
+        {
+            text = stripped;
+        }
+        let cut = text.len() > GREP_LINE_MAX_BYTES;
+        let mut line =
+            String::from_utf8_lossy(&text[..text.len().min(GREP_LINE_MAX_BYTES)]).into_owned();
+        if cut {
+            line.push_str(" […]");
+        }
+        self.lines.push(format!(
+            "{}:{}:{}",
+            self.shown,
+            found.line_number().unwrap_or(0),
+            line
+        ));
+        Ok(self.lines.len() <= GREP_MAX_MATCHES)
+    }
+}
+
+fn relative_display(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+pub fn grep(
+    workspace: &Workspace,
+    location: Option<&Location>,
+    args: &GrepArgs,
+) -> Result<GrepOutput> {
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(args.case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|error| {
+            Error::invalid(format!("the pattern is not a valid Rust regex: {error}"))
+        })?;
+
+    // The walk goes by path; each file is then opened through the resolver, so a
+    // folder swapped for a symlink mid-walk never lets outside bytes through.
+    let (walk_root, base) = match location {
+        None => (workspace.root().to_path_buf(), Some(PathBuf::new())),
+        Some(Location::Inside(relative)) => {
+            let resolved = workspace.walk(relative, false)?;
+            if resolved.stat.is_none() {
+                return Err(Error::new(
+                    wicket_protocol::ErrorKind::NotFound,
+                    format!("'{}' does not exist", relative.display()),
+                ));
+            }
+            let inside = resolved
+                .absolute
+                .strip_prefix(workspace.root())
+                .map(Path::to_path_buf)
+                .ok();
+            (resolved.absolute, inside)
+        }
+        Some(Location::Outside(path)) => (path.clone(), None),
+    };
+
+    let mut builder = WalkBuilder::new(&walk_root);
+    builder
+        .hidden(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|entry| entry.file_name() != ".git");
+    if let Some(glob) = &args.glob {
+        let mut overrides = OverrideBuilder::new(&walk_root);
+        overrides
+            .add(glob)
+            .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
+        let overrides = overrides
+            .build()
+            .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
+        builder.overrides(overrides);
+    }
+    let files: Vec<PathBuf> = builder
+        .build()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+        .map(|entry| entry.into_path())
+        .collect();
+
+    let workers = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .max(1);
+    let results: Vec<Mutex<Option<Vec<String>>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    // The index of the first file whose results, with all before it, reach the limit.
+    let stop_at = AtomicUsize::new(usize::MAX);
+    let done_prefix = Mutex::new((0usize, 0usize)); // (files settled in order, matches in them)
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut searcher = SearcherBuilder::new()
+                    .binary_detection(BinaryDetection::quit(0))
+                    .line_number(true)
+                    .build();
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= files.len() || index > stop_at.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    // Stay within a window of the first unsettled file.
+                    loop {
+                        let settled = done_prefix.lock().map(|guard| guard.0).unwrap_or(0);
+                        if index < settled + SEARCH_WINDOW
+                            || index > stop_at.load(Ordering::Relaxed)
+                        {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                    if index > stop_at.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let path = &files[index];
+                    let shown = match &base {
+                        Some(base) => match path.strip_prefix(&walk_root) {
+                            Ok(rest) if rest.as_os_str().is_empty() => relative_display(base),
+                            Ok(rest) => relative_display(&base.join(rest)),
+                            Err(_) => relative_display(path),
+                        },
+                        None => relative_display(path),
+                    };
+                    let mut collect = Collect {
+                        shown: &shown,
+                        lines: Vec::new(),
+                    };
+                    let location = match &base {
+                        Some(_) => Location::Inside(PathBuf::from(&shown)),
+                        None => Location::Outside(path.clone()),
+                    };
+                    if let Ok((file, _)) = workspace.open_file(&location, &shown) {
+                        let _ = searcher.search_file(&matcher, &file, &mut collect);
+                    }
+                    if let Ok(mut slot) = results[index].lock() {
+                        *slot = Some(collect.lines);
+                    }
+                    if let Ok(mut prefix) = done_prefix.lock() {
+                        while prefix.0 < files.len() {
+                            let Ok(slot) = results[prefix.0].lock() else {
+                                break;
+                            };
+                            let Some(lines) = slot.as_ref() else { break };
+                            prefix.1 += lines.len();
+                            let settled_index = prefix.0;
+                            drop(slot);
+                            prefix.0 += 1;
+                            if prefix.1 > GREP_MAX_MATCHES {
+                                stop_at.fetch_min(settled_index, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+
+    let mut matches = Vec::new();
+    let mut truncated = false;
+    for slot in results {
+        let Ok(slot) = slot.into_inner() else {
+            continue;
+        };
+        let Some(lines) = slot else {
+            // Not searched: beyond the stop, or the limit was already reached.
+            if matches.len() >= GREP_MAX_MATCHES {
+                break;
+            }
+            continue;
+        };
+        for line in lines {
+            if matches.len() == GREP_MAX_MATCHES {
+                truncated = true;
+                break;
+            }
+            matches.push(line);
+        }
+        if truncated {
+            break;
+        }
+    }
+    let note = truncated.then(|| {
+        format!("stopped at {GREP_MAX_MATCHES} matches; narrow the pattern, the path or the glob to see the rest")
+    });
+    Ok(GrepOutput {
+        matches,
+        truncated,
+        note,
+    })
+}

@@ -1,0 +1,165 @@
+//! read_file: at most [`READ_FILE_MAX_BYTES`] of text from a byte offset or a
+//! 1-based line, never splitting a UTF-8 character.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use wicket_protocol::{ReadFileArgs, ReadFileOutput};
+
+use crate::error::{Error, Result};
+use crate::limits::{BINARY_SNIFF_BYTES, READ_FILE_MAX_BYTES};
+use crate::resolve::{Location, Workspace};
+
+const SCAN_CHUNK: usize = 256 * 1024;
+
+fn pread(file: &File, buffer: &mut [u8], offset: u64, shown: &str) -> Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read_at(&mut buffer[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(Error::io(shown, error)),
+        }
+    }
+    Ok(filled)
+}
+
+/// The byte offset where 1-based `line` starts, scanning with memchr.
+fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
+    let mut newlines_needed = line - 1;
+    if newlines_needed == 0 {
+        return Ok(0);
+    }
+    let mut buffer = vec![0u8; SCAN_CHUNK];
+    let mut offset = 0u64;
+    let mut lines_seen = 0u64;
+    while offset < size {
+        let n = pread(file, &mut buffer, offset, shown)?;
+        if n == 0 {
+            break;
+        }
+        for position in memchr::memchr_iter(b'\n', &buffer[..n]) {
+            newlines_needed -= 1;
+            lines_seen += 1;
+            if newlines_needed == 0 {
+                return Ok(offset + position as u64 + 1);
+            }
+        }
+        offset += n as u64;
+    }
+    Err(Error::invalid(format!(
+        "line {line} is past the end of '{shown}', which has {} line(s); read from line 1, or by offset",
+        lines_seen + 1
+    )))
+}
+
+/// The length of the longest prefix of `bytes` that ends on a character boundary.
+fn utf8_prefix(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+        Err(_) => bytes.len(),
+    }
+}
+
+pub fn read_file(
+    workspace: &Workspace,
+    location: &Location,
+    args: &ReadFileArgs,
+) -> Result<ReadFileOutput> {
+    if args.offset.is_some() && args.line.is_some() {
+        return Err(Error::invalid("give either offset or line, not both"));
+    }
+    if args.line == Some(0) {
+        return Err(Error::invalid("lines are numbered from 1"));
+    }
+    let shown = args.path.as_str();
+    let (file, stat) = workspace.open_file(location, shown)?;
+    let size = stat.st_size as u64;
+
+    let mut sniff = vec![0u8; BINARY_SNIFF_BYTES];
+    let sniffed = pread(&file, &mut sniff, 0, shown)?;
+    if memchr::memchr(0, &sniff[..sniffed]).is_some() {
+        return Ok(ReadFileOutput {
+            content: String::new(),
+            size,
+            offset: 0,
+            next_offset: None,
+            next_line: None,
+            binary: true,
+        });
+    }
+
+    let mut start = match (args.offset, args.line) {
+        (Some(offset), _) => offset.min(size),
+        (None, Some(line)) => line_start(&file, line, size, shown)?,
+        (None, None) => 0,
+    };
+    // Read a little more than the limit so a character cut at the edge is seen,
+    // and back up to a character boundary when the offset points inside one.
+    let mut buffer = vec![0u8; READ_FILE_MAX_BYTES + 4];
+    let mut lead = [0u8; 3];
+    if start > 0 {
+        let back = start.min(3) as usize;
+        let n = pread(&file, &mut lead[..back], start - back as u64, shown)?;
+        let mut continuation = 0;
+        let mut probe = [0u8; 1];
+        if pread(&file, &mut probe, start, shown)? == 1 && probe[0] & 0xC0 == 0x80 {
+            // Count how far back the character started.
+            for byte in lead[..n].iter().rev() {
+                continuation += 1;
+                if byte & 0xC0 != 0x80 {
+                    break;
+                }
+            }
+            start -= continuation as u64;
+        }
+    }
+    let n = pread(&file, &mut buffer, start, shown)?;
+    let available = &buffer[..n];
+    let mut take = available.len().min(READ_FILE_MAX_BYTES);
+    let reaches_end = start + (take as u64) >= size && available.len() <= READ_FILE_MAX_BYTES;
+    if !reaches_end {
+        take = utf8_prefix(&available[..take]);
+    }
+    let mut chunk = &available[..take];
+    let by_line = args.line.is_some();
+    if by_line && !reaches_end {
+        // Whole lines when reading by line, unless one line is longer than the limit.
+        if let Some(last_newline) = memchr::memrchr(b'\n', chunk) {
+            chunk = &chunk[..last_newline + 1];
+        }
+    }
+    let content = match std::str::from_utf8(chunk) {
+        Ok(text) => text.to_string(),
+        Err(_) => {
+            return Ok(ReadFileOutput {
+                content: String::new(),
+                size,
+                offset: start,
+                next_offset: None,
+                next_line: None,
+                binary: true,
+            });
+        }
+    };
+    let end = start + chunk.len() as u64;
+    let more = end < size;
+    let (next_offset, next_line) = match (more, args.line) {
+        (false, _) => (None, None),
+        (true, Some(line)) if chunk.ends_with(b"\n") => (
+            Some(end),
+            Some(line + memchr::memchr_iter(b'\n', chunk).count() as u64),
+        ),
+        (true, _) => (Some(end), None),
+    };
+    Ok(ReadFileOutput {
+        content,
+        size,
+        offset: start,
+        next_offset,
+        next_line,
+        binary: false,
+    })
+}
