@@ -62,6 +62,8 @@ pub struct Resolved {
 fn errno_kind(errno: Errno) -> ErrorKind {
     match errno {
         Errno::NOENT | Errno::NOTDIR => ErrorKind::NotFound,
+        // Opening a socket gives ENXIO.
+        Errno::NXIO => ErrorKind::SpecialFile,
         _ => ErrorKind::Io,
     }
 }
@@ -226,7 +228,22 @@ impl Workspace {
             };
             if name == ".." {
                 if stack.pop().is_none() {
-                    return Err(self.escape_error(&shown, " by '..'"));
+                    // Above the root: only a path that comes straight back in
+                    // (a link like `../ws/file`) stays inside.
+                    let mut above = self
+                        .root
+                        .parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_default();
+                    above.extend(pending.drain(..));
+                    match self.inside_relative(&canonical_or_parent(&above)) {
+                        Some(relative) => {
+                            pending.extend(
+                                relative.components().map(|c| c.as_os_str().to_os_string()),
+                            );
+                        }
+                        None => return Err(self.escape_error(&shown, " by '..'")),
+                    }
                 }
                 continue;
             }

@@ -1,0 +1,318 @@
+//! Each limit at its edge.
+
+use wicket_protocol::{ErrorKind, GrepArgs, ListDirArgs, ReadFileArgs, SearchReplaceArgs};
+use wicket_tools::limits::*;
+use wicket_tools::tools::search_replace::replaced;
+
+use crate::*;
+
+fn read_at(
+    tools: &Tools,
+    path: &str,
+    offset: Option<u64>,
+    line: Option<u64>,
+) -> wicket_protocol::ReadFileOutput {
+    let location = tools.workspace().classify(path).unwrap();
+    tools
+        .read_file(
+            &location,
+            &ReadFileArgs {
+                path: path.into(),
+                offset,
+                line,
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn read_exactly_the_limit_has_no_next() {
+    let f = Fixture::new();
+    f.write("exact", &"a".repeat(READ_FILE_MAX_BYTES));
+    let out = read_at(&f.tools(), "exact", None, None);
+    assert_eq!(out.content.len(), READ_FILE_MAX_BYTES);
+    assert_eq!(out.next_offset, None);
+}
+
+#[test]
+fn read_one_over_the_limit_gives_the_next_offset() {
+    let f = Fixture::new();
+    f.write("over", &"a".repeat(READ_FILE_MAX_BYTES + 1));
+    let t = f.tools();
+    let out = read_at(&t, "over", None, None);
+    assert_eq!(out.content.len(), READ_FILE_MAX_BYTES);
+    assert_eq!(out.next_offset, Some(READ_FILE_MAX_BYTES as u64));
+    let rest = read_at(&t, "over", out.next_offset, None);
+    assert_eq!(rest.content, "a");
+    assert_eq!(rest.next_offset, None);
+}
+
+fn sample_text() -> String {
+    // Multi-byte characters everywhere, so chunk edges fall inside them.
+    (0..6000)
+        .map(|i| format!("line {i}: héllo wörld ✓ 🦀 {}\n", "x".repeat(i % 37)))
+        .collect()
+}
+
+#[test]
+fn chunked_reads_by_offset_reassemble_the_file_exactly() {
+    let f = Fixture::new();
+    let text = sample_text();
+    f.write("big.txt", &text);
+    let t = f.tools();
+    let mut offset = Some(0);
+    let mut joined = String::new();
+    let mut calls = 0;
+    while let Some(at) = offset {
+        let out = read_at(&t, "big.txt", Some(at), None);
+        assert!(out.content.len() <= READ_FILE_MAX_BYTES);
+        joined.push_str(&out.content);
+        offset = out.next_offset;
+        calls += 1;
+    }
+    assert!(calls > 3);
+    assert_eq!(joined, text);
+}
+
+#[test]
+fn chunked_reads_by_line_reassemble_the_file_exactly() {
+    let f = Fixture::new();
+    let text = sample_text();
+    f.write("big.txt", &text);
+    let t = f.tools();
+    let mut line = Some(1);
+    let mut joined = String::new();
+    while let Some(at) = line {
+        let out = read_at(&t, "big.txt", None, Some(at));
+        assert!(out.content.ends_with('\n'));
+        joined.push_str(&out.content);
+        line = out.next_line;
+    }
+    assert_eq!(joined, text);
+    let third = read_at(&t, "big.txt", None, Some(3));
+    assert!(third.content.starts_with("line 2: "));
+}
+
+#[test]
+fn a_read_never_splits_a_character() {
+    let f = Fixture::new();
+    // 32767 ASCII bytes then a 4-byte crab: the limit falls inside it.
+    let text = format!("{}🦀tail", "a".repeat(READ_FILE_MAX_BYTES - 1));
+    f.write("edge", &text);
+    let t = f.tools();
+    let out = read_at(&t, "edge", None, None);
+    assert_eq!(out.content.len(), READ_FILE_MAX_BYTES - 1);
+    let rest = read_at(&t, "edge", out.next_offset, None);
+    assert_eq!(rest.content, "🦀tail");
+    // An offset inside a character starts at that character.
+    let inside = read_at(&t, "edge", Some(READ_FILE_MAX_BYTES as u64 + 1), None);
+    assert_eq!(inside.content, "🦀tail");
+}
+
+#[test]
+fn binary_files_are_reported_with_their_size() {
+    let f = Fixture::new();
+    std::fs::write(f.ws.join("bin"), [0u8, 1, 2, 3, 255]).unwrap();
+    let out = read_at(&f.tools(), "bin", None, None);
+    assert!(out.binary);
+    assert_eq!(out.size, 5);
+    assert!(out.content.is_empty());
+}
+
+#[test]
+fn a_line_past_the_end_is_invalid() {
+    let f = Fixture::new();
+    let t = f.tools();
+    let location = t.workspace().classify("real.txt").unwrap();
+    let args = ReadFileArgs {
+        path: "real.txt".into(),
+        offset: None,
+        line: Some(9),
+    };
+    assert_eq!(kind(t.read_file(&location, &args)), ErrorKind::InvalidArgs);
+    let both = ReadFileArgs {
+        path: "real.txt".into(),
+        offset: Some(0),
+        line: Some(1),
+    };
+    assert_eq!(kind(t.read_file(&location, &both)), ErrorKind::InvalidArgs);
+}
+
+fn grep(tools: &Tools, pattern: &str) -> wicket_protocol::GrepOutput {
+    tools
+        .grep(
+            None,
+            &GrepArgs {
+                pattern: pattern.into(),
+                path: None,
+                glob: None,
+                case_insensitive: false,
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn grep_results_are_in_path_order() {
+    let f = Fixture::new();
+    for name in ["b/z.txt", "a/y.txt", "a/b/x.txt", "c.txt", "a.txt"] {
+        f.write(name, "needle\n");
+    }
+    let out = grep(&f.tools(), "needle");
+    assert_eq!(
+        out.matches,
+        vec![
+            "a/b/x.txt:1:needle",
+            "a/y.txt:1:needle",
+            "a.txt:1:needle",
+            "b/z.txt:1:needle",
+            "c.txt:1:needle"
+        ]
+    );
+    assert!(!out.truncated);
+}
+
+#[test]
+fn grep_stops_at_the_limit() {
+    let f = Fixture::new();
+    for i in 0..50 {
+        f.write(&format!("f{i:03}.txt"), &"hit\n".repeat(4));
+    }
+    let exactly = grep(&f.tools(), "hit");
+    assert_eq!(exactly.matches.len(), GREP_MAX_MATCHES);
+    assert!(!exactly.truncated);
+    f.write("f999.txt", "hit\n");
+    let over = grep(&f.tools(), "hit");
+    assert_eq!(over.matches.len(), GREP_MAX_MATCHES);
+    assert!(over.truncated);
+    assert!(over.note.unwrap().contains("200"));
+    assert_eq!(over.matches[0], "f000.txt:1:hit");
+    assert_eq!(over.matches[199], "f049.txt:4:hit");
+}
+
+#[test]
+fn grep_honours_gitignore_and_skips_git_and_binaries() {
+    let f = Fixture::new();
+    f.write(".gitignore", "ignored/\n*.log\n");
+    f.write("ignored/a.txt", "needle\n");
+    f.write("x.log", "needle\n");
+    f.write(".git/config", "needle\n");
+    f.write("kept.txt", "needle\n");
+    std::fs::write(f.ws.join("bin.dat"), b"needle\0\x01").unwrap();
+    let out = grep(&f.tools(), "needle");
+    assert_eq!(out.matches, vec!["kept.txt:1:needle"]);
+}
+
+#[test]
+fn grep_glob_case_and_bad_patterns() {
+    let f = Fixture::new();
+    f.write("a.rs", "Needle\n");
+    f.write("b.md", "needle\n");
+    let t = f.tools();
+    let args = GrepArgs {
+        pattern: "needle".into(),
+        path: None,
+        glob: Some("*.rs".into()),
+        case_insensitive: true,
+    };
+    assert_eq!(t.grep(None, &args).unwrap().matches, vec!["a.rs:1:Needle"]);
+    let bad = GrepArgs {
+        pattern: "(".into(),
+        path: None,
+        glob: None,
+        case_insensitive: false,
+    };
+    assert_eq!(kind(t.grep(None, &bad)), ErrorKind::InvalidArgs);
+}
+
+#[test]
+fn list_dir_stops_at_the_limit_and_counts_the_rest() {
+    let f = Fixture::new();
+    for i in 0..LIST_DIR_MAX_ENTRIES {
+        f.write(&format!("many/{i:04}"), "");
+    }
+    let t = f.tools();
+    let location = t.workspace().classify("many").unwrap();
+    let args = ListDirArgs {
+        path: Some("many".into()),
+    };
+    let out = t.list_dir(&location, &args).unwrap();
+    assert_eq!((out.entries.len(), out.omitted), (LIST_DIR_MAX_ENTRIES, 0));
+    f.write("many/9999", "");
+    f.write("many/9998", "");
+    let out = t.list_dir(&location, &args).unwrap();
+    assert_eq!((out.entries.len(), out.omitted), (LIST_DIR_MAX_ENTRIES, 2));
+    assert_eq!(out.entries[0], "0000");
+}
+
+fn sr(old: &str, new: &str, all: bool) -> SearchReplaceArgs {
+    SearchReplaceArgs {
+        path: "f".into(),
+        old: old.into(),
+        new: new.into(),
+        replace_all: all,
+    }
+}
+
+#[test]
+fn search_replace_needs_exactly_one_match_unless_replace_all() {
+    let text = b"one\ntwo\none\n";
+    assert_eq!(
+        replaced(Some(text), &sr("two", "2", false)).unwrap(),
+        b"one\n2\none\n"
+    );
+    let error = replaced(Some(text), &sr("one", "1", false)).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::NotUnique);
+    assert!(
+        error.message.contains("2 times") && error.message.contains("lines 1, 3"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        replaced(Some(text), &sr("one", "1", true)).unwrap(),
+        b"1\ntwo\n1\n"
+    );
+    assert_eq!(
+        replaced(Some(text), &sr("three", "3", false))
+            .unwrap_err()
+            .kind,
+        ErrorKind::NoMatch
+    );
+    assert_eq!(
+        replaced(None, &sr("a", "b", false)).unwrap_err().kind,
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        replaced(Some(text), &sr("", "b", false)).unwrap_err().kind,
+        ErrorKind::InvalidArgs
+    );
+}
+
+#[test]
+fn search_replace_file_size_edge() {
+    let exact = "a".repeat(WRITE_MAX_BYTES - 1) + "b";
+    assert!(replaced(Some(exact.as_bytes()), &sr("b", "c", false)).is_ok());
+    let over = exact + "d";
+    assert_eq!(
+        replaced(Some(over.as_bytes()), &sr("b", "c", false))
+            .unwrap_err()
+            .kind,
+        ErrorKind::TooLarge
+    );
+}
+
+#[test]
+fn write_content_size_edge() {
+    let f = Fixture::new();
+    let t = f.tools();
+    write(&t, "exact", &"a".repeat(WRITE_MAX_BYTES)).unwrap();
+    assert_eq!(
+        std::fs::metadata(f.ws.join("exact")).unwrap().len(),
+        WRITE_MAX_BYTES as u64
+    );
+    assert_eq!(
+        kind(write(&t, "over", &"a".repeat(WRITE_MAX_BYTES + 1))),
+        ErrorKind::TooLarge
+    );
+    assert!(!f.ws.join("over").exists());
+}
