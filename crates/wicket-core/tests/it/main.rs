@@ -1,0 +1,566 @@
+//! The gate against real sessions on disk: every row of the gate table, each
+//! answer, allow_session exactness, isolation, the digest race, diff edges.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use wicket_core::gate::{Answerer, Gate};
+use wicket_core::session::{self, Session};
+use wicket_protocol::{
+    Answer, Card, CardKind, ErrorKind, EventBody, ToolCall, ToolOutput, WireError,
+};
+use wicket_tools::{Cancel, Tools};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+    outside: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (home, ws, outside) = (root.join("home"), root.join("ws"), root.join("outside"));
+        for d in [&home, &ws, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(outside.join("notes"), "outside notes\n").unwrap();
+        Fixture {
+            _dir: dir,
+            home,
+            ws,
+            outside,
+        }
+    }
+
+    fn session(&self, id: &str) -> (Tools, Session) {
+        let tools = Tools::open(&self.ws).unwrap();
+        let (session, _) = Session::open_or_create(&self.home, id, &self.ws, None).unwrap();
+        (tools, session)
+    }
+}
+
+/// Answers from a list, recording each card; `before` runs before each answer.
+struct Scripted<'a> {
+    answers: Vec<Answer>,
+    cards: Vec<Card>,
+    before: Box<dyn FnMut(usize) + 'a>,
+}
+
+impl<'a> Scripted<'a> {
+    fn new(answers: &[Answer]) -> Scripted<'a> {
+        Scripted {
+            answers: answers.to_vec(),
+            cards: Vec::new(),
+            before: Box::new(|_| {}),
+        }
+    }
+}
+
+impl Answerer for Scripted<'_> {
+    fn answer(&mut self, card: &Card) -> Option<Answer> {
+        (self.before)(self.cards.len());
+        self.cards.push(card.clone());
+        if self.answers.is_empty() {
+            None
+        } else {
+            Some(self.answers.remove(0))
+        }
+    }
+}
+
+fn call(
+    tools: &Tools,
+    session: &Session,
+    name: &str,
+    args: serde_json::Value,
+    answerer: &mut dyn Answerer,
+) -> Result<ToolOutput, WireError> {
+    let call = ToolCall::parse(name, args).unwrap();
+    Gate::new(tools, session).call("call-1", &call, answerer, &Cancel::default())
+}
+
+fn event_types(session: &Session) -> Vec<String> {
+    session::load_log(session.log_path())
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn inside_reads_lists_and_greps_raise_no_card() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[]);
+    call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": "a.txt"}),
+        &mut answers,
+    )
+    .unwrap();
+    call(&tools, &session, "list_dir", json!({}), &mut answers).unwrap();
+    call(
+        &tools,
+        &session,
+        "grep",
+        json!({"pattern": "two"}),
+        &mut answers,
+    )
+    .unwrap();
+    assert!(answers.cards.is_empty());
+    assert_eq!(
+        event_types(&session),
+        ["tool_call", "tool_result"].repeat(3)
+    );
+}
+
+#[test]
+fn a_write_card_carries_the_diff_and_deny_changes_nothing() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[Answer::Deny]);
+    let error = call(
+        &tools,
+        &session,
+        "search_replace",
+        json!({"path": "a.txt", "old": "two", "new": "2"}),
+        &mut answers,
+    )
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Denied);
+    let card = &answers.cards[0];
+    assert_eq!(card.kind, CardKind::Write);
+    assert_eq!(
+        card.path.as_deref(),
+        Some(f.ws.join("a.txt").to_str().unwrap())
+    );
+    assert_eq!(
+        card.diff.as_deref(),
+        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n")
+    );
+    assert_eq!(card.digest.as_deref().map(str::len), Some(64));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert_eq!(
+        event_types(&session),
+        ["tool_call", "card", "answer", "tool_result"]
+    );
+}
+
+#[test]
+fn allow_once_writes_and_asks_again_next_time() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[Answer::AllowOnce, Answer::AllowOnce]);
+    call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "new/b.txt", "content": "b\n"}),
+        &mut answers,
+    )
+    .unwrap();
+    call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "new/b.txt", "content": "bb\n"}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 2);
+    assert_eq!(answers.cards[0].digest.as_deref(), Some("absent"));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("new/b.txt")).unwrap(),
+        "bb\n"
+    );
+    assert!(session.meta().allowed.write.is_empty());
+}
+
+#[test]
+fn allow_session_is_one_exact_write_path() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::Deny, Answer::Deny]);
+    call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "a.txt", "content": "x\n"}),
+        &mut answers,
+    )
+    .unwrap();
+    // The same path, even spelled differently, passes without a card.
+    call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "./a.txt", "content": "y\n"}),
+        &mut answers,
+    )
+    .unwrap();
+    call(
+        &tools,
+        &session,
+        "search_replace",
+        json!({"path": f.ws.join("a.txt"), "old": "y", "new": "z"}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 1);
+    // Another path still asks.
+    assert!(
+        call(
+            &tools,
+            &session,
+            "write_file",
+            json!({"path": "a.txt2", "content": "x"}),
+            &mut answers
+        )
+        .is_err()
+    );
+    assert_eq!(answers.cards.len(), 2);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(session.dir().join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["allowed"]["write"], json!([f.ws.join("a.txt")]));
+    assert_eq!(meta["id"], "s");
+    assert_eq!(meta["workspace"], json!(f.ws));
+    assert_eq!(meta["status"], "idle");
+    assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "z\n");
+}
+
+#[test]
+fn outside_reads_and_lists_card_the_absolute_path() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let notes = f.outside.join("notes");
+    let mut answers = Scripted::new(&[Answer::Deny, Answer::AllowSession, Answer::AllowOnce]);
+    let denied = call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": notes}),
+        &mut answers,
+    )
+    .unwrap_err();
+    assert_eq!(denied.kind, ErrorKind::Denied);
+    assert_eq!(answers.cards[0].kind, CardKind::OutsideRead);
+    assert_eq!(
+        answers.cards[0].path.as_deref(),
+        Some(notes.to_str().unwrap())
+    );
+    let ToolOutput::ReadFile(out) = call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": notes}),
+        &mut answers,
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(out.content, "outside notes\n");
+    call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": notes}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(
+        answers.cards.len(),
+        2,
+        "the allowed path passes without a card"
+    );
+    // The folder is another path: it asks.
+    call(
+        &tools,
+        &session,
+        "list_dir",
+        json!({"path": f.outside}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 3);
+    assert_eq!(
+        answers.cards[2].path.as_deref(),
+        Some(f.outside.to_str().unwrap())
+    );
+    assert_eq!(
+        session
+            .meta()
+            .allowed
+            .outside_read
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![notes.display().to_string()]
+    );
+}
+
+#[test]
+fn every_command_raises_a_run_card_and_deny_never_starts_it() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[Answer::Deny, Answer::AllowOnce]);
+    let error = call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["touch", "made"]}),
+        &mut answers,
+    )
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Denied);
+    assert!(!f.ws.join("made").exists());
+    assert_eq!(
+        answers.cards[0].argv,
+        Some(vec!["touch".to_string(), "made".to_string()])
+    );
+    assert_eq!(
+        answers.cards[0].timeout_s, None,
+        "the default timeout is not on the card"
+    );
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["touch", "made"], "timeout_s": 30}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards[1].timeout_s, Some(30));
+    assert!(f.ws.join("made").exists());
+}
+
+#[test]
+fn allow_session_for_a_command_is_the_exact_argv() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[
+        Answer::AllowSession,
+        Answer::Deny,
+        Answer::Deny,
+        Answer::Deny,
+    ]);
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["echo", "hi"]}),
+        &mut answers,
+    )
+    .unwrap();
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["echo", "hi"]}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 1);
+    for other in [
+        json!(["echo", "hi "]),
+        json!(["echo", "hi", "there"]),
+        json!(["echo"]),
+    ] {
+        assert!(
+            call(
+                &tools,
+                &session,
+                "run",
+                json!({"argv": other}),
+                &mut answers
+            )
+            .is_err()
+        );
+    }
+    assert_eq!(answers.cards.len(), 4);
+    assert_eq!(
+        session.meta().allowed.argv.into_iter().collect::<Vec<_>>(),
+        vec![vec!["echo".to_string(), "hi".to_string()]]
+    );
+}
+
+#[test]
+fn one_sessions_allows_are_its_own() {
+    let f = Fixture::new();
+    let (tools, first) = f.session("first");
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::AllowSession]);
+    call(
+        &tools,
+        &first,
+        "run",
+        json!({"argv": ["true"]}),
+        &mut answers,
+    )
+    .unwrap();
+    call(
+        &tools,
+        &first,
+        "write_file",
+        json!({"path": "a.txt", "content": "x"}),
+        &mut answers,
+    )
+    .unwrap();
+    let (tools, second) = f.session("second");
+    let mut answers = Scripted::new(&[Answer::Deny, Answer::Deny]);
+    assert!(
+        call(
+            &tools,
+            &second,
+            "run",
+            json!({"argv": ["true"]}),
+            &mut answers
+        )
+        .is_err()
+    );
+    assert!(
+        call(
+            &tools,
+            &second,
+            "write_file",
+            json!({"path": "a.txt", "content": "y"}),
+            &mut answers
+        )
+        .is_err()
+    );
+    assert_eq!(answers.cards.len(), 2);
+    let log = std::fs::read_to_string(second.log_path()).unwrap();
+    assert!(!log.contains("allow_session"));
+}
+
+#[test]
+fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let path = f.ws.join("a.txt");
+    let edit_path = path.clone();
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::AllowOnce]);
+    answers.before = Box::new(move |index| {
+        if index == 0 {
+            // A person (or another program) edits the file while the card is up.
+            std::fs::write(&edit_path, "one\ntwo\nthree\n").unwrap();
+        }
+    });
+    call(
+        &tools,
+        &session,
+        "search_replace",
+        json!({"path": "a.txt", "old": "one", "new": "1"}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 2);
+    assert_ne!(answers.cards[0].digest, answers.cards[1].digest);
+    assert_eq!(
+        answers.cards[1].diff.as_deref(),
+        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n-one\n+1\n two\n three\n")
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\ntwo\nthree\n");
+    assert!(
+        session.meta().allowed.write.is_empty(),
+        "the spent allow_session is gone"
+    );
+}
+
+#[test]
+fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let content: String = (0..12_000).map(|i| format!("line number {i}\n")).collect();
+    let mut answers = Scripted::new(&[Answer::Deny]);
+    let _ = call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "big.txt", "content": content}),
+        &mut answers,
+    );
+    let card = &answers.cards[0];
+    assert_eq!(card.diff_truncated, Some(true));
+    assert_eq!(
+        card.diff.as_deref().unwrap().lines().count(),
+        wicket_core::diff::CARD_DIFF_MAX_LINES
+    );
+    assert!(card.diff_bytes.unwrap() > wicket_core::diff::CARD_DIFF_MAX_BYTES as u64);
+    let loaded = session::load_log(session.log_path()).unwrap();
+    let proposed = loaded.events.iter().find_map(|e| match &e.body {
+        EventBody::Card { proposed, .. } => proposed.clone(),
+        _ => None,
+    });
+    assert_eq!(proposed.as_deref(), Some(content.as_str()));
+}
+
+#[test]
+fn a_withdrawn_card_is_a_denial() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let mut answers = Scripted::new(&[]);
+    let error = call(
+        &tools,
+        &session,
+        "write_file",
+        json!({"path": "a.txt", "content": "x"}),
+        &mut answers,
+    )
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Denied);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+}
+
+#[test]
+fn a_session_continues_from_its_log() {
+    let f = Fixture::new();
+    {
+        let (tools, session) = f.session("s");
+        call(
+            &tools,
+            &session,
+            "read_file",
+            json!({"path": "a.txt"}),
+            &mut Scripted::new(&[]),
+        )
+        .unwrap();
+    }
+    let (tools, session) = f.session("s");
+    call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": "a.txt"}),
+        &mut Scripted::new(&[]),
+    )
+    .unwrap();
+    let seqs: Vec<u64> = session::load_log(session.log_path())
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    let other = Path::new("/");
+    assert!(
+        Session::open_or_create(&f.home, "s", other, None).is_err(),
+        "a session keeps its workspace"
+    );
+}
