@@ -202,7 +202,7 @@ fn tool(
         Some(Answers::AllowSession) => {
             Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
         }
-        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines::default())),
+        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines)),
         None if interactive => Box::new(answer::Printing::new(answer::Terminal)),
         None => Box::new(answer::Printing::new(Policy(Answer::Deny))),
     };

@@ -68,6 +68,9 @@ fn internal(error: crate::Error) -> WireError {
     }
 }
 
+/// Computes a write's new bytes from the bytes on disk (`None`: absent).
+type NewContent<'a> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>, WireError> + 'a;
+
 /// The gate over one session's tools.
 pub struct Gate<'a> {
     tools: &'a Tools,
@@ -294,7 +297,7 @@ impl<'a> Gate<'a> {
         location: &Location,
         shown: &str,
         answerer: &mut dyn Answerer,
-        new_content: &dyn Fn(Option<&[u8]>) -> Result<Vec<u8>, WireError>,
+        new_content: &NewContent<'_>,
     ) -> Result<ToolOutput, WireError> {
         for _ in 0..STALE_RETRIES {
             let target = self.tools.plan_write(location, shown)?;

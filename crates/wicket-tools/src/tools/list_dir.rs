@@ -26,11 +26,10 @@ pub fn list_dir(
             continue;
         }
         let mut kind = entry.file_type();
-        if kind == FileType::Unknown {
-            if let Ok(stat) = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-            {
-                kind = file_type(&stat);
-            }
+        if kind == FileType::Unknown
+            && let Ok(stat) = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+        {
+            kind = file_type(&stat);
         }
         names.push((name.to_vec(), kind));
     }
