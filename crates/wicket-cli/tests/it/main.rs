@@ -1,5 +1,5 @@
 //! The `wicket` binary, driven as a script or a person would.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod crash;
 

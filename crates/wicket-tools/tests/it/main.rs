@@ -1,5 +1,5 @@
 //! Integration tests for the resolver and the six tools, on real filesystem fixtures.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod limits;
 mod resolver;

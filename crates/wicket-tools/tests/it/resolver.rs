@@ -192,7 +192,7 @@ fn fifos_are_refused_without_blocking() {
     let f = Fixture::new();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &f.ws.join("fifo"),
+        f.ws.join("fifo"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,
@@ -483,9 +483,9 @@ fn a_folder_swapped_for_a_symlink_never_lets_a_read_or_write_through() {
             while !stop.load(Ordering::Relaxed) {
                 rustix::fs::renameat_with(
                     rustix::fs::CWD,
-                    &ws.join("sw"),
+                    ws.join("sw"),
                     rustix::fs::CWD,
-                    &ws.join("swap_link"),
+                    ws.join("swap_link"),
                     rustix::fs::RenameFlags::EXCHANGE,
                 )
                 .unwrap();
@@ -497,10 +497,8 @@ fn a_folder_swapped_for_a_symlink_never_lets_a_read_or_write_through() {
     let deadline = Instant::now() + Duration::from_secs(3);
     let (mut reads, mut writes, mut leaks) = (0u64, 0u64, 0u64);
     while Instant::now() < deadline {
-        if let Ok(text) = read(&tools, "sw/f") {
-            if text.contains("SECRET") {
-                leaks += 1;
-            }
+        if read(&tools, "sw/f").is_ok_and(|text| text.contains("SECRET")) {
+            leaks += 1;
         }
         reads += 1;
         let _ = write(&tools, "sw/w", "written\n");
