@@ -58,7 +58,7 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
             read_meta(&f.home, "crash");
         }
         // The log loads through the binary (a torn last line is skipped, never fatal).
-        if f.home.join("sessions/crash/log.jsonl").exists() {
+        if f.home.join("sessions/crash/meta.json").exists() {
             let log = wicket()
                 .env("WICKET_HOME", &f.home)
                 .args(["log", "crash", "--json"])
