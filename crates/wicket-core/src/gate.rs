@@ -71,6 +71,11 @@ fn internal(error: crate::Error) -> WireError {
 /// Computes a write's new bytes from the bytes on disk (`None`: absent).
 type NewContent<'a> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>, WireError> + 'a;
 
+/// A card id unique within a session: the process id and a random part.
+fn new_card_id() -> String {
+    format!("card-{:x}{:04x}", std::process::id(), fastrand::u16(..))
+}
+
 /// The gate over one session's tools.
 pub struct Gate<'a> {
     tools: &'a Tools,
@@ -221,7 +226,7 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// Logs a card (its id is its event's seq), asks, logs the answer.
+    /// Logs a card (under a fresh random id), asks, logs the answer.
     fn ask(
         &self,
         call_id: &str,
@@ -229,7 +234,7 @@ impl<'a> Gate<'a> {
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
     ) -> Result<Answer, WireError> {
-        card.id = format!("card-{}", self.next_seq_hint());
+        card.id = new_card_id();
         self.session
             .append(EventBody::Card {
                 call_id: call_id.to_string(),
@@ -252,10 +257,6 @@ impl<'a> Gate<'a> {
             })
             .map_err(internal)?;
         self.session.sync().map_err(internal)
-    }
-
-    fn next_seq_hint(&self) -> String {
-        format!("{:x}{:04x}", std::process::id(), fastrand::u16(..))
     }
 
     /// Cards an outside read or list unless its exact path was allowed for the session.
