@@ -488,19 +488,25 @@ impl Workspace {
 
     /// Opens a folder for listing.
     pub fn open_dir(&self, location: &Location, shown: &str) -> Result<OwnedFd> {
-        let (fd, stat) = self
-            .open_location(location, OFlags::RDONLY | OFlags::DIRECTORY, shown)
-            .map_err(|error| match error.kind {
-                ErrorKind::NotFound
-                    if error.message.contains("Not a directory")
-                        || error.message.contains("not a directory") =>
-                {
-                    Error::invalid(format!(
+        let opened = self.open_location(location, OFlags::RDONLY | OFlags::DIRECTORY, shown);
+        let (fd, stat) = match opened {
+            Ok(opened) => opened,
+            Err(error) => {
+                // Say what is there instead: an O_PATH open reads nothing and
+                // starts no device, so it is safe on anything the path names.
+                let what = self
+                    .open_location(location, OFlags::PATH, shown)
+                    .ok()
+                    .map(|(_, stat)| file_type(&stat));
+                return Err(match what {
+                    Some(FileType::RegularFile) => Error::invalid(format!(
                         "'{shown}' is a file, not a folder; use read_file to read it"
-                    ))
-                }
-                _ => error,
-            })?;
+                    )),
+                    Some(FileType::Directory) | None => error,
+                    Some(_) => Error::invalid(format!("'{shown}' is not a folder")),
+                });
+            }
+        };
         if file_type(&stat) != FileType::Directory {
             return Err(Error::invalid(format!("'{shown}' is not a folder")));
         }

@@ -245,6 +245,26 @@ fn list_dir_stops_at_the_limit_and_counts_the_rest() {
     assert_eq!(out.entries[0], "0000");
 }
 
+#[test]
+fn list_dir_of_a_file_or_a_fifo_says_what_is_there() {
+    let f = Fixture::new();
+    f.write("a.txt", "x");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        f.ws.join("pipe"),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let t = f.tools();
+    let file = list(&t, "a.txt").unwrap_err();
+    assert_eq!(file.kind, ErrorKind::InvalidArgs);
+    assert!(file.message.contains("is a file, not a folder"), "{file}");
+    let pipe = list(&t, "pipe").unwrap_err();
+    assert_eq!(pipe.kind, ErrorKind::InvalidArgs);
+    assert!(pipe.message.contains("is not a folder"), "{pipe}");
+    assert_eq!(kind(list(&t, "missing")), ErrorKind::NotFound);
+}
+
 fn sr(old: &str, new: &str, all: bool) -> SearchReplaceArgs {
     SearchReplaceArgs {
         path: "f".into(),
