@@ -19,6 +19,21 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
     let args = f.home.join("args.json");
     let known: Vec<String> = (0..40).map(content).collect();
     std::fs::write(f.ws.join("target.txt"), &known[0]).unwrap();
+    // How long one whole write takes here, so the kills land across it.
+    std::fs::write(
+        &args,
+        json!({"path": "target.txt", "content": known[0]}).to_string(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (out, code) = f.tool(
+        "write_file",
+        &format!("@{}", args.display()),
+        &["--session", "crash", "--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:?}");
+    let whole_run = started.elapsed();
+    eprintln!("crash test: one whole write takes {whole_run:?}");
     let mut finished = 0;
     for (generation, text) in known.iter().enumerate().skip(1) {
         std::fs::write(
@@ -36,8 +51,10 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Kill at a different moment each time: before, during and after the write.
-        std::thread::sleep(Duration::from_micros((generation as u64 * 397) % 6000));
+        // Kill at a different moment each time, spread over three times a whole
+        // run: before the card, during the write, after it, and not at all.
+        let phase = (generation as f64 * 0.618_034).fract() * 3.0;
+        std::thread::sleep(whole_run.mul_f64(phase));
         let _ = child.kill();
         let status = child.wait().unwrap();
         if status.success() {
@@ -75,11 +92,41 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
         "crash test: {finished} of {} writes finished before the kill",
         known.len() - 1
     );
-    // The session still works after all of that.
+    // The session still works after all of that, and the next write to the
+    // same file sweeps away the temp files the killed writes left.
     let (out, code) = f.tool(
         "read_file",
         r#"{"path":"target.txt","line":1}"#,
         &["--session", "crash"],
     );
     assert_eq!(code, 0, "{out:?}");
+    let left = std::fs::read_dir(&f.ws)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    eprintln!("crash test: the killed writes left {left} temp files");
+    // A temp of a live process (this test's) for the same target must survive the sweep.
+    let live = format!(
+        ".target.txt.wicket-{}-0123456789abcdef.tmp",
+        std::process::id()
+    );
+    std::fs::write(f.ws.join(&live), "in flight").unwrap();
+    let (out, code) = f.tool(
+        "write_file",
+        r#"{"path":"target.txt","content":"last\n"}"#,
+        &["--session", "crash", "--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:?}");
+    let temps: Vec<_> = std::fs::read_dir(&f.ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(temps, vec![live]);
 }

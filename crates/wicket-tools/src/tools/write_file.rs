@@ -118,6 +118,7 @@ pub fn commit_write(
         Some(stat) => Mode::from_raw_mode(stat.st_mode & 0o7777),
         None => Mode::from_raw_mode(0o644),
     };
+    sweep_abandoned_temps(&resolved, &name);
     let temp_name = temp_name_for(&name);
     let temp = rustix::fs::openat(
         &resolved.dir,
@@ -155,13 +156,67 @@ pub fn commit_write(
     })
 }
 
+/// `.NAME.wicket-PID-RANDOM.tmp`: beside the target, hidden, and naming the
+/// process that made it so a later write can tell an abandoned one.
 fn temp_name_for(name: &OsString) -> OsString {
+    let mut temp = temp_prefix(name);
+    temp.push(format!(
+        "{}-{:016x}.tmp",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    temp
+}
+
+fn temp_prefix(name: &OsString) -> OsString {
     let mut temp = OsString::from(".");
     // Keep the temp name short enough for NAME_MAX whatever the target's length.
     let bytes = name.as_bytes();
     temp.push(std::ffi::OsStr::from_bytes(&bytes[..bytes.len().min(200)]));
-    temp.push(format!(".wicket-{:016x}.tmp", fastrand::u64(..)));
+    temp.push(".wicket-");
     temp
+}
+
+/// The process id in a temp name this module made for `name`, if it is one.
+fn temp_owner(entry: &[u8], prefix: &[u8]) -> Option<i32> {
+    let rest = entry.strip_prefix(prefix)?.strip_suffix(b".tmp")?;
+    let (pid, random) = std::str::from_utf8(rest).ok()?.split_once('-')?;
+    if random.len() != 16 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the temp files a killed write to this same target left behind:
+/// only names this module makes, and only when their process is gone.
+fn sweep_abandoned_temps(resolved: &Resolved, name: &OsString) {
+    let prefix = temp_prefix(name);
+    let Ok(fd) = rustix::fs::openat(
+        &resolved.dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
+    let Ok(dir) = rustix::fs::Dir::new(fd) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let file_name = entry.file_name().to_bytes();
+        let Some(pid) = temp_owner(file_name, prefix.as_bytes()) else {
+            continue;
+        };
+        let alive = rustix::process::Pid::from_raw(pid)
+            .is_some_and(|pid| rustix::process::test_kill_process(pid) != Err(Errno::SRCH));
+        if !alive {
+            let _ = rustix::fs::unlinkat(
+                &resolved.dir,
+                std::ffi::OsStr::from_bytes(file_name),
+                rustix::fs::AtFlags::empty(),
+            );
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -199,4 +254,37 @@ fn fill_and_rename(
     rustix::fs::fsync(&resolved.dir)
         .map_err(|error| Error::io(&format!("syncing the folder of '{shown}'"), error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_own_temp_names_have_an_owner() {
+        let name = OsString::from("a.txt");
+        let prefix = temp_prefix(&name);
+        let ours = temp_name_for(&name);
+        assert_eq!(
+            temp_owner(ours.as_bytes(), prefix.as_bytes()),
+            Some(std::process::id() as i32)
+        );
+        for other in [
+            ".a.txt.wicket-12.tmp",
+            ".a.txt.wicket-12-xyz.tmp",
+            ".a.txt.wicket-x-0123456789abcdef.tmp",
+            ".b.txt.wicket-12-0123456789abcdef.tmp",
+            "a.txt",
+        ] {
+            assert_eq!(
+                temp_owner(other.as_bytes(), prefix.as_bytes()),
+                None,
+                "{other}"
+            );
+        }
+        assert_eq!(
+            temp_owner(b".a.txt.wicket-12-0123456789abcdef.tmp", prefix.as_bytes()),
+            Some(12)
+        );
+    }
 }
