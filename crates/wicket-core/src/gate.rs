@@ -188,7 +188,7 @@ impl<'a> Gate<'a> {
                         timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
                         ..self.blank_card(CardKind::Run, call.name())
                     };
-                    let answer = self.ask(call_id, card, None, answerer)?;
+                    let answer = self.ask(call_id, card, answerer)?;
                     match answer {
                         Answer::Deny => return Err(denied("this command; it never started")),
                         Answer::AllowSession => {
@@ -230,10 +230,23 @@ impl<'a> Gate<'a> {
     fn ask(
         &self,
         call_id: &str,
+        card: Card,
+        answerer: &mut dyn Answerer,
+    ) -> Result<Answer, WireError> {
+        let (id, answer) = self.raise(call_id, card, None, answerer)?;
+        self.log_answer(&id, answer, false)?;
+        Ok(answer)
+    }
+
+    /// Logs a card (under a fresh random id) and waits for its answer, which
+    /// the caller logs once it knows whether the answer is stale.
+    fn raise(
+        &self,
+        call_id: &str,
         mut card: Card,
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
-    ) -> Result<Answer, WireError> {
+    ) -> Result<(String, Answer), WireError> {
         card.id = new_card_id();
         self.session
             .append(EventBody::Card {
@@ -244,8 +257,7 @@ impl<'a> Gate<'a> {
             .map_err(internal)?;
         self.session.sync().map_err(internal)?;
         let answer = answerer.answer(&card).ok_or_else(withdrawn)?;
-        self.log_answer(&card.id, answer, false)?;
-        Ok(answer)
+        Ok((card.id, answer))
     }
 
     fn log_answer(&self, card: &str, answer: Answer, stale: bool) -> Result<(), WireError> {
@@ -278,7 +290,7 @@ impl<'a> Gate<'a> {
             path: Some(key.clone()),
             ..self.blank_card(CardKind::OutsideRead, tool)
         };
-        match self.ask(call_id, card, None, answerer)? {
+        match self.ask(call_id, card, answerer)? {
             Answer::Deny => Err(denied(&format!("reading {key}"))),
             Answer::AllowOnce => Ok(()),
             Answer::AllowSession => self
@@ -322,23 +334,26 @@ impl<'a> Gate<'a> {
                     digest: Some(asked_digest.clone()),
                     ..self.blank_card(CardKind::Write, tool)
                 };
-                let card_id_answer = self.ask(
+                let (card_id, answer) = self.raise(
                     call_id,
                     card,
                     Some(String::from_utf8_lossy(&content).into_owned()),
                     answerer,
                 )?;
-                if card_id_answer == Answer::Deny {
+                if answer == Answer::Deny {
+                    self.log_answer(&card_id, answer, false)?;
                     return Err(denied(&format!("the write to {key}")));
                 }
-                // The answer was about the bytes the card showed; are they still there?
+                // The answer was about the bytes the card showed; are they still
+                // there? If not, the answer (an allow_session too) is spent.
                 let now = self.tools.plan_write(location, shown)?;
-                if now.absolute != target.absolute || digest(now.current.as_deref()) != asked_digest
-                {
-                    self.log_stale(&key)?;
+                let stale = now.absolute != target.absolute
+                    || digest(now.current.as_deref()) != asked_digest;
+                self.log_answer(&card_id, answer, stale)?;
+                if stale {
                     continue;
                 }
-                remember = card_id_answer == Answer::AllowSession;
+                remember = answer == Answer::AllowSession;
             }
             let still_current = |bytes: Option<&[u8]>| digest(bytes) == asked_digest;
             match self
@@ -356,6 +371,8 @@ impl<'a> Gate<'a> {
                     return Ok(ToolOutput::Write(output));
                 }
                 Err(error) if error.kind == ErrorKind::Stale => {
+                    // Changed between the answer and the rename: the answer
+                    // was logged fresh, so say here that it was spent.
                     self.log_stale(&key)?;
                     continue;
                 }

@@ -233,7 +233,7 @@ impl Session {
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 let now = now_rfc3339();
-                Meta {
+                let meta = Meta {
                     id: id.to_string(),
                     title: String::new(),
                     workspace: workspace_text,
@@ -242,7 +242,12 @@ impl Session {
                     updated: now,
                     status: Status::Idle,
                     allowed: Allowed::default(),
-                }
+                };
+                // meta.json first: a kill before the log exists still leaves a
+                // session that loads (with an empty log), never a nameless folder.
+                let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+                write_atomically(&meta_path, &bytes)?;
+                meta
             }
             Err(error) => return Err(io(&meta_path)(error)),
         };

@@ -478,6 +478,27 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
         session.meta().allowed.write.is_empty(),
         "the spent allow_session is gone"
     );
+    let answers: Vec<(String, Answer, bool)> = session::load_log(session.log_path())
+        .unwrap()
+        .events
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Answer {
+                card,
+                answer,
+                stale,
+            } => Some((card, answer, stale)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (answers[0].0.clone(), Answer::AllowSession, true),
+            (answers[1].0.clone(), Answer::AllowOnce, false),
+        ],
+        "the log says which answer was spent"
+    );
 }
 
 #[test]
