@@ -23,13 +23,14 @@ pub fn card(card: &Card, color: bool) -> String {
         CardKind::Write => {
             out.push_str(&paint(
                 &format!(
-                    "{} wants to write {}\n",
+                    "{} wants to write {}",
                     card.tool,
                     card.path.as_deref().unwrap_or("?")
                 ),
                 BOLD,
                 color,
             ));
+            out.push('\n');
             for line in card.diff.as_deref().unwrap_or("").lines() {
                 let style = if line.starts_with("+++") || line.starts_with("---") {
                     BOLD
@@ -51,21 +52,23 @@ pub fn card(card: &Card, color: bool) -> String {
             }
             if card.diff_truncated == Some(true) {
                 out.push_str(&format!(
-                    "[the diff is {} bytes; the card shows its first lines]\n",
-                    card.diff_bytes.unwrap_or(0)
+                    "[the whole diff is {} bytes; the card shows its first {} lines]\n",
+                    card.diff_bytes.unwrap_or(0),
+                    card.diff.as_deref().unwrap_or("").lines().count()
                 ));
             }
         }
         CardKind::OutsideRead => {
             out.push_str(&paint(
                 &format!(
-                    "{} wants to read outside the workspace: {}\n",
+                    "{} wants to read outside the workspace: {}",
                     card.tool,
                     card.path.as_deref().unwrap_or("?")
                 ),
                 BOLD,
                 color,
             ));
+            out.push('\n');
         }
         CardKind::Run => {
             let argv = card.argv.clone().unwrap_or_default();
@@ -73,7 +76,8 @@ pub fn card(card: &Card, color: bool) -> String {
                 .iter()
                 .map(|arg| serde_json::to_string(arg).unwrap_or_default())
                 .collect();
-            out.push_str(&paint("run wants to start a command\n", BOLD, color));
+            out.push_str(&paint("run wants to start a command", BOLD, color));
+            out.push('\n');
             out.push_str(&format!("  argv: [{}]\n", quoted.join(", ")));
             if let Some(cwd) = &card.cwd {
                 out.push_str(&format!("  cwd: {cwd}\n"));
@@ -130,4 +134,82 @@ pub fn event_line(event: &Event) -> String {
         EventBody::Error { message } => format!("error {message}"),
     };
     format!("{:>5} {} {what}", event.seq, event.ts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blank(kind: CardKind, tool: &str) -> Card {
+        Card {
+            id: "card-1".into(),
+            kind,
+            tool: tool.into(),
+            path: None,
+            argv: None,
+            cwd: None,
+            timeout_s: None,
+            diff: None,
+            diff_bytes: None,
+            diff_truncated: None,
+            digest: None,
+        }
+    }
+
+    fn write_card() -> Card {
+        let before = b"fn main() {\n    println!(\"hello\");\n}\n";
+        let after = b"fn main() {\n    println!(\"hello, world\");\n}\n";
+        let diff = wicket_core::diff::unified("src/main.rs", Some(before), after);
+        Card {
+            path: Some("/home/me/project/src/main.rs".into()),
+            diff_bytes: Some(diff.len() as u64),
+            diff: Some(diff),
+            diff_truncated: Some(false),
+            digest: Some(wicket_core::gate::digest(Some(before))),
+            ..blank(CardKind::Write, "search_replace")
+        }
+    }
+
+    #[test]
+    fn a_write_card() {
+        insta::assert_snapshot!(card(&write_card(), false));
+    }
+
+    #[test]
+    fn a_write_card_in_colour() {
+        insta::assert_snapshot!(card(&write_card(), true).replace('\x1b', "<ESC>"));
+    }
+
+    #[test]
+    fn a_cut_write_card_says_how_big_the_diff_is() {
+        let text: String = (0..3).map(|i| format!("+line {i}\n")).collect();
+        let cut = Card {
+            path: Some("/home/me/project/big.txt".into()),
+            diff: Some(format!("--- /dev/null\n+++ b/big.txt\n@@ -1,0 +1,9000 @@\n{text}")),
+            diff_bytes: Some(120_345),
+            diff_truncated: Some(true),
+            ..blank(CardKind::Write, "write_file")
+        };
+        insta::assert_snapshot!(card(&cut, false));
+    }
+
+    #[test]
+    fn a_run_card_with_a_timeout() {
+        let run = Card {
+            argv: Some(vec!["cargo".into(), "test".into(), "--".into(), "a b".into()]),
+            cwd: Some("crates/core".into()),
+            timeout_s: Some(300),
+            ..blank(CardKind::Run, "run")
+        };
+        insta::assert_snapshot!(card(&run, false));
+    }
+
+    #[test]
+    fn an_outside_read_card() {
+        let read = Card {
+            path: Some("/etc/hosts".into()),
+            ..blank(CardKind::OutsideRead, "read_file")
+        };
+        insta::assert_snapshot!(card(&read, false));
+    }
 }
