@@ -185,7 +185,9 @@ mod tests {
         let text: String = (0..3).map(|i| format!("+line {i}\n")).collect();
         let cut = Card {
             path: Some("/home/me/project/big.txt".into()),
-            diff: Some(format!("--- /dev/null\n+++ b/big.txt\n@@ -1,0 +1,9000 @@\n{text}")),
+            diff: Some(format!(
+                "--- /dev/null\n+++ b/big.txt\n@@ -1,0 +1,9000 @@\n{text}"
+            )),
             diff_bytes: Some(120_345),
             diff_truncated: Some(true),
             ..blank(CardKind::Write, "write_file")
@@ -196,7 +198,12 @@ mod tests {
     #[test]
     fn a_run_card_with_a_timeout() {
         let run = Card {
-            argv: Some(vec!["cargo".into(), "test".into(), "--".into(), "a b".into()]),
+            argv: Some(vec![
+                "cargo".into(),
+                "test".into(),
+                "--".into(),
+                "a b".into(),
+            ]),
             cwd: Some("crates/core".into()),
             timeout_s: Some(300),
             ..blank(CardKind::Run, "run")

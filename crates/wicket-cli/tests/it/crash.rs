@@ -3,7 +3,6 @@
 //! loads; meta.json parses.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::json;
 
