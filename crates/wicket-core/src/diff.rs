@@ -24,11 +24,7 @@ pub fn unified(path: &str, before: Option<&[u8]>, after: &[u8]) -> String {
     let before_text = before.map(String::from_utf8_lossy).unwrap_or_default();
     let after_text = String::from_utf8_lossy(after);
     let input = InternedInput::new(before_text.as_ref(), after_text.as_ref());
-    let body = imara_diff::diff(
-        Algorithm::Myers,
-        &input,
-        UnifiedDiffBuilder::new(&input),
-    );
+    let body = imara_diff::diff(Algorithm::Myers, &input, UnifiedDiffBuilder::new(&input));
     let from = if before.is_some() {
         format!("a/{path}")
     } else {

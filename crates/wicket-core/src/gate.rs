@@ -14,7 +14,7 @@ use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
 use crate::diff;
-use crate::session::Session;
+use crate::session::{Session, Status};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -256,7 +256,16 @@ impl<'a> Gate<'a> {
             })
             .map_err(internal)?;
         self.session.sync().map_err(internal)?;
-        let answer = answerer.answer(&card).ok_or_else(withdrawn)?;
+        // The session reads `waiting` while the card is open, then what it was.
+        let before = self.session.meta().status;
+        self.session
+            .update_meta(|meta| meta.status = Status::Waiting)
+            .map_err(internal)?;
+        let answer = answerer.answer(&card);
+        self.session
+            .update_meta(|meta| meta.status = before)
+            .map_err(internal)?;
+        let answer = answer.ok_or_else(withdrawn)?;
         Ok((card.id, answer))
     }
 

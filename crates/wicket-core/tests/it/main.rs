@@ -530,6 +530,32 @@ fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
 }
 
 #[test]
+fn the_session_reads_waiting_while_a_card_is_open() {
+    let f = Fixture::new();
+    let (tools, session) = f.session("s");
+    let meta_path = f.home.join("sessions/s/meta.json");
+    let seen = std::cell::RefCell::new(Vec::new());
+    let mut answers = Scripted::new(&[Answer::AllowOnce]);
+    answers.before = Box::new(|_| {
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+        seen.borrow_mut()
+            .push(meta["status"].as_str().unwrap().to_string());
+    });
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["true"]}),
+        &mut answers,
+    )
+    .unwrap();
+    drop(answers);
+    assert_eq!(seen.into_inner(), vec!["waiting"]);
+    assert_eq!(session.meta().status, session::Status::Idle);
+}
+
+#[test]
 fn a_withdrawn_card_is_a_denial() {
     let f = Fixture::new();
     let (tools, session) = f.session("s");
