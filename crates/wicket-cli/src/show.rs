@@ -131,7 +131,42 @@ pub fn event_line(event: &Event) -> String {
                 if *stale { " (stale)" } else { "" }
             )
         }
-        EventBody::Error { message } => format!("error {message}"),
+        EventBody::UserMessage { text } => format!("user {text}"),
+        EventBody::AssistantMessage {
+            text, tool_calls, ..
+        } => {
+            let names: Vec<&str> = tool_calls.iter().map(|call| call.name.as_str()).collect();
+            if names.is_empty() {
+                format!("assistant {text}")
+            } else {
+                format!("assistant {text} [calls {}]", names.join(", "))
+            }
+        }
+        EventBody::Question { id, question, .. } => format!("question {id} {question}"),
+        EventBody::Reply { question, reply } => format!("reply {question} {reply}"),
+        EventBody::Result { text, usage } => format!(
+            "result {text} ({} tokens in, {} out)",
+            usage.input_tokens, usage.output_tokens
+        ),
+        EventBody::Hook {
+            command,
+            outcome,
+            exit_code,
+            stderr,
+        } => format!(
+            "hook {} {outcome:?} exit {} {}",
+            command.join(" "),
+            exit_code.map_or("-".to_string(), |code| code.to_string()),
+            stderr.trim()
+        ),
+        EventBody::Queued { text } => format!("queued {text}"),
+        EventBody::Retry {
+            attempt,
+            delay_ms,
+            reason,
+        } => format!("retry {attempt} in {delay_ms} ms: {reason}"),
+        EventBody::Cancelled {} => "cancelled".to_string(),
+        EventBody::Error { message, .. } => format!("error {message}"),
     };
     format!("{:>5} {} {what}", event.seq, event.ts)
 }

@@ -398,9 +398,9 @@ impl<'a> Gate<'a> {
 
     fn log_stale(&self, key: &str) -> Result<(), WireError> {
         self.session
-            .append(EventBody::Error {
-                message: format!("{key} changed on disk after the card went up; the answer was dropped and the write asks again"),
-            })
+            .append(EventBody::error(format!(
+                "{key} changed on disk after the answer; the answer was spent and the write asks again"
+            )))
             .map_err(internal)?;
         Ok(())
     }

@@ -272,6 +272,13 @@ impl Session {
             meta: Mutex::new(meta),
         };
         session.save_meta()?;
+        if loaded.events.is_empty() {
+            session.append(EventBody::SessionStarted {
+                session: id.to_string(),
+                workspace: workspace.display().to_string(),
+            })?;
+            session.sync()?;
+        }
         Ok((session, loaded))
     }
 
@@ -390,30 +397,24 @@ mod tests {
         let workspace = home.path();
         {
             let (session, _) = Session::open_or_create(home.path(), "s1", workspace, None)?;
-            session.append(EventBody::Error {
-                message: "one".into(),
-            })?;
-            session.append(EventBody::Error {
-                message: "two".into(),
-            })?;
+            session.append(EventBody::error("one"))?;
+            session.append(EventBody::error("two"))?;
         }
         let log = Session::dir_of(home.path(), "s1").join("log.jsonl");
         let mut file = OpenOptions::new()
             .append(true)
             .open(&log)
             .map_err(io(&log))?;
-        file.write_all(br#"{"seq":3,"ts":"x","type":"err"#)
+        file.write_all(br#"{"seq":4,"ts":"x","type":"err"#)
             .map_err(io(&log))?;
         drop(file);
         let (session, loaded) = Session::open_or_create(home.path(), "s1", workspace, None)?;
-        assert_eq!(loaded.events.len(), 2);
+        assert_eq!(loaded.events.len(), 3, "session_started, one, two");
         assert!(loaded.torn_tail.is_some());
-        let event = session.append(EventBody::Error {
-            message: "three".into(),
-        })?;
-        assert_eq!(event.seq, 3);
+        let event = session.append(EventBody::error("three"))?;
+        assert_eq!(event.seq, 4);
         let again = load_log(&log)?;
-        assert_eq!(again.events.len(), 3);
+        assert_eq!(again.events.len(), 4);
         assert!(again.torn_tail.is_none());
         Ok(())
     }

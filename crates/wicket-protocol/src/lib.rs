@@ -360,9 +360,104 @@ pub enum EventBody {
         #[serde(skip_serializing_if = "std::ops::Not::not", default)]
         stale: bool,
     },
+    /// What the person asked; a turn starts with it.
+    UserMessage {
+        text: String,
+    },
+    /// One model reply: its text and the tool calls it made, with their raw
+    /// argument text exactly as the model sent it.
+    AssistantMessage {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<AssistantToolCall>,
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// The model's `ask`: the session waits for a reply.
+    Question {
+        id: String,
+        call_id: String,
+        question: String,
+    },
+    Reply {
+        question: String,
+        reply: String,
+    },
+    /// The turn's result (from `finish`, or a reply with no tool call),
+    /// after the Stop hooks passed; `usage` is the turn's total.
+    Result {
+        text: String,
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
+    Hook {
+        command: Vec<String>,
+        outcome: HookOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stderr: String,
+    },
+    /// A message sent while a turn ran; it starts when the turn ends.
+    Queued {
+        text: String,
+    },
+    /// The chat client is retrying a request.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The turn was cancelled; every call without a result has a synthetic one before this.
+    Cancelled {},
     Error {
         message: String,
+        /// True when this error ended the turn.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        ends_turn: bool,
     },
+}
+
+impl EventBody {
+    /// An error that does not end the turn.
+    pub fn error(message: impl Into<String>) -> EventBody {
+        EventBody::Error {
+            message: message.into(),
+            ends_turn: false,
+        }
+    }
+}
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantToolCall {
+    pub id: String,
+    pub name: String,
+    /// The raw JSON text of the arguments; it may not even be JSON.
+    pub arguments: String,
+}
+
+/// Tokens a reply (or a turn, or a session) used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    Pass,
+    Block,
+    Error,
 }
 
 /// One line of `log.jsonl`.

@@ -189,6 +189,7 @@ fn allow_session_is_kept_in_the_named_session_only() {
     assert_eq!(
         types,
         [
+            "session_started",
             "tool_call",
             "card",
             "answer",
