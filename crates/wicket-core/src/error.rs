@@ -23,8 +23,12 @@ pub enum Error {
     Corrupt { path: String, message: String },
     #[error("session '{0}' does not exist; `wicket sessions` lists the sessions there are")]
     NoSuchSession(String),
+    #[error("the config file {path} is not valid: {message}")]
+    Config { path: String, message: String },
     #[error(transparent)]
     Tool(#[from] wicket_tools::Error),
+    #[error("{0}")]
+    Other(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

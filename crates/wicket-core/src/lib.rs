@@ -3,9 +3,12 @@
 //! records each call, card, answer and result in the session's `log.jsonl`
 //! ([`session::Session`]).
 
+pub mod config;
 pub mod diff;
 pub mod error;
 pub mod gate;
+pub mod hooks;
 pub mod session;
+pub mod skills;
 
 pub use error::{Error, Result};
