@@ -1,0 +1,463 @@
+//! Anthropic Messages, streamed, with tool use.
+//!
+//! A reply streams as `message_start` (input tokens), then per content block
+//! `content_block_start`, `content_block_delta`s (`text_delta` or
+//! `input_json_delta`) and `content_block_stop`, then `message_delta`
+//! (stop_reason, output tokens so far) and `message_stop`. `ping` and event
+//! types this client does not know are skipped, as the API's versioning
+//! policy asks; an `error` event fails the attempt.
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::Http;
+use crate::retry::{Attempt, retrying};
+use crate::{
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Message, Reply, Request,
+    RetryPolicy, StreamEvent, ToolCallRequest, Usage,
+};
+
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+pub(crate) struct Anthropic {
+    model: String,
+    name: String,
+    url: String,
+    headers: HeaderMap,
+    http: Http,
+    retry: RetryPolicy,
+}
+
+impl Anthropic {
+    pub fn new(
+        model: &str,
+        name: &str,
+        base_url: &str,
+        key: String,
+        config: &ClientConfig,
+    ) -> Result<Self, ChatError> {
+        let key = HeaderValue::from_str(&key).map_err(|_| {
+            ChatError::new(
+                ChatErrorKind::Config,
+                "ANTHROPIC_API_KEY holds characters a header cannot carry",
+            )
+        })?;
+        let mut headers = HeaderMap::new();
+        headers.insert(HeaderName::from_static("x-api-key"), key);
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(Anthropic {
+            model: model.to_string(),
+            name: name.to_string(),
+            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
+            headers,
+            http: Http::new("anthropic", config)?,
+            retry: config.retry.clone(),
+        })
+    }
+
+    async fn stream(
+        &self,
+        req: &Request,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Reply, ChatError> {
+        let body = request_body(&self.name, req);
+        let mut events = self
+            .http
+            .post_events(&self.url, self.headers.clone(), &body)
+            .await?;
+        let mut reply = Assembly::default();
+        while let Some(event) = events.next().await? {
+            let parsed: StreamMessage = serde_json::from_str(&event.data)
+                .map_err(|error| events.bad_event(&event.data, &error))?;
+            if reply.add(parsed, on_event)? {
+                return Ok(reply.finish());
+            }
+        }
+        Err(events.ended_early())
+    }
+}
+
+impl Attempt for Anthropic {
+    fn attempt<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a> {
+        Box::pin(self.stream(req, on_event))
+    }
+}
+
+impl ChatClient for Anthropic {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a> {
+        Box::pin(retrying(&self.retry, self, req, on_event))
+    }
+}
+
+/// The request body. Roles must alternate, so consecutive messages of one
+/// role (tool results, then the person's next words) become one message of
+/// several blocks; an assistant message with nothing in it is left out.
+fn request_body(name: &str, req: &Request) -> Value {
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in &req.messages {
+        let (role, blocks) = match message {
+            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in tool_calls {
+                    blocks.push(json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": tool_input(&call.arguments),
+                    }));
+                }
+                ("assistant", blocks)
+            }
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => {
+                let mut block =
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": name,
+        "max_tokens": req.max_tokens,
+        "messages": messages,
+        "stream": true,
+    });
+    if !req.system.is_empty() {
+        body["system"] = json!(req.system);
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.parameters,
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+/// A tool call's arguments as the object `tool_use.input` must be. The
+/// model's text is kept as it was when it is not an object (the tool then
+/// reports the bad arguments; the conversation stays sendable).
+fn tool_input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => value,
+        _ if arguments.trim().is_empty() => json!({}),
+        _ => json!({ "arguments": arguments }),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamMessage {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Value,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: Value,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: Value,
+        usage: Option<DeltaUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {
+        error: ErrorBody,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    usage: Option<StartUsage>,
+}
+
+#[derive(Deserialize)]
+struct StartUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct DeltaUsage {
+    output_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// One content block as it streams in.
+enum Block {
+    Text,
+    ToolUse(ToolCallRequest),
+    /// Thinking and other blocks: not part of the reply.
+    Other,
+}
+
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    blocks: Vec<(usize, Block)>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+impl Assembly {
+    /// Takes one event; `true` once the message is complete.
+    fn add(
+        &mut self,
+        message: StreamMessage,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ChatError> {
+        match message {
+            StreamMessage::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.usage = Usage {
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                    };
+                }
+            }
+            StreamMessage::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let block = match content_block["type"].as_str() {
+                    Some("text") => {
+                        self.text_delta(content_block["text"].as_str(), on_event);
+                        Block::Text
+                    }
+                    Some("tool_use") => Block::ToolUse(ToolCallRequest {
+                        id: content_block["id"].as_str().unwrap_or_default().to_string(),
+                        name: content_block["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        arguments: String::new(),
+                    }),
+                    _ => Block::Other,
+                };
+                self.blocks.push((index, block));
+            }
+            StreamMessage::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
+                Some("text_delta") => self.text_delta(delta["text"].as_str(), on_event),
+                Some("input_json_delta") => {
+                    let fragment = delta["partial_json"].as_str().unwrap_or_default();
+                    let block = self.blocks.iter_mut().rev().find(|(at, _)| *at == index);
+                    if let Some((_, Block::ToolUse(call))) = block {
+                        call.arguments.push_str(fragment);
+                    }
+                }
+                _ => {}
+            },
+            StreamMessage::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = usage {
+                    // Counts here are totals so far, not increments.
+                    if let Some(output) = usage.output_tokens {
+                        self.usage.output_tokens = output;
+                    }
+                    if let Some(input) = usage.input_tokens.filter(|&input| input > 0) {
+                        self.usage.input_tokens = input;
+                    }
+                }
+            }
+            StreamMessage::MessageStop {} => return Ok(true),
+            StreamMessage::Error { error } => return Err(stream_error(&error)),
+            StreamMessage::ContentBlockStop {}
+            | StreamMessage::Ping {}
+            | StreamMessage::Unknown => {}
+        }
+        Ok(false)
+    }
+
+    fn text_delta(&mut self, text: Option<&str>, on_event: &mut (dyn FnMut(StreamEvent) + Send)) {
+        if let Some(text) = text.filter(|text| !text.is_empty()) {
+            self.text.push_str(text);
+            on_event(StreamEvent::Text(text.to_string()));
+        }
+    }
+
+    fn finish(self) -> Reply {
+        let tool_calls = self
+            .blocks
+            .into_iter()
+            .filter_map(|(_, block)| match block {
+                Block::ToolUse(mut call) => {
+                    if call.arguments.trim().is_empty() {
+                        call.arguments = "{}".into();
+                    }
+                    Some(call)
+                }
+                Block::Text | Block::Other => None,
+            })
+            .collect();
+        Reply {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            stop_reason: self.stop_reason,
+            attempts: 1,
+        }
+    }
+}
+
+/// An `error` event, as the status its type stands for, so overload and
+/// rate limits mid-stream are retried like their HTTP forms.
+fn stream_error(error: &ErrorBody) -> ChatError {
+    let status = match error.kind.as_str() {
+        "overloaded_error" => Some(529),
+        "rate_limit_error" => Some(429),
+        "api_error" => Some(500),
+        "timeout_error" => Some(504),
+        "invalid_request_error" => Some(400),
+        "authentication_error" => Some(401),
+        "permission_error" => Some(403),
+        "not_found_error" => Some(404),
+        "request_too_large" => Some(413),
+        _ => None,
+    };
+    let message = format!("anthropic: {}: {}", error.kind, error.message);
+    match status {
+        Some(status) => ChatError::new(ChatErrorKind::Http { status }, message),
+        None => ChatError::new(ChatErrorKind::Stream, message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_and_the_next_words_share_one_user_message() {
+        let call = |id: &str| ToolCallRequest {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        };
+        let result = |id: &str, is_error| Message::ToolResult {
+            call_id: id.into(),
+            content: "out".into(),
+            is_error,
+        };
+        let req = Request {
+            system: "sys".into(),
+            messages: vec![
+                Message::User { text: "go".into() },
+                Message::Assistant {
+                    text: "reading".into(),
+                    tool_calls: vec![call("toolu_1"), call("toolu_2")],
+                },
+                result("toolu_1", false),
+                result("toolu_2", true),
+                Message::User {
+                    text: "and then?".into(),
+                },
+            ],
+            tools: Vec::new(),
+            max_tokens: 512,
+        };
+        let body = request_body("claude-x", &req);
+        assert_eq!(body["max_tokens"], 512);
+        assert_eq!(body["system"], "sys");
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "go"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "reading"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "read_file", "input": {"path": "a"}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "out"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "out", "is_error": true},
+                    {"type": "text", "text": "and then?"},
+                ]},
+            ])
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_still_make_an_object() {
+        assert_eq!(tool_input(""), json!({}));
+        assert_eq!(tool_input("[1]"), json!({"arguments": "[1]"}));
+        assert_eq!(tool_input(r#"{"a":1}"#), json!({"a": 1}));
+    }
+
+    #[test]
+    fn error_events_map_to_the_status_they_stand_for() {
+        let error = |kind: &str| ErrorBody {
+            kind: kind.into(),
+            message: "m".into(),
+        };
+        assert!(stream_error(&error("overloaded_error")).is_retryable());
+        assert_eq!(
+            stream_error(&error("overloaded_error")).kind,
+            ChatErrorKind::Http { status: 529 }
+        );
+        assert!(!stream_error(&error("invalid_request_error")).is_retryable());
+    }
+}

@@ -1,0 +1,349 @@
+//! Streaming chat clients with tool calls, behind one trait.
+//!
+//! [`ChatClient::complete`] sends the whole conversation and returns one
+//! assistant reply: its text, the tool calls it asks for (arguments as the
+//! raw JSON string the model wrote) and the tokens it cost. Text is passed to
+//! `on_event` as it streams, and so is every retry, so a front end can show
+//! both. A retry repeats the whole request and keeps nothing of the broken
+//! attempt: tool calls come only from a reply that streamed to its end, so a
+//! retried reply never runs a tool twice.
+//!
+//! Three providers: OpenAI Chat Completions (which also serves Ollama, vLLM,
+//! llama.cpp's server, LM Studio and OpenRouter through its base URL),
+//! Anthropic Messages, and `script:PATH`, which replays a JSON file.
+
+mod anthropic;
+mod http;
+mod openai;
+mod retry;
+mod script;
+mod sse;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::time::Duration;
+
+pub use retry::RetryPolicy;
+
+/// A tool the model may call: its name, what it is for, and the JSON Schema
+/// of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call the model asked for. `arguments` is the JSON text exactly as
+/// the model produced it; the caller parses it against the tool's types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One entry of the conversation, in the providers' common shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    ToolResult {
+        call_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// Everything one model call needs.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Tokens one reply cost, as the provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One complete assistant reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCallRequest>,
+    pub usage: Usage,
+    /// The provider's own word for why the reply ended (`tool_calls`,
+    /// `end_turn`, `max_tokens`, …), when it gave one.
+    pub stop_reason: Option<String>,
+    /// Requests it took, 1 when the first one went through.
+    pub attempts: u32,
+}
+
+/// What happens while a reply streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// A piece of the reply's text. After a `Retry` the text starts over.
+    Text(String),
+    /// The attempt before failed; attempt number `attempt` starts after
+    /// `delay_ms`.
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+}
+
+pub type ChatFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, ChatError>> + Send + 'a>>;
+
+/// A streaming chat model with tool calls.
+pub trait ChatClient: Send + Sync {
+    /// The model string it was made from (`openai:gpt-4.1`, `script:demo.json`).
+    fn model(&self) -> &str;
+
+    /// One assistant reply to the conversation in `req`, retried as the
+    /// client's policy says.
+    fn complete<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a>;
+}
+
+/// A model call that failed, with what to tell the person.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ChatError {
+    pub kind: ChatErrorKind,
+    pub message: String,
+    /// How long the server asked us to wait (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatErrorKind {
+    /// The model string, a key or a script is wrong; nothing was sent.
+    Config,
+    /// The server answered with this status (or an error event that stands
+    /// for it mid-stream).
+    Http { status: u16 },
+    /// No response headers within the request timeout, or no bytes within the
+    /// idle timeout.
+    Timeout,
+    /// The connection could not be made or broke.
+    Connection,
+    /// The stream ended early or carried something that is not the protocol.
+    Stream,
+    /// The script provider has no reply for this point of the conversation.
+    Script,
+}
+
+impl ChatError {
+    pub fn new(kind: ChatErrorKind, message: impl Into<String>) -> Self {
+        ChatError {
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Whether asking again may help: rate limits, overload, server errors,
+    /// dropped connections, timeouts and cut streams.
+    pub fn is_retryable(&self) -> bool {
+        match self.kind {
+            ChatErrorKind::Http { status } => matches!(status, 429 | 500..=504 | 529),
+            ChatErrorKind::Timeout | ChatErrorKind::Connection | ChatErrorKind::Stream => true,
+            ChatErrorKind::Config | ChatErrorKind::Script => false,
+        }
+    }
+}
+
+/// Where the providers are and how patient to be with them.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// OpenAI-compatible base URL, up to and including `/v1`.
+    pub openai_base_url: Option<String>,
+    pub openai_api_key: Option<String>,
+    /// Anthropic base URL, without `/v1`.
+    pub anthropic_base_url: Option<String>,
+    pub anthropic_api_key: Option<String>,
+    /// Ollama's address; its OpenAI-compatible API is under `/v1`.
+    pub ollama_host: Option<String>,
+    /// How long to wait for a response's headers.
+    pub request_timeout: Duration,
+    /// How long a stream may go without a byte.
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            openai_base_url: None,
+            openai_api_key: None,
+            anthropic_base_url: None,
+            anthropic_api_key: None,
+            ollama_host: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The defaults with `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+    /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and `OLLAMA_HOST` read from
+    /// the environment; empty variables count as unset.
+    pub fn from_env() -> Self {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        };
+        ClientConfig {
+            openai_base_url: var("OPENAI_BASE_URL"),
+            openai_api_key: var("OPENAI_API_KEY"),
+            anthropic_base_url: var("ANTHROPIC_BASE_URL"),
+            anthropic_api_key: var("ANTHROPIC_API_KEY"),
+            ollama_host: var("OLLAMA_HOST"),
+            ..ClientConfig::default()
+        }
+    }
+}
+
+/// The forms a model string takes, for error messages.
+pub const MODEL_FORMS: &str = "openai:NAME (OPENAI_API_KEY, optional OPENAI_BASE_URL for any \
+OpenAI-compatible server), anthropic:NAME (ANTHROPIC_API_KEY, optional ANTHROPIC_BASE_URL), \
+ollama:NAME (OLLAMA_HOST, default http://127.0.0.1:11434), or script:PATH (a JSON file of replies)";
+
+/// The client a model string names: `openai:NAME`, `anthropic:NAME`,
+/// `ollama:NAME` or `script:PATH`.
+pub fn client_for(model: &str, config: &ClientConfig) -> Result<Box<dyn ChatClient>, ChatError> {
+    let config_error = |message: String| ChatError::new(ChatErrorKind::Config, message);
+    let Some((provider, name)) = model.split_once(':').filter(|(_, name)| !name.is_empty()) else {
+        return Err(config_error(format!(
+            "the model {model:?} names no provider; use {MODEL_FORMS}"
+        )));
+    };
+    match provider {
+        "openai" => {
+            let base_url = config.openai_base_url.clone();
+            if base_url.is_none() && config.openai_api_key.is_none() {
+                return Err(config_error(format!(
+                    "{model} needs OPENAI_API_KEY (or OPENAI_BASE_URL pointing at a server that needs no key)"
+                )));
+            }
+            let base_url = base_url.unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_string());
+            let key = config.openai_api_key.clone();
+            Ok(Box::new(openai::OpenAi::new(
+                model, name, &base_url, key, config,
+            )?))
+        }
+        "ollama" => {
+            let host = config.ollama_host.as_deref().unwrap_or(OLLAMA_DEFAULT_HOST);
+            let base_url = format!("{}/v1", ollama_url(host).trim_end_matches('/'));
+            Ok(Box::new(openai::OpenAi::new(
+                model, name, &base_url, None, config,
+            )?))
+        }
+        "anthropic" => {
+            let Some(key) = config.anthropic_api_key.clone() else {
+                return Err(config_error(format!("{model} needs ANTHROPIC_API_KEY")));
+            };
+            let base_url = config
+                .anthropic_base_url
+                .clone()
+                .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_string());
+            Ok(Box::new(anthropic::Anthropic::new(
+                model, name, &base_url, key, config,
+            )?))
+        }
+        "script" => Ok(Box::new(script::Script::load(model, Path::new(name))?)),
+        _ => Err(config_error(format!(
+            "unknown provider {provider:?} in the model {model:?}; use {MODEL_FORMS}"
+        ))),
+    }
+}
+
+/// `OLLAMA_HOST` may be `host:port` without a scheme, as Ollama itself accepts.
+fn ollama_url(host: &str) -> String {
+    if host.starts_with("http://") || host.starts_with("https://") {
+        host.to_string()
+    } else {
+        format!("http://{host}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(model: &str, config: &ClientConfig) -> String {
+        match client_for(model, config) {
+            Ok(_) => panic!("{model} made a client"),
+            Err(error) => {
+                assert_eq!(error.kind, ChatErrorKind::Config);
+                error.message
+            }
+        }
+    }
+
+    #[test]
+    fn model_strings_name_their_provider_and_what_they_need() {
+        let config = ClientConfig::default();
+        assert!(error_of("gpt-4.1", &config).contains("openai:NAME"));
+        assert!(error_of("openai:", &config).contains("names no provider"));
+        assert!(error_of("mistral:large", &config).contains("unknown provider \"mistral\""));
+        assert!(error_of("openai:gpt-4.1", &config).contains("OPENAI_API_KEY"));
+        assert!(error_of("anthropic:claude-sonnet-4-5", &config).contains("ANTHROPIC_API_KEY"));
+        assert!(error_of("script:/no/such/script.json", &config).contains("/no/such/script.json"));
+    }
+
+    #[test]
+    fn ollama_and_keyless_local_servers_need_no_key() {
+        let mut config = ClientConfig::default();
+        let client = client_for("ollama:qwen3", &config).map_err(|e| e.message);
+        assert_eq!(
+            client.map(|c| c.model().to_string()),
+            Ok("ollama:qwen3".into())
+        );
+        config.openai_base_url = Some("http://127.0.0.1:8080/v1".into());
+        assert!(client_for("openai:local", &config).is_ok());
+    }
+
+    #[test]
+    fn ollama_host_may_omit_the_scheme() {
+        assert_eq!(ollama_url("10.0.0.2:11434"), "http://10.0.0.2:11434");
+        assert_eq!(ollama_url("https://ollama.lan"), "https://ollama.lan");
+    }
+
+    #[test]
+    fn which_errors_are_retried() {
+        let status = |status| ChatError::new(ChatErrorKind::Http { status }, "x").is_retryable();
+        for retried in [429, 500, 501, 502, 503, 504, 529] {
+            assert!(status(retried), "{retried}");
+        }
+        for final_status in [400, 401, 403, 404, 413, 422, 505] {
+            assert!(!status(final_status), "{final_status}");
+        }
+        assert!(ChatError::new(ChatErrorKind::Stream, "cut").is_retryable());
+        assert!(!ChatError::new(ChatErrorKind::Script, "out").is_retryable());
+    }
+}

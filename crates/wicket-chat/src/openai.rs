@@ -1,0 +1,364 @@
+//! OpenAI Chat Completions, streamed, with function tools. The same wire
+//! format serves Ollama, vLLM, llama.cpp's server, LM Studio and OpenRouter.
+//!
+//! A reply streams as `chat.completion.chunk` objects: text in
+//! `delta.content`, each tool call announced by its `index` with its `id` and
+//! `function.name`, its `function.arguments` in fragments over later chunks,
+//! `finish_reason` on the last choice chunk, then (with
+//! `stream_options.include_usage`) a chunk with empty `choices` and the
+//! usage, then `data: [DONE]`.
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::Http;
+use crate::retry::{Attempt, retrying};
+use crate::{
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Message, Reply, Request,
+    RetryPolicy, StreamEvent, ToolCallRequest, Usage,
+};
+
+pub(crate) struct OpenAi {
+    model: String,
+    name: String,
+    url: String,
+    key: Option<String>,
+    http: Http,
+    retry: RetryPolicy,
+}
+
+impl OpenAi {
+    pub fn new(
+        model: &str,
+        name: &str,
+        base_url: &str,
+        key: Option<String>,
+        config: &ClientConfig,
+    ) -> Result<Self, ChatError> {
+        Ok(OpenAi {
+            model: model.to_string(),
+            name: name.to_string(),
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            key,
+            http: Http::new("openai", config)?,
+            retry: config.retry.clone(),
+        })
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ChatError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ChatError::new(
+                    ChatErrorKind::Config,
+                    "OPENAI_API_KEY holds characters a header cannot carry",
+                )
+            })?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+
+    async fn stream(
+        &self,
+        req: &Request,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Reply, ChatError> {
+        let body = request_body(&self.name, req);
+        let mut events = self
+            .http
+            .post_events(&self.url, self.headers()?, &body)
+            .await?;
+        let mut reply = Assembly::default();
+        while let Some(event) = events.next().await? {
+            if event.data.trim() == "[DONE]" {
+                return Ok(reply.finish());
+            }
+            let chunk: Chunk = serde_json::from_str(&event.data)
+                .map_err(|error| events.bad_event(&event.data, &error))?;
+            reply.add(chunk, on_event)?;
+        }
+        if reply.stop_reason.is_some() {
+            // Some compatible servers end the body without `[DONE]` once the
+            // last choice chunk is out; the reply is whole.
+            return Ok(reply.finish());
+        }
+        Err(events.ended_early())
+    }
+}
+
+impl Attempt for OpenAi {
+    fn attempt<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a> {
+        Box::pin(self.stream(req, on_event))
+    }
+}
+
+impl ChatClient for OpenAi {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a> {
+        Box::pin(retrying(&self.retry, self, req, on_event))
+    }
+}
+
+/// The request body. `max_tokens` is left out: OpenAI's newer models refuse
+/// it (they take `max_completion_tokens`, which other servers do not know),
+/// and every server has its own sane default.
+fn request_body(name: &str, req: &Request) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": req.system})];
+    for message in &req.messages {
+        messages.push(match message {
+            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } => {
+                let mut entry = json!({
+                    "role": "assistant",
+                    "content": if text.is_empty() { Value::Null } else { json!(text) },
+                });
+                if !tool_calls.is_empty() {
+                    entry["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|call| {
+                            json!({
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": call.arguments},
+                            })
+                        })
+                        .collect();
+                }
+                entry
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        });
+    }
+    let mut body = json!({
+        "model": name,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<ChunkUsage>,
+    /// Some servers report a failure inside the stream.
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: usize,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+/// A reply being put together from its chunks.
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    /// By the `index` the stream gave each call.
+    calls: Vec<Option<ToolCallRequest>>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+impl Assembly {
+    fn add(
+        &mut self,
+        chunk: Chunk,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<(), ChatError> {
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string);
+            return Err(ChatError::new(
+                ChatErrorKind::Stream,
+                format!("openai: the stream reported an error: {message}"),
+            ));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+            };
+        }
+        for choice in chunk.choices {
+            if let Some(text) = choice.delta.content.filter(|text| !text.is_empty()) {
+                self.text.push_str(&text);
+                on_event(StreamEvent::Text(text));
+            }
+            for delta in choice.delta.tool_calls {
+                self.add_call(delta);
+            }
+            if choice.finish_reason.is_some() {
+                self.stop_reason = choice.finish_reason;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_call(&mut self, delta: ToolCallDelta) {
+        if self.calls.len() <= delta.index {
+            self.calls.resize(delta.index + 1, None);
+        }
+        let call = self.calls[delta.index].get_or_insert_with(|| ToolCallRequest {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        });
+        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+            call.id = id;
+        }
+        if let Some(function) = delta.function {
+            if let Some(name) = function.name {
+                call.name.push_str(&name);
+            }
+            if let Some(arguments) = function.arguments {
+                call.arguments.push_str(&arguments);
+            }
+        }
+    }
+
+    /// The reply; a call the server sent without an id gets one, so its
+    /// result can be matched to it.
+    fn finish(self) -> Reply {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(n, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{n}");
+                }
+                call
+            })
+            .collect();
+        Reply {
+            text: self.text,
+            tool_calls,
+            usage: self.usage,
+            stop_reason: self.stop_reason,
+            attempts: 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolSpec;
+
+    #[test]
+    fn the_body_carries_the_conversation_in_openai_roles() {
+        let req = Request {
+            system: "be brief".into(),
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCallRequest {
+                        id: "call_1".into(),
+                        name: "read_file".into(),
+                        arguments: r#"{"path":"a"}"#.into(),
+                    }],
+                },
+                Message::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "{}".into(),
+                    is_error: false,
+                },
+                Message::Assistant {
+                    text: "done".into(),
+                    tool_calls: Vec::new(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "read_file".into(),
+                description: "reads".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: 100,
+        };
+        let body = request_body("gpt-x", &req);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{}"},
+                {"role": "assistant", "content": "done"},
+            ])
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        assert_eq!(body["model"], "gpt-x");
+    }
+}

@@ -1,0 +1,209 @@
+//! `script:PATH`: assistant replies replayed from a JSON file, for demos and
+//! tests.
+//!
+//! The file is an array; entry N is the reply to a conversation that
+//! already holds N assistant messages, so a resumed session picks up where
+//! it stopped:
+//! `[{"text": "…"}, {"tool_calls": [{"name": "read_file", "arguments": {…}}]}, …]`.
+//! `arguments` may be an object or a JSON string (to replay arguments a
+//! model got wrong). Call ids are `script-N-M`.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::{
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, Message, Reply, Request, StreamEvent,
+    ToolCallRequest, Usage,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    tool_calls: Vec<Call>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Call {
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({})
+}
+
+pub(crate) struct Script {
+    model: String,
+    path: String,
+    entries: Vec<Entry>,
+}
+
+impl Script {
+    pub fn load(model: &str, path: &Path) -> Result<Self, ChatError> {
+        let config_error = |message: String| ChatError::new(ChatErrorKind::Config, message);
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            config_error(format!(
+                "cannot read the script {}: {error}",
+                path.display()
+            ))
+        })?;
+        let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|error| {
+            config_error(format!(
+                "the script {} is not a JSON array of replies like \
+                 [{{\"text\": \"…\"}}, {{\"tool_calls\": [{{\"name\": \"read_file\", \"arguments\": {{…}}}}]}}]: {error}",
+                path.display()
+            ))
+        })?;
+        Ok(Script {
+            model: model.to_string(),
+            path: path.display().to_string(),
+            entries,
+        })
+    }
+
+    fn reply(&self, req: &Request) -> Result<Reply, ChatError> {
+        let index = req
+            .messages
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant { .. }))
+            .count();
+        let Some(entry) = self.entries.get(index) else {
+            return Err(ChatError::new(
+                ChatErrorKind::Script,
+                format!(
+                    "the script {} has {} replies and the conversation asks for reply {}; \
+                     add entries to the script or start a new session",
+                    self.path,
+                    self.entries.len(),
+                    index + 1
+                ),
+            ));
+        };
+        let tool_calls = entry
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(n, call)| ToolCallRequest {
+                id: format!("script-{}-{}", index + 1, n + 1),
+                name: call.name.clone(),
+                arguments: match &call.arguments {
+                    serde_json::Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                },
+            })
+            .collect();
+        Ok(Reply {
+            text: entry.text.clone(),
+            tool_calls,
+            usage: Usage::default(),
+            stop_reason: None,
+            attempts: 1,
+        })
+    }
+}
+
+impl ChatClient for Script {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a Request,
+        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
+    ) -> ChatFuture<'a> {
+        let reply = self.reply(req);
+        if let Ok(reply) = &reply
+            && !reply.text.is_empty()
+        {
+            on_event(StreamEvent::Text(reply.text.clone()));
+        }
+        Box::pin(async move { reply })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(json: &str) -> Result<Script, ChatError> {
+        let dir = tempfile::tempdir()
+            .map_err(|e| ChatError::new(ChatErrorKind::Config, e.to_string()))?;
+        let path = dir.path().join("script.json");
+        std::fs::write(&path, json)
+            .map_err(|e| ChatError::new(ChatErrorKind::Config, e.to_string()))?;
+        Script::load("script:test", &path)
+    }
+
+    fn request(assistant_messages: usize) -> Request {
+        let messages = (0..assistant_messages)
+            .flat_map(|_| {
+                [
+                    Message::User { text: "x".into() },
+                    Message::Assistant {
+                        text: "y".into(),
+                        tool_calls: Vec::new(),
+                    },
+                ]
+            })
+            .collect();
+        Request {
+            system: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: 1,
+        }
+    }
+
+    #[test]
+    fn replies_follow_the_assistant_messages_so_far() -> Result<(), ChatError> {
+        let script = script(
+            r#"[{"text": "first", "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}, {"name": "run", "arguments": "{bad"}]},
+                {"text": "second"}]"#,
+        )?;
+        let first = script.reply(&request(0))?;
+        assert_eq!(first.text, "first");
+        assert_eq!(
+            first.tool_calls,
+            vec![
+                ToolCallRequest {
+                    id: "script-1-1".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"a"}"#.into()
+                },
+                ToolCallRequest {
+                    id: "script-1-2".into(),
+                    name: "run".into(),
+                    arguments: "{bad".into()
+                },
+            ]
+        );
+        assert_eq!(script.reply(&request(1))?.text, "second");
+        let out = script.reply(&request(2)).err().map(|e| (e.kind, e.message));
+        let (kind, message) = out.unwrap_or((ChatErrorKind::Config, String::new()));
+        assert_eq!(kind, ChatErrorKind::Script);
+        assert!(
+            message.contains("has 2 replies") && message.contains("reply 3"),
+            "{message}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_bad_script_says_what_shape_it_must_have() {
+        let error = script(r#"[{"txt": "typo"}]"#)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(
+            error.contains("JSON array of replies") && error.contains("txt"),
+            "{error}"
+        );
+    }
+}
