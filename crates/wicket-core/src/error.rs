@@ -27,6 +27,10 @@ pub enum Error {
     Config { path: String, message: String },
     #[error(transparent)]
     Tool(#[from] wicket_tools::Error),
+    #[error(
+        "session '{0}' is open in another wicket process (exec or serve); wait for it to end, or use another session"
+    )]
+    InUse(String),
     #[error("{0}")]
     Other(String),
 }

@@ -8,7 +8,9 @@ pub mod diff;
 pub mod error;
 pub mod gate;
 pub mod hooks;
+pub mod manager;
 pub mod session;
 pub mod skills;
+pub mod turn;
 
 pub use error::{Error, Result};

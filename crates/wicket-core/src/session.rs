@@ -153,7 +153,12 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
 struct LogWriter {
     file: File,
     next_seq: u64,
+    /// The log's length after the last whole line.
+    length: u64,
 }
+
+/// Called with every event right after it is appended, in seq order.
+pub type Listener = Box<dyn Fn(&Event) + Send + Sync>;
 
 /// One session: the only writer of its log and its meta.json.
 pub struct Session {
@@ -161,6 +166,11 @@ pub struct Session {
     log_path: PathBuf,
     log: Mutex<LogWriter>,
     meta: Mutex<Meta>,
+    listener: std::sync::OnceLock<Listener>,
+    /// False for a throwaway session: nothing is fsynced.
+    durable: bool,
+    /// Held while the session is open: one writer per log, across processes.
+    _lock: File,
 }
 
 impl std::fmt::Debug for Session {
@@ -172,7 +182,7 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let temp = dir.join(format!(
         ".{}.{:016x}.tmp",
@@ -187,9 +197,14 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
             .create_new(true)
             .open(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&temp, path)?;
-        File::open(dir)?.sync_all()
+        if durable {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -210,9 +225,27 @@ impl Session {
         workspace: &Path,
         model: Option<&str>,
     ) -> Result<(Session, Loaded)> {
+        Session::open(home, id, workspace, model, true)
+    }
+
+    /// A session that is thrown away when the process ends (`wicket tool`
+    /// without `--session`): the same files and order, but no fsync, since
+    /// nothing will ever resume it.
+    pub fn open_throwaway(home: &Path, workspace: &Path) -> Result<(Session, Loaded)> {
+        Session::open(home, &new_id(), workspace, None, false)
+    }
+
+    fn open(
+        home: &Path,
+        id: &str,
+        workspace: &Path,
+        model: Option<&str>,
+        durable: bool,
+    ) -> Result<(Session, Loaded)> {
         validate_id(id)?;
         let dir = Session::dir_of(home, id);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let lock = lock_session(&dir, id)?;
         let meta_path = dir.join("meta.json");
         let workspace_text = workspace.display().to_string();
         let meta = match std::fs::read(&meta_path) {
@@ -246,7 +279,7 @@ impl Session {
                 // meta.json first: a kill before the log exists still leaves a
                 // session that loads (with an empty log), never a nameless folder.
                 let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-                write_atomically(&meta_path, &bytes)?;
+                write_atomically(&meta_path, &bytes, durable)?;
                 meta
             }
             Err(error) => return Err(io(&meta_path)(error)),
@@ -262,14 +295,24 @@ impl Session {
         if let Some(torn) = loaded.torn_tail {
             let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
             file.set_len(length - torn as u64).map_err(io(&log_path))?;
-            file.sync_all().map_err(io(&log_path))?;
+            if durable {
+                file.sync_all().map_err(io(&log_path))?;
+            }
         }
         let next_seq = loaded.events.last().map_or(1, |event| event.seq + 1);
+        let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
         let session = Session {
             dir,
             log_path,
-            log: Mutex::new(LogWriter { file, next_seq }),
+            log: Mutex::new(LogWriter {
+                file,
+                next_seq,
+                length,
+            }),
             meta: Mutex::new(meta),
+            listener: std::sync::OnceLock::new(),
+            durable,
+            _lock: lock,
         };
         session.save_meta()?;
         if loaded.events.is_empty() {
@@ -332,9 +375,24 @@ impl Session {
             message: error.to_string(),
         })?;
         line.push(b'\n');
-        log.file.write_all(&line).map_err(io(&self.log_path))?;
+        if let Err(error) = log.file.write_all(&line) {
+            // A short write (a full disk) must not leave half a line for the
+            // next append to follow: cut back to the last whole line.
+            let _ = log.file.set_len(log.length);
+            return Err(io(&self.log_path)(error));
+        }
+        log.length += line.len() as u64;
         log.next_seq += 1;
+        if let Some(listener) = self.listener.get() {
+            listener(&event);
+        }
         Ok(event)
+    }
+
+    /// Sets the one listener that sees every event as it is appended (the
+    /// session manager's broadcast). Returns false when one is already set.
+    pub fn set_listener(&self, listener: Listener) -> bool {
+        self.listener.set(listener).is_ok()
     }
 
     /// Makes every appended event durable (turn boundaries, after answers).
@@ -343,6 +401,9 @@ impl Session {
             .log
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !self.durable {
+            return Ok(());
+        }
         log.file.sync_data().map_err(io(&self.log_path))
     }
 
@@ -355,11 +416,28 @@ impl Session {
         change(&mut meta);
         meta.updated = now_rfc3339();
         let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
-        write_atomically(&self.dir.join("meta.json"), &bytes)
+        write_atomically(&self.dir.join("meta.json"), &bytes, self.durable)
     }
 
     fn save_meta(&self) -> Result<()> {
         self.update_meta(|_| {})
+    }
+}
+
+/// Takes the session's lock (`flock` on `lock` in its folder), so a second
+/// process cannot write the same log; the kernel lets go when the process dies.
+fn lock_session(dir: &Path, id: &str) -> Result<File> {
+    let path = dir.join("lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::InUse(id.to_string())),
+        Err(error) => Err(io(&path)(error.into())),
     }
 }
 
@@ -416,6 +494,17 @@ mod tests {
         let again = load_log(&log)?;
         assert_eq!(again.events.len(), 4);
         assert!(again.torn_tail.is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn a_session_has_one_writer_at_a_time() -> Result<()> {
+        let home = tempfile::tempdir().map_err(io(Path::new("tmp")))?;
+        let first = Session::open_or_create(home.path(), "s", home.path(), None)?;
+        let second = Session::open_or_create(home.path(), "s", home.path(), None);
+        assert!(matches!(second, Err(Error::InUse(_))), "{second:?}");
+        drop(first);
+        Session::open_or_create(home.path(), "s", home.path(), None)?;
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! makes ([`ToolCall`]), their results ([`ToolOutput`]), and the wire error
 //! ([`WireError`] with its [`ErrorKind`]). Start from [`ToolCall`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The error kinds of the contract (DESIGN.md, "The contract that outside tests use").
@@ -18,6 +19,10 @@ pub enum ErrorKind {
     InvalidArgs,
     Stale,
     Io,
+    /// A Stop hook blocked `finish`; the hook's stderr says why.
+    Blocked,
+    /// The turn was cancelled before this call ran or finished.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -33,6 +38,8 @@ impl ErrorKind {
             ErrorKind::InvalidArgs => "invalid_args",
             ErrorKind::Stale => "stale",
             ErrorKind::Io => "io",
+            ErrorKind::Blocked => "blocked",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -44,58 +51,75 @@ pub struct WireError {
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
+    /// The file, relative to the workspace (or an absolute path outside it, which asks the person).
     pub path: String,
+    /// The byte offset to start at (from a previous read's next_offset).
     #[serde(default)]
     pub offset: Option<u64>,
+    /// The 1-based line to start at (from a previous read's next_line).
     #[serde(default)]
     pub line: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
+    /// A regular expression (Rust regex syntax).
     pub pattern: String,
+    /// A folder or file to search in; the whole workspace when absent.
     #[serde(default)]
     pub path: Option<String>,
+    /// Only files whose path matches this glob, such as "*.rs".
     #[serde(default)]
     pub glob: Option<String>,
     #[serde(default)]
     pub case_insensitive: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDirArgs {
+    /// The folder; the workspace root when absent.
     #[serde(default)]
     pub path: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchReplaceArgs {
+    /// The file to edit.
     pub path: String,
+    /// The exact text to find; it must occur exactly once unless replace_all.
     pub old: String,
+    /// The text to put in its place.
     pub new: String,
+    /// Replace every occurrence instead of requiring exactly one.
     #[serde(default)]
     pub replace_all: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
+    /// The file to create or replace; missing folders are created.
     pub path: String,
+    /// The whole new content (at most 256 KiB).
     pub content: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
+    /// The program and its arguments; there is no shell, so no pipes or globs
+    /// unless you run ["sh", "-c", "..."] yourself.
     pub argv: Vec<String>,
+    /// The folder to run in, inside the workspace; the workspace root when absent.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Seconds before the command is killed: 120 by default, 600 at most.
     #[serde(default)]
     pub timeout_s: Option<u64>,
 }
@@ -392,6 +416,10 @@ pub enum EventBody {
     },
     /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
     Hook {
+        /// The `finish` call the hook judged; none when the turn ended with a
+        /// reply that had no tool call (then a block goes back as a user message).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
         command: Vec<String>,
         outcome: HookOutcome,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -467,4 +495,127 @@ pub struct Event {
     pub ts: String,
     #[serde(flatten)]
     pub body: EventBody,
+}
+
+/// `ask`: a question for the person; the turn waits for the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskArgs {
+    /// The question, as the person should read it.
+    pub question: String,
+}
+
+/// `finish`: ends the turn once the Stop hooks pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishArgs {
+    /// What was done, for the person.
+    pub result: String,
+}
+
+/// `use_skill`: returns a skill's instructions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UseSkillArgs {
+    /// The skill's name, as the system prompt lists it.
+    pub name: String,
+}
+
+/// The core tools beside the six: they act on the turn, not the workspace.
+pub const CORE_TOOL_NAMES: [&str; 3] = ["ask", "finish", "use_skill"];
+
+/// One tool as a model is told about it: the JSON Schema comes from the very
+/// type that parses the tool's arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSchema {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: serde_json::Value,
+}
+
+fn schema_of<T: JsonSchema>() -> serde_json::Value {
+    let mut value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+        map.remove("description");
+    }
+    value
+}
+
+/// The nine tools of a turn, in the spec's order.
+pub fn tool_schemas() -> Vec<ToolSchema> {
+    vec![
+        ToolSchema {
+            name: "read_file",
+            description: "Read a file: up to 32 KiB from a byte offset or a 1-based line. When there is more, the result gives next_offset or next_line to continue from.",
+            parameters: schema_of::<ReadFileArgs>(),
+        },
+        ToolSchema {
+            name: "grep",
+            description: "Search file contents with a regular expression; returns up to 200 matches as path:line:text, in path order, honouring .gitignore.",
+            parameters: schema_of::<GrepArgs>(),
+        },
+        ToolSchema {
+            name: "list_dir",
+            description: "List one folder level (up to 500 names); folders end in '/', links are named as links.",
+            parameters: schema_of::<ListDirArgs>(),
+        },
+        ToolSchema {
+            name: "search_replace",
+            description: "Replace an exact string in a file (at most 256 KiB). The person sees the diff and approves it before anything is written.",
+            parameters: schema_of::<SearchReplaceArgs>(),
+        },
+        ToolSchema {
+            name: "write_file",
+            description: "Create or replace a whole file (at most 256 KiB). The person sees the diff and approves it before anything is written.",
+            parameters: schema_of::<WriteFileArgs>(),
+        },
+        ToolSchema {
+            name: "run",
+            description: "Run a command (an argv, no shell) in the workspace after the person approves it. Returns exit_code, stdout and stderr (64 KiB of each, head and tail).",
+            parameters: schema_of::<RunArgs>(),
+        },
+        ToolSchema {
+            name: "ask",
+            description: "Ask the person a question and wait for the reply. Use it when you need a decision only they can make.",
+            parameters: schema_of::<AskArgs>(),
+        },
+        ToolSchema {
+            name: "finish",
+            description: "End the turn with a summary of what was done. Checks configured by the person may run first and can send you back to work.",
+            parameters: schema_of::<FinishArgs>(),
+        },
+        ToolSchema {
+            name: "use_skill",
+            description: "Load the instructions of one of the skills the system prompt lists.",
+            parameters: schema_of::<UseSkillArgs>(),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_an_object_schema_from_its_args_type() {
+        let schemas = tool_schemas();
+        let names: Vec<&str> = schemas.iter().map(|s| s.name).collect();
+        let mut expected: Vec<&str> = TOOL_NAMES.to_vec();
+        expected.extend(CORE_TOOL_NAMES);
+        assert_eq!(names, expected);
+        for schema in &schemas {
+            assert_eq!(schema.parameters["type"], "object", "{}", schema.name);
+        }
+        let run = &schemas[5].parameters;
+        assert_eq!(run["required"], serde_json::json!(["argv"]));
+        assert_eq!(run["properties"]["argv"]["type"], "array");
+        assert!(
+            run["properties"]["timeout_s"]["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("600"))
+        );
+        assert_eq!(schemas[0].parameters["additionalProperties"], false);
+    }
 }

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod turn;
+
 use serde_json::json;
 use wicket_core::gate::{Answerer, Gate};
 use wicket_core::session::{self, Session};
@@ -122,7 +124,7 @@ fn inside_reads_lists_and_greps_raise_no_card() {
     .unwrap();
     assert!(answers.cards.is_empty());
     assert_eq!(
-        event_types(&session),
+        event_types(&session)[1..],
         ["tool_call", "tool_result"].repeat(3)
     );
 }
@@ -158,7 +160,13 @@ fn a_write_card_carries_the_diff_and_deny_changes_nothing() {
     );
     assert_eq!(
         event_types(&session),
-        ["tool_call", "card", "answer", "tool_result"]
+        [
+            "session_started",
+            "tool_call",
+            "card",
+            "answer",
+            "tool_result"
+        ]
     );
 }
 
@@ -604,10 +612,14 @@ fn a_session_continues_from_its_log() {
         .iter()
         .map(|e| e.seq)
         .collect();
-    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    drop(session);
     let other = Path::new("/");
     assert!(
-        Session::open_or_create(&f.home, "s", other, None).is_err(),
+        matches!(
+            Session::open_or_create(&f.home, "s", other, None),
+            Err(wicket_core::Error::WorkspaceMismatch { .. })
+        ),
         "a session keeps its workspace"
     );
 }

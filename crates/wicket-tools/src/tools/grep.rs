@@ -56,6 +56,49 @@ impl Sink for Collect<'_> {
     }
 }
 
+/// Paths in walk order, shared between the walking thread and the searchers.
+#[derive(Default)]
+struct Feed {
+    state: Mutex<(Vec<PathBuf>, bool)>,
+    grown: std::sync::Condvar,
+}
+
+impl Feed {
+    fn push(&self, path: PathBuf) {
+        if let Ok(mut state) = self.state.lock() {
+            state.0.push(path);
+            self.grown.notify_all();
+        }
+    }
+
+    fn finish(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.1 = true;
+            self.grown.notify_all();
+        }
+    }
+
+    fn finish_if(&self, stopped: bool) {
+        if stopped {
+            self.finish();
+        }
+    }
+
+    /// The path at `index`, waiting for the walk to reach it; `None` past the end.
+    fn get(&self, index: usize) -> Option<PathBuf> {
+        let mut state = self.state.lock().ok()?;
+        loop {
+            if let Some(path) = state.0.get(index) {
+                return Some(path.clone());
+            }
+            if state.1 {
+                return None;
+            }
+            state = self.grown.wait(state).ok()?;
+        }
+    }
+}
+
 fn relative_display(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
@@ -117,23 +160,32 @@ pub fn grep(
             .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
         builder.overrides(overrides);
     }
-    let files: Vec<PathBuf> = builder
-        .build()
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-        .map(|entry| entry.into_path())
-        .collect();
-
+    // One thread walks in path order and streams the paths; the others search
+    // them as they come, so the first matches need not wait for the whole
+    // walk, and a full scan overlaps the walk with the search.
+    let walker = builder.build();
     let workers = std::thread::available_parallelism()
         .map_or(2, usize::from)
         .max(1);
-    let results: Vec<Mutex<Option<Vec<String>>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let feed = Feed::default();
+    let results: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(Vec::new());
     let next = AtomicUsize::new(0);
     // The index of the first file whose results, with all before it, reach the limit.
     let stop_at = AtomicUsize::new(usize::MAX);
     let done_prefix = Mutex::new((0usize, 0usize)); // (files settled in order, matches in them)
 
     std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for entry in walker.filter_map(|entry| entry.ok()) {
+                if stop_at.load(Ordering::Relaxed) != usize::MAX {
+                    break;
+                }
+                if entry.file_type().is_some_and(|kind| kind.is_file()) {
+                    feed.push(entry.into_path());
+                }
+            }
+            feed.finish();
+        });
         for _ in 0..workers {
             scope.spawn(|| {
                 let mut searcher = SearcherBuilder::new()
@@ -142,9 +194,10 @@ pub fn grep(
                     .build();
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= files.len() || index > stop_at.load(Ordering::Relaxed) {
+                    if index > stop_at.load(Ordering::Relaxed) {
                         break;
                     }
+                    let Some(path) = feed.get(index) else { break };
                     // Stay within a window of the first unsettled file.
                     loop {
                         let settled = done_prefix.lock().map(|guard| guard.0).unwrap_or(0);
@@ -158,14 +211,13 @@ pub fn grep(
                     if index > stop_at.load(Ordering::Relaxed) {
                         break;
                     }
-                    let path = &files[index];
                     let shown = match &base {
                         Some(base) => match path.strip_prefix(&walk_root) {
                             Ok(rest) if rest.as_os_str().is_empty() => relative_display(base),
                             Ok(rest) => relative_display(&base.join(rest)),
-                            Err(_) => relative_display(path),
+                            Err(_) => relative_display(&path),
                         },
-                        None => relative_display(path),
+                        None => relative_display(&path),
                     };
                     let mut collect = Collect {
                         shown: &shown,
@@ -178,18 +230,16 @@ pub fn grep(
                     if let Ok((file, _)) = workspace.open_file(&location, &shown) {
                         let _ = searcher.search_file(&matcher, &file, &mut collect);
                     }
-                    if let Ok(mut slot) = results[index].lock() {
-                        *slot = Some(collect.lines);
+                    let Ok(mut slots) = results.lock() else { break };
+                    if slots.len() <= index {
+                        slots.resize_with(index + 1, || None);
                     }
+                    slots[index] = Some(collect.lines);
+                    // Settle the files done in order, counting their matches.
                     if let Ok(mut prefix) = done_prefix.lock() {
-                        while prefix.0 < files.len() {
-                            let Ok(slot) = results[prefix.0].lock() else {
-                                break;
-                            };
-                            let Some(lines) = slot.as_ref() else { break };
+                        while let Some(Some(lines)) = slots.get(prefix.0) {
                             prefix.1 += lines.len();
                             let settled_index = prefix.0;
-                            drop(slot);
                             prefix.0 += 1;
                             if prefix.1 > GREP_MAX_MATCHES {
                                 stop_at.fetch_min(settled_index, Ordering::Relaxed);
@@ -198,16 +248,16 @@ pub fn grep(
                         }
                     }
                 }
+                // Wake any worker waiting on the feed after a stop.
+                feed.finish_if(stop_at.load(Ordering::Relaxed) != usize::MAX);
             });
         }
     });
 
+    let results = results.into_inner().unwrap_or_default();
     let mut matches = Vec::new();
     let mut truncated = false;
     for slot in results {
-        let Ok(slot) = slot.into_inner() else {
-            continue;
-        };
         let Some(lines) = slot else {
             // Not searched: beyond the stop, or the limit was already reached.
             if matches.len() >= GREP_MAX_MATCHES {
