@@ -1,7 +1,9 @@
-//! The `wicket` command: one tool call through the gate (`wicket tool`), the
-//! sessions on disk (`wicket sessions`) and a session's log (`wicket log`).
+//! The `wicket` command: a turn from a terminal or a script (`wicket exec`),
+//! one tool call through the gate (`wicket tool`), the sessions on disk
+//! (`wicket sessions`) and a session's log (`wicket log`).
 
 mod answer;
+mod exec;
 mod show;
 
 use std::io::{IsTerminal, Write};
@@ -35,8 +37,37 @@ enum Answers {
     Stdin,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum ExecAnswers {
+    Deny,
+    AllowOnce,
+    Stdin,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run one ask as a turn: the model works through the tools, cards are answered here.
+    Exec {
+        /// What to ask the model.
+        ask: String,
+        /// The workspace (default: the current folder, or the continued session's).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// PROVIDER:NAME: openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder, script:PATH
+        /// (default: WICKET_MODEL, then model in config.toml).
+        #[arg(long)]
+        model: Option<String>,
+        /// Continue this session (created when it does not exist).
+        #[arg(long)]
+        session: Option<String>,
+        /// Every event as a JSON line, the first naming the session id.
+        #[arg(long)]
+        json: bool,
+        /// How cards are answered; default a prompt on a terminal, else deny.
+        #[arg(long, value_enum)]
+        answers: Option<ExecAnswers>,
+    },
     /// Run one tool call through the gate and print its cards and result as JSON lines.
     Tool {
         /// read_file, grep, list_dir, search_replace, write_file or run.
@@ -80,6 +111,25 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Exec {
+            ask,
+            workspace,
+            model,
+            session,
+            json,
+            answers,
+        } => exec::exec(exec::Options {
+            ask,
+            workspace,
+            model,
+            session,
+            json,
+            mode: answers.map(|answers| match answers {
+                ExecAnswers::Deny => exec::Mode::Policy(Answer::Deny),
+                ExecAnswers::AllowOnce => exec::Mode::Policy(Answer::AllowOnce),
+                ExecAnswers::Stdin => exec::Mode::Stdin,
+            }),
+        }),
         Command::Tool {
             name,
             args,
@@ -177,17 +227,16 @@ fn tool(
 
     // Without --session the call gets a throwaway session, removed afterwards.
     let throwaway;
-    let (home, id) = match session_id {
-        Some(id) => (session::home(), id),
+    let root = tools.workspace().root().to_path_buf();
+    let (session, loaded) = match session_id {
+        Some(id) => Session::open_or_create(&session::home(), &id, &root, None)?,
         None => {
             throwaway = tempfile::Builder::new()
                 .prefix("wicket-session-")
                 .tempdir()?;
-            (throwaway.path().to_path_buf(), session::new_id())
+            Session::open_throwaway(throwaway.path(), &root)?
         }
     };
-    let root = tools.workspace().root().to_path_buf();
-    let (session, loaded) = Session::open_or_create(&home, &id, &root, None)?;
     if loaded.torn_tail.is_some() {
         eprintln!(
             "wicket: the last line of {} was torn (a crash mid-write); it was skipped",

@@ -90,6 +90,125 @@ pub fn card(card: &Card, color: bool) -> String {
     out
 }
 
+fn short(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let cut: String = line.chars().take(max).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// What a tool call is about, in a few words: its path, argv or pattern.
+fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
+    let field = |key: &str| arguments.get(key).and_then(|v| v.as_str());
+    match name {
+        "run" => arguments
+            .get("argv")
+            .and_then(|argv| argv.as_array())
+            .map(|argv| {
+                argv.iter()
+                    .map(|arg| arg.as_str().unwrap_or("?").to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default(),
+        "grep" => format!(
+            "{:?} {}",
+            field("pattern").unwrap_or(""),
+            field("path").unwrap_or("")
+        ),
+        "ask" => field("question").unwrap_or("").to_string(),
+        "finish" => String::new(),
+        "use_skill" => field("name").unwrap_or("").to_string(),
+        _ => field("path").unwrap_or(".").to_string(),
+    }
+}
+
+/// One event as a line of the readable transcript of `wicket exec`; `None`
+/// for events a person need not see there.
+pub fn transcript_line(event: &Event) -> Option<String> {
+    Some(match &event.body {
+        EventBody::SessionStarted { session, workspace } => {
+            format!("session {session} in {workspace}")
+        }
+        EventBody::UserMessage { text } => format!("> {text}"),
+        EventBody::AssistantMessage { text, .. } if !text.trim().is_empty() => {
+            text.trim_end().to_string()
+        }
+        EventBody::AssistantMessage { .. } => return None,
+        EventBody::ToolCall {
+            name, arguments, ..
+        } => format!("→ {name} {}", call_summary(name, arguments)),
+        EventBody::ToolResult {
+            ok: true, output, ..
+        } => {
+            let output = output.clone().unwrap_or_default();
+            let detail = if let Some(code) = output.get("exit_code") {
+                format!("exit {code}")
+            } else if let Some(matches) = output.get("matches").and_then(|m| m.as_array()) {
+                format!("{} matches", matches.len())
+            } else if let Some(entries) = output.get("entries").and_then(|e| e.as_array()) {
+                format!("{} entries", entries.len())
+            } else if let Some(size) = output.get("size") {
+                format!("{size} bytes")
+            } else if let Some(bytes) = output.get("bytes") {
+                format!("wrote {bytes} bytes")
+            } else {
+                short(&output.to_string(), 100)
+            };
+            format!("  ✓ {detail}")
+        }
+        EventBody::ToolResult { error, .. } => match error {
+            Some(error) => format!(
+                "  ✗ {}: {}",
+                error.kind.as_str(),
+                short(&error.message, 160)
+            ),
+            None => "  ✗ failed".to_string(),
+        },
+        EventBody::Card { card, .. } => {
+            let what = match card.kind {
+                CardKind::Write => format!("write {}", card.path.as_deref().unwrap_or("?")),
+                CardKind::OutsideRead => {
+                    format!("read outside {}", card.path.as_deref().unwrap_or("?"))
+                }
+                CardKind::Run => format!("run {}", card.argv.clone().unwrap_or_default().join(" ")),
+            };
+            format!("  ? card {}: {what}", card.id)
+        }
+        EventBody::Answer { answer, stale, .. } => format!(
+            "  {}{}",
+            answer.as_str(),
+            if *stale {
+                " (stale: the file changed, asking again)"
+            } else {
+                ""
+            }
+        ),
+        EventBody::Question { question, .. } => format!("? {question}"),
+        EventBody::Reply { reply, .. } => format!("  reply: {reply}"),
+        EventBody::Result { text, usage } => format!(
+            "✔ {}\n  ({} tokens in, {} out)",
+            text.trim_end(),
+            usage.input_tokens,
+            usage.output_tokens
+        ),
+        EventBody::Hook {
+            command, outcome, ..
+        } => format!("  hook {} → {outcome:?}", command.join(" ")),
+        EventBody::Queued { text } => format!("queued: {text}"),
+        EventBody::Retry {
+            attempt,
+            delay_ms,
+            reason,
+        } => format!("  retry {attempt} in {delay_ms} ms: {reason}"),
+        EventBody::Cancelled {} => "cancelled".to_string(),
+        EventBody::Error { message, .. } => format!("error: {message}"),
+    })
+}
+
 /// One log event on one line.
 pub fn event_line(event: &Event) -> String {
     let what = match &event.body {
@@ -153,6 +272,7 @@ pub fn event_line(event: &Event) -> String {
             outcome,
             exit_code,
             stderr,
+            ..
         } => format!(
             "hook {} {outcome:?} exit {} {}",
             command.join(" "),

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
 mod crash;
+mod exec;
 mod terminal;
 
 use std::io::{BufRead, BufReader, Write};

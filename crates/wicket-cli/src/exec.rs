@@ -1,0 +1,373 @@
+//! `wicket exec "ASK"`: one turn from a terminal or a script, through the
+//! session manager. The main thread prints the session's events as they are
+//! appended; a second thread answers cards and questions (a fixed policy,
+//! JSON lines on stdin, or a prompt on the terminal), so printing never waits
+//! on input. SIGINT cancels the turn and exits 130.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use tokio::sync::broadcast::error::RecvError;
+use wicket_core::manager::{Manager, standard_setup};
+use wicket_core::session::{self, Session};
+use wicket_protocol::{Answer, Card, Event, EventBody};
+
+use crate::show;
+
+/// How cards (and questions) are answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Policy(Answer),
+    Stdin,
+    Terminal,
+}
+
+/// What the person is asked.
+enum Ask {
+    Card(Card),
+    Question { id: String, question: String },
+}
+
+/// The reply a fixed policy gives a question: nobody is there to answer.
+const NO_ONE_TO_ASK: &str = "No one can answer: this turn runs with a fixed --answers policy. Decide for yourself, and say what you assumed.";
+
+pub struct Options {
+    pub ask: String,
+    pub workspace: Option<PathBuf>,
+    pub model: Option<String>,
+    pub session: Option<String>,
+    pub json: bool,
+    pub mode: Option<Mode>,
+}
+
+pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
+    let home = session::home();
+    let workspace = match (&options.workspace, &options.session) {
+        (Some(dir), _) => dir.clone(),
+        // Continuing a session without --workspace: the session's own.
+        (None, Some(id)) => match Session::load_existing(&home, id) {
+            Ok((meta, _)) => PathBuf::from(meta.workspace),
+            Err(_) => std::env::current_dir()?,
+        },
+        (None, None) => std::env::current_dir()?,
+    };
+    let setup = standard_setup(&home);
+    let model = options.model.clone().or_else(|| {
+        options
+            .session
+            .as_ref()
+            .and_then(|id| Session::load_existing(&home, id).ok())
+            .and_then(|(meta, _)| meta.model)
+    });
+    // A missing model or key is said before any session is made.
+    if let Err(message) = setup(&workspace, model.as_deref()) {
+        eprintln!("wicket: {message}");
+        return Ok(ExitCode::from(1));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let manager = Arc::new(Manager::new(&home, runtime.handle().clone(), setup));
+    let id = manager.open(
+        options.session.as_deref(),
+        &workspace,
+        options.model.as_deref(),
+    )?;
+    let mut events = manager.subscribe(&id)?;
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let (manager, id, interrupted) = (manager.clone(), id.clone(), interrupted.clone());
+        runtime.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupted.store(true, Ordering::SeqCst);
+                let _ = manager.cancel(&id);
+            }
+        });
+    }
+
+    let mode = options.mode.unwrap_or(if std::io::stdin().is_terminal() {
+        Mode::Terminal
+    } else {
+        Mode::Policy(Answer::Deny)
+    });
+    let (asks, asked) = mpsc::channel::<Ask>();
+    {
+        let (manager, id) = (manager.clone(), id.clone());
+        std::thread::spawn(move || answer_loop(&manager, &id, mode, asked));
+    }
+
+    let mut printer = Printer::new(options.json);
+    let first = manager.events_after(&id, 0)?.into_iter().next();
+    let started = match first {
+        Some(
+            event @ Event {
+                body: EventBody::SessionStarted { .. },
+                ..
+            },
+        ) => event,
+        _ => Event {
+            seq: 0,
+            ts: String::new(),
+            body: EventBody::SessionStarted {
+                session: id.clone(),
+                workspace: workspace.display().to_string(),
+            },
+        },
+    };
+    printer.print(&started);
+    let mut last_seq = manager
+        .events_after(&id, 0)?
+        .last()
+        .map_or(0, |event| event.seq);
+
+    manager.send(&id, &options.ask)?;
+    loop {
+        let batch = match events.blocking_recv() {
+            Ok(event) => vec![event],
+            Err(RecvError::Lagged(_)) => manager.events_after(&id, last_seq)?,
+            Err(RecvError::Closed) => break,
+        };
+        for event in batch {
+            if event.seq <= last_seq {
+                continue;
+            }
+            last_seq = event.seq;
+            printer.print(&event);
+            match &event.body {
+                EventBody::Card { card, .. } => {
+                    let _ = asks.send(Ask::Card(card.clone()));
+                }
+                EventBody::Question { id, question, .. } => {
+                    let _ = asks.send(Ask::Question {
+                        id: id.clone(),
+                        question: question.clone(),
+                    });
+                }
+                EventBody::Result { .. } => return Ok(finish(&manager, &id, 0)),
+                EventBody::Error {
+                    ends_turn: true, ..
+                } => return Ok(finish(&manager, &id, 1)),
+                EventBody::Cancelled {} => {
+                    let code = if interrupted.load(Ordering::SeqCst) {
+                        130
+                    } else {
+                        1
+                    };
+                    return Ok(finish(&manager, &id, code));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(ExitCode::from(1))
+}
+
+/// Waits for the turn's thread to let go of the session, then exits.
+fn finish(manager: &Manager, id: &str, code: u8) -> ExitCode {
+    let _ = manager.wait_idle(id);
+    let _ = std::io::stdout().flush();
+    ExitCode::from(code)
+}
+
+/// Answers what the turn asks, one at a time.
+fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<Ask>) {
+    let mut early: Vec<serde_json::Value> = Vec::new();
+    for ask in asked {
+        match (mode, ask) {
+            (Mode::Policy(answer), Ask::Card(card)) => {
+                let _ = manager.answer(id, &card.id, answer);
+            }
+            (Mode::Policy(_), Ask::Question { id: qid, .. }) => {
+                let _ = manager.reply(id, &qid, NO_ONE_TO_ASK);
+            }
+            (Mode::Stdin, ask) => {
+                if !stdin_answer(manager, id, &ask, &mut early) {
+                    return;
+                }
+            }
+            (Mode::Terminal, Ask::Card(card)) => {
+                if let Some(answer) = terminal_card(&card) {
+                    let _ = manager.answer(id, &card.id, answer);
+                }
+            }
+            (Mode::Terminal, Ask::Question { id: qid, question }) => {
+                eprintln!("\n? {question}");
+                eprint!("reply: ");
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
+                    let _ = manager.reply(id, &qid, line.trim_end_matches(['\r', '\n']));
+                }
+            }
+        }
+    }
+}
+
+/// Reads JSON lines until one answers `ask`; lines for things not open yet
+/// wait in `early`. False at the end of stdin.
+fn stdin_answer(
+    manager: &Manager,
+    id: &str,
+    ask: &Ask,
+    early: &mut Vec<serde_json::Value>,
+) -> bool {
+    let matches = |value: &serde_json::Value| match ask {
+        Ask::Card(card) => value["card"].as_str() == Some(card.id.as_str()),
+        Ask::Question { id: qid, .. } => value["question"].as_str() == Some(qid.as_str()),
+    };
+    let apply = |value: &serde_json::Value| -> bool {
+        match ask {
+            Ask::Card(card) => match serde_json::from_value::<Answer>(value["answer"].clone()) {
+                Ok(answer) => manager.answer(id, &card.id, answer).is_ok(),
+                Err(_) => {
+                    eprintln!(
+                        "wicket: the answer for card {} must be allow_once, allow_session or deny",
+                        card.id
+                    );
+                    false
+                }
+            },
+            Ask::Question { id: qid, .. } => match value["reply"].as_str() {
+                Some(reply) => manager.reply(id, qid, reply).is_ok(),
+                None => {
+                    eprintln!("wicket: a reply line is {{\"question\":\"{qid}\",\"reply\":\"…\"}}");
+                    false
+                }
+            },
+        }
+    };
+    if let Some(index) = early.iter().position(matches) {
+        let value = early.remove(index);
+        if apply(&value) {
+            return true;
+        }
+    }
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else {
+            eprintln!(
+                "wicket: an answer line is not JSON; send {{\"card\":ID,\"answer\":\"allow_once|allow_session|deny\"}} or {{\"question\":ID,\"reply\":\"…\"}}"
+            );
+            continue;
+        };
+        if matches(&value) {
+            if apply(&value) {
+                return true;
+            }
+        } else {
+            early.push(value);
+        }
+    }
+}
+
+fn terminal_card(card: &Card) -> Option<Answer> {
+    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    eprint!("\n{}", show::card(card, color));
+    loop {
+        eprint!("[o]nce / [s]ession / [d]eny: ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        match line.trim() {
+            "o" | "once" => return Some(Answer::AllowOnce),
+            "s" | "session" => return Some(Answer::AllowSession),
+            "d" | "deny" => return Some(Answer::Deny),
+            _ => eprintln!("type o, s or d"),
+        }
+    }
+}
+
+/// Prints events: JSON lines, or a readable transcript with a spinner on
+/// stderr while the model is working.
+struct Printer {
+    json: bool,
+    spinner: Option<Spinner>,
+}
+
+impl Printer {
+    fn new(json: bool) -> Printer {
+        let spinner = (!json && std::io::stderr().is_terminal()).then(Spinner::start);
+        Printer { json, spinner }
+    }
+
+    fn print(&mut self, event: &Event) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(event) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        if let Some(spinner) = &self.spinner {
+            let thinking = matches!(
+                event.body,
+                EventBody::UserMessage { .. }
+                    | EventBody::ToolResult { .. }
+                    | EventBody::Reply { .. }
+                    | EventBody::Retry { .. }
+            );
+            spinner.set(thinking);
+        }
+        if let Some(text) = show::transcript_line(event) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{text}");
+            let _ = out.flush();
+        }
+    }
+}
+
+/// A spinner on stderr while the model streams.
+struct Spinner {
+    on: Arc<AtomicBool>,
+}
+
+impl Spinner {
+    fn start() -> Spinner {
+        let on = Arc::new(AtomicBool::new(false));
+        let flag = on.clone();
+        std::thread::spawn(move || {
+            let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            let mut shown = false;
+            for frame in frames.iter().cycle() {
+                if flag.load(Ordering::Relaxed) {
+                    eprint!("\r{frame} working…");
+                    shown = true;
+                } else if shown {
+                    eprint!("\r\x1b[K");
+                    shown = false;
+                }
+                let _ = std::io::stderr().flush();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Spinner { on }
+    }
+
+    fn set(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+        if !on {
+            // Let the spinner thread clear its line before text follows.
+            std::thread::sleep(Duration::from_millis(0));
+            eprint!("\r\x1b[K");
+        }
+    }
+}

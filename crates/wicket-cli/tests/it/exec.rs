@@ -1,0 +1,294 @@
+//! `wicket exec` through the binary with the script provider: a whole turn
+//! answered from stdin, policies, a missing model, SIGINT during a command
+//! that ignores SIGTERM, and resuming the cancelled session.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::*;
+
+pub fn exec(f: &Fixture, ask: &str, extra: &[&str]) -> Command {
+    let mut command = wicket();
+    command
+        .env("WICKET_HOME", &f.home)
+        .env("NO_COLOR", "1")
+        .env_remove("WICKET_MODEL")
+        .args(["exec", ask, "--workspace"])
+        .arg(&f.ws)
+        .args(extra);
+    command
+}
+
+pub fn script(f: &Fixture, name: &str, replies: Value) -> String {
+    let path = f.home.join(name);
+    std::fs::write(&path, replies.to_string()).unwrap();
+    format!("script:{}", path.display())
+}
+
+/// Runs exec with `--json --answers stdin`, answering each card with the
+/// next of `answers` and each question with the next of `replies`.
+pub fn converse(mut command: Command, answers: &[&str], replies: &[&str]) -> (Vec<Value>, i32) {
+    let mut child = command
+        .args(["--json", "--answers", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut answers, mut replies) = (answers.iter(), replies.iter());
+    let mut events = Vec::new();
+    for line in stdout.lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        match event["type"].as_str() {
+            Some("card") => {
+                let answer = answers.next().expect("a card the test did not expect");
+                writeln!(stdin, "{}", json!({"card": event["id"], "answer": answer})).unwrap();
+            }
+            Some("question") => {
+                let reply = replies.next().expect("a question the test did not expect");
+                writeln!(
+                    stdin,
+                    "{}",
+                    json!({"question": event["id"], "reply": reply})
+                )
+                .unwrap();
+            }
+            _ => {}
+        }
+        events.push(event);
+    }
+    let code = child.wait().unwrap().code().unwrap_or(-1);
+    (events, code)
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_scripted_turn_reads_writes_runs_asks_and_finishes() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "turn.json",
+        json!([
+            {"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"tool_calls": [{"name": "ask", "arguments": {"question": "New second line?"}}]},
+            {"tool_calls": [{"name": "search_replace", "arguments": {"path": "a.txt", "old": "beta", "new": "gamma"}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["cat", "a.txt"], "timeout_s": 30}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "beta is gamma now"}}]}
+        ]),
+    );
+    let (events, code) = converse(
+        exec(&f, "change beta", &["--model", &model, "--session", "demo"]),
+        &["allow_once", "allow_once"],
+        &["gamma"],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(events[0]["type"], "session_started");
+    assert_eq!(events[0]["session"], "demo");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+    let cards: Vec<&Value> = events.iter().filter(|e| e["type"] == "card").collect();
+    assert_eq!(cards[0]["kind"], "write");
+    assert!(
+        cards[0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-beta\n+gamma\n")
+    );
+    assert_eq!(cards[1]["kind"], "run");
+    assert_eq!(cards[1]["timeout_s"], 30);
+    let run = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["output"]["exit_code"] == 0)
+        .unwrap();
+    assert_eq!(run["output"]["stdout"], "alpha\ngamma\n");
+    assert_eq!(events.last().unwrap()["type"], "result");
+    assert_eq!(events.last().unwrap()["text"], "beta is gamma now");
+    // The JSON lines are the log's own events.
+    let log = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["log", "demo", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(lines(&log), events);
+    assert_eq!(read_meta(&f.home, "demo")["status"], "idle");
+}
+
+#[test]
+fn a_fixed_deny_policy_denies_and_the_turn_still_ends() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "deny.json",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "gone"}}]},
+            {"text": "The write was denied; nothing changed."}
+        ]),
+    );
+    let output = exec(
+        &f,
+        "overwrite",
+        &["--model", &model, "--json", "--answers", "deny"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let events = lines(&output);
+    let denied = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(denied["error"]["kind"], "denied");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    assert_eq!(
+        types(&events),
+        [
+            "session_started",
+            "user_message",
+            "assistant_message",
+            "tool_call",
+            "card",
+            "answer",
+            "tool_result",
+            "assistant_message",
+            "result"
+        ]
+    );
+}
+
+#[test]
+fn a_missing_model_says_how_to_configure_one() {
+    let f = Fixture::new();
+    let output = exec(&f, "hi", &[]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for needle in [
+        "--model",
+        "WICKET_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ollama",
+    ] {
+        assert!(stderr.contains(needle), "{needle} missing from: {stderr}");
+    }
+    assert!(
+        !f.home.join("sessions").exists(),
+        "no session for a turn that cannot run"
+    );
+    // A script that runs out is an error that ends the turn, exit 1.
+    let model = script(&f, "empty.json", json!([]));
+    let output = exec(&f, "hi", &["--model", &model, "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let events = lines(&output);
+    assert_eq!(events.last().unwrap()["type"], "error");
+    assert_eq!(events.last().unwrap()["ends_turn"], true);
+}
+
+fn marker_running(marker: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
+    let f = Fixture::new();
+    let marker = format!("wicket-cancel-test-{}", std::process::id());
+    let model = script(
+        &f,
+        "cancel.json",
+        json!([
+            {"tool_calls": [
+                {"name": "run", "arguments": {"argv": ["sh", "-c", format!("trap '' TERM; echo {marker}; sleep 60; : {marker}")]}},
+                {"name": "read_file", "arguments": {"path": "a.txt"}}
+            ]},
+            {"text": "Picked up after the cancel."}
+        ]),
+    );
+    let mut child: Child = exec(
+        &f,
+        "run forever",
+        &[
+            "--model",
+            &model,
+            "--session",
+            "c",
+            "--json",
+            "--answers",
+            "allow_once",
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        stdout
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
+            .collect::<Vec<Value>>()
+    });
+    // Wait until the command runs, then press Ctrl-C.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !marker_running(&marker) {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let events = reader.join().unwrap();
+    let code = child.wait().unwrap().code();
+    eprintln!("SIGINT to exit: {:?}", sent.elapsed());
+    assert_eq!(code, Some(130));
+    assert!(!marker_running(&marker), "the command is still running");
+    assert_eq!(events.last().unwrap()["type"], "cancelled");
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results.len(),
+        2,
+        "the run's result and a synthetic one: {results:#?}"
+    );
+    assert_eq!(results[1]["error"]["kind"], "cancelled");
+    // Resuming the cancelled session: the script goes on where it was.
+    let output = exec(
+        &f,
+        "go on",
+        &["--model", &model, "--session", "c", "--json"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = lines(&output);
+    assert_eq!(
+        events.last().unwrap()["text"],
+        "Picked up after the cancel."
+    );
+}
