@@ -67,26 +67,29 @@ fn gnu_diff(dir: &Path, before: &str, after: &str) -> Result<Duration> {
 fn card_rows(rows: &mut Vec<Row>) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let before = lines_of(256 * 1024, "old");
+    let twelve_k: String = (0..12_000)
+        .map(|i| format!("    let value_{i} = compute({i}, \"old\");\n"))
+        .collect();
+    let every_7th: String = twelve_k
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            if i % 7 == 0 {
+                format!("{line} // changed\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
     let cases = [
         (
             "card: 256 KiB rewrite, every line new",
+            before.clone(),
             lines_of(256 * 1024, "new"),
         ),
-        ("card: 256 KiB, every 7th line changed", {
-            before
-                .lines()
-                .enumerate()
-                .map(|(i, line)| {
-                    if i % 7 == 0 {
-                        format!("{line} // changed\n")
-                    } else {
-                        format!("{line}\n")
-                    }
-                })
-                .collect()
-        }),
+        ("card: 12k lines, every 7th changed", twelve_k, every_7th),
     ];
-    for (name, after) in cases {
+    for (name, before, after) in cases {
         let mut bytes = 0;
         let wicket = median(15, || {
             let card = diff::for_card(diff::unified(
@@ -150,25 +153,396 @@ fn log_rows(rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
+/// Where ripgrep is: on PATH or in ~/.cargo/bin, installed when missing.
+fn ripgrep() -> Result<std::path::PathBuf> {
+    let cargo_bin = std::env::var_os("HOME")
+        .map(|home| Path::new(&home).join(".cargo/bin/rg"))
+        .unwrap_or_default();
+    for candidate in [std::path::PathBuf::from("rg"), cargo_bin.clone()] {
+        if Command::new(&candidate)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Ok(candidate);
+        }
+    }
+    eprintln!("ripgrep is missing: cargo install ripgrep --locked");
+    let status = Command::new("cargo")
+        .args(["install", "ripgrep", "--locked"])
+        .status()
+        .context("running cargo install ripgrep")?;
+    anyhow::ensure!(status.success(), "cargo install ripgrep failed");
+    Ok(cargo_bin)
+}
+
+/// The large real tree: the Rust documentation installed with the toolchain.
+fn doc_tree() -> Result<std::path::PathBuf> {
+    let output = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()?;
+    let sysroot = String::from_utf8(output.stdout)?.trim().to_string();
+    let tree = Path::new(&sysroot).join("share/doc/rust/html");
+    anyhow::ensure!(
+        tree.is_dir(),
+        "{} is missing (rustup component add rust-docs)",
+        tree.display()
+    );
+    Ok(tree)
+}
+
+fn grep_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let rg = ripgrep()?;
+    let tree = doc_tree()?;
+    let tools = wicket_tools::Tools::open(&tree)?;
+    let cases = [
+        (
+            "grep: first 200 matches of 'fn' in the Rust docs",
+            "fn",
+            true,
+        ),
+        (
+            "grep: full scan, a literal that never occurs",
+            "ZqXjWicketNeverOccurs",
+            false,
+        ),
+        (
+            "grep: full scan, a regex with no literal",
+            r"[qxz][0-9]{7}[qxz]{3}",
+            false,
+        ),
+    ];
+    for (name, pattern, first_200) in cases {
+        let args = wicket_protocol::GrepArgs {
+            pattern: pattern.into(),
+            path: None,
+            glob: None,
+            case_insensitive: false,
+        };
+        let mut found = 0;
+        let wicket = median(5, || {
+            found = tools.grep(None, &args)?.matches.len();
+            Ok(())
+        })?;
+        let reference = median(5, || {
+            let script = if first_200 {
+                format!("{} -n {pattern} . | head -n 200 >/dev/null", rg.display())
+            } else {
+                format!("{} -n '{pattern}' . >/dev/null; true", rg.display())
+            };
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(&tree)
+                .status()?;
+            Ok(())
+        })?;
+        rows.push(Row {
+            name: format!("{name} ({found} matches)"),
+            wicket: ms(wicket),
+            reference: format!("rg {}", ms(reference)),
+            ratio: Some(wicket.as_secs_f64() / reference.as_secs_f64()),
+        });
+    }
+    Ok(())
+}
+
+fn read_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("big.log");
+    {
+        use std::io::Write;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for i in 0..2_000_000u64 {
+            writeln!(
+                file,
+                "{i:>10} the quick brown fox jumps over the lazy dog {i:x}"
+            )?;
+        }
+    }
+    let size = std::fs::metadata(&path)?.len();
+    let tools = wicket_tools::Tools::open(dir.path())?;
+    let location = tools.workspace().classify("big.log")?;
+    let args = wicket_protocol::ReadFileArgs {
+        path: "big.log".into(),
+        offset: None,
+        line: Some(1_999_000),
+    };
+    let wicket = median(9, || {
+        let out = tools.read_file(&location, &args)?;
+        anyhow::ensure!(out.content.starts_with("   1998999 "), "wrong line");
+        Ok(())
+    })?;
+    let reference = median(9, || {
+        Command::new("wc")
+            .arg("-l")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: format!(
+            "read_file: line 1,999,000 of a {} MB file",
+            size / 1_000_000
+        ),
+        wicket: ms(wicket),
+        reference: format!("wc -l {}", ms(reference)),
+        ratio: Some(wicket.as_secs_f64() / reference.as_secs_f64()),
+    });
+    Ok(())
+}
+
+/// The release `wicket` binary, built when missing or stale.
+fn wicket_binary() -> Result<std::path::PathBuf> {
+    let status = Command::new("cargo")
+        .args(["build", "--release", "--quiet", "-p", "wicket-cli"])
+        .status()
+        .context("building the wicket binary")?;
+    anyhow::ensure!(status.success(), "cargo build -p wicket-cli failed");
+    let exe = std::env::current_exe()?;
+    Ok(exe.with_file_name("wicket"))
+}
+
+fn start_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let wicket_exe = wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("a.txt"), "hello\n")?;
+    let wicket = median(31, || {
+        let out = Command::new(&wicket_exe)
+            .args(["tool", "read_file", r#"{"path":"a.txt"}"#, "--workspace"])
+            .arg(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        anyhow::ensure!(out.status.success(), "wicket tool failed");
+        Ok(())
+    })?;
+    let reference = median(31, || {
+        Command::new("cat").arg(dir.path().join("a.txt")).output()?;
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: "start + one small read: wicket tool read_file".into(),
+        wicket: ms(wicket),
+        reference: format!("cat {}", ms(reference)),
+        ratio: Some(wicket.as_secs_f64() / reference.as_secs_f64()),
+    });
+    Ok(())
+}
+
+fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
+    const CALLS: usize = 10_000;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("a.txt"), "fn main() {}\n".repeat(20))?;
+    let tools = wicket_tools::Tools::open(ws.path())?;
+    let (session, _) =
+        Session::open_or_create(home.path(), "gate", tools.workspace().root(), None)?;
+    let gate = wicket_core::gate::Gate::new(&tools, &session);
+    let call = wicket_protocol::ToolCall::parse("read_file", serde_json::json!({"path": "a.txt"}))
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let cancel = wicket_tools::Cancel::default();
+    let mut policy = wicket_core::gate::Policy(wicket_protocol::Answer::Deny);
+    let before = std::fs::metadata(session.log_path())?.len();
+    let started = Instant::now();
+    for i in 0..CALLS {
+        gate.call(&format!("call-{i}"), &call, &mut policy, &cancel)
+            .map_err(|e| anyhow::anyhow!(e.message))?;
+    }
+    let gated = started.elapsed();
+    let bytes = std::fs::metadata(session.log_path())?.len() - before;
+    let location = tools.workspace().classify("a.txt")?;
+    let args = wicket_protocol::ReadFileArgs {
+        path: "a.txt".into(),
+        offset: None,
+        line: None,
+    };
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        tools.read_file(&location, &args)?;
+    }
+    let bare = started.elapsed();
+    rows.push(Row {
+        name: format!(
+            "gate: 10,000 inside reads in one session ({} log bytes per call)",
+            bytes / CALLS as u64
+        ),
+        wicket: format!("{:.0} calls/s", CALLS as f64 / gated.as_secs_f64()),
+        reference: format!("bare tool {:.0} calls/s", CALLS as f64 / bare.as_secs_f64()),
+        ratio: Some(gated.as_secs_f64() / bare.as_secs_f64()),
+    });
+    Ok(())
+}
+
+/// Runs `program args` under GNU time; returns (seconds, peak RSS in KiB, stdout).
+fn timed(program: &Path, args: &[&str]) -> Result<(f64, u64, Vec<u8>)> {
+    let dir = tempfile::tempdir()?;
+    let report = dir.path().join("time");
+    let output = Command::new("/usr/bin/time")
+        .arg("-o")
+        .arg(&report)
+        .args(["-f", "%e %M"])
+        .arg(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("running /usr/bin/time (Debian package time)")?;
+    let text = std::fs::read_to_string(&report)?;
+    let mut fields = text.split_whitespace().rev().take(2).collect::<Vec<_>>();
+    fields.reverse();
+    let seconds = fields.first().and_then(|f| f.parse().ok()).unwrap_or(0.0);
+    let rss = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+    Ok((seconds, rss, output.stdout))
+}
+
+fn run_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let wicket_exe = wicket_binary()?;
+    let ws = tempfile::tempdir()?;
+    let n = 120_000_000u64;
+    let args =
+        serde_json::json!({"argv": ["seq", "1", n.to_string()], "timeout_s": 600}).to_string();
+    let ws_path = ws.path().display().to_string();
+    let (seconds, rss, stdout) = timed(
+        &wicket_exe,
+        &[
+            "tool",
+            "run",
+            &args,
+            "--workspace",
+            &ws_path,
+            "--answers",
+            "allow_once",
+        ],
+    )?;
+    let text = String::from_utf8_lossy(&stdout);
+    let result: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or("{}"))?;
+    let out = result["stdout"].as_str().unwrap_or("");
+    let total: u64 = (1..=9u64)
+        .map(|digits| {
+            let low = 10u64.pow(digits as u32 - 1);
+            let high = (10u64.pow(digits as u32) - 1).min(n);
+            if low > n {
+                0
+            } else {
+                (high - low + 1) * (digits + 1)
+            }
+        })
+        .sum();
+    let correct = out.starts_with("1\n2\n3\n")
+        && out.ends_with(&format!("{}\n{n}\n", n - 1))
+        && result["stdout_cut"].as_u64() == Some(total - 64 * 1024);
+    anyhow::ensure!(
+        correct,
+        "the head and tail of run's output are wrong: {}",
+        &text[..text.len().min(300)]
+    );
+    let (reference_seconds, reference_rss, _) =
+        timed(Path::new("sh"), &["-c", &format!("seq 1 {n} > /dev/null")])?;
+    rows.push(Row {
+        name: format!(
+            "run: seq with {:.2} GB of output, head+tail correct",
+            total as f64 / 1e9
+        ),
+        wicket: format!("{seconds:.2} s, peak {} MiB", rss / 1024),
+        reference: format!(
+            "seq>/dev/null {reference_seconds:.2} s, {} MiB",
+            reference_rss / 1024
+        ),
+        ratio: Some(seconds / reference_seconds.max(0.01)),
+    });
+    Ok(())
+}
+
+fn resume_rows(rows: &mut Vec<Row>) -> Result<()> {
+    const EVENTS: u64 = 100_000;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    {
+        let (session, _) = Session::open_or_create(home.path(), "big", ws.path(), None)?;
+        for i in 0..EVENTS {
+            session.append(sample_event(i))?;
+        }
+        session.sync()?;
+    }
+    let exe = std::env::current_exe()?;
+    let home_text = home.path().display().to_string();
+    let ws_text = ws.path().display().to_string();
+    let (seconds, rss, stdout) = timed(&exe, &["--resume", &home_text, "big", &ws_text])?;
+    let inner: f64 = String::from_utf8_lossy(&stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    let size = std::fs::metadata(home.path().join("sessions/big/log.jsonl"))?.len();
+    let (cat_seconds, _, _) = timed(
+        Path::new("cat"),
+        &[&home
+            .path()
+            .join("sessions/big/log.jsonl")
+            .display()
+            .to_string()],
+    )?;
+    rows.push(Row {
+        name: format!(
+            "resume: a session of 100,000 events ({} MB log)",
+            size / 1_000_000
+        ),
+        wicket: format!(
+            "{:.0} ms load, {seconds:.2} s process, peak {} MiB",
+            inner * 1e3,
+            rss / 1024
+        ),
+        reference: format!("cat {cat_seconds:.2} s"),
+        ratio: None,
+    });
+    Ok(())
+}
+
+/// `--resume HOME ID WS`: opens the session and rebuilds its conversation,
+/// printing the seconds it took (run under GNU time for the peak memory).
+fn resume_child(home: &str, id: &str, ws: &str) -> Result<()> {
+    let started = Instant::now();
+    let (_session, loaded) = Session::open_or_create(Path::new(home), id, Path::new(ws), None)?;
+    let messages = wicket_core::turn::conversation(&loaded.events);
+    let elapsed = started.elapsed();
+    anyhow::ensure!(loaded.events.len() > 100_000 - 1, "the log did not load");
+    std::hint::black_box(messages);
+    println!("{}", elapsed.as_secs_f64());
+    Ok(())
+}
+
 fn main() -> Result<()> {
-    let filter = std::env::args().nth(1).unwrap_or_default();
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--resume") && args.len() == 5 {
+        return resume_child(&args[2], &args[3], &args[4]);
+    }
+    let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 2] = [("card", card_rows), ("log", log_rows)];
+    let workloads: [(&str, Workload); 8] = [
+        ("grep", grep_rows),
+        ("read", read_rows),
+        ("start", start_rows),
+        ("card", card_rows),
+        ("gate", gate_rows),
+        ("log", log_rows),
+        ("run", run_rows),
+        ("resume", resume_rows),
+    ];
     for (name, workload) in workloads {
         if name.contains(&filter) {
+            eprintln!("running {name}…");
             workload(&mut rows).with_context(|| format!("the {name} benchmark"))?;
         }
     }
     let width = rows.iter().map(|row| row.name.len()).max().unwrap_or(0);
     println!(
-        "{:width$}  {:>20}  {:>28}  ratio",
+        "{:width$}  {:>36}  {:>32}  ratio",
         "workload", "wicket", "reference"
     );
     for row in &rows {
         let ratio = row.ratio.map_or("-".to_string(), |r| format!("{r:.2}x"));
         println!(
-            "{:width$}  {:>20}  {:>28}  {ratio}",
+            "{:width$}  {:>36}  {:>32}  {ratio}",
             row.name, row.wicket, row.reference
         );
     }
