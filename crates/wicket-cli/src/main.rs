@@ -4,6 +4,7 @@
 
 mod answer;
 mod exec;
+mod serve;
 mod show;
 
 use std::io::{IsTerminal, Write};
@@ -84,6 +85,18 @@ enum Command {
         #[arg(long, value_enum)]
         answers: Option<Answers>,
     },
+    /// Serve the HTTP API and the web page for many sessions (127.0.0.1 only unless --listen).
+    Serve {
+        /// The port on 127.0.0.1 (0 = any free port).
+        #[arg(long, default_value_t = serve::DEFAULT_PORT)]
+        port: u16,
+        /// The workspace a new session gets when the page names none.
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Listen on this address (IP:PORT) instead; every request still needs the token.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// List the sessions: id, workspace, status, last update.
     Sessions {
         #[arg(long)]
@@ -137,6 +150,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session,
             answers,
         } => tool(&name, &args, workspace, session, answers),
+        Command::Serve {
+            port,
+            workspace,
+            listen,
+        } => serve::serve(serve::Options {
+            port,
+            workspace,
+            listen,
+        }),
         Command::Sessions { json } => {
             let sessions = session::list(&session::home());
             let mut out = std::io::stdout().lock();

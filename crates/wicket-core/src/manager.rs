@@ -457,6 +457,15 @@ impl Manager {
     }
 
     /// Blocks until the session has no running turn and nothing queued.
+    /// The sessions with a running turn.
+    pub fn running(&self) -> Vec<String> {
+        self.sessions()
+            .iter()
+            .filter(|(_, live)| live.state().running)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     pub fn wait_idle(&self, id: &str) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();

@@ -3,6 +3,7 @@
 
 mod crash;
 mod exec;
+mod serve;
 mod terminal;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,157 @@
+//! `wicket serve`: the HTTP API and the web page over one session manager.
+//! One server per home: a second one says where the first runs instead of
+//! fighting over the sessions.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use wicket_core::manager::{Manager, standard_setup};
+use wicket_core::session;
+use wicket_server::{Server, ServerFile, app, new_token, running_server, write_server_file};
+
+pub const DEFAULT_PORT: u16 = 7433;
+/// How long open requests get to finish once the server is told to stop.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+pub struct Options {
+    pub port: u16,
+    pub workspace: Option<PathBuf>,
+    /// Another address to listen on instead of 127.0.0.1 (still token-guarded).
+    pub listen: Option<SocketAddr>,
+}
+
+pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
+    let home = session::home();
+    std::fs::create_dir_all(&home)
+        .with_context(|| format!("cannot make the wicket home {}", home.display()))?;
+    let Some(_lock) = lock_home(&home)? else {
+        return Ok(already_running(&home));
+    };
+    let workspace = match options.workspace {
+        Some(dir) => Some(
+            std::fs::canonicalize(&dir)
+                .with_context(|| format!("the workspace {} cannot be opened", dir.display()))?,
+        ),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let addr = options
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], options.port)));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .with_context(|| format!("cannot listen on {addr}; pick another --port (0 = any)"))?;
+    let addr = listener.local_addr()?;
+    let manager = Arc::new(Manager::new(
+        &home,
+        runtime.handle().clone(),
+        standard_setup(&home),
+    ));
+    let token = new_token()?;
+    let mut server = Server::new(manager.clone(), token.clone(), addr);
+    server.default_workspace = workspace;
+    let url = format!("http://{}", server.hosts[0]);
+    write_server_file(
+        &home,
+        &ServerFile {
+            url: url.clone(),
+            port: addr.port(),
+            token: token.clone(),
+            pid: std::process::id(),
+        },
+    )
+    .context("cannot write server.json")?;
+    println!("wicket serve: {url}/?token={token}");
+    std::io::stdout().flush()?;
+
+    let router = app(Arc::new(server));
+    let served = runtime.block_on(async {
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let stop = stopping.clone();
+        let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stop.notify_one();
+        });
+        // Event streams never end by themselves: give requests a moment to
+        // finish, then stop regardless.
+        tokio::select! {
+            served = serving => served,
+            () = async {
+                stopping.notified().await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } => Ok(()),
+        }
+    });
+    stop_turns(&manager);
+    let _ = std::fs::remove_file(home.join("server.json"));
+    served.context("the server stopped")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Holds `server.lock` in the home for as long as this server runs; `None`
+/// when another process holds it.
+fn lock_home(home: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(home.join("server.lock"))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(error) => Err(error).context("cannot lock server.lock"),
+    }
+}
+
+fn already_running(home: &Path) -> ExitCode {
+    match running_server(home) {
+        Some(file) => eprintln!(
+            "wicket: a server for {} already runs at {} (pid {}); open {}/?token=… with the token in {}, or stop it first",
+            home.display(),
+            file.url,
+            file.pid,
+            file.url,
+            home.join("server.json").display()
+        ),
+        None => eprintln!(
+            "wicket: another wicket serve is starting on {}; wait for it or stop it first",
+            home.display()
+        ),
+    }
+    ExitCode::from(1)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Cancels every running turn and waits for it to end, so no command the
+/// server started outlives it.
+fn stop_turns(manager: &Manager) {
+    let running = manager.running();
+    for id in &running {
+        let _ = manager.cancel(id);
+    }
+    for id in &running {
+        let _ = manager.wait_idle(id);
+    }
+}

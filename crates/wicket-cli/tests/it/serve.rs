@@ -1,0 +1,359 @@
+//! `wicket serve` through the binary: the API over real HTTP with the
+//! script provider, two sessions at once, 409 on an open card, queueing,
+//! cancel, event-stream resume, and the security refusals.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::exec::script;
+use crate::*;
+
+/// A running `wicket serve` on a free port; killed on drop.
+struct Served {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(f: &Fixture) -> Served {
+    let mut child = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(f.home.join("server.json")).unwrap()).unwrap();
+    let port = file["port"].as_u64().unwrap() as u16;
+    let token = file["token"].as_str().unwrap().to_string();
+    assert_eq!(
+        line.trim(),
+        format!("wicket serve: http://127.0.0.1:{port}/?token={token}")
+    );
+    Served { child, port, token }
+}
+
+/// One HTTP/1.1 exchange; `headers` replace the defaults of the same name.
+fn request(
+    s: &Served,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, String, Value) {
+    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let host = format!("127.0.0.1:{}", s.port);
+    let auth = format!("Bearer {}", s.token);
+    let mut all: Vec<(&str, &str)> = vec![("Host", &host), ("Authorization", &auth)];
+    for (name, value) in headers {
+        all.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        if !value.is_empty() {
+            all.push((name, value));
+        }
+    }
+    let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in all {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = serde_json::from_str(body).unwrap_or(Value::Null);
+    (status, head.to_string(), body)
+}
+
+fn post(s: &Served, path: &str, body: Value) -> (u16, Value) {
+    let (status, _, body) = request(s, "POST", path, Some(body), &[]);
+    (status, body)
+}
+
+/// Reads the session's event stream from `after` (or `Last-Event-ID`)
+/// until `until` says stop; returns what it read.
+fn events(
+    s: &Served,
+    id: &str,
+    query: &str,
+    last_id: Option<u64>,
+    until: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut stream = stream;
+    let last = last_id
+        .map(|n| format!("Last-Event-ID: {n}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET /api/sessions/{id}/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n{last}\r\n",
+        s.port, s.token
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(stream).lines() {
+        let line = line.unwrap();
+        // Chunked framing puts the data lines whole inside chunks.
+        if let Some(data) = line.strip_prefix("data: ") {
+            let event: Value = serde_json::from_str(data).unwrap();
+            let done = until(&event);
+            seen.push(event);
+            if done {
+                break;
+            }
+        }
+    }
+    seen
+}
+
+fn new_session(s: &Served, f: &Fixture, model: &str) -> String {
+    let (status, body) = post(
+        s,
+        "/api/sessions",
+        json!({"workspace": f.ws.display().to_string(), "model": model}),
+    );
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_string()
+}
+
+fn is(kind: &'static str) -> impl Fn(&Value) -> bool {
+    move |event| event["type"] == kind
+}
+
+#[test]
+fn the_api_refuses_what_it_must_with_the_right_status() {
+    let f = Fixture::new();
+    let s = serve(&f);
+    let mode = std::fs::metadata(f.home.join("server.json")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
+    let no_token = request(&s, "GET", "/api/sessions", None, &[("Authorization", "")]);
+    assert_eq!(no_token.0, 401);
+    assert_eq!(no_token.2["error"]["kind"], "unauthorized");
+    let wrong = request(
+        &s,
+        "GET",
+        "/api/sessions",
+        None,
+        &[("Authorization", "Bearer nope")],
+    );
+    assert_eq!(wrong.0, 401);
+    let host = request(
+        &s,
+        "GET",
+        "/api/sessions",
+        None,
+        &[("Host", "evil.example:80")],
+    );
+    assert_eq!(host.0, 403);
+    assert_eq!(host.2["error"]["kind"], "forbidden_host");
+    let body = Some(json!({"workspace": f.ws.display().to_string()}));
+    let origin = request(
+        &s,
+        "POST",
+        "/api/sessions",
+        body.clone(),
+        &[("Origin", "http://evil.example")],
+    );
+    assert_eq!(origin.0, 403);
+    assert_eq!(origin.2["error"]["kind"], "forbidden_origin");
+    let ours = format!("http://localhost:{}", s.port);
+    let own = request(&s, "POST", "/api/sessions", body, &[("Origin", &ours)]);
+    assert_eq!(own.0, 201, "{}", own.2);
+    // The page's link sets the token cookie, which then works alone.
+    let (_, head, _) = request(
+        &s,
+        "GET",
+        &format!("/?token={}", s.token),
+        None,
+        &[("Authorization", "")],
+    );
+    assert!(head.contains("wicket_token="), "{head}");
+    assert!(
+        head.contains("HttpOnly") && head.contains("SameSite=Strict"),
+        "{head}"
+    );
+    let cookie = format!("wicket_token={}", s.token);
+    let by_cookie = request(
+        &s,
+        "GET",
+        "/api/sessions",
+        None,
+        &[("Authorization", ""), ("Cookie", &cookie)],
+    );
+    assert_eq!(by_cookie.0, 200);
+    // A second server on the same home says where the first one runs.
+    let second = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["serve", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains(&format!("http://127.0.0.1:{}", s.port)),
+        "{said}"
+    );
+}
+
+#[test]
+fn two_sessions_run_at_once_and_an_open_card_refuses_messages() {
+    let f = Fixture::new();
+    let writer = script(
+        &f,
+        "writer.json",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "made\n"}}]},
+            {"text": "written"}
+        ]),
+    );
+    let talker = script(&f, "talker.json", json!([{"text": "hello"}]));
+    let s = serve(&f);
+    let a = new_session(&s, &f, &writer);
+    let b = new_session(&s, &f, &talker);
+    assert_eq!(
+        post(
+            &s,
+            &format!("/api/sessions/{a}/messages"),
+            json!({"text": "write"})
+        )
+        .0,
+        202
+    );
+    let seen = events(&s, &a, "?after=0", None, is("card"));
+    let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
+    // B runs to its end while A waits on its card.
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{b}/messages"),
+        json!({"text": "hi"}),
+    );
+    assert_eq!((status, body["state"].as_str()), (202, Some("started")));
+    let b_seen = events(&s, &b, "?after=0", None, is("result"));
+    assert_eq!(b_seen.last().unwrap()["text"], "hello");
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{a}/messages"),
+        json!({"text": "more"}),
+    );
+    assert_eq!(status, 409);
+    assert_eq!(body["error"]["kind"], "blocked");
+    assert!(body["error"]["message"].as_str().unwrap().contains(&card));
+    let (_, list, _) = request(&s, "GET", "/api/sessions", None, &[]);
+    assert!(list.starts_with("HTTP/1.1 200"));
+    let (_, _, sessions) = request(&s, "GET", "/api/sessions", None, &[]);
+    let a_row = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["id"] == a.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(a_row["status"], "waiting");
+    let answered = post(
+        &s,
+        &format!("/api/sessions/{a}/cards/{card}"),
+        json!({"answer": "allow_once"}),
+    );
+    assert_eq!(answered.0, 200, "{}", answered.1);
+    let done = events(&s, &a, "?after=0", None, is("result"));
+    assert_eq!(done.last().unwrap()["text"], "written");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("new.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn a_message_during_a_turn_queues_and_cancel_stops_a_command() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "queue.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sleep", "30"]}}]},
+            {"text": "second turn ran"}
+        ]),
+    );
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "sleep"}),
+    );
+    let seen = events(&s, &id, "?after=0", None, is("card"));
+    let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
+    post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "allow_once"}),
+    );
+    events(&s, &id, "?after=0", None, is("answer"));
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "then this"}),
+    );
+    assert_eq!((status, body["state"].as_str()), (202, Some("queued")));
+    let (status, _) = post(&s, &format!("/api/sessions/{id}/cancel"), json!({}));
+    assert_eq!(status, 200);
+    // The cancelled turn ends, then the queued message runs.
+    let rest = events(&s, &id, "?after=0", None, is("result"));
+    let types: Vec<&str> = rest.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let cancelled = types.iter().position(|t| *t == "cancelled").unwrap();
+    let queued = types.iter().position(|t| *t == "queued").unwrap();
+    assert!(queued < cancelled, "{types:?}");
+    assert_eq!(rest.last().unwrap()["text"], "second turn ran");
+}
+
+#[test]
+fn the_event_stream_resumes_after_a_disconnect() {
+    let f = Fixture::new();
+    let model = script(&f, "talk.json", json!([{"text": "one"}, {"text": "two"}]));
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "first"}),
+    );
+    let first = events(&s, &id, "", None, is("result"));
+    let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
+    let seqs: Vec<u64> = first.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=last_seq).collect::<Vec<_>>());
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "second"}),
+    );
+    let resumed = events(&s, &id, "", Some(last_seq), is("result"));
+    assert_eq!(resumed[0]["seq"].as_u64(), Some(last_seq + 1));
+    assert_eq!(resumed[0]["type"], "user_message");
+    assert_eq!(resumed.last().unwrap()["text"], "two");
+    let after = events(&s, &id, &format!("?after={}", last_seq + 1), None, |_| true);
+    assert_eq!(after[0]["seq"].as_u64(), Some(last_seq + 2));
+}
