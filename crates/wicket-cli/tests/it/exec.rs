@@ -292,3 +292,77 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
         "Picked up after the cancel."
     );
 }
+
+/// A whole turn against a fake provider server: a read, a rate limit that
+/// is retried, a write card answered from stdin, then a reply with no tool
+/// call that ends the turn. The fake records what the client sent.
+fn turn_against(wire: wicket_fake::Wire) {
+    use wicket_fake::{FakeServer, Reply, Step};
+    let f = Fixture::new();
+    let fake = FakeServer::start(wire);
+    fake.push(Step::Reply(
+        Reply::text("Reading first.")
+            .with_tool_call("call_r1", "read_file", r#"{"path": "a.txt"}"#)
+            .usage(100, 10),
+    ));
+    fake.push(Step::Status {
+        status: 429,
+        body: wire.error_body(429, "slow down"),
+        retry_after: Some("0".into()),
+    });
+    fake.push(Step::Reply(
+        Reply::tool_call(
+            "call_w1",
+            "write_file",
+            r#"{"path": "b.txt", "content": "née\n"}"#,
+        )
+        .usage(200, 20),
+    ));
+    fake.push(Step::Reply(Reply::text("Wrote b.txt.").usage(300, 30)));
+    let (provider, base_var, key_var) = match wire {
+        wicket_fake::Wire::OpenAi => ("openai:gpt-test", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        wicket_fake::Wire::Anthropic => (
+            "anthropic:claude-test",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let mut command = exec(&f, "copy a to b", &["--model", provider]);
+    command
+        .env(base_var, fake.base_url())
+        .env(key_var, "test-key");
+    let (events, code) = converse(command, &["allow_once"], &[]);
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("b.txt")).unwrap(),
+        "née\n"
+    );
+    let retry = events.iter().find(|e| e["type"] == "retry").unwrap();
+    assert_eq!(retry["attempt"], 2);
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["text"], "Wrote b.txt.");
+    assert_eq!(result["usage"]["input_tokens"], 600);
+    assert_eq!(result["usage"]["output_tokens"], 60);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    // The last request carries both tool results under the model's ids.
+    let last = requests[3].body.to_string();
+    for id in ["call_r1", "call_w1"] {
+        assert!(last.contains(id), "{id} missing from {last}");
+    }
+    assert!(
+        last.contains("alpha"),
+        "the read's content goes back: {last}"
+    );
+}
+
+#[test]
+fn a_turn_against_a_fake_openai_server() {
+    turn_against(wicket_fake::Wire::OpenAi);
+}
+
+#[test]
+fn a_turn_against_a_fake_anthropic_server() {
+    turn_against(wicket_fake::Wire::Anthropic);
+}
