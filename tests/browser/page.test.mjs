@@ -1,0 +1,116 @@
+// Drives `wicket serve`'s page in headless Chromium (Debian's, through
+// playwright-core): create a session, send a message, see the write card
+// and its diff, Allow once, see the file written; answer a question in the
+// page; deny a command; cancel a running one. Screenshots go under
+// target/browser/ for people to look at.
+//
+// WICKET_BIN names the binary (default target/debug/wicket); CHROMIUM the
+// browser (default /usr/bin/chromium).
+
+import { chromium } from "playwright-core";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import assert from "node:assert/strict";
+
+const root = resolve(import.meta.dirname, "../..");
+const bin = process.env.WICKET_BIN ?? join(root, "target/debug/wicket");
+const shots = join(root, "target/browser");
+mkdirSync(shots, { recursive: true });
+
+const base = mkdtempSync(join(tmpdir(), "wicket-browser-"));
+const home = join(base, "home");
+const ws = join(base, "ws");
+mkdirSync(home);
+mkdirSync(join(ws, "src"), { recursive: true });
+writeFileSync(join(ws, "src/main.rs"), 'fn main() {\n    println!("hello");\n}\n');
+const script = join(base, "script.json");
+writeFileSync(script, JSON.stringify([
+  { text: "I'll add a line.", tool_calls: [{ name: "search_replace", arguments: { path: "src/main.rs", old: '    println!("hello");\n', new: '    println!("hello");\n    println!("from the page");\n' } }] },
+  { tool_calls: [{ name: "ask", arguments: { question: "Which colour should the banner be?" } }] },
+  { tool_calls: [{ name: "run", arguments: { argv: ["rm", "-rf", "src"], timeout_s: 5 } }] },
+  { text: "Done: the line is in, the colour noted, and nothing was removed." },
+  { tool_calls: [{ name: "run", arguments: { argv: ["sleep", "30"] } }] },
+  { text: "unreachable" },
+]));
+
+const server = spawn(bin, ["serve", "--port", "0"], { env: { ...process.env, WICKET_HOME: home }, stdio: ["ignore", "pipe", "inherit"] });
+const link = await new Promise((ok, fail) => {
+  let out = "";
+  server.stdout.on("data", (chunk) => {
+    out += chunk;
+    const match = out.match(/(http:\/\/\S+\?token=\w+)/);
+    if (match) ok(match[1]);
+  });
+  server.on("exit", (code) => fail(new Error(`wicket serve exited with ${code}`)));
+});
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+let failed = false;
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  const started = Date.now();
+  await page.goto(link);
+  console.log(`page loaded in ${Date.now() - started} ms`);
+
+  // A new session from the form, then a message.
+  await page.fill("#new-workspace", ws);
+  await page.fill("#new-model", "script:" + script);
+  await page.click("#new-session button");
+  await page.waitForSelector("#compose:not([hidden])");
+  await page.fill("#message", "Add a line to main.rs");
+  await page.press("#message", "Enter");
+
+  // The write card with its diff; Allow once.
+  const card = page.locator(".card:not(.closed)");
+  await card.waitFor();
+  assert.equal(await card.getAttribute("data-kind"), "write");
+  const diff = await card.locator(".diff").innerText();
+  assert.match(diff, /\+\s*println!\("from the page"\);/);
+  await page.screenshot({ path: join(shots, "write-card.png"), fullPage: true });
+  await card.getByText("Allow once").click();
+  await page.waitForSelector(".card.closed .answered");
+
+  // The question, answered in the page.
+  const question = page.locator(".question:not(.closed)");
+  await question.waitFor();
+  await question.locator("input").fill("blue");
+  await question.locator("button").click();
+  await page.waitForSelector(".question.closed");
+
+  // The run card: denied with the keyboard shortcut.
+  const run = page.locator('.card[data-kind="run"]:not(.closed)');
+  await run.waitFor();
+  assert.match(await run.innerText(), /"rm","-rf","src"/);
+  assert.match(await run.innerText(), /timeout 5 s/);
+  await page.screenshot({ path: join(shots, "run-card.png"), fullPage: true });
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("d");
+  await page.waitForSelector(".result");
+  assert.match(await page.locator(".result").last().innerText(), /nothing was removed/);
+  assert.ok(existsSync(join(ws, "src")), "the denied command never ran");
+  assert.match(readFileSync(join(ws, "src/main.rs"), "utf8"), /from the page/);
+
+  // A second turn: allow a long command, then cancel it.
+  await page.fill("#message", "Wait a while");
+  await page.press("#message", "Enter");
+  const long = page.locator('.card[data-kind="run"]:not(.closed)');
+  await long.waitFor();
+  await long.getByText("Allow once").click();
+  await page.waitForSelector("#cancel:not([hidden])", { timeout: 10000 });
+  await page.click("#cancel");
+  await page.waitForSelector(".error:has-text('cancelled')", { timeout: 10000 });
+  await page.screenshot({ path: join(shots, "session.png"), fullPage: true });
+  assert.deepEqual(errors, [], "the page threw");
+  console.log(`ok: browser test passed; screenshots in ${shots}`);
+} catch (error) {
+  failed = true;
+  console.error(error);
+} finally {
+  await browser.close();
+  server.kill("SIGTERM");
+}
+process.exit(failed ? 1 : 0);
