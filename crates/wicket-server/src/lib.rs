@@ -539,3 +539,154 @@ pub fn write_server_file(home: &Path, file: &ServerFile) -> std::io::Result<()> 
     out.sync_all()?;
     std::fs::rename(&temp, &path)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    const TOKEN: &str = "t0ken";
+
+    fn router(home: &Path) -> Router {
+        let manager = Arc::new(Manager::new(
+            home,
+            tokio::runtime::Handle::current(),
+            wicket_core::manager::standard_setup(home),
+        ));
+        let addr = SocketAddr::from(([127, 0, 0, 1], 7433));
+        app(Arc::new(Server::new(manager, TOKEN.into(), addr)))
+    }
+
+    fn get(path: &str) -> axum::http::request::Builder {
+        axum::http::Request::get(path).header(header::HOST, "127.0.0.1:7433")
+    }
+
+    async fn send(
+        router: Router,
+        request: axum::http::Request<Body>,
+    ) -> (StatusCode, serde_json::Value) {
+        let response = router.oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refusals_carry_their_status_and_kind() {
+        let home = tempfile::tempdir().unwrap();
+        let bearer = format!("Bearer {TOKEN}");
+        let cases = [
+            (
+                get("/api/sessions").body(Body::empty()).unwrap(),
+                401,
+                "unauthorized",
+            ),
+            (
+                get("/api/sessions")
+                    .header(header::AUTHORIZATION, "Bearer t0kem")
+                    .body(Body::empty())
+                    .unwrap(),
+                401,
+                "unauthorized",
+            ),
+            (
+                axum::http::Request::get("/api/sessions")
+                    .header(header::HOST, "attacker.example:7433")
+                    .header(header::AUTHORIZATION, &bearer)
+                    .body(Body::empty())
+                    .unwrap(),
+                403,
+                "forbidden_host",
+            ),
+            (
+                axum::http::Request::post("/api/sessions/x/cancel")
+                    .header(header::HOST, "localhost:7433")
+                    .header(header::ORIGIN, "http://attacker.example")
+                    .header(header::AUTHORIZATION, &bearer)
+                    .body(Body::empty())
+                    .unwrap(),
+                403,
+                "forbidden_origin",
+            ),
+            (
+                get("/api/sessions/no-such/events")
+                    .header(header::AUTHORIZATION, &bearer)
+                    .body(Body::empty())
+                    .unwrap(),
+                404,
+                "not_found",
+            ),
+        ];
+        for (request, status, kind) in cases {
+            let uri = request.uri().clone();
+            let (got, body) = send(router(home.path()), request).await;
+            assert_eq!(got.as_u16(), status, "{uri}: {body}");
+            assert_eq!(body["error"]["kind"], kind, "{uri}: {body}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_over_the_limit_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let text = "x".repeat(BODY_LIMIT_BYTES + 1);
+        let request = axum::http::Request::post("/api/sessions")
+            .header(header::HOST, "127.0.0.1:7433")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                serde_json::json!({ "workspace": text }).to_string(),
+            ))
+            .unwrap();
+        let response = router(home.path()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_list_starts_empty_and_the_page_is_served() {
+        let home = tempfile::tempdir().unwrap();
+        let request = get("/api/sessions")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(
+            send(router(home.path()), request).await,
+            (StatusCode::OK, serde_json::json!([]))
+        );
+        let page = router(home.path())
+            .oneshot(
+                get(&format!("/?token={TOKEN}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        // The token leaves the address bar for a cookie.
+        assert_eq!(page.status(), StatusCode::SEE_OTHER);
+        let cookie = page
+            .headers()
+            .get(header::SET_COOKIE)
+            .unwrap()
+            .to_str()
+            .unwrap();
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        let pair = cookie.split(';').next().unwrap().to_string();
+        let page = router(home.path())
+            .oneshot(
+                get("/")
+                    .header(header::COOKIE, pair)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+        let html = page.into_body().collect().await.unwrap().to_bytes();
+        assert!(String::from_utf8_lossy(&html).contains("<script"));
+    }
+}
