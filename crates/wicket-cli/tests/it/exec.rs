@@ -366,3 +366,54 @@ fn a_turn_against_a_fake_openai_server() {
 fn a_turn_against_a_fake_anthropic_server() {
     turn_against(wicket_fake::Wire::Anthropic);
 }
+
+#[test]
+fn a_skill_and_a_stop_hook_that_blocks_once_through_the_binary() {
+    let f = Fixture::new();
+    let skill = f.ws.join(".wicket/skills/release");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: release\ndescription: How to cut a release\n---\nBump the version, then tag.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        r#"[[hooks.stop]]
+command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 'run the tests first' >&2; exit 2"]
+"#,
+    )
+    .unwrap();
+    let model = script(
+        &f,
+        "skill.json",
+        json!([
+            {"tool_calls": [{"name": "use_skill", "arguments": {"name": "release"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "too early"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "released"}}]}
+        ]),
+    );
+    let output = exec(&f, "release it", &["--model", &model, "--json", "--answers", "deny"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let events = lines(&output);
+    let skill_result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "script-1-1")
+        .unwrap();
+    assert!(skill_result.to_string().contains("Bump the version, then tag."));
+    let hooks: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "hook")
+        .map(|e| e["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(hooks, ["block", "pass"]);
+    let blocked = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "script-2-1")
+        .unwrap();
+    assert!(blocked.to_string().contains("run the tests first"), "{blocked}");
+    assert_eq!(events.last().unwrap()["text"], "released");
+}
