@@ -393,17 +393,25 @@ command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 
             {"tool_calls": [{"name": "finish", "arguments": {"result": "released"}}]}
         ]),
     );
-    let output = exec(&f, "release it", &["--model", &model, "--json", "--answers", "deny"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output = exec(
+        &f,
+        "release it",
+        &["--model", &model, "--json", "--answers", "deny"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
     assert_eq!(output.status.code(), Some(0));
     let events = lines(&output);
     let skill_result = events
         .iter()
         .find(|e| e["type"] == "tool_result" && e["call_id"] == "script-1-1")
         .unwrap();
-    assert!(skill_result.to_string().contains("Bump the version, then tag."));
+    assert!(
+        skill_result
+            .to_string()
+            .contains("Bump the version, then tag.")
+    );
     let hooks: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "hook")
@@ -414,6 +422,9 @@ command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 
         .iter()
         .find(|e| e["type"] == "tool_result" && e["call_id"] == "script-2-1")
         .unwrap();
-    assert!(blocked.to_string().contains("run the tests first"), "{blocked}");
+    assert!(
+        blocked.to_string().contains("run the tests first"),
+        "{blocked}"
+    );
     assert_eq!(events.last().unwrap()["text"], "released");
 }
