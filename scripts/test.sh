@@ -10,4 +10,7 @@ if [ ! -x "$chromium" ]; then
   exit 1
 fi
 cargo build --locked -p wicket-cli
-(cd tests/browser && npm ci --no-audit --no-fund --silent && CHROMIUM="$chromium" node page.test.mjs)
+# The binary is wherever cargo puts it (CARGO_TARGET_DIR may point elsewhere).
+target="$(cargo metadata --format-version 1 --no-deps --locked | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+(cd tests/browser && npm ci --no-audit --no-fund --silent &&
+  WICKET_BIN="${WICKET_BIN:-$target/debug/wicket}" CHROMIUM="$chromium" node page.test.mjs)
