@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use wicket_protocol::{Event, EventBody};
+use wicket_protocol::{Event, EventBody, Usage};
 
 use crate::error::{Error, Result, io};
 
@@ -98,6 +98,10 @@ pub struct Meta {
     pub status: Status,
     #[serde(default)]
     pub allowed: Allowed,
+    /// Tokens every model reply of the session used, summed. Written with
+    /// the next change of status; the log keeps each reply's own count.
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 /// What loading a log found.
@@ -275,6 +279,7 @@ impl Session {
                     updated: now,
                     status: Status::Idle,
                     allowed: Allowed::default(),
+                    usage: Usage::default(),
                 };
                 // meta.json first: a kill before the log exists still leaves a
                 // session that loads (with an empty log), never a nameless folder.
@@ -417,6 +422,17 @@ impl Session {
         meta.updated = now_rfc3339();
         let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
         write_atomically(&self.dir.join("meta.json"), &bytes, self.durable)
+    }
+
+    /// Adds one reply's tokens to the session's total. Only in memory: the
+    /// turn's next status change writes it, so a long turn does not rewrite
+    /// meta.json per reply.
+    pub fn count_usage(&self, usage: &Usage) {
+        self.meta
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .usage
+            .add(usage);
     }
 
     fn save_meta(&self) -> Result<()> {

@@ -376,6 +376,7 @@ impl Runner<'_> {
                 output_tokens: reply.usage.output_tokens,
             };
             usage.add(&reply_usage);
+            self.session.count_usage(&reply_usage);
             let calls: Vec<AssistantToolCall> = reply
                 .tool_calls
                 .iter()

@@ -353,6 +353,7 @@ async fn session_detail(
         "workspace": meta.workspace,
         "model": meta.model,
         "status": status_text(meta.status),
+        "usage": meta.usage,
         "running": server.manager.is_running(&id)?,
         "open": open_json(&open),
     })))

@@ -355,6 +355,29 @@ fn turn_against(wire: wicket_fake::Wire) {
         last.contains("alpha"),
         "the read's content goes back: {last}"
     );
+    // A second turn in the same session: its own usage on its result, and
+    // the session's total in meta.json.
+    fake.push(Step::Reply(Reply::text("Still there.").usage(50, 5)));
+    let id = events[0]["session"].as_str().unwrap();
+    let mut command = exec(&f, "check", &["--model", provider, "--session", id]);
+    command
+        .env(base_var, fake.base_url())
+        .env(key_var, "test-key");
+    let (events, code) = converse(command, &[], &[]);
+    assert_eq!(code, 0, "{events:#?}");
+    let result = events.last().unwrap();
+    assert_eq!(
+        result["usage"],
+        json!({"input_tokens": 50, "output_tokens": 5})
+    );
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(f.home.join("sessions").join(id).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["usage"],
+        json!({"input_tokens": 650, "output_tokens": 65})
+    );
 }
 
 #[test]
