@@ -1,7 +1,8 @@
 // Drives `wicket serve`'s page in headless Chromium (Debian's, through
 // playwright-core): create a session, send a message, see the write card
 // and its diff, Allow once, see the file written; answer a question in the
-// page; deny a command; cancel a running one. Screenshots go under
+// page; deny a command; cancel a running one; a long session drawn only
+// near the view. Screenshots go under
 // target/browser/ for people to look at.
 //
 // WICKET_BIN names the binary (default target/debug/wicket); CHROMIUM the
@@ -33,6 +34,13 @@ writeFileSync(script, JSON.stringify([
   { text: "Done: the line is in, the colour noted, and nothing was removed." },
   { tool_calls: [{ name: "run", arguments: { argv: ["sleep", "30"] } }] },
   { text: "unreachable" },
+]));
+
+// A long session: one reply with 1,000 reads makes 1,000 rows.
+const longScript = join(base, "long.json");
+writeFileSync(longScript, JSON.stringify([
+  { tool_calls: Array.from({ length: 1000 }, () => ({ name: "read_file", arguments: { path: "src/main.rs" } })) },
+  { text: "long done" },
 ]));
 
 const server = spawn(bin, ["serve", "--port", "0"], { env: { ...process.env, WICKET_HOME: home }, stdio: ["ignore", "pipe", "inherit"] });
@@ -104,6 +112,27 @@ try {
   await page.click("#cancel");
   await page.waitForSelector(".error:has-text('cancelled')", { timeout: 10000 });
   await page.screenshot({ path: join(shots, "session.png"), fullPage: true });
+
+  // The long session keeps only the rows near the view in the DOM, and
+  // draws the others again when they are scrolled to.
+  await page.fill("#new-workspace", ws);
+  await page.fill("#new-model", "script:" + longScript);
+  await page.click("#new-session button");
+  await page.fill("#message", "Read it all");
+  await page.press("#message", "Enter");
+  await page.waitForSelector(".result:has-text('long done')", { timeout: 30000 });
+  const drawn = await page.locator("#transcript .row").count();
+  assert.ok(drawn > 40 && drawn < 400, `${drawn} of 1,000+ rows drawn`);
+  await page.locator("#transcript").evaluate((box) => { box.scrollTop = 0; });
+  await page.locator(".user:has-text('Read it all')").waitFor();
+  // Blocks of 50 rows; far from the view only the newest keeps its rows.
+  const nearEnd = () => page.locator("#transcript .block:nth-last-child(2) .row").count();
+  assert.equal(await nearEnd(), 0, "the rows far below the view are not drawn");
+  assert.ok(await page.locator("#transcript .row").count() < 400);
+  await page.locator("#transcript").evaluate((box) => { box.scrollTop = box.scrollHeight; });
+  await page.waitForFunction(() => document.querySelectorAll("#transcript .block:nth-last-child(2) .row").length > 0);
+  // …and the top, far above the view now, is let go.
+  await page.waitForFunction(() => ![...document.querySelectorAll("#transcript .user")].some((u) => u.textContent === "Read it all"));
   assert.deepEqual(errors, [], "the page threw");
   console.log(`ok: browser test passed; screenshots in ${shots}`);
 } catch (error) {

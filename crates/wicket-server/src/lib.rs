@@ -72,6 +72,16 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A failure of the server itself (a task that panicked, JSON that would
+/// not serialise): 500 with what went wrong.
+fn internal(error: impl std::fmt::Display) -> ApiError {
+    ApiError(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        error.to_string(),
+    )
+}
+
 impl From<ManagerError> for ApiError {
     fn from(error: ManagerError) -> ApiError {
         let status = match &error {
@@ -106,6 +116,7 @@ pub fn app(server: Shared) -> Router {
         .route("/sessions/{id}/questions/{qid}", post(reply_question))
         .route("/sessions/{id}/cancel", post(cancel_turn))
         .route("/sessions/{id}/events", get(events))
+        .route("/sessions/{id}/log", get(log))
         .layer(middleware::from_fn_with_state(
             server.clone(),
             require_token,
@@ -321,13 +332,7 @@ async fn create_session(
     let model = body.model.filter(|m| !m.is_empty());
     let id = tokio::task::spawn_blocking(move || manager.open(None, &workspace, model.as_deref()))
         .await
-        .map_err(|error| {
-            ApiError(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                error.to_string(),
-            )
-        })??;
+        .map_err(internal)??;
     Ok((StatusCode::CREATED, Json(serde_json::json!({ "id": id }))))
 }
 
@@ -430,6 +435,26 @@ struct After {
     after: Option<u64>,
 }
 
+/// The log after `after` in one JSON response, `{"events": […]}`: what the
+/// page loads a long session with before it follows the event stream from
+/// the last seq (one response parses far faster than 10,000 SSE messages).
+async fn log(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(query): Query<After>,
+) -> Result<impl IntoResponse, ApiError> {
+    let manager = server.manager.clone();
+    let after = query.after.unwrap_or(0);
+    let body = tokio::task::spawn_blocking(move || {
+        let events = manager.events_after(&id, after)?;
+        Ok::<_, ManagerError>(serde_json::to_vec(&serde_json::json!({ "events": events })))
+    })
+    .await
+    .map_err(internal)??
+    .map_err(internal)?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body))
+}
+
 fn sse_event(event: &Event) -> SseEvent {
     SseEvent::default()
         .id(event.seq.to_string())
@@ -454,13 +479,7 @@ async fn events(
     let replay_id = id.clone();
     let backlog = tokio::task::spawn_blocking(move || manager.events_after(&replay_id, after))
         .await
-        .map_err(|error| {
-            ApiError(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                error.to_string(),
-            )
-        })??;
+        .map_err(internal)??;
     let state = (
         std::collections::VecDeque::from(backlog),
         live,

@@ -8,11 +8,16 @@ const state = {
   current: null,     // session id
   source: null,      // EventSource
   lastSeq: 0,
-  calls: new Map(),  // call_id -> row element
-  cards: new Map(),  // card id -> card element
+  items: [],         // one per transcript row, in order
+  blocks: [],        // BLOCK items each, drawn only near the viewport
+  calls: new Map(),  // call_id -> item
+  cards: new Map(),  // card id -> item
   questions: new Map(),
+  open: new Set(),   // cards and questions not yet answered or withdrawn
   pending: [],       // events waiting for the next frame
   scheduled: false,
+  stick: true,       // keep the newest row in view
+  observer: null,
   running: false,
 };
 
@@ -88,17 +93,60 @@ $("new-session").onsubmit = async (event) => {
 };
 
 // ---- the transcript ----
+//
+// Events become items, one row each; a tool result, an answer or a reply
+// attaches to the item it belongs to instead of making a row. Items are
+// grouped in blocks of BLOCK. A block far from the viewport holds no rows,
+// only its height, so a session of 10,000 events keeps a few hundred rows
+// in the DOM however long it grows, and loading it renders only what is
+// on screen.
+
+const BLOCK = 50;
+const ROW_GUESS = 26; // px per item of a block never drawn yet
+const MARGIN = 1200;  // px above and below the viewport that stay drawn
+
+function resetTranscript() {
+  if (state.observer) state.observer.disconnect();
+  Object.assign(state, {
+    lastSeq: 0, items: [], blocks: [], calls: new Map(), cards: new Map(), questions: new Map(),
+    open: new Set(), pending: [], stick: true,
+    observer: new IntersectionObserver(onVisibility, { root: $("transcript"), rootMargin: `${MARGIN}px 0px` }),
+  });
+  $("transcript").replaceChildren();
+}
 
 function select(id) {
   if (state.source) state.source.close();
-  Object.assign(state, { current: id, lastSeq: 0, calls: new Map(), cards: new Map(), questions: new Map(), pending: [] });
-  $("transcript").replaceChildren();
+  state.current = id;
+  resetTranscript();
   $("compose").hidden = false;
   const s = state.sessions.find((x) => x.id === id);
   $("title").textContent = s ? (s.title || s.id) : id;
   for (const li of document.querySelectorAll("#sessions li")) li.classList.toggle("selected", li.dataset.id === id);
   history.replaceState(null, "", "#" + encodeURIComponent(id));
-  connect();
+  load(id);
+}
+
+// The log so far in one response, then the live stream from its last seq.
+async function load(id) {
+  try {
+    const { events } = await api("GET", `/sessions/${encodeURIComponent(id)}/log?after=0`);
+    if (state.current !== id) return;
+    for (const event of events) take(event);
+  } catch (error) {
+    // The stream replays whatever the bulk load did not bring.
+  }
+  if (state.current === id) connect();
+}
+
+function take(event) {
+  if (event.seq <= state.lastSeq) return;
+  state.lastSeq = event.seq;
+  state.pending.push(event);
+  if (!state.scheduled) {
+    state.scheduled = true;
+    requestAnimationFrame(flush);
+  }
 }
 
 // EventSource reconnects by itself with Last-Event-ID; when the server is
@@ -107,16 +155,7 @@ function connect() {
   const id = state.current;
   const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?after=${state.lastSeq}`);
   state.source = source;
-  source.onmessage = (message) => {
-    const event = JSON.parse(message.data);
-    if (event.seq <= state.lastSeq) return;
-    state.lastSeq = event.seq;
-    state.pending.push(event);
-    if (!state.scheduled) {
-      state.scheduled = true;
-      requestAnimationFrame(flush);
-    }
-  };
+  source.onmessage = (message) => take(JSON.parse(message.data));
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED && state.current === id) {
       setTimeout(() => { if (state.current === id && state.source === source) connect(); }, 1000);
@@ -124,24 +163,153 @@ function connect() {
   };
 }
 
-// Render what arrived since the last frame in one fragment: a 10,000-event
-// session loads in a few frames, and offscreen rows cost nothing to lay out
-// (content-visibility: auto).
+let settling = false;
+$("transcript").addEventListener("scroll", () => {
+  const box = $("transcript");
+  state.stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  if (!settling) {
+    settling = true;
+    requestAnimationFrame(() => { settling = false; settle(); });
+  }
+}, { passive: true });
+
+function followBottom() {
+  const box = $("transcript");
+  if (state.stick) box.scrollTop = box.scrollHeight;
+}
+
+// Take in what arrived since the last frame. Rows are made only for the
+// blocks that need them: the newest two (where the turn happens), any that
+// hold an open card or question, and those the observer finds on screen.
 function flush() {
   state.scheduled = false;
-  const box = $("transcript");
-  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
-  const fragment = document.createDocumentFragment();
-  const batch = state.pending.splice(0, 2000);
-  for (const event of batch) render(event, fragment);
-  box.append(fragment);
-  if (atBottom || batch.length > 0 && batch.some((e) => e.type === "card" || e.type === "question")) {
-    box.scrollTop = box.scrollHeight;
+  const batch = state.pending.splice(0, 20000);
+  let asks = false;
+  for (const event of batch) {
+    ingest(event);
+    asks ||= event.type === "card" || event.type === "question";
   }
+  if (asks) state.stick = true;
+  const needed = new Set(state.blocks.slice(-2));
+  for (const item of state.open) needed.add(item.block);
+  for (const block of needed) if (!block.filled) { block.filled = true; block.dirty = true; }
+  for (const block of state.blocks) if (block.dirty) paint(block);
+  settle();
   if (state.pending.length > 0) {
     state.scheduled = true;
     requestAnimationFrame(flush);
   }
+}
+
+// One event into the transcript's data, and into its row when it has one.
+function ingest(event) {
+  switch (event.type) {
+    case "user_message": setStatus("running"); break;
+    case "result": case "cancelled": setStatus("idle"); break;
+    case "error": if (event.ends_turn) setStatus("idle"); break;
+    case "assistant_message": if (!event.text || !event.text.trim()) return; break;
+    case "tool_result": {
+      for (const item of [...state.open]) if (item.event.call_id === event.call_id) close(item, null);
+      const call = state.calls.get(event.call_id);
+      if (call) {
+        call.result = event;
+        if (call.node) showResult(call);
+        return;
+      }
+      break;
+    }
+    case "answer": {
+      const card = state.cards.get(event.card);
+      if (card) close(card, event.answer + (event.stale ? " (stale: the file changed; asking again)" : ""));
+      return;
+    }
+    case "reply": {
+      const q = state.questions.get(event.question);
+      if (q) close(q, event.reply);
+      return;
+    }
+    case "session_started": case "tool_call": case "card": case "question":
+    case "queued": case "retry": case "hook":
+      break;
+    default:
+      return;
+  }
+  const item = { event, node: null, closed: false, answered: null, result: null, expanded: false };
+  if (event.type === "tool_call") state.calls.set(event.call_id, item);
+  if (event.type === "card") { state.cards.set(event.id, item); state.open.add(item); }
+  if (event.type === "question") { state.questions.set(event.id, item); state.open.add(item); }
+  let block = state.blocks[state.blocks.length - 1];
+  if (!block || block.items.length === BLOCK) block = newBlock();
+  item.block = block;
+  block.items.push(item);
+  block.dirty = true;
+  state.items.push(item);
+}
+
+function newBlock() {
+  const node = el("div", "block");
+  const block = { node, items: [], filled: false, height: null, dirty: false };
+  node.block = block;
+  $("transcript").append(node);
+  state.observer.observe(node);
+  state.blocks.push(block);
+  return block;
+}
+
+// Bring a block's DOM up to its items: rows when filled, a spacer of its
+// height when not.
+function paint(block) {
+  block.dirty = false;
+  if (!block.filled) {
+    block.node.style.height = (block.height ?? block.items.length * ROW_GUESS) + "px";
+    return;
+  }
+  block.node.style.height = "";
+  const fragment = document.createDocumentFragment();
+  for (const item of block.items) if (!item.node) fragment.append(row(item));
+  block.node.append(fragment);
+}
+
+// Keeps only its height; its rows are made again when it comes back.
+function empty(block) {
+  block.height = block.node.offsetHeight;
+  block.filled = false;
+  for (const item of block.items) item.node = null;
+  block.node.replaceChildren();
+  paint(block);
+}
+
+function far(block) {
+  const r = block.node.getBoundingClientRect();
+  const view = $("transcript").getBoundingClientRect();
+  return r.bottom < view.top - MARGIN || r.top > view.bottom + MARGIN;
+}
+
+function holdsOpen(block) {
+  return block.items.some((item) => state.open.has(item));
+}
+
+// After new rows or a scroll: follow the bottom if we were there, and empty
+// the drawn blocks that are far from view.
+function settle() {
+  followBottom();
+  const last = state.blocks[state.blocks.length - 1];
+  for (const block of state.blocks) {
+    if (block.filled && block !== last && !holdsOpen(block) && far(block)) empty(block);
+  }
+}
+
+function onVisibility(entries) {
+  let filled = false;
+  for (const entry of entries) {
+    const block = entry.target.block;
+    if (entry.isIntersecting && !block.filled) {
+      block.filled = true;
+      paint(block);
+      filled = true;
+    }
+  }
+  if (filled) settle();
 }
 
 function summary(name, args) {
@@ -154,84 +322,87 @@ function summary(name, args) {
   return args.path || ".";
 }
 
-function render(event, into) {
-  const row = el("div", "row");
+function resultText(result) {
+  return result.ok ? JSON.stringify(result.output, null, 2) : `${result.error.kind}: ${result.error.message}`;
+}
+
+function showResult(call) {
+  if (!call.result.ok) call.node.classList.add("failed");
+  call.node.querySelector("pre").textContent += "\n\nresult: " + resultText(call.result);
+}
+
+// The row of one item, as its data says now.
+function row(item) {
+  const event = item.event;
+  const node = el("div", "row");
   switch (event.type) {
     case "session_started":
-      row.append(el("span", "note", `session ${event.session} in ${event.workspace}`));
+      node.append(el("span", "note", `session ${event.session} in ${event.workspace}`));
       break;
     case "user_message":
-      row.append(el("div", "user", event.text));
-      setStatus("running");
+      node.append(el("div", "user", event.text));
       break;
     case "assistant_message":
-      if (!event.text || !event.text.trim()) return;
-      row.append(el("div", "assistant", event.text));
+      node.append(el("div", "assistant", event.text));
       break;
     case "tool_call": {
-      row.className = "row call";
+      node.className = "row call";
       const line = el("div");
       line.append(el("span", "mark", "▸"), el("span", "name", event.name + " "), el("span", "", summary(event.name, event.arguments)));
-      const pre = el("pre", "", "arguments: " + JSON.stringify(event.arguments, null, 2));
-      row.append(line, pre);
-      row.onclick = (e) => { if (e.target.tagName !== "PRE") { row.classList.toggle("open"); line.firstChild.textContent = row.classList.contains("open") ? "▾" : "▸"; } };
-      state.calls.set(event.call_id, row);
-      break;
+      node.append(line, el("pre", "", "arguments: " + JSON.stringify(event.arguments, null, 2)));
+      const toggle = (open) => {
+        item.expanded = open;
+        node.classList.toggle("open", open);
+        line.firstChild.textContent = open ? "▾" : "▸";
+      };
+      node.onclick = (e) => { if (e.target.tagName !== "PRE") toggle(!item.expanded); };
+      item.node = node;
+      if (item.expanded) toggle(true);
+      if (item.result) showResult(item);
+      return node;
     }
-    case "tool_result": {
-      const call = state.calls.get(event.call_id);
-      const text = event.ok ? JSON.stringify(event.output, null, 2) : `${event.error.kind}: ${event.error.message}`;
-      for (const card of state.cards.values()) if (card.dataset.call === event.call_id) closeCard(card, null);
-      for (const q of state.questions.values()) if (q.dataset.call === event.call_id) closeQuestion(q, null);
-      if (call) {
-        if (!event.ok) call.classList.add("failed");
-        call.querySelector("pre").textContent += "\n\nresult: " + text;
-        return;
-      }
-      row.append(el("div", "note", "result: " + text.slice(0, 200)));
+    case "tool_result":
+      node.append(el("div", "note", "result: " + resultText(event).slice(0, 200)));
       break;
-    }
     case "card":
-      row.append(renderCard(event));
+      node.append(renderCard(item));
       break;
-    case "answer": {
-      const card = state.cards.get(event.card);
-      if (card) closeCard(card, event.answer + (event.stale ? " (stale: the file changed; asking again)" : ""));
-      return;
-    }
     case "question":
-      row.append(renderQuestion(event));
+      node.append(renderQuestion(item));
       break;
-    case "reply": {
-      const q = state.questions.get(event.question);
-      if (q) closeQuestion(q, event.reply);
-      return;
-    }
     case "result":
-      row.append(el("div", "result", "✔ " + event.text));
-      setStatus("idle");
+      node.append(el("div", "result", "✔ " + event.text));
       break;
     case "error":
-      row.append(el("div", "error", "error: " + event.message));
-      if (event.ends_turn) setStatus("idle");
+      node.append(el("div", "error", "error: " + event.message));
       break;
     case "cancelled":
-      row.append(el("div", "error", "cancelled"));
-      setStatus("idle");
+      node.append(el("div", "error", "cancelled"));
       break;
     case "queued":
-      row.append(el("div", "note", "queued: " + event.text));
+      node.append(el("div", "note", "queued: " + event.text));
       break;
     case "retry":
-      row.append(el("div", "note", `retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
+      node.append(el("div", "note", `retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
       break;
     case "hook":
-      row.append(el("div", "note", `Stop hook ${event.command.join(" ")}: ${event.outcome}${event.stderr ? " — " + event.stderr : ""}`));
+      node.append(el("div", "note", `Stop hook ${event.command.join(" ")}: ${event.outcome}${event.stderr ? " — " + event.stderr : ""}`));
       break;
-    default:
-      return;
   }
-  into.append(row);
+  item.node = node;
+  return node;
+}
+
+// A card or question is answered (`answered` says how) or withdrawn (null).
+function close(item, answered) {
+  if (item.closed) return;
+  item.closed = true;
+  item.answered = answered;
+  state.open.delete(item);
+  const box = item.node && item.node.firstChild;
+  if (!box) return;
+  if (item.event.type === "card") closeCard(box, answered);
+  else closeQuestion(box, answered);
 }
 
 // ---- cards ----
@@ -279,7 +450,8 @@ function renderDiff(diff) {
   return box;
 }
 
-function renderCard(event) {
+function renderCard(item) {
+  const event = item.event;
   const card = el("div", "card");
   card.dataset.id = event.id;
   card.dataset.call = event.call_id;
@@ -299,20 +471,20 @@ function renderCard(event) {
   for (const [answer, label] of [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"], ["deny", "Deny (d)"]]) {
     const button = el("button", "", label);
     button.dataset.answer = answer;
-    button.onclick = () => answerCard(card, answer);
+    button.onclick = () => answerCard(item, answer);
     buttons.append(button);
   }
   card.append(buttons);
-  state.cards.set(event.id, card);
+  if (item.closed) closeCard(card, item.answered);
   return card;
 }
 
-async function answerCard(card, answer) {
-  if (card.classList.contains("closed")) return;
+async function answerCard(item, answer) {
+  if (item.closed) return;
   try {
-    await api("POST", `/sessions/${encodeURIComponent(state.current)}/cards/${encodeURIComponent(card.dataset.id)}`, { answer });
+    await api("POST", `/sessions/${encodeURIComponent(state.current)}/cards/${encodeURIComponent(item.event.id)}`, { answer });
   } catch (error) {
-    card.append(el("div", "error-text", error.message));
+    if (item.node) item.node.firstChild.append(el("div", "error-text", error.message));
   }
 }
 
@@ -324,7 +496,7 @@ function closeCard(card, answer) {
 }
 
 function openCard() {
-  for (const card of state.cards.values()) if (!card.classList.contains("closed")) return card;
+  for (const item of state.open) if (item.event.type === "card") return item;
   return null;
 }
 
@@ -342,7 +514,8 @@ document.addEventListener("keydown", (event) => {
 
 // ---- questions ----
 
-function renderQuestion(event) {
+function renderQuestion(item) {
+  const event = item.event;
   const box = el("div", "question");
   box.dataset.id = event.id;
   box.dataset.call = event.call_id;
@@ -361,8 +534,8 @@ function renderQuestion(event) {
     }
   };
   box.append(form);
-  state.questions.set(event.id, box);
-  setTimeout(() => input.focus(), 0);
+  if (item.closed) closeQuestion(box, item.answered);
+  else setTimeout(() => input.focus(), 0);
   return box;
 }
 

@@ -373,4 +373,24 @@ fn the_event_stream_resumes_after_a_disconnect() {
     assert_eq!(resumed.last().unwrap()["text"], "two");
     let after = events(&s, &id, &format!("?after={}", last_seq + 1), None, |_| true);
     assert_eq!(after[0]["seq"].as_u64(), Some(last_seq + 2));
+    // The same log in one JSON response, from any seq; only with the token.
+    let (status, _, body) = request(
+        &s,
+        "GET",
+        &format!("/api/sessions/{id}/log?after=0"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 200);
+    let logged = body["events"].as_array().unwrap();
+    assert_eq!(
+        logged.len() as u64,
+        resumed.last().unwrap()["seq"].as_u64().unwrap()
+    );
+    assert_eq!(logged[..first.len()], first[..]);
+    let path = format!("/api/sessions/{id}/log?after={last_seq}");
+    let (_, _, body) = request(&s, "GET", &path, None, &[]);
+    assert_eq!(body["events"][0], resumed[0]);
+    let (status, _, _) = request(&s, "GET", &path, None, &[("Authorization", "")]);
+    assert_eq!(status, 401);
 }
