@@ -2,9 +2,11 @@
 //! .gitignore honoured, `.git/` and binary files skipped, results in path order,
 //! at most [`GREP_MAX_MATCHES`].
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
@@ -59,21 +61,43 @@ impl Sink for Collect<'_> {
 /// Paths in walk order, shared between the walking thread and the searchers.
 #[derive(Default)]
 struct Feed {
-    state: Mutex<(Vec<PathBuf>, bool)>,
-    grown: std::sync::Condvar,
+    state: Mutex<FeedState>,
+    grown: Condvar,
+    /// `FeedState::waiting`, readable without the lock.
+    hungry: AtomicUsize,
 }
 
+#[derive(Default)]
+struct FeedState {
+    paths: Vec<PathBuf>,
+    finished: bool,
+    /// Searchers asleep on `grown`. A wake-up is a syscall, so the walker
+    /// only makes one when someone waits.
+    waiting: usize,
+}
+
+/// While every searcher is busy the walker hands paths over this many at a
+/// time (one lock, at most one wake-up per batch); a searcher waiting gets
+/// the next path at once.
+const FEED_BATCH: usize = 16;
+
 impl Feed {
-    fn push(&self, path: PathBuf) {
+    fn hungry(&self) -> bool {
+        self.hungry.load(Ordering::Relaxed) > 0
+    }
+
+    fn push(&self, batch: &mut Vec<PathBuf>) {
         if let Ok(mut state) = self.state.lock() {
-            state.0.push(path);
-            self.grown.notify_all();
+            state.paths.append(batch);
+            if state.waiting > 0 {
+                self.grown.notify_all();
+            }
         }
     }
 
     fn finish(&self) {
         if let Ok(mut state) = self.state.lock() {
-            state.1 = true;
+            state.finished = true;
             self.grown.notify_all();
         }
     }
@@ -88,14 +112,45 @@ impl Feed {
     fn get(&self, index: usize) -> Option<PathBuf> {
         let mut state = self.state.lock().ok()?;
         loop {
-            if let Some(path) = state.0.get(index) {
+            if let Some(path) = state.paths.get(index) {
                 return Some(path.clone());
             }
-            if state.1 {
+            if state.finished {
                 return None;
             }
+            state.waiting += 1;
+            self.hungry.store(state.waiting, Ordering::Relaxed);
             state = self.grown.wait(state).ok()?;
+            state.waiting -= 1;
+            self.hungry.store(state.waiting, Ordering::Relaxed);
         }
+    }
+}
+
+/// The files settled in walk order: all searched, none after a gap.
+#[derive(Default)]
+struct Prefix {
+    settled: usize,
+    /// Matches in the settled files.
+    matches: usize,
+    /// Searchers asleep on the window.
+    waiting: usize,
+}
+
+/// The part of `path` below `root`, as bytes: the walk builds every path by
+/// appending names to the root it was given, so a byte prefix is enough
+/// (no component parsing per file).
+fn below<'a>(root: &Path, path: &'a Path) -> Option<&'a [u8]> {
+    let rest = path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(root.as_os_str().as_bytes())?;
+    match rest {
+        [] => Some(rest),
+        [b'/', tail @ ..] => Some(tail),
+        // The root ends with a slash, or the path only shares its first letters.
+        _ if root.as_os_str().as_bytes().ends_with(b"/") => Some(rest),
+        _ => None,
     }
 }
 
@@ -148,8 +203,11 @@ pub fn grep(
         .parents(true)
         .require_git(false)
         .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.file_name() != ".git");
+        // Siblings share their parent's bytes, so comparing whole paths as
+        // bytes orders them by name, without the component parsing that
+        // `sort_by_file_name` repeats in every comparison.
+        .sort_by_file_path(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()))
+        .filter_entry(|entry| !entry.path().as_os_str().as_bytes().ends_with(b"/.git"));
     if let Some(glob) = &args.glob {
         let mut overrides = OverrideBuilder::new(&walk_root);
         overrides
@@ -172,18 +230,26 @@ pub fn grep(
     let next = AtomicUsize::new(0);
     // The index of the first file whose results, with all before it, reach the limit.
     let stop_at = AtomicUsize::new(usize::MAX);
-    let done_prefix = Mutex::new((0usize, 0usize)); // (files settled in order, matches in them)
+    let done_prefix = Mutex::new(Prefix::default());
+    // Signalled when the prefix grows or the search stops, for searchers
+    // that ran a window ahead of the first unfinished file.
+    let advanced = Condvar::new();
 
     std::thread::scope(|scope| {
         scope.spawn(|| {
+            let mut batch = Vec::with_capacity(FEED_BATCH);
             for entry in walker.filter_map(|entry| entry.ok()) {
                 if stop_at.load(Ordering::Relaxed) != usize::MAX {
                     break;
                 }
                 if entry.file_type().is_some_and(|kind| kind.is_file()) {
-                    feed.push(entry.into_path());
+                    batch.push(entry.into_path());
+                    if batch.len() == FEED_BATCH || feed.hungry() {
+                        feed.push(&mut batch);
+                    }
                 }
             }
+            feed.push(&mut batch);
             feed.finish();
         });
         for _ in 0..workers {
@@ -198,24 +264,32 @@ pub fn grep(
                         break;
                     }
                     let Some(path) = feed.get(index) else { break };
-                    // Stay within a window of the first unsettled file.
-                    loop {
-                        let settled = done_prefix.lock().map(|guard| guard.0).unwrap_or(0);
-                        if index < settled + SEARCH_WINDOW
-                            || index > stop_at.load(Ordering::Relaxed)
+                    // Stay within a window of the first unsettled file; sleep,
+                    // not spin: on two cores a spinning searcher takes the
+                    // walker's time.
+                    if let Ok(mut prefix) = done_prefix.lock() {
+                        while index >= prefix.settled + SEARCH_WINDOW
+                            && index <= stop_at.load(Ordering::Relaxed)
                         {
-                            break;
+                            prefix.waiting += 1;
+                            let Ok(woken) = advanced.wait(prefix) else {
+                                break;
+                            };
+                            prefix = woken;
+                            prefix.waiting -= 1;
                         }
-                        std::thread::yield_now();
                     }
                     if index > stop_at.load(Ordering::Relaxed) {
                         break;
                     }
                     let shown = match &base {
-                        Some(base) => match path.strip_prefix(&walk_root) {
-                            Ok(rest) if rest.as_os_str().is_empty() => relative_display(base),
-                            Ok(rest) => relative_display(&base.join(rest)),
-                            Err(_) => relative_display(&path),
+                        Some(base) => match below(&walk_root, &path) {
+                            Some([]) => relative_display(base),
+                            Some(rest) if base.as_os_str().is_empty() => {
+                                String::from_utf8_lossy(rest).into_owned()
+                            }
+                            Some(rest) => relative_display(&base.join(OsStr::from_bytes(rest))),
+                            None => relative_display(&path),
                         },
                         None => relative_display(&path),
                     };
@@ -237,19 +311,27 @@ pub fn grep(
                     slots[index] = Some(collect.lines);
                     // Settle the files done in order, counting their matches.
                     if let Ok(mut prefix) = done_prefix.lock() {
-                        while let Some(Some(lines)) = slots.get(prefix.0) {
-                            prefix.1 += lines.len();
-                            let settled_index = prefix.0;
-                            prefix.0 += 1;
-                            if prefix.1 > GREP_MAX_MATCHES {
+                        let before = prefix.settled;
+                        while let Some(Some(lines)) = slots.get(prefix.settled) {
+                            prefix.matches += lines.len();
+                            let settled_index = prefix.settled;
+                            prefix.settled += 1;
+                            if prefix.matches > GREP_MAX_MATCHES {
                                 stop_at.fetch_min(settled_index, Ordering::Relaxed);
                                 break;
                             }
                         }
+                        if prefix.settled != before && prefix.waiting > 0 {
+                            advanced.notify_all();
+                        }
                     }
                 }
-                // Wake any worker waiting on the feed after a stop.
-                feed.finish_if(stop_at.load(Ordering::Relaxed) != usize::MAX);
+                // Wake any worker waiting on the feed or the window after a stop.
+                let stopped = stop_at.load(Ordering::Relaxed) != usize::MAX;
+                feed.finish_if(stopped);
+                if stopped && let Ok(_prefix) = done_prefix.lock() {
+                    advanced.notify_all();
+                }
             });
         }
     });
@@ -284,4 +366,26 @@ pub fn grep(
         truncated,
         note,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_strips_the_root_by_bytes_and_only_at_a_separator() {
+        let root = Path::new("/ws/proj");
+        assert_eq!(
+            below(root, Path::new("/ws/proj/src/a.rs")),
+            Some(&b"src/a.rs"[..])
+        );
+        assert_eq!(below(root, Path::new("/ws/proj")), Some(&b""[..]));
+        assert_eq!(below(root, Path::new("/ws/project/a.rs")), None);
+        assert_eq!(below(root, Path::new("/elsewhere/a.rs")), None);
+        assert_eq!(below(Path::new("/"), Path::new("/a/b")), Some(&b"a/b"[..]));
+        assert_eq!(
+            below(Path::new("/ws/"), Path::new("/ws/a")),
+            Some(&b"a"[..])
+        );
+    }
 }

@@ -25,7 +25,9 @@ fn pread(file: &File, buffer: &mut [u8], offset: u64, shown: &str) -> Result<usi
     Ok(filled)
 }
 
-/// The byte offset where 1-based `line` starts, scanning with memchr.
+/// The byte offset where 1-based `line` starts. Whole buffers before the
+/// one holding it are only counted (a SIMD byte count, as `wc -l` does);
+/// newline positions are looked for in that last buffer alone.
 fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
     let mut newlines_needed = line - 1;
     if newlines_needed == 0 {
@@ -39,14 +41,20 @@ fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
         if n == 0 {
             break;
         }
-        for position in memchr::memchr_iter(b'\n', &buffer[..n]) {
-            newlines_needed -= 1;
-            lines_seen += 1;
-            if newlines_needed == 0 {
-                return Ok(offset + position as u64 + 1);
-            }
+        let chunk = &buffer[..n];
+        let in_chunk = bytecount::count(chunk, b'\n') as u64;
+        if in_chunk < newlines_needed {
+            newlines_needed -= in_chunk;
+            lines_seen += in_chunk;
+            offset += n as u64;
+            continue;
         }
-        offset += n as u64;
+        // usize: newlines_needed <= in_chunk, which came from a usize.
+        let nth = newlines_needed as usize - 1;
+        if let Some(position) = memchr::memchr_iter(b'\n', chunk).nth(nth) {
+            return Ok(offset + position as u64 + 1);
+        }
+        break;
     }
     Err(Error::invalid(format!(
         "line {line} is past the end of '{shown}', which has {} line(s); read from line 1, or by offset",

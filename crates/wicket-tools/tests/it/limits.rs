@@ -109,6 +109,49 @@ fn a_read_never_splits_a_character() {
     assert_eq!(inside.content, "🦀tail");
 }
 
+/// Lines of varying length over a file of several 256 KiB scan buffers:
+/// every line read by number starts where counting the bytes says, the
+/// ones at each buffer's edge included, and one past the last is refused.
+#[test]
+fn lines_deep_in_a_file_start_where_they_should() {
+    let f = Fixture::new();
+    let mut text = String::new();
+    let mut starts = vec![0usize];
+    for n in 0..40_000 {
+        text.push_str(&format!("{n}:{}\n", "é".repeat(n % 23)));
+        starts.push(text.len());
+    }
+    starts.pop();
+    assert!(text.len() > 3 * 256 * 1024);
+    f.write("deep.txt", &text);
+    let t = f.tools();
+    // Lines starting just after each buffer edge, and a spread of others.
+    let mut wanted: Vec<usize> = (1..4)
+        .flat_map(|edge| {
+            let at = starts.partition_point(|&start| start <= edge * 256 * 1024);
+            [at - 1, at, at + 1]
+        })
+        .collect();
+    wanted.extend([0, 1, 2, 1_000, 39_998, 39_999]);
+    for index in wanted {
+        let out = read_at(&t, "deep.txt", None, Some(index as u64 + 1));
+        assert_eq!(out.offset, starts[index] as u64, "line {}", index + 1);
+        assert!(
+            out.content.starts_with(&format!("{index}:")),
+            "line {}",
+            index + 1
+        );
+    }
+    let location = t.workspace().classify("deep.txt").unwrap();
+    let past = ReadFileArgs {
+        path: "deep.txt".into(),
+        offset: None,
+        line: Some(40_002),
+    };
+    let error = t.read_file(&location, &past).unwrap_err();
+    assert!(error.to_string().contains("40001 line(s)"), "{error}");
+}
+
 #[test]
 fn binary_files_are_reported_with_their_size() {
     let f = Fixture::new();
