@@ -450,12 +450,25 @@ fn lock_session(dir: &Path, id: &str) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(io(&path))?;
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(file),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(Error::InUse(id.to_string())),
-        Err(error) => Err(io(&path)(error.into())),
+    // A lock just let go can still be held for an instant by a child of
+    // this process between its fork and its exec (the fd is close-on-exec,
+    // not close-on-fork), so a busy lock is tried again for a moment before
+    // it counts as another writer.
+    for attempt in 0..LOCK_ATTEMPTS {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::WOULDBLOCK) if attempt + 1 < LOCK_ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => break,
+            Err(error) => return Err(io(&path)(error.into())),
+        }
     }
+    Err(Error::InUse(id.to_string()))
 }
+
+/// Tries at taking a session's lock, 10 ms apart.
+const LOCK_ATTEMPTS: u32 = 20;
 
 /// Every session under `home`, newest update first. Unreadable ones are skipped.
 pub fn list(home: &Path) -> Vec<Meta> {
