@@ -5,8 +5,8 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
@@ -61,43 +61,21 @@ impl Sink for Collect<'_> {
 /// Paths in walk order, shared between the walking thread and the searchers.
 #[derive(Default)]
 struct Feed {
-    state: Mutex<FeedState>,
-    grown: Condvar,
-    /// `FeedState::waiting`, readable without the lock.
-    hungry: AtomicUsize,
+    state: Mutex<(Vec<PathBuf>, bool)>,
+    grown: std::sync::Condvar,
 }
-
-#[derive(Default)]
-struct FeedState {
-    paths: Vec<PathBuf>,
-    finished: bool,
-    /// Searchers asleep on `grown`. A wake-up is a syscall, so the walker
-    /// only makes one when someone waits.
-    waiting: usize,
-}
-
-/// While every searcher is busy the walker hands paths over this many at a
-/// time (one lock, at most one wake-up per batch); a searcher waiting gets
-/// the next path at once.
-const FEED_BATCH: usize = 16;
 
 impl Feed {
-    fn hungry(&self) -> bool {
-        self.hungry.load(Ordering::Relaxed) > 0
-    }
-
-    fn push(&self, batch: &mut Vec<PathBuf>) {
+    fn push(&self, path: PathBuf) {
         if let Ok(mut state) = self.state.lock() {
-            state.paths.append(batch);
-            if state.waiting > 0 {
-                self.grown.notify_all();
-            }
+            state.0.push(path);
+            self.grown.notify_all();
         }
     }
 
     fn finish(&self) {
         if let Ok(mut state) = self.state.lock() {
-            state.finished = true;
+            state.1 = true;
             self.grown.notify_all();
         }
     }
@@ -112,29 +90,15 @@ impl Feed {
     fn get(&self, index: usize) -> Option<PathBuf> {
         let mut state = self.state.lock().ok()?;
         loop {
-            if let Some(path) = state.paths.get(index) {
+            if let Some(path) = state.0.get(index) {
                 return Some(path.clone());
             }
-            if state.finished {
+            if state.1 {
                 return None;
             }
-            state.waiting += 1;
-            self.hungry.store(state.waiting, Ordering::Relaxed);
             state = self.grown.wait(state).ok()?;
-            state.waiting -= 1;
-            self.hungry.store(state.waiting, Ordering::Relaxed);
         }
     }
-}
-
-/// The files settled in walk order: all searched, none after a gap.
-#[derive(Default)]
-struct Prefix {
-    settled: usize,
-    /// Matches in the settled files.
-    matches: usize,
-    /// Searchers asleep on the window.
-    waiting: usize,
 }
 
 /// The part of `path` below `root`, as bytes: the walk builds every path by
@@ -230,26 +194,18 @@ pub fn grep(
     let next = AtomicUsize::new(0);
     // The index of the first file whose results, with all before it, reach the limit.
     let stop_at = AtomicUsize::new(usize::MAX);
-    let done_prefix = Mutex::new(Prefix::default());
-    // Signalled when the prefix grows or the search stops, for searchers
-    // that ran a window ahead of the first unfinished file.
-    let advanced = Condvar::new();
+    let done_prefix = Mutex::new((0usize, 0usize)); // (files settled in order, matches in them)
 
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let mut batch = Vec::with_capacity(FEED_BATCH);
             for entry in walker.filter_map(|entry| entry.ok()) {
                 if stop_at.load(Ordering::Relaxed) != usize::MAX {
                     break;
                 }
                 if entry.file_type().is_some_and(|kind| kind.is_file()) {
-                    batch.push(entry.into_path());
-                    if batch.len() == FEED_BATCH || feed.hungry() {
-                        feed.push(&mut batch);
-                    }
+                    feed.push(entry.into_path());
                 }
             }
-            feed.push(&mut batch);
             feed.finish();
         });
         for _ in 0..workers {
@@ -264,20 +220,15 @@ pub fn grep(
                         break;
                     }
                     let Some(path) = feed.get(index) else { break };
-                    // Stay within a window of the first unsettled file; sleep,
-                    // not spin: on two cores a spinning searcher takes the
-                    // walker's time.
-                    if let Ok(mut prefix) = done_prefix.lock() {
-                        while index >= prefix.settled + SEARCH_WINDOW
-                            && index <= stop_at.load(Ordering::Relaxed)
+                    // Stay within a window of the first unsettled file.
+                    loop {
+                        let settled = done_prefix.lock().map(|guard| guard.0).unwrap_or(0);
+                        if index < settled + SEARCH_WINDOW
+                            || index > stop_at.load(Ordering::Relaxed)
                         {
-                            prefix.waiting += 1;
-                            let Ok(woken) = advanced.wait(prefix) else {
-                                break;
-                            };
-                            prefix = woken;
-                            prefix.waiting -= 1;
+                            break;
                         }
+                        std::thread::yield_now();
                     }
                     if index > stop_at.load(Ordering::Relaxed) {
                         break;
@@ -311,27 +262,19 @@ pub fn grep(
                     slots[index] = Some(collect.lines);
                     // Settle the files done in order, counting their matches.
                     if let Ok(mut prefix) = done_prefix.lock() {
-                        let before = prefix.settled;
-                        while let Some(Some(lines)) = slots.get(prefix.settled) {
-                            prefix.matches += lines.len();
-                            let settled_index = prefix.settled;
-                            prefix.settled += 1;
-                            if prefix.matches > GREP_MAX_MATCHES {
+                        while let Some(Some(lines)) = slots.get(prefix.0) {
+                            prefix.1 += lines.len();
+                            let settled_index = prefix.0;
+                            prefix.0 += 1;
+                            if prefix.1 > GREP_MAX_MATCHES {
                                 stop_at.fetch_min(settled_index, Ordering::Relaxed);
                                 break;
                             }
                         }
-                        if prefix.settled != before && prefix.waiting > 0 {
-                            advanced.notify_all();
-                        }
                     }
                 }
-                // Wake any worker waiting on the feed or the window after a stop.
-                let stopped = stop_at.load(Ordering::Relaxed) != usize::MAX;
-                feed.finish_if(stopped);
-                if stopped && let Ok(_prefix) = done_prefix.lock() {
-                    advanced.notify_all();
-                }
+                // Wake any worker waiting on the feed after a stop.
+                feed.finish_if(stop_at.load(Ordering::Relaxed) != usize::MAX);
             });
         }
     });
