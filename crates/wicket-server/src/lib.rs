@@ -443,15 +443,18 @@ async fn log(
     UrlPath(id): UrlPath<String>,
     Query(query): Query<After>,
 ) -> Result<impl IntoResponse, ApiError> {
+    #[derive(serde::Serialize)]
+    struct Log {
+        events: Vec<Event>,
+    }
     let manager = server.manager.clone();
     let after = query.after.unwrap_or(0);
     let body = tokio::task::spawn_blocking(move || {
         let events = manager.events_after(&id, after)?;
-        Ok::<_, ManagerError>(serde_json::to_vec(&serde_json::json!({ "events": events })))
+        serde_json::to_vec(&Log { events }).map_err(internal)
     })
     .await
-    .map_err(internal)??
-    .map_err(internal)?;
+    .map_err(internal)??;
     Ok(([(header::CONTENT_TYPE, "application/json")], body))
 }
 

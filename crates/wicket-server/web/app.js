@@ -8,7 +8,6 @@ const state = {
   current: null,     // session id
   source: null,      // EventSource
   lastSeq: 0,
-  items: [],         // one per transcript row, in order
   blocks: [],        // BLOCK items each, drawn only near the viewport
   calls: new Map(),  // call_id -> item
   cards: new Map(),  // card id -> item
@@ -108,7 +107,7 @@ const MARGIN = 1200;  // px above and below the viewport that stay drawn
 function resetTranscript() {
   if (state.observer) state.observer.disconnect();
   Object.assign(state, {
-    lastSeq: 0, items: [], blocks: [], calls: new Map(), cards: new Map(), questions: new Map(),
+    lastSeq: 0, blocks: [], calls: new Map(), cards: new Map(), questions: new Map(),
     open: new Set(), pending: [], stick: true,
     observer: new IntersectionObserver(onVisibility, { root: $("transcript"), rootMargin: `${MARGIN}px 0px` }),
   });
@@ -243,7 +242,6 @@ function ingest(event) {
   item.block = block;
   block.items.push(item);
   block.dirty = true;
-  state.items.push(item);
 }
 
 function newBlock() {
