@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wicket_chat::{Message, Request, StreamEvent, ToolCallRequest, Usage};
-use wicket_fake::{FakeServer, Reply, Step, Wire};
+use wicket_fake::{FakeServer, Recorded, Reply, Step, Wire};
 
 use crate::*;
 
@@ -152,13 +152,18 @@ fn conversation() -> Request {
     }
 }
 
+/// What the `wire` server received for `req`, answered with a short text.
+async fn sent_for(wire: Wire, req: &Request) -> Recorded {
+    let server = FakeServer::start(wire);
+    server.push(Step::Reply(Reply::text("ok")));
+    let client = client(&server, wire);
+    complete(client.as_ref(), req).await.0.unwrap();
+    server.requests().remove(0)
+}
+
 #[tokio::test]
 async fn openai_is_sent_the_conversation_in_its_roles() {
-    let server = FakeServer::start(Wire::OpenAi);
-    server.push(Step::Reply(Reply::text("ok")));
-    let client = client(&server, Wire::OpenAi);
-    complete(client.as_ref(), &conversation()).await.0.unwrap();
-    let sent = &server.requests()[0];
+    let sent = &sent_for(Wire::OpenAi, &conversation()).await;
     assert_eq!(
         (sent.method.as_str(), sent.path.as_str()),
         ("POST", "/v1/chat/completions")
@@ -197,11 +202,7 @@ async fn openai_is_sent_the_conversation_in_its_roles() {
 
 #[tokio::test]
 async fn anthropic_is_sent_blocks_with_the_tool_results_in_one_user_message() {
-    let server = FakeServer::start(Wire::Anthropic);
-    server.push(Step::Reply(Reply::text("ok")));
-    let client = client(&server, Wire::Anthropic);
-    complete(client.as_ref(), &conversation()).await.0.unwrap();
-    let sent = &server.requests()[0];
+    let sent = &sent_for(Wire::Anthropic, &conversation()).await;
     assert_eq!(
         (sent.method.as_str(), sent.path.as_str()),
         ("POST", "/v1/messages")

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use wicket_chat::{ChatErrorKind, ClientConfig, RetryPolicy, ToolCallRequest};
+use wicket_chat::{ChatErrorKind, ClientConfig, ToolCallRequest};
 use wicket_fake::{FakeServer, Reply, Step, Wire};
 
 use crate::*;
@@ -260,15 +260,8 @@ async fn a_refused_connection_is_retried_then_reported() {
         .local_addr()
         .unwrap()
         .port();
-    let config = ClientConfig {
-        openai_base_url: Some(format!("http://127.0.0.1:{port}/v1")),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            ..quick_config().retry
-        },
-        ..quick_config()
-    };
-    let client = client_for("openai:gpt-test", &config).unwrap();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let client = client_at(url, Wire::OpenAi, attempts(3));
     let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
     let error = reply.unwrap_err();
     assert_eq!(error.kind, ChatErrorKind::Connection);
@@ -287,16 +280,10 @@ async fn a_server_that_never_answers_hits_the_request_timeout() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
     let config = ClientConfig {
-        anthropic_base_url: Some(format!("http://127.0.0.1:{port}")),
-        anthropic_api_key: Some("sk-ant-test".into()),
         request_timeout: Duration::from_millis(300),
-        retry: RetryPolicy {
-            max_attempts: 2,
-            ..quick_config().retry
-        },
-        ..quick_config()
+        ..attempts(2)
     };
-    let client = client_for("anthropic:claude-test", &config).unwrap();
+    let client = client_at(format!("http://127.0.0.1:{port}"), Wire::Anthropic, config);
     let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
     let error = reply.unwrap_err();
     assert_eq!(error.kind, ChatErrorKind::Timeout, "{}", error.message);

@@ -31,22 +31,38 @@ pub fn quick_config() -> ClientConfig {
     }
 }
 
-/// The client a person would configure for `server`, with `config`'s
-/// timeouts and retries.
-pub fn client_with(server: &FakeServer, wire: Wire, config: ClientConfig) -> Box<dyn ChatClient> {
+/// The client a person would configure for a `wire` server at `base_url`,
+/// with `config`'s timeouts and retries.
+pub fn client_at(base_url: String, wire: Wire, config: ClientConfig) -> Box<dyn ChatClient> {
     let config = match wire {
         Wire::OpenAi => ClientConfig {
-            openai_base_url: Some(server.base_url()),
+            openai_base_url: Some(base_url),
             openai_api_key: Some("sk-test".into()),
             ..config
         },
         Wire::Anthropic => ClientConfig {
-            anthropic_base_url: Some(server.base_url()),
+            anthropic_base_url: Some(base_url),
             anthropic_api_key: Some("sk-ant-test".into()),
             ..config
         },
     };
     client_for(model_of(wire), &config).unwrap()
+}
+
+pub fn client_with(server: &FakeServer, wire: Wire, config: ClientConfig) -> Box<dyn ChatClient> {
+    client_at(server.base_url(), wire, config)
+}
+
+/// A config whose retry policy stops after `max_attempts` requests.
+pub fn attempts(max_attempts: u32) -> ClientConfig {
+    let config = quick_config();
+    ClientConfig {
+        retry: RetryPolicy {
+            max_attempts,
+            ..config.retry
+        },
+        ..config
+    }
 }
 
 pub fn client(server: &FakeServer, wire: Wire) -> Box<dyn ChatClient> {

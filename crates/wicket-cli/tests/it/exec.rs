@@ -22,6 +22,17 @@ pub fn exec(f: &Fixture, ask: &str, extra: &[&str]) -> Command {
     command
 }
 
+/// `wicket exec --json --answers deny` with no stdin, which must exit 0;
+/// its events.
+fn exec_denying(f: &Fixture, ask: &str, model: &str) -> Vec<Value> {
+    let output = exec(f, ask, &["--model", model, "--json", "--answers", "deny"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    lines(&output)
+}
+
 pub fn script(f: &Fixture, name: &str, replies: Value) -> String {
     let path = f.home.join(name);
     std::fs::write(&path, replies.to_string()).unwrap();
@@ -133,16 +144,7 @@ fn a_fixed_deny_policy_denies_and_the_turn_still_ends() {
             {"text": "The write was denied; nothing changed."}
         ]),
     );
-    let output = exec(
-        &f,
-        "overwrite",
-        &["--model", &model, "--json", "--answers", "deny"],
-    )
-    .stdin(Stdio::null())
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let events = lines(&output);
+    let events = exec_denying(&f, "overwrite", &model);
     let denied = events.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(denied["error"]["kind"], "denied");
     assert_eq!(
@@ -416,16 +418,7 @@ command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 
             {"tool_calls": [{"name": "finish", "arguments": {"result": "released"}}]}
         ]),
     );
-    let output = exec(
-        &f,
-        "release it",
-        &["--model", &model, "--json", "--answers", "deny"],
-    )
-    .stdin(Stdio::null())
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let events = lines(&output);
+    let events = exec_denying(&f, "release it", &model);
     let skill_result = events
         .iter()
         .find(|e| e["type"] == "tool_result" && e["call_id"] == "script-1-1")
