@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# The whole test suite: the Rust tests, then the page in headless Chromium.
-# Needs Debian's chromium (apt-get install chromium) and Node.js with npm.
+# The whole test suite: the Rust tests (cargo-nextest: each test in its own
+# process, one that hangs is killed after 2 minutes and fails), then the
+# page in headless Chromium. Installs what it needs when it can (Debian's
+# chromium as root), and otherwise says the one command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace --locked
+
+need() { echo "test.sh: $1" >&2; exit 1; }
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "test.sh: installing cargo-nextest" >&2
+  cargo install --locked cargo-nextest >/dev/null 2>&1 \
+    || need "the tests run under cargo-nextest: cargo install --locked cargo-nextest"
+fi
 chromium="${CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$chromium" ]; then
-  echo "test.sh: the browser tests need Chromium at $chromium: apt-get install chromium (or set CHROMIUM=/path)" >&2
-  exit 1
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing Debian's chromium for the browser tests" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    need "the browser tests need Chromium at $chromium: run 'sudo apt-get install chromium' (or set CHROMIUM=/path)"
+  fi
 fi
+command -v npm >/dev/null || need "the browser tests need Node.js with npm: run 'sudo apt-get install nodejs npm'"
+
+cargo nextest run --workspace --locked --profile ci
 cargo build --locked -p wicket-cli
 # The binary is wherever cargo puts it (CARGO_TARGET_DIR may point elsewhere).
 target="$(cargo metadata --format-version 1 --no-deps --locked | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

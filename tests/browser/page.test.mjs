@@ -32,7 +32,7 @@ writeFileSync(script, JSON.stringify([
   { tool_calls: [{ name: "ask", arguments: { question: "Which colour should the banner be?" } }] },
   { tool_calls: [{ name: "run", arguments: { argv: ["rm", "-rf", "src"], timeout_s: 5 } }] },
   { text: "Done: the line is in, the colour noted, and nothing was removed." },
-  { tool_calls: [{ name: "run", arguments: { argv: ["sleep", "30"] } }] },
+  { tool_calls: [{ name: "run", arguments: { argv: ["sh", "-c", "touch running; sleep 30"] } }] },
   { text: "unreachable" },
 ]));
 
@@ -48,7 +48,7 @@ const link = await new Promise((ok, fail) => {
   let out = "";
   server.stdout.on("data", (chunk) => {
     out += chunk;
-    const match = out.match(/(http:\/\/\S+\?token=\w+)/);
+    const match = out.match(/(http:\/\/\S+\/#token=\w+)/);
     if (match) ok(match[1]);
   });
   server.on("exit", (code) => fail(new Error(`wicket serve exited with ${code}`)));
@@ -88,12 +88,14 @@ try {
   await question.locator("input").fill("blue");
   await question.locator("button").click();
   await page.waitForSelector(".question.closed");
+  assert.match(await page.locator(".question.closed").last().innerText(), /reply: blue/);
 
   // The run card: denied with the keyboard shortcut.
   const run = page.locator('.card[data-kind="run"]:not(.closed)');
   await run.waitFor();
   assert.match(await run.innerText(), /"rm","-rf","src"/);
   assert.match(await run.innerText(), /timeout 5 s/);
+  assert.match(await run.innerText(), /sandbox/);
   await page.screenshot({ path: join(shots, "run-card.png"), fullPage: true });
   await page.locator("body").click({ position: { x: 5, y: 5 } });
   await page.keyboard.press("d");
@@ -108,6 +110,12 @@ try {
   const long = page.locator('.card[data-kind="run"]:not(.closed)');
   await long.waitFor();
   await long.getByText("Allow once").click();
+  // Cancel only once the answer is shown and the command is running.
+  await page.waitForSelector('.card[data-kind="run"].closed .answered:has-text("allow_once")', { timeout: 10000 });
+  for (let waited = 0; !existsSync(join(ws, "running")); waited += 20) {
+    assert.ok(waited < 20000, "the command never started");
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
   await page.waitForSelector("#cancel:not([hidden])", { timeout: 10000 });
   await page.click("#cancel");
   await page.waitForSelector(".error:has-text('cancelled')", { timeout: 10000 });
@@ -134,6 +142,9 @@ try {
   // …and the top, far above the view now, is let go.
   await page.waitForFunction(() => ![...document.querySelectorAll("#transcript .user")].some((u) => u.textContent === "Read it all"));
   assert.deepEqual(errors, [], "the page threw");
+  // The token never became a cookie, and left the address bar.
+  assert.deepEqual(await page.context().cookies(), [], "no cookie carries the token");
+  assert.ok(!page.url().includes("token="), page.url());
   console.log(`ok: browser test passed; screenshots in ${shots}`);
 } catch (error) {
   failed = true;

@@ -116,7 +116,16 @@ fn sample_event(i: u64) -> EventBody {
     EventBody::ToolResult {
         call_id: format!("call-{i}"),
         ok: true,
-        output: Some(serde_json::json!({"content": "fn main() {}\n", "size": 13})),
+        output: Some(wicket_protocol::ToolOutput::ReadFile(
+            wicket_protocol::ReadFileOutput {
+                content: "fn main() {}\n".into(),
+                size: 13,
+                offset: 0,
+                next_offset: None,
+                next_line: None,
+                binary: false,
+            },
+        )),
         error: None,
     }
 }
@@ -221,7 +230,10 @@ fn grep_rows(rows: &mut Vec<Row>) -> Result<()> {
         };
         let mut found = 0;
         let wicket = median(5, || {
-            found = tools.grep(None, &args)?.matches.len();
+            found = tools
+                .grep(None, &args, &wicket_tools::Cancel::default())?
+                .matches
+                .len();
             Ok(())
         })?;
         let reference = median(5, || {
@@ -338,7 +350,11 @@ fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
     let tools = wicket_tools::Tools::open(ws.path())?;
     let (session, _) =
         Session::open_or_create(home.path(), "gate", tools.workspace().root(), None)?;
-    let gate = wicket_core::gate::Gate::new(&tools, &session);
+    let confinement = wicket_core::gate::Confinement {
+        sandbox: wicket_core::sandbox::SandboxSettings::default(),
+        home: home.path().to_path_buf(),
+    };
+    let gate = wicket_core::gate::Gate::new(&tools, &session, &confinement);
     let call = wicket_protocol::ToolCall::parse("read_file", serde_json::json!({"path": "a.txt"}))
         .map_err(|e| anyhow::anyhow!(e.message))?;
     let cancel = wicket_tools::Cancel::default();

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::http::Http;
 use crate::retry::{Attempt, retrying};
 use crate::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Message, Reply, Request,
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Completion, Message, Request,
     RetryPolicy, StreamEvent, ToolCallRequest, Usage,
 };
 
@@ -64,7 +64,7 @@ impl Anthropic {
         &self,
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
-    ) -> Result<Reply, ChatError> {
+    ) -> Result<Completion, ChatError> {
         let body = request_body(&self.name, req);
         let mut events = self
             .http
@@ -230,6 +230,10 @@ struct StartUsage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
 }
 
 #[derive(Deserialize)]
@@ -272,9 +276,16 @@ impl Assembly {
         match message {
             StreamMessage::MessageStart { message } => {
                 if let Some(usage) = message.usage {
+                    // Anthropic counts cached input apart from `input_tokens`;
+                    // Wicket's input is all of it.
                     self.usage = Usage {
-                        input_tokens: usage.input_tokens,
+                        input_tokens: usage.input_tokens
+                            + usage.cache_creation_input_tokens
+                            + usage.cache_read_input_tokens,
                         output_tokens: usage.output_tokens,
+                        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+                        cache_read_input_tokens: usage.cache_read_input_tokens,
+                        ..Usage::default()
                     };
                 }
             }
@@ -320,7 +331,9 @@ impl Assembly {
                         self.usage.output_tokens = output;
                     }
                     if let Some(input) = usage.input_tokens.filter(|&input| input > 0) {
-                        self.usage.input_tokens = input;
+                        self.usage.input_tokens = input
+                            + self.usage.cache_creation_input_tokens
+                            + self.usage.cache_read_input_tokens;
                     }
                 }
             }
@@ -340,7 +353,7 @@ impl Assembly {
         }
     }
 
-    fn finish(self) -> Reply {
+    fn finish(self) -> Completion {
         let tool_calls = self
             .blocks
             .into_iter()
@@ -354,7 +367,7 @@ impl Assembly {
                 Block::Text | Block::Other => None,
             })
             .collect();
-        Reply {
+        Completion {
             text: self.text,
             tool_calls,
             usage: self.usage,

@@ -15,8 +15,8 @@
 mod anthropic;
 mod http;
 mod openai;
+mod replay;
 mod retry;
-mod script;
 mod sse;
 
 use std::future::Future;
@@ -25,24 +25,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use retry::RetryPolicy;
-
-/// A tool the model may call: its name, what it is for, and the JSON Schema
-/// of its arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: serde_json::Value,
-}
-
-/// A tool call the model asked for. `arguments` is the JSON text exactly as
-/// the model produced it; the caller parses it against the tool's types.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCallRequest {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
+pub use wicket_protocol::{ToolCallRequest, ToolSpec, Usage};
 
 /// One entry of the conversation, in the providers' common shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,16 +53,10 @@ pub struct Request {
     pub max_tokens: u32,
 }
 
-/// Tokens one reply cost, as the provider counted them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-/// One complete assistant reply.
+/// One complete assistant reply: what the model said, the calls it made,
+/// what it cost.
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub struct Completion {
     pub text: String,
     pub tool_calls: Vec<ToolCallRequest>,
     pub usage: Usage,
@@ -104,7 +81,7 @@ pub enum StreamEvent {
     },
 }
 
-pub type ChatFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, ChatError>> + Send + 'a>>;
+pub type ChatFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, ChatError>> + Send + 'a>>;
 
 /// A streaming chat model with tool calls.
 pub trait ChatClient: Send + Sync {
@@ -275,7 +252,7 @@ pub fn client_for(model: &str, config: &ClientConfig) -> Result<Box<dyn ChatClie
                 model, name, &base_url, key, config,
             )?))
         }
-        "script" => Ok(Box::new(script::Script::load(model, Path::new(name))?)),
+        "script" => Ok(Box::new(replay::Replay::load(model, Path::new(name))?)),
         _ => Err(config_error(format!(
             "unknown provider {provider:?} in the model {model:?}; use {MODEL_FORMS}"
         ))),

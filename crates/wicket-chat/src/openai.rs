@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::http::Http;
 use crate::retry::{Attempt, retrying};
 use crate::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Message, Reply, Request,
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Completion, Message, Request,
     RetryPolicy, StreamEvent, ToolCallRequest, Usage,
 };
 
@@ -64,7 +64,7 @@ impl OpenAi {
         &self,
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
-    ) -> Result<Reply, ChatError> {
+    ) -> Result<Completion, ChatError> {
         let body = request_body(&self.name, req);
         let mut events = self
             .http
@@ -212,6 +212,14 @@ struct ChunkUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
 }
 
 /// A reply being put together from its chunks.
@@ -244,6 +252,10 @@ impl Assembly {
             self.usage = Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
+                cache_read_input_tokens: usage
+                    .prompt_tokens_details
+                    .map_or(0, |details| details.cached_tokens),
+                ..Usage::default()
             };
         }
         for choice in chunk.choices {
@@ -285,7 +297,7 @@ impl Assembly {
 
     /// The reply; a call the server sent without an id gets one, so its
     /// result can be matched to it.
-    fn finish(self) -> Reply {
+    fn finish(self) -> Completion {
         let tool_calls = self
             .calls
             .into_iter()
@@ -298,7 +310,7 @@ impl Assembly {
                 call
             })
             .collect();
-        Reply {
+        Completion {
             text: self.text,
             tool_calls,
             usage: self.usage,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{ChatError, ChatFuture, Reply, Request, StreamEvent};
+use crate::{ChatError, ChatFuture, Completion, Request, StreamEvent};
 
 /// How often and how patiently a failed request is repeated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub(crate) async fn retrying(
     client: &dyn Attempt,
     req: &Request,
     on_event: &mut (dyn FnMut(StreamEvent) + Send),
-) -> Result<Reply, ChatError> {
+) -> Result<Completion, ChatError> {
     let mut attempt = 1;
     loop {
         match client.attempt(req, &mut *on_event).await {

@@ -1,4 +1,11 @@
-//! The ways `wicket tool` answers cards.
+//! The ways cards are answered from this process: a JSON line per card on
+//! stdout for scripts ([`Printing`]), answer lines on stdin
+//! ([`StdinLines`]), and the prompt on a terminal ([`Terminal`], with
+//! [`prompt_card`] and [`prompt_reply`], which `wicket exec` shares).
+//!
+//! On a terminal, keys typed before a card is drawn never answer it: the
+//! prompt reads stdin byte by byte (no buffer can hold the next line), and
+//! the terminal's pending input is flushed right after the card is drawn.
 
 use std::io::{BufRead, Write};
 
@@ -13,6 +20,7 @@ pub struct Printing<A> {
 }
 
 impl<A> Printing<A> {
+    /// Wraps `inner`.
     pub fn new(inner: A) -> Printing<A> {
         Printing { inner }
     }
@@ -81,23 +89,60 @@ pub struct Terminal;
 
 impl Answerer for Terminal {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
-        let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        eprint!("{}", show::card(card, color));
-        let stdin = std::io::stdin();
-        loop {
-            eprint!("[o]nce / [s]ession / [d]eny: ");
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            match stdin.lock().read_line(&mut line) {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {}
+        prompt_card(card)
+    }
+}
+
+/// One line from the terminal, read a byte at a time so nothing of the
+/// next line is taken with it. `None` at end of input.
+pub fn read_terminal_line() -> Option<String> {
+    let stdin = rustix::stdio::stdin();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::io::read(stdin, &mut byte) {
+            Ok(0) => {
+                return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned());
             }
-            match line.trim() {
-                "o" | "once" => return Some(Answer::AllowOnce),
-                "s" | "session" => return Some(Answer::AllowSession),
-                "d" | "deny" => return Some(Answer::Deny),
-                _ => eprintln!("type o, s or d"),
-            }
+            Ok(_) if byte[0] == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            Ok(_) => line.push(byte[0]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
         }
     }
+}
+
+/// Drops whatever was typed (or pasted) before now.
+fn flush_typed_ahead() {
+    let _ = rustix::termios::tcflush(
+        rustix::stdio::stdin(),
+        rustix::termios::QueueSelector::IFlush,
+    );
+}
+
+/// Draws the card on stderr, drops what was typed before it, and asks
+/// `[o]nce / [s]ession / [d]eny`. `None` at end of input.
+pub fn prompt_card(card: &Card) -> Option<Answer> {
+    eprint!("\n{}", show::card(card, show::colour()));
+    let _ = std::io::stderr().flush();
+    flush_typed_ahead();
+    loop {
+        eprint!("[o]nce / [s]ession / [d]eny: ");
+        let _ = std::io::stderr().flush();
+        let line = read_terminal_line()?;
+        match line.trim() {
+            "o" | "once" => return Some(Answer::AllowOnce),
+            "s" | "session" => return Some(Answer::AllowSession),
+            "d" | "deny" => return Some(Answer::Deny),
+            _ => eprintln!("type o, s or d"),
+        }
+    }
+}
+
+/// Asks a question on the terminal; `None` at end of input.
+pub fn prompt_reply(question: &str) -> Option<String> {
+    eprintln!("\n? {}", wicket_protocol::text::visible(question));
+    eprint!("reply: ");
+    let _ = std::io::stderr().flush();
+    read_terminal_line().map(|line| line.trim_end_matches('\r').to_string())
 }

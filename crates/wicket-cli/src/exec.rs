@@ -16,13 +16,17 @@ use wicket_core::manager::{Manager, standard_setup};
 use wicket_core::session::{self, Session};
 use wicket_protocol::{Answer, Card, Event, EventBody};
 
+use crate::answer::{prompt_card, prompt_reply};
 use crate::show;
 
 /// How cards (and questions) are answered.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// The same answer for every card; questions get [`NO_ONE_TO_ASK`].
     Policy(Answer),
+    /// JSON lines on stdin.
     Stdin,
+    /// A prompt on the terminal.
     Terminal,
 }
 
@@ -35,6 +39,7 @@ enum Ask {
 /// The reply a fixed policy gives a question: nobody is there to answer.
 const NO_ONE_TO_ASK: &str = "No one can answer: this turn runs with a fixed --answers policy. Decide for yourself, and say what you assumed.";
 
+/// `wicket exec`'s options.
 pub struct Options {
     pub ask: String,
     pub workspace: Option<PathBuf>,
@@ -44,28 +49,32 @@ pub struct Options {
     pub mode: Option<Mode>,
 }
 
-pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
-    let home = session::home();
-    let workspace = match (&options.workspace, &options.session) {
+/// The workspace and model of a run: the flags, else the continued session's.
+fn resolve(options: &Options, home: &std::path::Path) -> anyhow::Result<(PathBuf, Option<String>)> {
+    let existing = options
+        .session
+        .as_ref()
+        .and_then(|id| Session::load_existing(home, id).ok())
+        .map(|(meta, _)| meta);
+    let workspace = match (&options.workspace, &existing) {
         (Some(dir), _) => dir.clone(),
-        // Continuing a session without --workspace: the session's own.
-        (None, Some(id)) => match Session::load_existing(&home, id) {
-            Ok((meta, _)) => PathBuf::from(meta.workspace),
-            Err(_) => std::env::current_dir()?,
-        },
+        (None, Some(meta)) => PathBuf::from(&meta.workspace),
         (None, None) => std::env::current_dir()?,
     };
+    let model = options
+        .model
+        .clone()
+        .or_else(|| existing.and_then(|meta| meta.model));
+    Ok((workspace, model))
+}
+
+pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
+    let home = session::home();
+    let (workspace, model) = resolve(&options, &home)?;
     let setup = standard_setup(&home);
-    let model = options.model.clone().or_else(|| {
-        options
-            .session
-            .as_ref()
-            .and_then(|id| Session::load_existing(&home, id).ok())
-            .and_then(|(meta, _)| meta.model)
-    });
     // A missing model or key is said before any session is made.
-    if let Err(message) = setup(&workspace, model.as_deref()) {
-        eprintln!("wicket: {message}");
+    if let Err(error) = setup(&workspace, model.as_deref()) {
+        eprintln!("wicket: {error}");
         return Ok(ExitCode::from(1));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -79,18 +88,7 @@ pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
         options.model.as_deref(),
     )?;
     let mut events = manager.subscribe(&id)?;
-
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let (manager, id, interrupted) = (manager.clone(), id.clone(), interrupted.clone());
-        runtime.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupted.store(true, Ordering::SeqCst);
-                let _ = manager.cancel(&id);
-            }
-        });
-    }
-
+    let interrupted = cancel_on_ctrl_c(&runtime, &manager, &id);
     let mode = options.mode.unwrap_or(if std::io::stdin().is_terminal() {
         Mode::Terminal
     } else {
@@ -101,30 +99,10 @@ pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
         let (manager, id) = (manager.clone(), id.clone());
         std::thread::spawn(move || answer_loop(&manager, &id, mode, asked));
     }
-
     let mut printer = Printer::new(options.json);
-    let first = manager.events_after(&id, 0)?.into_iter().next();
-    let started = match first {
-        Some(
-            event @ Event {
-                body: EventBody::SessionStarted { .. },
-                ..
-            },
-        ) => event,
-        _ => Event {
-            seq: 0,
-            ts: String::new(),
-            body: EventBody::SessionStarted {
-                session: id.clone(),
-                workspace: workspace.display().to_string(),
-            },
-        },
-    };
-    printer.print(&started);
-    let mut last_seq = manager
-        .events_after(&id, 0)?
-        .last()
-        .map_or(0, |event| event.seq);
+    let backlog = manager.events_after(&id, 0)?;
+    printer.print(&first_event(&backlog, &id, &workspace));
+    let mut last_seq = backlog.last().map_or(0, |event| event.seq);
 
     manager.send(&id, &options.ask)?;
     loop {
@@ -139,40 +117,75 @@ pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
             }
             last_seq = event.seq;
             printer.print(&event);
-            match &event.body {
-                EventBody::Card { card, .. } => {
-                    let _ = asks.send(Ask::Card(card.clone()));
-                }
-                EventBody::Question { id, question, .. } => {
-                    let _ = asks.send(Ask::Question {
-                        id: id.clone(),
-                        question: question.clone(),
-                    });
-                }
-                EventBody::Result { .. } => return Ok(finish(&manager, &id, 0)),
-                EventBody::Error {
-                    ends_turn: true, ..
-                } => return Ok(finish(&manager, &id, 1)),
-                EventBody::Cancelled {} => {
-                    let code = if interrupted.load(Ordering::SeqCst) {
-                        130
-                    } else {
-                        1
-                    };
-                    return Ok(finish(&manager, &id, code));
-                }
-                _ => {}
+            if let Some(code) = react(&event, &asks, &interrupted) {
+                let _ = manager.wait_idle(&id);
+                let _ = std::io::stdout().flush();
+                return Ok(ExitCode::from(code));
             }
         }
     }
     Ok(ExitCode::from(1))
 }
 
-/// Waits for the turn's thread to let go of the session, then exits.
-fn finish(manager: &Manager, id: &str, code: u8) -> ExitCode {
-    let _ = manager.wait_idle(id);
-    let _ = std::io::stdout().flush();
-    ExitCode::from(code)
+/// The session's first event (`session_started`), which names its id.
+fn first_event(backlog: &[Event], id: &str, workspace: &std::path::Path) -> Event {
+    match backlog.first() {
+        Some(
+            event @ Event {
+                body: EventBody::SessionStarted { .. },
+                ..
+            },
+        ) => event.clone(),
+        _ => Event {
+            seq: 0,
+            ts: String::new(),
+            body: EventBody::SessionStarted {
+                session: id.to_string(),
+                workspace: workspace.display().to_string(),
+            },
+        },
+    }
+}
+
+/// SIGINT cancels the turn; the flag says it happened.
+fn cancel_on_ctrl_c(
+    runtime: &tokio::runtime::Runtime,
+    manager: &Arc<Manager>,
+    id: &str,
+) -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let (manager, id, flag) = (manager.clone(), id.to_string(), interrupted.clone());
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, Ordering::SeqCst);
+            let _ = manager.cancel(&id);
+        }
+    });
+    interrupted
+}
+
+/// Hands cards and questions to the answer thread; the exit code once the turn ended.
+fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> Option<u8> {
+    match &event.body {
+        EventBody::Card { card, .. } => {
+            let _ = asks.send(Ask::Card(card.clone()));
+            None
+        }
+        EventBody::Question { id, question, .. } => {
+            let _ = asks.send(Ask::Question {
+                id: id.clone(),
+                question: question.clone(),
+            });
+            None
+        }
+        EventBody::Result { .. } => Some(0),
+        EventBody::Error {
+            ends_turn: true, ..
+        } => Some(1),
+        EventBody::Cancelled {} if interrupted.load(Ordering::SeqCst) => Some(130),
+        EventBody::Cancelled {} => Some(1),
+        _ => None,
+    }
 }
 
 /// Answers what the turn asks, one at a time.
@@ -192,17 +205,13 @@ fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<As
                 }
             }
             (Mode::Terminal, Ask::Card(card)) => {
-                if let Some(answer) = terminal_card(&card) {
+                if let Some(answer) = prompt_card(&card) {
                     let _ = manager.answer(id, &card.id, answer);
                 }
             }
             (Mode::Terminal, Ask::Question { id: qid, question }) => {
-                eprintln!("\n? {question}");
-                eprint!("reply: ");
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0 {
-                    let _ = manager.reply(id, &qid, line.trim_end_matches(['\r', '\n']));
+                if let Some(reply) = prompt_reply(&question) {
+                    let _ = manager.reply(id, &qid, &reply);
                 }
             }
         }
@@ -271,26 +280,6 @@ fn stdin_answer(
             }
         } else {
             early.push(value);
-        }
-    }
-}
-
-fn terminal_card(card: &Card) -> Option<Answer> {
-    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    eprint!("\n{}", show::card(card, color));
-    loop {
-        eprint!("[o]nce / [s]ession / [d]eny: ");
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {}
-        }
-        match line.trim() {
-            "o" | "once" => return Some(Answer::AllowOnce),
-            "s" | "session" => return Some(Answer::AllowSession),
-            "d" | "deny" => return Some(Answer::Deny),
-            _ => eprintln!("type o, s or d"),
         }
     }
 }
@@ -365,8 +354,6 @@ impl Spinner {
     fn set(&self, on: bool) {
         self.on.store(on, Ordering::Relaxed);
         if !on {
-            // Let the spinner thread clear its line before text follows.
-            std::thread::sleep(Duration::from_millis(0));
             eprint!("\r\x1b[K");
         }
     }

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use wicket_core::gate::{Answerer, Gate, Policy};
+use wicket_core::config::Config;
+use wicket_core::gate::{Answerer, Confinement, Gate, Policy};
 use wicket_core::session::{self, Session};
 use wicket_protocol::{Answer, ErrorKind, ToolCall, WireError, result_line};
 use wicket_tools::{Cancel, Tools};
@@ -112,6 +113,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The sandbox launcher's stages run before anything else: a user
+    // namespace can only be made by a process with one thread.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = wicket_os::sandbox::dispatch(&args) {
+        return ExitCode::from(code);
+    }
+    wicket_os::spawn::install_launcher(PathBuf::from("/proc/self/exe"));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -166,14 +174,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if json {
                     writeln!(out, "{}", serde_json::to_string(&meta)?)?;
                 } else {
-                    let status = serde_json::to_value(meta.status)?;
                     writeln!(
                         out,
                         "{}  {:<7}  {}  {}",
                         meta.id,
-                        status.as_str().unwrap_or(""),
+                        meta.status.as_str(),
                         meta.updated,
-                        meta.workspace
+                        wicket_protocol::text::visible_line(&meta.workspace)
                     )?;
                 }
             }
@@ -246,12 +253,16 @@ fn tool(
             return Ok(ExitCode::from(1));
         }
     };
-
+    let home = session::home();
+    let root = tools.workspace().root().to_path_buf();
+    let confinement = Confinement {
+        sandbox: Config::load(&home, &root)?.sandbox,
+        home: home.clone(),
+    };
     // Without --session the call gets a throwaway session, removed afterwards.
     let throwaway;
-    let root = tools.workspace().root().to_path_buf();
     let (session, loaded) = match session_id {
-        Some(id) => Session::open_or_create(&session::home(), &id, &root, None)?,
+        Some(id) => Session::open_or_create(&home, &id, &root, None)?,
         None => {
             throwaway = tempfile::Builder::new()
                 .prefix("wicket-session-")
@@ -265,20 +276,9 @@ fn tool(
             session.log_path().display()
         );
     }
-
-    let interactive = std::io::stdin().is_terminal();
-    let mut answerer: Box<dyn Answerer> = match answers {
-        Some(Answers::Deny) => Box::new(answer::Printing::new(Policy(Answer::Deny))),
-        Some(Answers::AllowOnce) => Box::new(answer::Printing::new(Policy(Answer::AllowOnce))),
-        Some(Answers::AllowSession) => {
-            Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
-        }
-        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines)),
-        None if interactive => Box::new(answer::Printing::new(answer::Terminal)),
-        None => Box::new(answer::Printing::new(Policy(Answer::Deny))),
-    };
-    let gate = Gate::new(&tools, &session);
-    let call_id = format!("call-{}", fastrand_id());
+    let mut answerer = answerer_for(answers);
+    let gate = Gate::new(&tools, &session, &confinement);
+    let call_id = wicket_os::ids::new_id("call");
     let result = gate.call(&call_id, &call, answerer.as_mut(), &Cancel::default());
     session.sync()?;
     println!("{}", result_line(&result));
@@ -289,10 +289,16 @@ fn tool(
     })
 }
 
-fn fastrand_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{:x}{:08x}", std::process::id(), nanos)
+/// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.
+fn answerer_for(answers: Option<Answers>) -> Box<dyn Answerer> {
+    match answers {
+        Some(Answers::Deny) => Box::new(answer::Printing::new(Policy(Answer::Deny))),
+        Some(Answers::AllowOnce) => Box::new(answer::Printing::new(Policy(Answer::AllowOnce))),
+        Some(Answers::AllowSession) => {
+            Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
+        }
+        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines)),
+        None if std::io::stdin().is_terminal() => Box::new(answer::Printing::new(answer::Terminal)),
+        None => Box::new(answer::Printing::new(Policy(Answer::Deny))),
+    }
 }

@@ -2,7 +2,6 @@
 //! One server per home: a second one says where the first runs instead of
 //! fighting over the sessions.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,7 +26,7 @@ pub struct Options {
 
 pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
     let home = session::home();
-    std::fs::create_dir_all(&home)
+    wicket_os::files::private_dir(&home)
         .with_context(|| format!("cannot make the wicket home {}", home.display()))?;
     let Some(_lock) = lock_home(&home)? else {
         return Ok(already_running(&home));
@@ -55,7 +54,7 @@ pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
         runtime.handle().clone(),
         standard_setup(&home),
     ));
-    let token = new_token()?;
+    let token = new_token();
     let mut server = Server::new(manager.clone(), token.clone(), addr);
     server.default_workspace = workspace;
     let url = format!("http://{}", server.hosts[0]);
@@ -69,7 +68,7 @@ pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
         },
     )
     .context("cannot write server.json")?;
-    println!("wicket serve: {url}/?token={token}");
+    println!("wicket serve: {url}/#token={token}");
     std::io::stdout().flush()?;
 
     let router = app(Arc::new(server));
@@ -97,24 +96,25 @@ pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
 }
 
 /// Holds `server.lock` in the home for as long as this server runs; `None`
-/// when another process holds it.
+/// when another process holds it. A `server.json` left by a server that
+/// died is simply replaced: its lock went with it.
 fn lock_home(home: &Path) -> anyhow::Result<Option<std::fs::File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(home.join("server.lock"))?;
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(Some(file)),
-        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-        Err(error) => Err(error).context("cannot lock server.lock"),
+    let path = home.join("server.lock");
+    match wicket_os::files::lock(&path, std::time::Duration::ZERO)
+        .with_context(|| format!("cannot lock {}", path.display()))?
+    {
+        wicket_os::files::Locked::Held(mut file) => {
+            let _ = wicket_os::files::record_holder(&mut file);
+            Ok(Some(file))
+        }
+        wicket_os::files::Locked::Busy => Ok(None),
     }
 }
 
 fn already_running(home: &Path) -> ExitCode {
     match running_server(home) {
         Some(file) => eprintln!(
-            "wicket: a server for {} already runs at {} (pid {}); open {}/?token=… with the token in {}, or stop it first",
+            "wicket: a server for {} already runs at {} (pid {}); open {}/#token=… with the token in {}, or stop it first",
             home.display(),
             file.url,
             file.pid,
@@ -122,7 +122,10 @@ fn already_running(home: &Path) -> ExitCode {
             home.join("server.json").display()
         ),
         None => eprintln!(
-            "wicket: another wicket serve is starting on {}; wait for it or stop it first",
+            "wicket: another wicket serve{} holds {}; wait for it or stop it first",
+            wicket_os::files::holder(&home.join("server.lock"))
+                .map(|pid| format!(" (pid {pid})"))
+                .unwrap_or_default(),
             home.display()
         ),
     }

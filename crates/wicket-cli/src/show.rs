@@ -1,6 +1,13 @@
-//! What a person reads: cards and log events as text.
+//! What a person reads: cards and log events as text. Every string that
+//! came from the model, a file or a command goes through
+//! `wicket_protocol::text::visible` here, so no escape sequence, carriage
+//! return or bidi override in it can redraw what the card says.
 
-use wicket_protocol::{Card, CardKind, Event, EventBody};
+use wicket_protocol::text::{visible, visible_line};
+use wicket_protocol::{
+    Card, CardKind, Event, EventBody, HookOutcome, McpCard, OutsideReadCard, Reach, RunCard,
+    RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
+};
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
@@ -9,83 +16,150 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
 fn paint(text: &str, style: &str, color: bool) -> String {
-    if color {
+    if color && !style.is_empty() {
         format!("{style}{text}{RESET}")
     } else {
         text.to_string()
     }
 }
 
+/// Whether the terminal gets colour: not when `NO_COLOR` is set.
+pub fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// A card as a person reads it; a coloured diff unless `color` is false.
 pub fn card(card: &Card, color: bool) -> String {
-    let mut out = String::new();
-    match card.kind {
-        CardKind::Write => {
-            out.push_str(&paint(
-                &format!(
-                    "{} wants to write {}",
-                    card.tool,
-                    card.path.as_deref().unwrap_or("?")
-                ),
-                BOLD,
-                color,
-            ));
-            out.push('\n');
-            for line in card.diff.as_deref().unwrap_or("").lines() {
-                let style = if line.starts_with("+++") || line.starts_with("---") {
-                    BOLD
-                } else if line.starts_with('+') {
-                    GREEN
-                } else if line.starts_with('-') {
-                    RED
-                } else if line.starts_with("@@") {
-                    CYAN
-                } else {
-                    ""
-                };
-                out.push_str(&if style.is_empty() {
-                    line.to_string()
-                } else {
-                    paint(line, style, color)
-                });
-                out.push('\n');
-            }
-            if card.diff_truncated == Some(true) {
-                out.push_str(&format!(
-                    "[the whole diff is {} bytes; the card shows its first {} lines]\n",
-                    card.diff_bytes.unwrap_or(0),
-                    card.diff.as_deref().unwrap_or("").lines().count()
-                ));
-            }
+    let tool = visible_line(&card.tool);
+    match &card.kind {
+        CardKind::Write(write) => write_card(&tool, write, color),
+        CardKind::OutsideRead(read) => outside_card(&tool, read, color),
+        CardKind::Run(run) => run_card(run, color),
+        CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
+    }
+}
+
+fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
+    let mut out = paint(
+        &format!("{tool} wants to write {}", visible_line(&write.path)),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    for line in write.diff.lines() {
+        let style = if line.starts_with("+++") || line.starts_with("---") {
+            BOLD
+        } else if line.starts_with('+') {
+            GREEN
+        } else if line.starts_with('-') {
+            RED
+        } else if line.starts_with("@@") {
+            CYAN
+        } else {
+            ""
+        };
+        out.push_str(&paint(&visible_line(line), style, color));
+        out.push('\n');
+    }
+    if write.diff_truncated {
+        out.push_str(&format!(
+            "[the whole diff is {} bytes; the card shows its first {} lines]\n",
+            write.diff_bytes,
+            write.diff.lines().count()
+        ));
+    }
+    out
+}
+
+fn outside_card(tool: &str, read: &OutsideReadCard, color: bool) -> String {
+    let what = match read.reach {
+        Reach::Read => "read a file outside the workspace",
+        Reach::List => "list the names in a folder outside the workspace",
+        Reach::Grep => "search every file below a path outside the workspace",
+    };
+    let mut out = paint(
+        &format!("{tool} wants to {what}: {}", visible_line(&read.path)),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    out
+}
+
+/// The sandbox line of a run card, in words.
+pub fn sandbox_line(sandbox: &SandboxSummary) -> String {
+    let network = if sandbox.network {
+        "with network"
+    } else {
+        "no network"
+    };
+    let mode = match sandbox.mode {
+        SandboxMode::WorkspaceWrite => {
+            format!("workspace-write: writes only in the workspace and its own TMPDIR, {network}")
         }
-        CardKind::OutsideRead => {
-            out.push_str(&paint(
-                &format!(
-                    "{} wants to read outside the workspace: {}",
-                    card.tool,
-                    card.path.as_deref().unwrap_or("?")
-                ),
-                BOLD,
-                color,
-            ));
-            out.push('\n');
-        }
-        CardKind::Run => {
-            let argv = card.argv.clone().unwrap_or_default();
-            let quoted: Vec<String> = argv
-                .iter()
-                .map(|arg| serde_json::to_string(arg).unwrap_or_default())
-                .collect();
-            out.push_str(&paint("run wants to start a command", BOLD, color));
-            out.push('\n');
-            out.push_str(&format!("  argv: [{}]\n", quoted.join(", ")));
-            if let Some(cwd) = &card.cwd {
-                out.push_str(&format!("  cwd: {cwd}\n"));
-            }
-            if let Some(timeout) = card.timeout_s {
-                out.push_str(&format!("  timeout: {timeout} s\n"));
-            }
-        }
+        SandboxMode::ReadOnly => format!("read-only: writes only in its own TMPDIR, {network}"),
+        SandboxMode::Off => "OFF in your config: it runs unconfined".to_string(),
+        SandboxMode::Unavailable => "UNAVAILABLE".to_string(),
+    };
+    match &sandbox.note {
+        Some(note) => format!("{mode} ({})", visible_line(note)),
+        None => mode,
+    }
+}
+
+fn run_card(run: &RunCard, color: bool) -> String {
+    let quoted: Vec<String> = run
+        .argv
+        .iter()
+        .map(|arg| visible_line(&serde_json::to_string(arg).unwrap_or_default()))
+        .collect();
+    let who = match run.source {
+        RunSource::Tool => "run wants to start a command",
+        RunSource::Hook => "the workspace's Stop hook (.wicket/config.toml) wants to run",
+        RunSource::Mcp => "the workspace's MCP server (.wicket/config.toml) wants to start",
+    };
+    let mut out = paint(who, BOLD, color);
+    out.push('\n');
+    out.push_str(&format!("  argv: [{}]\n", quoted.join(", ")));
+    out.push_str(&format!("  cwd: {}\n", visible_line(&run.cwd)));
+    if let Some(timeout) = run.timeout_s {
+        out.push_str(&format!("  timeout: {timeout} s\n"));
+    }
+    if run.network {
+        out.push_str(&paint("  network: asked for\n", BOLD, color));
+    }
+    let line = format!("  sandbox: {}\n", sandbox_line(&run.sandbox));
+    let warn = matches!(
+        run.sandbox.mode,
+        SandboxMode::Off | SandboxMode::Unavailable
+    );
+    out.push_str(&paint(&line, if warn { RED } else { "" }, color));
+    out
+}
+
+fn mcp_card(tool: &str, mcp: &McpCard, color: bool) -> String {
+    let mut out = paint(
+        &format!(
+            "the MCP server {} wants to run its tool {tool}",
+            visible_line(&mcp.server)
+        ),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    for line in mcp.arguments_text.lines() {
+        out.push_str("  ");
+        out.push_str(&visible_line(line));
+        out.push('\n');
+    }
+    if mcp.arguments_truncated {
+        out.push_str("  [the arguments are longer; the card shows their start]\n");
+    }
+    if let Some(annotations) = &mcp.annotations {
+        out.push_str(&format!(
+            "  the server says (a claim, not a permission): {}\n",
+            visible_line(&annotations.to_string())
+        ));
     }
     out
 }
@@ -93,17 +167,18 @@ pub fn card(card: &Card, color: bool) -> String {
 fn short(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
     let cut: String = line.chars().take(max).collect();
+    let shown = visible_line(&cut);
     if cut.len() < text.len() {
-        format!("{cut}…")
+        format!("{shown}…")
     } else {
-        cut
+        shown
     }
 }
 
 /// What a tool call is about, in a few words: its path, argv or pattern.
 fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
     let field = |key: &str| arguments.get(key).and_then(|v| v.as_str());
-    match name {
+    let summary = match name {
         "run" => arguments
             .get("argv")
             .and_then(|argv| argv.as_array())
@@ -123,7 +198,86 @@ fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
         "finish" => String::new(),
         "use_skill" => field("name").unwrap_or("").to_string(),
         _ => field("path").unwrap_or(".").to_string(),
+    };
+    short(&summary, 200)
+}
+
+/// A result in a few words.
+fn output_summary(output: &ToolOutput) -> String {
+    match output {
+        ToolOutput::ReadFile(read) if read.binary => format!("binary, {} bytes", read.size),
+        ToolOutput::ReadFile(read) => format!("{} bytes", read.size),
+        ToolOutput::Grep(grep) => format!("{} matches", grep.matches.len()),
+        ToolOutput::ListDir(list) => format!("{} entries", list.entries.len()),
+        ToolOutput::Write(write) => format!("wrote {} bytes", write.bytes),
+        ToolOutput::Run(run) => match (run.exit_code, run.signal) {
+            (Some(code), _) => format!("exit {code} in {} ms", run.duration_ms),
+            (None, Some(signal)) => {
+                format!("killed by signal {signal} after {} ms", run.duration_ms)
+            }
+            (None, None) => "ended".to_string(),
+        },
+        ToolOutput::Reply(reply) => format!("reply: {}", short(&reply.reply, 100)),
+        ToolOutput::Finish(_) => "finished".to_string(),
+        ToolOutput::Skill(skill) => format!("skill {}", visible_line(&skill.name)),
+        ToolOutput::Mcp(mcp) => format!(
+            "{} item(s) from {}",
+            mcp.content.len(),
+            visible_line(&mcp.server)
+        ),
     }
+}
+
+/// A card in a few words, for transcripts.
+pub fn card_summary(card: &Card) -> String {
+    match &card.kind {
+        CardKind::Write(write) => format!("write {}", visible_line(&write.path)),
+        CardKind::OutsideRead(read) => {
+            format!(
+                "{} outside {}",
+                read.reach.as_str(),
+                visible_line(&read.path)
+            )
+        }
+        CardKind::Run(run) => format!(
+            "run {}{}",
+            visible_line(&run.argv.join(" ")),
+            match run.source {
+                RunSource::Tool => "",
+                RunSource::Hook => " (workspace hook)",
+                RunSource::Mcp => " (workspace MCP server)",
+            }
+        ),
+        CardKind::Mcp(mcp) => format!(
+            "mcp {} {}",
+            visible_line(&mcp.server),
+            visible_line(&card.tool)
+        ),
+    }
+}
+
+fn hook_outcome(outcome: HookOutcome) -> &'static str {
+    match outcome {
+        HookOutcome::Pass => "pass",
+        HookOutcome::Block => "block",
+        HookOutcome::Error => "error",
+        HookOutcome::Denied => "denied",
+    }
+}
+
+/// The usage line of a result: tokens, and the cost when it is known.
+pub fn usage_line(usage: &wicket_protocol::Usage) -> String {
+    let mut line = format!(
+        "{} tokens in, {} out",
+        usage.input_tokens, usage.output_tokens
+    );
+    if usage.cache_read_input_tokens > 0 {
+        line.push_str(&format!(", {} cached", usage.cache_read_input_tokens));
+    }
+    if let Some(cost) = usage.cost_usd {
+        line.push_str(&format!(", ${cost:.4}"));
+    }
+    line
 }
 
 /// One event as a line of the readable transcript of `wicket exec`; `None`
@@ -131,35 +285,22 @@ fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
 pub fn transcript_line(event: &Event) -> Option<String> {
     Some(match &event.body {
         EventBody::SessionStarted { session, workspace } => {
-            format!("session {session} in {workspace}")
+            format!("session {session} in {}", visible_line(workspace))
         }
-        EventBody::UserMessage { text } => format!("> {text}"),
+        EventBody::UserMessage { text } => format!("> {}", visible(text)),
         EventBody::AssistantMessage { text, .. } if !text.trim().is_empty() => {
-            text.trim_end().to_string()
+            visible(text.trim_end())
         }
         EventBody::AssistantMessage { .. } => return None,
         EventBody::ToolCall {
             name, arguments, ..
-        } => format!("→ {name} {}", call_summary(name, arguments)),
+        } => format!("→ {} {}", visible_line(name), call_summary(name, arguments)),
         EventBody::ToolResult {
             ok: true, output, ..
-        } => {
-            let output = output.clone().unwrap_or_default();
-            let detail = if let Some(code) = output.get("exit_code") {
-                format!("exit {code}")
-            } else if let Some(matches) = output.get("matches").and_then(|m| m.as_array()) {
-                format!("{} matches", matches.len())
-            } else if let Some(entries) = output.get("entries").and_then(|e| e.as_array()) {
-                format!("{} entries", entries.len())
-            } else if let Some(size) = output.get("size") {
-                format!("{size} bytes")
-            } else if let Some(bytes) = output.get("bytes") {
-                format!("wrote {bytes} bytes")
-            } else {
-                short(&output.to_string(), 100)
-            };
-            format!("  ✓ {detail}")
-        }
+        } => format!(
+            "  ✓ {}",
+            output.as_ref().map(output_summary).unwrap_or_default()
+        ),
         EventBody::ToolResult { error, .. } => match error {
             Some(error) => format!(
                 "  ✗ {}: {}",
@@ -168,16 +309,7 @@ pub fn transcript_line(event: &Event) -> Option<String> {
             ),
             None => "  ✗ failed".to_string(),
         },
-        EventBody::Card { card, .. } => {
-            let what = match card.kind {
-                CardKind::Write => format!("write {}", card.path.as_deref().unwrap_or("?")),
-                CardKind::OutsideRead => {
-                    format!("read outside {}", card.path.as_deref().unwrap_or("?"))
-                }
-                CardKind::Run => format!("run {}", card.argv.clone().unwrap_or_default().join(" ")),
-            };
-            format!("  ? card {}: {what}", card.id)
-        }
+        EventBody::Card { card, .. } => format!("  ? card {}: {}", card.id, card_summary(card)),
         EventBody::Answer { answer, stale, .. } => format!(
             "  {}{}",
             answer.as_str(),
@@ -187,86 +319,149 @@ pub fn transcript_line(event: &Event) -> Option<String> {
                 ""
             }
         ),
-        EventBody::Question { question, .. } => format!("? {question}"),
-        EventBody::Reply { reply, .. } => format!("  reply: {reply}"),
-        EventBody::Result { text, usage } => format!(
-            "✔ {}\n  ({} tokens in, {} out)",
-            text.trim_end(),
-            usage.input_tokens,
-            usage.output_tokens
-        ),
+        EventBody::Question { question, .. } => format!("? {}", visible(question)),
+        EventBody::Reply { reply, .. } => format!("  reply: {}", visible(reply)),
+        EventBody::Result { text, usage } => {
+            format!("✔ {}\n  ({})", visible(text.trim_end()), usage_line(usage))
+        }
         EventBody::Hook {
             command, outcome, ..
-        } => format!("  hook {} → {outcome:?}", command.join(" ")),
-        EventBody::Queued { text } => format!("queued: {text}"),
+        } => format!(
+            "  hook {} → {}",
+            visible_line(&command.join(" ")),
+            hook_outcome(*outcome)
+        ),
+        EventBody::Queued { text } => format!("queued: {}", visible(text)),
         EventBody::Retry {
             attempt,
             delay_ms,
             reason,
-        } => format!("  retry {attempt} in {delay_ms} ms: {reason}"),
+        } => format!(
+            "  retry {attempt} in {delay_ms} ms: {}",
+            visible_line(reason)
+        ),
         EventBody::Cancelled {} => "cancelled".to_string(),
-        EventBody::Error { message, .. } => format!("error: {message}"),
+        EventBody::Interrupted { card, question } => interrupted_text(card, question),
+        EventBody::Compacted {
+            from_seq,
+            to_seq,
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!(
+            "  (the conversation up to event {to_seq} was summarised to fit the model: events {from_seq}–{to_seq}, ~{tokens_before} → ~{tokens_after} tokens)"
+        ),
+        EventBody::Mcp {
+            server,
+            state,
+            message,
+        } => format!(
+            "  mcp {} {state:?}{}",
+            visible_line(server),
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", visible_line(message))
+            }
+        ),
+        EventBody::Error { message, .. } => format!("error: {}", visible(message)),
+        EventBody::Unreadable { line, error } => {
+            format!(
+                "(log line {line} could not be read: {})",
+                visible_line(error)
+            )
+        }
     })
+}
+
+fn interrupted_text(card: &Option<String>, question: &Option<String>) -> String {
+    let open = match (card, question) {
+        (Some(card), _) => format!("; card {card} can no longer be answered"),
+        (None, Some(question)) => format!("; question {question} can no longer be answered"),
+        (None, None) => String::new(),
+    };
+    format!("interrupted: the process running this turn ended (a crash or a kill){open}")
 }
 
 /// One log event on one line.
 pub fn event_line(event: &Event) -> String {
     let what = match &event.body {
         EventBody::SessionStarted { session, workspace } => {
-            format!("session {session} in {workspace}")
+            format!("session {session} in {}", visible_line(workspace))
         }
         EventBody::ToolCall {
-            name, arguments, ..
-        } => format!("tool_call {name} {arguments}"),
+            name,
+            arguments,
+            auto_allowed,
+            ..
+        } => format!(
+            "tool_call {} {}{}",
+            visible_line(name),
+            short(&arguments.to_string(), 400),
+            auto_allowed
+                .as_ref()
+                .map(|rule| format!(" (allowed by {})", visible_line(rule)))
+                .unwrap_or_default()
+        ),
         EventBody::ToolResult {
             ok: true, output, ..
         } => {
-            let text = output.as_ref().map(|o| o.to_string()).unwrap_or_default();
-            let short: String = text.chars().take(160).collect();
-            format!(
-                "tool_result ok {short}{}",
-                if short.len() < text.len() { "…" } else { "" }
-            )
+            let text = output
+                .as_ref()
+                .map(|o| serde_json::to_string(o).unwrap_or_default())
+                .unwrap_or_default();
+            format!("tool_result ok {}", short(&text, 160))
         }
         EventBody::ToolResult { error, .. } => match error {
-            Some(error) => format!("tool_result {}: {}", error.kind.as_str(), error.message),
+            Some(error) => format!(
+                "tool_result {}: {}",
+                error.kind.as_str(),
+                short(&error.message, 400)
+            ),
             None => "tool_result failed".to_string(),
         },
-        EventBody::Card { card: c, .. } => {
-            let detail = match c.kind {
-                CardKind::Write | CardKind::OutsideRead => c.path.clone().unwrap_or_default(),
-                CardKind::Run => serde_json::to_string(&c.argv).unwrap_or_default(),
-            };
-            format!("card {} {:?} {detail}", c.id, c.kind)
+        EventBody::Card { card, .. } => {
+            format!(
+                "card {} {} {}",
+                card.id,
+                card.kind.as_str(),
+                card_summary(card)
+            )
         }
         EventBody::Answer {
             card,
             answer,
             stale,
-        } => {
-            format!(
-                "answer {card} {}{}",
-                answer.as_str(),
-                if *stale { " (stale)" } else { "" }
-            )
-        }
-        EventBody::UserMessage { text } => format!("user {text}"),
+        } => format!(
+            "answer {card} {}{}",
+            answer.as_str(),
+            if *stale { " (stale)" } else { "" }
+        ),
+        EventBody::UserMessage { text } => format!("user {}", short(text, 400)),
         EventBody::AssistantMessage {
             text, tool_calls, ..
         } => {
-            let names: Vec<&str> = tool_calls.iter().map(|call| call.name.as_str()).collect();
+            let names: Vec<String> = tool_calls
+                .iter()
+                .map(|call| visible_line(&call.name))
+                .collect();
             if names.is_empty() {
-                format!("assistant {text}")
+                format!("assistant {}", short(text, 400))
             } else {
-                format!("assistant {text} [calls {}]", names.join(", "))
+                format!(
+                    "assistant {} [calls {}]",
+                    short(text, 400),
+                    names.join(", ")
+                )
             }
         }
-        EventBody::Question { id, question, .. } => format!("question {id} {question}"),
-        EventBody::Reply { question, reply } => format!("reply {question} {reply}"),
-        EventBody::Result { text, usage } => format!(
-            "result {text} ({} tokens in, {} out)",
-            usage.input_tokens, usage.output_tokens
-        ),
+        EventBody::Question { id, question, .. } => {
+            format!("question {id} {}", short(question, 400))
+        }
+        EventBody::Reply { question, reply } => format!("reply {question} {}", short(reply, 400)),
+        EventBody::Result { text, usage } => {
+            format!("result {} ({})", short(text, 400), usage_line(usage))
+        }
         EventBody::Hook {
             command,
             outcome,
@@ -274,19 +469,43 @@ pub fn event_line(event: &Event) -> String {
             stderr,
             ..
         } => format!(
-            "hook {} {outcome:?} exit {} {}",
-            command.join(" "),
+            "hook {} {} exit {} {}",
+            visible_line(&command.join(" ")),
+            hook_outcome(*outcome),
             exit_code.map_or("-".to_string(), |code| code.to_string()),
-            stderr.trim()
+            short(stderr.trim(), 400)
         ),
-        EventBody::Queued { text } => format!("queued {text}"),
+        EventBody::Queued { text } => format!("queued {}", short(text, 400)),
         EventBody::Retry {
             attempt,
             delay_ms,
             reason,
-        } => format!("retry {attempt} in {delay_ms} ms: {reason}"),
+        } => format!("retry {attempt} in {delay_ms} ms: {}", visible_line(reason)),
         EventBody::Cancelled {} => "cancelled".to_string(),
-        EventBody::Error { message, .. } => format!("error {message}"),
+        EventBody::Interrupted { card, question } => interrupted_text(card, question),
+        EventBody::Compacted {
+            summary,
+            from_seq,
+            to_seq,
+            tokens_before,
+            tokens_after,
+        } => format!(
+            "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens): {}",
+            short(summary, 200)
+        ),
+        EventBody::Mcp {
+            server,
+            state,
+            message,
+        } => format!(
+            "mcp {} {state:?} {}",
+            visible_line(server),
+            short(message, 400)
+        ),
+        EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
+        EventBody::Unreadable { line, error } => {
+            format!("unreadable line {line}: {}", visible_line(error))
+        }
     };
     format!("{:>5} {} {what}", event.seq, event.ts)
 }
@@ -294,20 +513,19 @@ pub fn event_line(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wicket_protocol::OutsideReadCard;
 
-    fn blank(kind: CardKind, tool: &str) -> Card {
+    fn write_card_of(path: &str, diff: String, bytes: u64, truncated: bool, tool: &str) -> Card {
         Card {
             id: "card-1".into(),
-            kind,
             tool: tool.into(),
-            path: None,
-            argv: None,
-            cwd: None,
-            timeout_s: None,
-            diff: None,
-            diff_bytes: None,
-            diff_truncated: None,
-            digest: None,
+            kind: CardKind::Write(WriteCard {
+                path: path.into(),
+                diff_bytes: bytes,
+                diff,
+                diff_truncated: truncated,
+                digest: "absent".into(),
+            }),
         }
     }
 
@@ -315,13 +533,28 @@ mod tests {
         let before = b"fn main() {\n    println!(\"hello\");\n}\n";
         let after = b"fn main() {\n    println!(\"hello, world\");\n}\n";
         let diff = wicket_core::diff::unified("src/main.rs", Some(before), after);
+        let bytes = diff.len() as u64;
+        write_card_of(
+            "/home/me/project/src/main.rs",
+            diff,
+            bytes,
+            false,
+            "search_replace",
+        )
+    }
+
+    fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: bool) -> Card {
         Card {
-            path: Some("/home/me/project/src/main.rs".into()),
-            diff_bytes: Some(diff.len() as u64),
-            diff: Some(diff),
-            diff_truncated: Some(false),
-            digest: Some(wicket_core::gate::digest(Some(before))),
-            ..blank(CardKind::Write, "search_replace")
+            id: "card-2".into(),
+            tool: "run".into(),
+            kind: CardKind::Run(RunCard {
+                argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],
+                cwd: "crates/core".into(),
+                timeout_s: Some(300),
+                network,
+                sandbox,
+                source,
+            }),
         }
     }
 
@@ -338,40 +571,56 @@ mod tests {
     #[test]
     fn a_cut_write_card_says_how_big_the_diff_is() {
         let text: String = (0..3).map(|i| format!("+line {i}\n")).collect();
-        let cut = Card {
-            path: Some("/home/me/project/big.txt".into()),
-            diff: Some(format!(
-                "--- /dev/null\n+++ b/big.txt\n@@ -1,0 +1,9000 @@\n{text}"
-            )),
-            diff_bytes: Some(120_345),
-            diff_truncated: Some(true),
-            ..blank(CardKind::Write, "write_file")
-        };
+        let cut = write_card_of(
+            "/home/me/project/big.txt",
+            format!("--- /dev/null\n+++ b/big.txt\n@@ -1,0 +1,9000 @@\n{text}"),
+            120_345,
+            true,
+            "write_file",
+        );
         insta::assert_snapshot!(card(&cut, false));
     }
 
     #[test]
     fn a_run_card_with_a_timeout() {
-        let run = Card {
-            argv: Some(vec![
-                "cargo".into(),
-                "test".into(),
-                "--".into(),
-                "a b".into(),
-            ]),
-            cwd: Some("crates/core".into()),
-            timeout_s: Some(300),
-            ..blank(CardKind::Run, "run")
+        let sandbox = SandboxSummary {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            note: None,
         };
-        insta::assert_snapshot!(card(&run, false));
+        insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Tool, false), false));
+    }
+
+    #[test]
+    fn a_workspace_hook_card_with_network_and_no_sandbox() {
+        let sandbox = SandboxSummary {
+            mode: SandboxMode::Unavailable,
+            network: true,
+            note: Some("this kernel has no Landlock: the command would run unconfined".into()),
+        };
+        insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Hook, true), false));
     }
 
     #[test]
     fn an_outside_read_card() {
         let read = Card {
-            path: Some("/etc/hosts".into()),
-            ..blank(CardKind::OutsideRead, "read_file")
+            id: "card-3".into(),
+            tool: "grep".into(),
+            kind: CardKind::OutsideRead(OutsideReadCard {
+                path: "/etc".into(),
+                reach: Reach::Grep,
+            }),
         };
         insta::assert_snapshot!(card(&read, false));
+    }
+
+    #[test]
+    fn a_spoofing_diff_is_shown_with_its_controls_visible() {
+        let diff = "--- a/notes\n+++ b/notes\n@@ -1 +1,2 @@\n+echo pwned > ~/.bashrc\x1b[1A\x1b[2K\r+# just a comment\n".to_string();
+        let bytes = diff.len() as u64;
+        let spoof = write_card_of("/ws/notes\u{202e}txt.sh", diff, bytes, false, "write_file");
+        let shown = card(&spoof, true);
+        assert!(!shown.contains("\x1b[1A") && !shown.contains('\r') && !shown.contains('\u{202e}'));
+        insta::assert_snapshot!(shown.replace("\x1b[", "<ESC>["));
     }
 }

@@ -1,12 +1,21 @@
 //! Configuration: `$WICKET_HOME/config.toml`, then `<workspace>/.wicket/config.toml`,
 //! then flags and the environment, each layer over the one before. An unknown
 //! key is an error naming the key and the file.
+//!
+//! The two files have different owners. The home config is the person's
+//! own. The workspace's arrived with the repository and is untrusted: it
+//! is read through the resolver (a link out or a FIFO is refused), every
+//! command it declares raises a card before it runs ([`Owner::Workspace`]),
+//! its skill folders must lie inside the workspace, and it may not name
+//! provider URLs or loosen the sandbox.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use wicket_tools::Workspace;
 
 use crate::error::{Error, Result};
+use crate::sandbox::{SandboxMode, SandboxSettings};
 
 /// The step limit when no config sets one: model replies per turn.
 pub const DEFAULT_STEP_LIMIT: usize = 200;
@@ -14,21 +23,41 @@ pub const DEFAULT_STEP_LIMIT: usize = 200;
 pub const DEFAULT_MAX_STOP_BLOCKS: usize = 3;
 /// A Stop hook's timeout when its table gives none.
 pub const DEFAULT_HOOK_TIMEOUT_S: u64 = 60;
+/// The most a config file may hold.
+pub const CONFIG_MAX_BYTES: u64 = 1024 * 1024;
+
+/// Who declared a command, and so whether it needs a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// `$WICKET_HOME/config.toml`: the person's own; no card.
+    Home,
+    /// `<workspace>/.wicket/config.toml`: arrived with the repository; a run card first.
+    Workspace,
+}
 
 /// One `[[hooks.stop]]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StopHook {
     /// The argv, run with no shell, in the workspace.
     pub command: Vec<String>,
+    /// Seconds before it is stopped.
     pub timeout_s: Option<u64>,
+    /// Which config declared it.
+    pub owner: Owner,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHook {
+    command: Vec<String>,
+    timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Hooks {
     #[serde(default)]
-    stop: Vec<StopHook>,
+    stop: Vec<FileHook>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -60,6 +89,16 @@ struct Chat {
     max_tokens: Option<u32>,
 }
 
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSandbox {
+    mode: Option<String>,
+    deny_read: Option<Vec<PathBuf>>,
+    #[serde(default)]
+    extra_write: Vec<PathBuf>,
+    required: Option<bool>,
+}
+
 /// One config file as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -73,24 +112,48 @@ struct FileConfig {
     hooks: Hooks,
     providers: Option<Providers>,
     chat: Option<Chat>,
+    sandbox: Option<FileSandbox>,
 }
 
 /// The settings a session runs with, all layers applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// The model string.
     pub model: Option<String>,
+    /// Model replies per turn.
     pub step_limit: usize,
+    /// Stop-hook blocks in a row that end a turn.
     pub max_stop_blocks: usize,
-    /// Extra skill folders, searched after the standard ones.
-    pub skill_dirs: Vec<PathBuf>,
+    /// Extra skill folders, searched after the standard ones: absolute from
+    /// the home config, workspace-relative from the workspace's.
+    pub skill_dirs: Vec<SkillDir>,
+    /// Stop hooks, the home config's first.
     pub stop_hooks: Vec<StopHook>,
+    /// `[providers.openai] base_url` (home only).
     pub openai_base_url: Option<String>,
+    /// `[providers.anthropic] base_url` (home only).
     pub anthropic_base_url: Option<String>,
+    /// `[providers.ollama] host` (home only).
     pub ollama_host: Option<String>,
+    /// `[chat] request_timeout_s`.
     pub request_timeout_s: Option<u64>,
+    /// `[chat] idle_timeout_s`.
     pub idle_timeout_s: Option<u64>,
+    /// `[chat] max_attempts`.
     pub max_attempts: Option<u32>,
+    /// `[chat] max_tokens`.
     pub max_tokens: Option<u32>,
+    /// `[sandbox]` (home only).
+    pub sandbox: SandboxSettings,
+}
+
+/// A skill folder from a config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillDir {
+    /// From the home config: anywhere.
+    Home(PathBuf),
+    /// From the workspace's: relative, inside the workspace, read through the resolver.
+    Workspace(PathBuf),
 }
 
 impl Default for Config {
@@ -108,65 +171,68 @@ impl Default for Config {
             idle_timeout_s: None,
             max_attempts: None,
             max_tokens: None,
+            sandbox: SandboxSettings::default(),
         }
     }
 }
 
-fn read_file(path: &Path) -> Result<Option<FileConfig>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => {
-            return Err(Error::Config {
-                path: path.display().to_string(),
-                message: error.to_string(),
-            });
-        }
+fn config_error(path: &Path, message: impl Into<String>) -> Error {
+    Error::Config {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<FileConfig> {
+    let text = std::str::from_utf8(bytes).map_err(|_| config_error(path, "it is not UTF-8"))?;
+    toml::from_str(text).map_err(|error| config_error(path, error.to_string().trim_end()))
+}
+
+fn read_home(path: &Path) -> Result<Option<FileConfig>> {
+    match std::fs::read(path) {
+        Ok(bytes) => parse(path, &bytes).map(Some),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(config_error(path, error.to_string())),
+    }
+}
+
+/// The workspace's config file, relative to its root.
+pub const WORKSPACE_CONFIG: &str = ".wicket/config.toml";
+
+fn read_workspace(workspace: &Path) -> Result<Option<FileConfig>> {
+    let shown = workspace.join(WORKSPACE_CONFIG);
+    let Ok(opened) = Workspace::open(workspace) else {
+        return Ok(None);
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|error| Error::Config {
-            path: path.display().to_string(),
-            message: error.to_string().trim_end().to_string(),
-        })
+    match opened.read_runtime_file(Path::new(WORKSPACE_CONFIG), CONFIG_MAX_BYTES) {
+        Ok(Some(bytes)) => parse(&shown, &bytes).map(Some),
+        Ok(None) => Ok(None),
+        Err(error) => Err(config_error(&shown, error.message)),
+    }
 }
 
 impl Config {
-    /// The home config, then the workspace's. The workspace's may not name
-    /// provider URLs: a repository could otherwise send your API key elsewhere.
+    /// The home config, then the workspace's.
     pub fn load(home: &Path, workspace: &Path) -> Result<Config> {
         let mut config = Config::default();
-        if let Some(file) = read_file(&home.join("config.toml"))? {
-            config.apply(file, home);
+        let home_path = home.join("config.toml");
+        if let Some(file) = read_home(&home_path)? {
+            config.apply_home(file, &home_path)?;
         }
-        let local = workspace.join(".wicket").join("config.toml");
-        if let Some(file) = read_file(&local)? {
-            if file.providers.is_some() {
-                return Err(Error::Config {
-                    path: local.display().to_string(),
-                    message: "[providers] may be set only in $WICKET_HOME/config.toml: a workspace's config could send your API key to another host".into(),
-                });
-            }
-            config.apply(file, workspace);
+        if let Some(file) = read_workspace(workspace)? {
+            config.apply_workspace(file, &workspace.join(WORKSPACE_CONFIG))?;
         }
         Ok(config)
     }
 
-    /// Lays one file over this config; relative skill folders are relative to `base`.
-    fn apply(&mut self, file: FileConfig, base: &Path) {
-        if file.model.is_some() {
-            self.model = file.model;
-        }
-        if let Some(limit) = file.step_limit {
-            self.step_limit = limit.max(1);
-        }
-        if let Some(blocks) = file.max_stop_blocks {
-            self.max_stop_blocks = blocks.max(1);
-        }
-        self.skill_dirs
-            .extend(file.skill_dirs.into_iter().map(|dir| base.join(dir)));
-        self.stop_hooks.extend(file.hooks.stop);
-        if let Some(providers) = file.providers {
+    fn apply_home(&mut self, mut file: FileConfig, path: &Path) -> Result<()> {
+        let base = path.parent().unwrap_or(Path::new("/"));
+        self.skill_dirs.extend(
+            std::mem::take(&mut file.skill_dirs)
+                .into_iter()
+                .map(|dir| SkillDir::Home(base.join(dir))),
+        );
+        if let Some(providers) = file.providers.take() {
             if let Some(url) = providers.openai.and_then(|p| p.base_url) {
                 self.openai_base_url = Some(url);
             }
@@ -177,6 +243,63 @@ impl Config {
                 self.ollama_host = Some(host);
             }
         }
+        if let Some(sandbox) = file.sandbox.take() {
+            self.sandbox = sandbox_settings(sandbox, path)?;
+        }
+        self.apply_common(file, Owner::Home);
+        Ok(())
+    }
+
+    fn apply_workspace(&mut self, mut file: FileConfig, path: &Path) -> Result<()> {
+        if file.providers.is_some() {
+            return Err(config_error(
+                path,
+                "[providers] may be set only in $WICKET_HOME/config.toml: a workspace's config could send your API key to another host",
+            ));
+        }
+        if file.sandbox.is_some() {
+            return Err(config_error(
+                path,
+                "[sandbox] may be set only in $WICKET_HOME/config.toml: a workspace's config can never loosen the sandbox",
+            ));
+        }
+        for dir in std::mem::take(&mut file.skill_dirs) {
+            let escapes = dir.is_absolute()
+                || dir
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir));
+            if escapes {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "skill_dirs entry '{}' must be a folder inside the workspace, given relative to it",
+                        dir.display()
+                    ),
+                ));
+            }
+            self.skill_dirs.push(SkillDir::Workspace(dir));
+        }
+        self.apply_common(file, Owner::Workspace);
+        Ok(())
+    }
+
+    /// The keys both files may set.
+    fn apply_common(&mut self, file: FileConfig, owner: Owner) {
+        if file.model.is_some() {
+            self.model = file.model;
+        }
+        if let Some(limit) = file.step_limit {
+            self.step_limit = limit.max(1);
+        }
+        if let Some(blocks) = file.max_stop_blocks {
+            self.max_stop_blocks = blocks.max(1);
+        }
+        self.stop_hooks
+            .extend(file.hooks.stop.into_iter().map(|hook| StopHook {
+                command: hook.command,
+                timeout_s: hook.timeout_s,
+                owner,
+            }));
         if let Some(chat) = file.chat {
             self.request_timeout_s = chat.request_timeout_s.or(self.request_timeout_s);
             self.idle_timeout_s = chat.idle_timeout_s.or(self.idle_timeout_s);
@@ -197,20 +320,90 @@ impl Config {
     }
 }
 
+/// `~/x` in a policy path is the person's home folder.
+fn expand_home(path: &Path) -> PathBuf {
+    match path.strip_prefix("~") {
+        Ok(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(rest),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
+    let mut settings = SandboxSettings::default();
+    if let Some(mode) = file.mode {
+        settings.mode = match mode.as_str() {
+            "workspace-write" => SandboxMode::WorkspaceWrite,
+            "read-only" => SandboxMode::ReadOnly,
+            "off" => SandboxMode::Off,
+            other => {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "[sandbox] mode = \"{other}\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
+                    ),
+                ));
+            }
+        };
+    }
+    if let Some(deny_read) = file.deny_read {
+        // A secret store that is not there today is still denied if it
+        // appears; only an absolute path is required.
+        settings.deny_read = Vec::new();
+        for entry in deny_read {
+            let expanded = expand_home(&entry);
+            if !expanded.is_absolute() {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "[sandbox] deny_read entry '{}' must be an absolute path (or start with ~/)",
+                        entry.display()
+                    ),
+                ));
+            }
+            settings.deny_read.push(expanded);
+        }
+    }
+    for entry in file.extra_write {
+        let expanded = expand_home(&entry);
+        if !expanded.is_absolute() || !expanded.exists() {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] extra_write entry '{}' must be an existing absolute path",
+                    entry.display()
+                ),
+            ));
+        }
+        settings.extra_write.push(expanded);
+    }
+    if let Some(required) = file.required {
+        settings.required = required;
+    }
+    Ok(settings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn write(path: &Path, text: &str) {
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::create_dir_all(parent);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn error_of(home: &Path, ws: &Path) -> String {
+        match Config::load(home, ws) {
+            Ok(config) => panic!("the config loaded: {config:?}"),
+            Err(error) => error.to_string(),
         }
-        let _ = std::fs::write(path, text);
     }
 
     #[test]
-    fn layers_apply_in_order_and_hooks_add_up() -> Result<()> {
-        let dir = tempfile::tempdir().map_err(|e| Error::Other(e.to_string()))?;
+    fn layers_apply_in_order_and_hooks_keep_their_owner() {
+        let dir = tempfile::tempdir().unwrap();
         let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
         write(
             &home.join("config.toml"),
@@ -233,61 +426,109 @@ command = ["cargo", "test"]
 timeout_s = 300
 "#,
         );
-        let config = Config::load(&home, &ws)?;
+        let config = Config::load(&home, &ws).unwrap();
         assert_eq!(config.model.as_deref(), Some("anthropic:claude-sonnet-4-5"));
         assert_eq!(config.step_limit, 10);
         assert_eq!(
             config.openai_base_url.as_deref(),
             Some("http://127.0.0.1:9/v1")
         );
-        assert_eq!(config.skill_dirs, vec![ws.join("more-skills")]);
+        assert_eq!(
+            config.skill_dirs,
+            vec![SkillDir::Workspace(PathBuf::from("more-skills"))]
+        );
         assert_eq!(
             config.stop_hooks,
             vec![
                 StopHook {
                     command: vec!["make".into(), "check".into()],
-                    timeout_s: None
+                    timeout_s: None,
+                    owner: Owner::Home,
                 },
                 StopHook {
                     command: vec!["cargo".into(), "test".into()],
-                    timeout_s: Some(300)
+                    timeout_s: Some(300),
+                    owner: Owner::Workspace,
                 },
             ]
         );
-        Ok(())
     }
 
     #[test]
     fn an_unknown_key_names_the_key_and_the_file() {
-        let dir = tempfile::tempdir().ok();
-        let Some(dir) = dir else { return };
+        let dir = tempfile::tempdir().unwrap();
         let home = dir.path().to_path_buf();
         write(&home.join("config.toml"), "modle = \"openai:gpt-4o\"\n");
-        let error = Config::load(&home, dir.path()).err().map(|e| e.to_string());
-        let error = error.unwrap_or_default();
-        assert!(error.contains("modle"), "{error}");
-        assert!(error.contains("config.toml"), "{error}");
+        let error = error_of(&home, dir.path());
+        assert!(
+            error.contains("modle") && error.contains("config.toml"),
+            "{error}"
+        );
         write(
             &home.join("config.toml"),
             "[[hooks.stop]]\ncommand = [\"x\"]\ntimeout = 3\n",
         );
-        let error = Config::load(&home, dir.path()).err().map(|e| e.to_string());
-        assert!(error.unwrap_or_default().contains("timeout"));
+        let error = error_of(&home, dir.path());
+        // The unknown key itself, not `timeout_s` from the list of known ones.
+        assert!(error.contains("unknown field `timeout`"), "{error}");
     }
 
     #[test]
-    fn a_workspace_may_not_redirect_providers() {
-        let dir = tempfile::tempdir().ok();
-        let Some(dir) = dir else { return };
-        let ws = dir.path().join("ws");
+    fn a_workspace_may_not_redirect_providers_or_loosen_the_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
         write(
             &ws.join(".wicket/config.toml"),
             "[providers.openai]\nbase_url = \"https://elsewhere.example\"\n",
         );
-        let error = Config::load(&dir.path().join("home"), &ws)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(error.contains("API key"), "{error}");
+        assert!(error_of(&home, &ws).contains("API key"));
+        write(
+            &ws.join(".wicket/config.toml"),
+            "[sandbox]\nmode = \"off\"\n",
+        );
+        assert!(error_of(&home, &ws).contains("never loosen the sandbox"));
+        write(&ws.join(".wicket/config.toml"), "skill_dirs = [\"/etc\"]\n");
+        assert!(error_of(&home, &ws).contains("inside the workspace"));
+        write(&ws.join(".wicket/config.toml"), "skill_dirs = [\"../x\"]\n");
+        assert!(error_of(&home, &ws).contains("inside the workspace"));
+    }
+
+    #[test]
+    fn a_workspace_config_is_read_through_the_resolver() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+        write(&dir.path().join("elsewhere.toml"), "model = \"x:y\"\n");
+        std::fs::create_dir_all(ws.join(".wicket")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("elsewhere.toml"),
+            ws.join(".wicket/config.toml"),
+        )
+        .unwrap();
+        assert!(error_of(&home, &ws).contains("leaves the workspace"));
+    }
+
+    #[test]
+    fn sandbox_settings_name_a_bad_key_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        write(&home.join("config.toml"), "[sandbox]\nmode = \"loose\"\n");
+        let error = error_of(&home, dir.path());
+        assert!(
+            error.contains("mode") && error.contains("config.toml"),
+            "{error}"
+        );
+        write(
+            &home.join("config.toml"),
+            "[sandbox]\nextra_write = [\"/no/such/folder\"]\n",
+        );
+        assert!(error_of(&home, dir.path()).contains("extra_write"));
+        write(
+            &home.join("config.toml"),
+            "[sandbox]\nmode = \"read-only\"\nrequired = true\ndeny_read = [\"~/.secrets\"]\n",
+        );
+        let config = Config::load(&home, dir.path()).unwrap();
+        assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
+        assert!(config.sandbox.required);
+        assert!(config.sandbox.deny_read[0].ends_with(".secrets"));
     }
 }

@@ -5,10 +5,7 @@
 use imara_diff::intern::InternedInput;
 use imara_diff::{Algorithm, UnifiedDiffBuilder};
 
-/// A diff is on the card whole up to this many bytes.
-pub const CARD_DIFF_MAX_BYTES: usize = 64 * 1024;
-/// A larger diff shows this many of its first lines.
-pub const CARD_DIFF_MAX_LINES: usize = 400;
+pub use wicket_protocol::limits::{CARD_DIFF_MAX_BYTES, CARD_DIFF_MAX_LINES};
 
 /// What a card shows of a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]

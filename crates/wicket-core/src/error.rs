@@ -28,11 +28,10 @@ pub enum Error {
     #[error(transparent)]
     Tool(#[from] wicket_tools::Error),
     #[error(
-        "session '{0}' is open in another wicket process (exec or serve); wait for it to end, or use another session"
+        "session '{id}' is open in another wicket process{}; wait for it to end, or use another session",
+        pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
     )]
-    InUse(String),
-    #[error("{0}")]
-    Other(String),
+    InUse { id: String, pid: Option<u32> },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

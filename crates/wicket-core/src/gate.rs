@@ -2,26 +2,37 @@
 //! greps go straight through; writes, commands and outside reads raise a
 //! [`Card`] and wait for an [`Answer`]. A write card carries the SHA-256 of the
 //! bytes on disk; an answer that comes back to a changed file is dropped, its
-//! allow_session with it, and a new card goes up.
+//! allow_session with it, and a new card goes up. Every command — the
+//! model's `run`, a workspace's Stop hook — goes through
+//! [`Gate::allow_command`], so one rule keys it: the argv, its resolved
+//! folder, and whether it has network.
+
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use wicket_os::spawn::Confine;
 use wicket_protocol::{
-    Answer, Card, CardKind, ErrorKind, EventBody, ToolCall, ToolOutput, WireError,
+    Answer, Card, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, OutsideReadCard, Reach,
+    ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary, SearchReplaceArgs, ToolCall,
+    ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
 use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
+use wicket_tools::tools::run::{RunDir, timeout_of, validate};
 use wicket_tools::tools::search_replace::replaced;
 use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
 use crate::diff;
-use crate::session::{Session, Status};
+use crate::sandbox::SandboxSettings;
+use crate::session::{OutsideKey, RunKey, Session, Status};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
 
 /// Who answers cards: a person at a terminal, a script on stdin, a fixed policy,
-/// or (later) the web page. `None` means the card was withdrawn (cancel).
+/// or the web page. `None` means the card was withdrawn (cancel).
 pub trait Answerer {
+    /// The answer to `card`, or `None` when it was withdrawn.
     fn answer(&mut self, card: &Card) -> Option<Answer>;
 }
 
@@ -46,49 +57,80 @@ pub fn digest(bytes: Option<&[u8]>) -> String {
 }
 
 fn denied(what: &str) -> WireError {
-    WireError {
-        kind: ErrorKind::Denied,
-        message: format!(
+    WireError::new(
+        ErrorKind::Denied,
+        format!(
             "the person denied {what}; the workspace is as it was. Ask them (with ask) what they want instead, or try another way"
         ),
-    }
+    )
 }
 
 fn withdrawn() -> WireError {
-    WireError {
-        kind: ErrorKind::Denied,
-        message: "the card was withdrawn (the turn was cancelled)".into(),
-    }
+    WireError::new(
+        ErrorKind::Denied,
+        "the card was withdrawn (the turn was cancelled)",
+    )
 }
 
 fn internal(error: crate::Error) -> WireError {
-    WireError {
-        kind: ErrorKind::Io,
-        message: error.to_string(),
-    }
+    WireError::new(ErrorKind::Io, error.to_string())
 }
 
 /// Computes a write's new bytes from the bytes on disk (`None`: absent).
 type NewContent<'a> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>, WireError> + 'a;
 
-/// A card id unique within a session: the process id and a random part.
-fn new_card_id() -> String {
-    format!("card-{:x}{:04x}", std::process::id(), fastrand::u16(..))
+/// What confines the commands a gate lets through.
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    /// `[sandbox]` of the home config.
+    pub sandbox: SandboxSettings,
+    /// `$WICKET_HOME`: never readable by a command.
+    pub home: PathBuf,
+}
+
+/// A command the gate let through: how to start it.
+#[derive(Debug)]
+pub struct Allowed {
+    /// The sandbox it starts in.
+    pub confine: Confine,
+}
+
+/// A command to put through [`Gate::allow_command`].
+#[derive(Debug, Clone)]
+pub struct CommandRequest<'r> {
+    /// The tool the card is for (`run`).
+    pub tool: &'r str,
+    /// The exact argv.
+    pub argv: &'r [String],
+    /// Where it runs, resolved.
+    pub dir: &'r RunDir,
+    /// The timeout, when it is not the default.
+    pub timeout_s: Option<u64>,
+    /// Whether it asked for the network.
+    pub network: bool,
+    /// Who wants it run.
+    pub source: RunSource,
 }
 
 /// The gate over one session's tools.
 pub struct Gate<'a> {
     tools: &'a Tools,
     session: &'a Session,
+    confinement: &'a Confinement,
 }
 
 impl<'a> Gate<'a> {
-    pub fn new(tools: &'a Tools, session: &'a Session) -> Gate<'a> {
-        Gate { tools, session }
+    /// The gate of `session` over `tools`.
+    pub fn new(tools: &'a Tools, session: &'a Session, confinement: &'a Confinement) -> Gate<'a> {
+        Gate {
+            tools,
+            session,
+            confinement,
+        }
     }
 
     /// Runs one tool call through the gate, logging the call, any card and
-    /// answer, and the result. `on_card` sees each card as it goes up.
+    /// answer, and the result.
     pub fn call(
         &self,
         call_id: &str,
@@ -96,20 +138,27 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
-        let arguments = serde_json::to_value(call)
-            .ok()
-            .and_then(|value| value.get("arguments").cloned())
-            .unwrap_or_default();
         self.session
             .append(EventBody::ToolCall {
                 call_id: call_id.to_string(),
                 name: call.name().to_string(),
-                arguments,
+                arguments: call.arguments(),
+                auto_allowed: None,
             })
             .map_err(internal)?;
         let result = self.dispatch(call_id, call, answerer, cancel);
-        let (ok, output, error) = match &result {
-            Ok(output) => (true, serde_json::to_value(output).ok(), None),
+        self.log_result(call_id, &result)?;
+        result
+    }
+
+    /// Logs a call's result.
+    pub fn log_result(
+        &self,
+        call_id: &str,
+        result: &Result<ToolOutput, WireError>,
+    ) -> Result<(), WireError> {
+        let (ok, output, error) = match result {
+            Ok(output) => (true, Some(output.clone()), None),
             Err(error) => (false, None, Some(error.clone())),
         };
         self.session
@@ -120,7 +169,7 @@ impl<'a> Gate<'a> {
                 error,
             })
             .map_err(internal)?;
-        result
+        Ok(())
     }
 
     fn dispatch(
@@ -130,100 +179,188 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
-        let workspace = self.tools.workspace();
         match call {
-            ToolCall::ReadFile(args) => {
-                let location = workspace.classify(&args.path)?;
-                self.outside_read(call_id, call.name(), &location, answerer)?;
-                Ok(ToolOutput::ReadFile(self.tools.read_file(&location, args)?))
-            }
-            ToolCall::ListDir(args) => {
-                let location = workspace.classify(args.path.as_deref().unwrap_or("."))?;
-                self.outside_read(call_id, call.name(), &location, answerer)?;
-                Ok(ToolOutput::ListDir(self.tools.list_dir(&location, args)?))
-            }
-            ToolCall::Grep(args) => {
-                let location = args
-                    .path
-                    .as_deref()
-                    .map(|path| workspace.classify(path))
-                    .transpose()?;
-                if let Some(location) = &location {
-                    self.outside_read(call_id, call.name(), location, answerer)?;
-                }
-                Ok(ToolOutput::Grep(self.tools.grep(location.as_ref(), args)?))
-            }
-            ToolCall::WriteFile(args) => {
-                check_content_size(args.content.len(), &args.path)?;
-                let location = workspace.classify(&args.path)?;
-                let content = args.content.as_bytes().to_vec();
-                self.write(
-                    call_id,
-                    call.name(),
-                    &location,
-                    &args.path,
-                    answerer,
-                    &move |_| Ok(content.clone()),
-                )
-            }
-            ToolCall::SearchReplace(args) => {
-                let location = workspace.classify(&args.path)?;
-                self.write(
-                    call_id,
-                    call.name(),
-                    &location,
-                    &args.path,
-                    answerer,
-                    &|current| replaced(current, args).map_err(WireError::from),
-                )
-            }
-            ToolCall::Run(args) => {
-                wicket_tools::tools::run::validate(args)?;
-                let allowed = self.session.meta().allowed.argv.contains(&args.argv);
-                if !allowed {
-                    let timeout = wicket_tools::tools::run::timeout_of(args)?;
-                    let card = Card {
-                        argv: Some(args.argv.clone()),
-                        cwd: args.cwd.clone(),
-                        timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
-                        ..self.blank_card(CardKind::Run, call.name())
-                    };
-                    let answer = self.ask(call_id, card, answerer)?;
-                    match answer {
-                        Answer::Deny => return Err(denied("this command; it never started")),
-                        Answer::AllowSession => {
-                            let argv = args.argv.clone();
-                            self.session
-                                .update_meta(|meta| {
-                                    meta.allowed.argv.insert(argv);
-                                })
-                                .map_err(internal)?;
-                        }
-                        Answer::AllowOnce => {}
-                    }
-                }
-                if cancel.is_cancelled() {
-                    return Err(withdrawn());
-                }
-                Ok(ToolOutput::Run(self.tools.run(args, cancel)?))
+            ToolCall::ReadFile(args) => self.read_file(call_id, args, answerer),
+            ToolCall::ListDir(args) => self.list_dir(call_id, args, answerer),
+            ToolCall::Grep(args) => self.grep(call_id, args, answerer, cancel),
+            ToolCall::WriteFile(args) => self.write_file(call_id, args, answerer),
+            ToolCall::SearchReplace(args) => self.search_replace(call_id, args, answerer),
+            ToolCall::Run(args) => self.run(call_id, args, answerer, cancel),
+        }
+    }
+
+    fn read_file(
+        &self,
+        call_id: &str,
+        args: &ReadFileArgs,
+        answerer: &mut dyn Answerer,
+    ) -> Result<ToolOutput, WireError> {
+        let location = self.tools.workspace().classify(&args.path)?;
+        self.outside_read(call_id, "read_file", &location, Reach::Read, answerer)?;
+        Ok(ToolOutput::ReadFile(self.tools.read_file(&location, args)?))
+    }
+
+    fn list_dir(
+        &self,
+        call_id: &str,
+        args: &ListDirArgs,
+        answerer: &mut dyn Answerer,
+    ) -> Result<ToolOutput, WireError> {
+        let path = args.path.as_deref().unwrap_or(".");
+        let location = self.tools.workspace().classify(path)?;
+        self.outside_read(call_id, "list_dir", &location, Reach::List, answerer)?;
+        Ok(ToolOutput::ListDir(self.tools.list_dir(&location, args)?))
+    }
+
+    fn grep(
+        &self,
+        call_id: &str,
+        args: &GrepArgs,
+        answerer: &mut dyn Answerer,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        let location = args
+            .path
+            .as_deref()
+            .map(|path| self.tools.workspace().classify(path))
+            .transpose()?;
+        if let Some(location) = &location {
+            self.outside_read(call_id, "grep", location, Reach::Grep, answerer)?;
+        }
+        Ok(ToolOutput::Grep(self.tools.grep(
+            location.as_ref(),
+            args,
+            cancel,
+        )?))
+    }
+
+    fn write_file(
+        &self,
+        call_id: &str,
+        args: &WriteFileArgs,
+        answerer: &mut dyn Answerer,
+    ) -> Result<ToolOutput, WireError> {
+        check_content_size(args.content.len(), &args.path)?;
+        let location = self.tools.workspace().classify(&args.path)?;
+        let content = args.content.as_bytes();
+        self.write(
+            call_id,
+            "write_file",
+            &location,
+            &args.path,
+            answerer,
+            &|_| Ok(content.to_vec()),
+        )
+    }
+
+    fn search_replace(
+        &self,
+        call_id: &str,
+        args: &SearchReplaceArgs,
+        answerer: &mut dyn Answerer,
+    ) -> Result<ToolOutput, WireError> {
+        let location = self.tools.workspace().classify(&args.path)?;
+        self.write(
+            call_id,
+            "search_replace",
+            &location,
+            &args.path,
+            answerer,
+            &|current| replaced(current, args),
+        )
+    }
+
+    fn run(
+        &self,
+        call_id: &str,
+        args: &RunArgs,
+        answerer: &mut dyn Answerer,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        // A call that would fail is refused before any card: the cwd must
+        // be a folder inside the workspace.
+        let dir = validate(self.tools.workspace(), args)?;
+        let timeout = timeout_of(args)?;
+        let allowed = self.allow_command(
+            call_id,
+            &CommandRequest {
+                tool: "run",
+                argv: &args.argv,
+                dir: &dir,
+                timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
+                network: args.network,
+                source: RunSource::Tool,
+            },
+            answerer,
+        )?;
+        if cancel.is_cancelled() {
+            return Err(withdrawn());
+        }
+        Ok(ToolOutput::Run(self.tools.run(
+            args,
+            &dir,
+            allowed.confine,
+            cancel,
+        )?))
+    }
+
+    /// Asks for a command unless its exact key (argv, resolved folder,
+    /// network) was allowed for the session; returns how to start it.
+    pub fn allow_command(
+        &self,
+        call_id: &str,
+        request: &CommandRequest<'_>,
+        answerer: &mut dyn Answerer,
+    ) -> Result<Allowed, WireError> {
+        let key = RunKey {
+            argv: request.argv.to_vec(),
+            cwd: request.dir.absolute.display().to_string(),
+            network: request.network,
+        };
+        let sandbox = self.confinement.sandbox.summary(request.network);
+        // Refused before any card when it could never start.
+        let confine = self.confine(&sandbox)?;
+        if self.session.meta().allowed.run.contains(&key) {
+            return Ok(Allowed { confine });
+        }
+        let card = Card {
+            id: String::new(),
+            tool: request.tool.to_string(),
+            kind: CardKind::Run(RunCard {
+                argv: request.argv.to_vec(),
+                cwd: request.dir.shown.clone(),
+                timeout_s: request.timeout_s,
+                network: request.network,
+                sandbox,
+                source: request.source,
+            }),
+        };
+        match self.ask(call_id, card, answerer)? {
+            Answer::Deny => Err(denied("this command; it never started")),
+            Answer::AllowOnce => Ok(Allowed { confine }),
+            Answer::AllowSession => {
+                self.session
+                    .update_meta(|meta| {
+                        meta.allowed.run.insert(key);
+                    })
+                    .map_err(internal)?;
+                Ok(Allowed { confine })
             }
         }
     }
 
-    fn blank_card(&self, kind: CardKind, tool: &str) -> Card {
-        Card {
-            id: String::new(),
-            kind,
-            tool: tool.to_string(),
-            path: None,
-            argv: None,
-            cwd: None,
-            timeout_s: None,
-            diff: None,
-            diff_bytes: None,
-            diff_truncated: None,
-            digest: None,
-        }
+    /// How a command of the person's own config (a home Stop hook) starts:
+    /// no card, the same sandbox.
+    pub fn home_command(&self) -> Result<Confine, WireError> {
+        self.confine(&self.confinement.sandbox.summary(false))
+    }
+
+    fn confine(&self, summary: &SandboxSummary) -> Result<Confine, WireError> {
+        self.confinement.sandbox.confine(
+            self.tools.workspace().root(),
+            &self.confinement.home,
+            summary,
+        )
     }
 
     /// Logs a card (under a fresh random id), asks, logs the answer.
@@ -247,24 +384,29 @@ impl<'a> Gate<'a> {
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
     ) -> Result<(String, Answer), WireError> {
-        card.id = new_card_id();
-        self.session
-            .append(EventBody::Card {
-                call_id: call_id.to_string(),
-                card: card.clone(),
-                proposed,
-            })
-            .map_err(internal)?;
-        self.session.sync().map_err(internal)?;
+        card.id = wicket_os::ids::new_id("card");
         // The session reads `waiting` while the card is open, then what it was.
         let before = self.session.meta().status;
         self.session
             .update_meta(|meta| meta.status = Status::Waiting)
             .map_err(internal)?;
-        let answer = answerer.answer(&card);
+        let raised = self
+            .session
+            .append(EventBody::Card {
+                call_id: call_id.to_string(),
+                card: card.clone(),
+                proposed,
+            })
+            .and_then(|_| self.session.sync())
+            .map_err(internal);
+        let answer = match raised {
+            Ok(()) => answerer.answer(&card),
+            Err(_) => None,
+        };
         self.session
             .update_meta(|meta| meta.status = before)
             .map_err(internal)?;
+        raised?;
         let answer = answer.ok_or_else(withdrawn)?;
         Ok((card.id, answer))
     }
@@ -280,32 +422,43 @@ impl<'a> Gate<'a> {
         self.session.sync().map_err(internal)
     }
 
-    /// Cards an outside read or list unless its exact path was allowed for the session.
+    /// Cards an outside read unless its exact path and reach were allowed
+    /// for the session: a listing is not a read of the files below, and a
+    /// grep of a folder is its own key.
     fn outside_read(
         &self,
         call_id: &str,
         tool: &str,
         location: &Location,
+        reach: Reach,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
         let Location::Outside(path) = location else {
             return Ok(());
         };
-        let key = path.display().to_string();
-        if self.session.meta().allowed.outside_read.contains(&key) {
+        let key = OutsideKey {
+            path: path.display().to_string(),
+            reach,
+        };
+        if self.session.meta().allowed.outside.contains(&key) {
             return Ok(());
         }
         let card = Card {
-            path: Some(key.clone()),
-            ..self.blank_card(CardKind::OutsideRead, tool)
+            id: String::new(),
+            tool: tool.to_string(),
+            kind: CardKind::OutsideRead(OutsideReadCard {
+                path: key.path.clone(),
+                reach,
+            }),
         };
+        let what = format!("{} {}", reach.as_str(), key.path);
         match self.ask(call_id, card, answerer)? {
-            Answer::Deny => Err(denied(&format!("reading {key}"))),
+            Answer::Deny => Err(denied(&what)),
             Answer::AllowOnce => Ok(()),
             Answer::AllowSession => self
                 .session
                 .update_meta(|meta| {
-                    meta.allowed.outside_read.insert(key);
+                    meta.allowed.outside.insert(key);
                 })
                 .map_err(internal),
         }
@@ -328,21 +481,13 @@ impl<'a> Gate<'a> {
             let asked_digest = digest(target.current.as_deref());
             let mut remember = false;
             if !self.session.meta().allowed.write.contains(&key) {
-                let label = target
-                    .absolute
-                    .strip_prefix(self.tools.workspace().root())
-                    .map(|relative| relative.display().to_string())
-                    .unwrap_or_else(|_| key.clone());
-                let full = diff::unified(&label, target.current.as_deref(), &content);
-                let cut = diff::for_card(full);
-                let card = Card {
-                    path: Some(key.clone()),
-                    diff: Some(cut.text),
-                    diff_bytes: Some(cut.bytes),
-                    diff_truncated: Some(cut.truncated),
-                    digest: Some(asked_digest.clone()),
-                    ..self.blank_card(CardKind::Write, tool)
-                };
+                let card = self.write_card(
+                    tool,
+                    &target.absolute,
+                    target.current.as_deref(),
+                    &content,
+                    &asked_digest,
+                );
                 let (card_id, answer) = self.raise(
                     call_id,
                     card,
@@ -385,15 +530,42 @@ impl<'a> Gate<'a> {
                     self.log_stale(&key)?;
                     continue;
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(error),
             }
         }
-        Err(WireError {
-            kind: ErrorKind::Io,
-            message: format!(
+        Err(WireError::new(
+            ErrorKind::Io,
+            format!(
                 "'{shown}' kept changing on disk while the write was asked {STALE_RETRIES} times; try again when it is still"
             ),
-        })
+        ))
+    }
+
+    fn write_card(
+        &self,
+        tool: &str,
+        absolute: &Path,
+        current: Option<&[u8]>,
+        content: &[u8],
+        digest: &str,
+    ) -> Card {
+        let path = absolute.display().to_string();
+        let label = absolute
+            .strip_prefix(self.tools.workspace().root())
+            .map(|relative| relative.display().to_string())
+            .unwrap_or_else(|_| path.clone());
+        let cut = diff::for_card(diff::unified(&label, current, content));
+        Card {
+            id: String::new(),
+            tool: tool.to_string(),
+            kind: CardKind::Write(WriteCard {
+                path,
+                diff: cut.text,
+                diff_bytes: cut.bytes,
+                diff_truncated: cut.truncated,
+                digest: digest.to_string(),
+            }),
+        }
     }
 
     fn log_stale(&self, key: &str) -> Result<(), WireError> {

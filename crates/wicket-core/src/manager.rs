@@ -4,17 +4,22 @@
 //! is refused, naming what is open; a message to another session starts at
 //! once. `wicket exec` and `wicket serve` both drive sessions through this API,
 //! so queueing, blocking and cancel exist once.
+//!
+//! A card or question is open from the moment its event is appended: the
+//! session's listener records it before the event is broadcast, so no client
+//! can see a card and still get a message queued behind it.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
-use wicket_chat::ChatClient;
-use wicket_protocol::{Answer, Card, Event, EventBody};
+use wicket_chat::{ChatClient, ChatError};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
+use crate::gate::Confinement;
 use crate::session::{self, Meta, Session, Status};
 use crate::turn::{Outcome, Person, Runner, Settings, find_skills};
 
@@ -22,59 +27,132 @@ use crate::turn::{Outcome, Person, Runner, Settings, find_skills};
 /// from the log ([`Manager::events_after`]).
 pub const EVENT_BUFFER: usize = 4096;
 
-/// What a turn needs that depends on configuration: the chat client and the settings.
-pub type TurnSetup = Arc<
-    dyn Fn(&Path, Option<&str>) -> Result<(Box<dyn ChatClient>, Settings), String> + Send + Sync,
->;
-
-/// What the manager refuses, with a `kind` for the HTTP API.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ManagerError {
-    /// A card or question is open; the message says which.
-    #[error("{0}")]
-    Blocked(String),
-    #[error("session '{0}' is not open here; `wicket sessions` lists the sessions there are")]
-    NoSuchSession(String),
-    /// The card or question is not the open one.
-    #[error("{0}")]
-    NotOpen(String),
-    #[error("{0}")]
-    Session(String),
+/// Why a turn could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A config file is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::Error),
+    /// No model is configured.
+    #[error("{}", no_model_message())]
+    NoModel,
+    /// The model string, a key or a script is wrong.
+    #[error(transparent)]
+    Chat(#[from] ChatError),
 }
 
-impl ManagerError {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ManagerError::Blocked(_) => "blocked",
-            ManagerError::NoSuchSession(_) => "not_found",
-            ManagerError::NotOpen(_) => "not_open",
-            ManagerError::Session(_) => "session",
-        }
-    }
+/// What a turn needs that depends on configuration: the chat client and the settings.
+pub type TurnSetup = Arc<
+    dyn Fn(&Path, Option<&str>) -> Result<(Box<dyn ChatClient>, Settings), SetupError>
+        + Send
+        + Sync,
+>;
+
+/// What the manager refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// A card or question is open.
+    #[error("{} is open in session {session}; {}", open.describe(), open.what_to_do())]
+    Blocked {
+        /// The session.
+        session: String,
+        /// What is open.
+        open: Box<Open>,
+    },
+    /// No such session on disk.
+    #[error("session '{0}' does not exist; `wicket sessions` lists the sessions there are")]
+    NoSuchSession(String),
+    /// The card or question is not the open one.
+    #[error("{item} is not open in session {session}")]
+    NotOpen {
+        /// The session.
+        session: String,
+        /// The card or question named.
+        item: String,
+    },
+    /// The session could not be opened or written.
+    #[error(transparent)]
+    Session(#[from] crate::Error),
+    /// The workspace cannot be opened.
+    #[error(transparent)]
+    Workspace(#[from] wicket_protocol::WireError),
+    /// The turn's thread could not start.
+    #[error("starting the turn: {0}")]
+    Thread(std::io::Error),
 }
 
 /// What is waiting for the person in a session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Open {
+    /// A card.
     Card(Card),
-    Question { id: String, question: String },
+    /// A question.
+    Question {
+        /// Its id.
+        id: String,
+        /// The question.
+        question: String,
+    },
+}
+
+impl Open {
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Open::Card(card) => &card.id,
+            Open::Question { id, .. } => id,
+        }
+    }
+
+    /// In words: `card ID (write /path)`, `question ID ("…")`.
+    pub fn describe(&self) -> String {
+        match self {
+            Open::Card(card) => {
+                let what = match &card.kind {
+                    CardKind::Write(write) => write.path.clone(),
+                    CardKind::OutsideRead(read) => read.path.clone(),
+                    CardKind::Run(run) => run.argv.join(" "),
+                    CardKind::Mcp(mcp) => format!("{} {}", mcp.server, card.tool),
+                };
+                format!("card {} ({} {what})", card.id, card.tool)
+            }
+            Open::Question { id, question } => format!("question {id} (\"{question}\")"),
+        }
+    }
+
+    fn what_to_do(&self) -> &'static str {
+        match self {
+            Open::Card(_) => {
+                "answer it (allow_once, allow_session or deny) or cancel the turn first"
+            }
+            Open::Question { .. } => "reply to it or cancel the turn first",
+        }
+    }
 }
 
 /// Where a message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sent {
+    /// A turn started.
     Started,
+    /// It waits behind the running turn.
     Queued,
 }
 
 /// A session as a list shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Its id.
     pub id: String,
+    /// Its title.
     pub title: String,
+    /// Its workspace.
     pub workspace: String,
+    /// Where it stands.
     pub status: Status,
+    /// Messages waiting behind the running turn.
     pub queued: usize,
+    /// When it last changed.
     pub updated: String,
 }
 
@@ -89,9 +167,6 @@ struct State {
     queue: VecDeque<String>,
     open: Option<Open>,
     given: Option<Given>,
-    /// An answer that came for a card (or question) already in the log but
-    /// not yet open: the person can be quicker than the turn's thread.
-    early: Option<(String, Given)>,
     cancelled: bool,
     cancel: Cancel,
 }
@@ -100,65 +175,26 @@ struct Live {
     session: Session,
     tools: Tools,
     workspace: PathBuf,
-    state: Mutex<State>,
-    changed: Condvar,
+    state: Arc<Mutex<State>>,
+    changed: Arc<Condvar>,
     events: broadcast::Sender<Event>,
-    /// The id of the last card or question appended to the log.
-    raised: Arc<Mutex<Option<String>>>,
 }
 
-impl Open {
-    fn id(&self) -> &str {
-        match self {
-            Open::Card(card) => &card.id,
-            Open::Question { id, .. } => id,
-        }
-    }
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Live {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
-    /// Whether `id` is the card or question the running turn has just put
-    /// in the log and is about to open.
-    fn just_raised(&self, state: &State, id: &str) -> bool {
-        state.running
-            && state.open.is_none()
-            && self
-                .raised
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .as_deref()
-                == Some(id)
-    }
-
-    /// The raised card or question has its answer; a second one is refused.
-    fn spent(&self) {
-        *self
-            .raised
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
-    }
-
-    /// Opens `open` and waits for what is given, or for cancel (`None`).
-    fn wait_for(&self, open: Open) -> Option<Given> {
+    /// Waits for what is given for the open card or question (the session's
+    /// listener opened it when its event was appended), or for cancel (`None`).
+    fn wait_for(&self, id: &str) -> Option<Given> {
         let mut state = self.state();
-        if state.cancelled {
-            return None;
-        }
-        state.given = None;
-        if let Some((id, given)) = state.early.take()
-            && id == open.id()
-        {
-            self.spent();
-            return Some(given);
-        }
-        state.open = Some(open);
-        self.changed.notify_all();
         loop {
             if state.cancelled {
                 state.open = None;
@@ -166,8 +202,11 @@ impl Live {
             }
             if let Some(given) = state.given.take() {
                 state.open = None;
-                self.spent();
                 return Some(given);
+            }
+            if state.open.as_ref().map(Open::id) != Some(id) {
+                // Not open (its append failed): nothing will ever answer it.
+                return None;
             }
             state = self
                 .changed
@@ -181,18 +220,14 @@ struct LivePerson(Arc<Live>);
 
 impl Person for LivePerson {
     fn card(&mut self, card: &Card) -> Option<Answer> {
-        match self.0.wait_for(Open::Card(card.clone()))? {
+        match self.0.wait_for(&card.id)? {
             Given::Answer(answer) => Some(answer),
             Given::Reply(_) => None,
         }
     }
 
-    fn question(&mut self, id: &str, question: &str) -> Option<String> {
-        let open = Open::Question {
-            id: id.to_string(),
-            question: question.to_string(),
-        };
-        match self.0.wait_for(open)? {
+    fn question(&mut self, id: &str, _question: &str) -> Option<String> {
+        match self.0.wait_for(id)? {
             Given::Reply(reply) => Some(reply),
             Given::Answer(_) => None,
         }
@@ -208,6 +243,7 @@ pub struct Manager {
 }
 
 impl Manager {
+    /// A manager of the sessions in `home`; turns run their chat clients on `runtime`.
     pub fn new(home: &Path, runtime: tokio::runtime::Handle, setup: TurnSetup) -> Manager {
         Manager {
             home: home.to_path_buf(),
@@ -215,10 +251,6 @@ impl Manager {
             setup,
             sessions: Mutex::new(HashMap::new()),
         }
-    }
-
-    pub fn home(&self) -> &Path {
-        &self.home
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
@@ -232,8 +264,12 @@ impl Manager {
             return Ok(live.clone());
         }
         // A session on disk that this manager has not opened yet.
-        let (meta, _) = Session::load_existing(&self.home, id)
-            .map_err(|_| ManagerError::NoSuchSession(id.to_string()))?;
+        let (meta, _) = Session::load_existing(&self.home, id).map_err(|error| match error {
+            crate::Error::NoSuchSession(_) | crate::Error::BadSessionId(_) => {
+                ManagerError::NoSuchSession(id.to_string())
+            }
+            other => ManagerError::Session(other),
+        })?;
         self.open(Some(id), Path::new(&meta.workspace), None)?;
         self.sessions()
             .get(id)
@@ -253,45 +289,44 @@ impl Manager {
         if self.sessions().contains_key(&id) {
             return Ok(id);
         }
-        let workspace = std::fs::canonicalize(workspace).map_err(|error| {
-            ManagerError::Session(format!(
-                "the workspace {} cannot be opened: {error}",
-                workspace.display()
-            ))
-        })?;
-        let tools =
-            Tools::open(&workspace).map_err(|error| ManagerError::Session(error.to_string()))?;
-        let (session, _) = Session::open_or_create(&self.home, &id, &workspace, model)
-            .map_err(|error| ManagerError::Session(error.to_string()))?;
+        let tools = Tools::open(workspace)?;
+        let workspace = tools.workspace().root().to_path_buf();
+        let (session, _) = Session::open_or_create(&self.home, &id, &workspace, model)?;
         if let Some(model) = model {
             let model = model.to_string();
-            let _ = session.update_meta(|meta| meta.model = Some(model));
+            session.update_meta(|meta| meta.model = Some(model))?;
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let sender = events.clone();
-        let raised = Arc::new(Mutex::new(None));
-        let last_raised = raised.clone();
-        session.set_listener(Box::new(move |event| {
-            let id = match &event.body {
-                EventBody::Card { card, .. } => Some(card.id.clone()),
-                EventBody::Question { id, .. } => Some(id.clone()),
-                _ => None,
-            };
-            if let Some(id) = id {
-                *last_raised
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(id);
-            }
-            let _ = sender.send(event.clone());
-        }));
+        let state = Arc::new(Mutex::new(State::default()));
+        let changed = Arc::new(Condvar::new());
+        {
+            let (sender, state, changed) = (events.clone(), state.clone(), changed.clone());
+            session.set_listener(Box::new(move |event| {
+                // Open before anyone can see it.
+                let open = match &event.body {
+                    EventBody::Card { card, .. } => Some(Open::Card(card.clone())),
+                    EventBody::Question { id, question, .. } => Some(Open::Question {
+                        id: id.clone(),
+                        question: question.clone(),
+                    }),
+                    _ => None,
+                };
+                if let Some(open) = open {
+                    let mut state = lock(&state);
+                    state.open = Some(open);
+                    state.given = None;
+                    changed.notify_all();
+                }
+                let _ = sender.send(event.clone());
+            }));
+        }
         let live = Arc::new(Live {
             session,
             tools,
             workspace,
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            state,
+            changed,
             events,
-            raised,
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
@@ -305,21 +340,10 @@ impl Manager {
         let live = self.live(id)?;
         let mut state = live.state();
         if let Some(open) = &state.open {
-            return Err(ManagerError::Blocked(match open {
-                Open::Card(card) => format!(
-                    "card {} ({} {}) is open in session {id}; answer it (allow_once, allow_session or deny) or cancel the turn first",
-                    card.id,
-                    card.tool,
-                    card.path.clone().unwrap_or_else(|| card
-                        .argv
-                        .as_ref()
-                        .map(|argv| argv.join(" "))
-                        .unwrap_or_default())
-                ),
-                Open::Question { id: qid, question } => format!(
-                    "question {qid} is open in session {id} (\"{question}\"); reply to it or cancel the turn first"
-                ),
-            }));
+            return Err(ManagerError::Blocked {
+                session: id.to_string(),
+                open: Box::new(open.clone()),
+            });
         }
         if state.running {
             state.queue.push_back(text.to_string());
@@ -334,53 +358,47 @@ impl Manager {
         let setup = self.setup.clone();
         let runtime = self.runtime.clone();
         let text = text.to_string();
-        std::thread::Builder::new()
+        let turn_live = live.clone();
+        let spawned = std::thread::Builder::new()
             .name(format!("turn-{id}"))
-            .spawn(move || run_turns(live, setup, runtime, text))
-            .map_err(|error| ManagerError::Session(format!("starting the turn: {error}")))?;
+            .spawn(move || run_turns(turn_live, setup, runtime, text));
+        if let Err(error) = spawned {
+            live.state().running = false;
+            return Err(ManagerError::Thread(error));
+        }
         Ok(Sent::Started)
     }
 
     /// Answers the open card.
     pub fn answer(&self, id: &str, card: &str, answer: Answer) -> Result<(), ManagerError> {
-        let live = self.live(id)?;
-        let mut state = live.state();
-        match &state.open {
-            Some(Open::Card(open)) if open.id == card => {
-                state.given = Some(Given::Answer(answer));
-                state.open = None;
-                live.changed.notify_all();
-                Ok(())
-            }
-            _ if live.just_raised(&state, card) => {
-                state.early = Some((card.to_string(), Given::Answer(answer)));
-                Ok(())
-            }
-            _ => Err(ManagerError::NotOpen(format!(
-                "card {card} is not open in session {id}"
-            ))),
-        }
+        self.give(id, card, Given::Answer(answer))
     }
 
     /// Replies to the open question.
     pub fn reply(&self, id: &str, question: &str, reply: &str) -> Result<(), ManagerError> {
+        self.give(id, question, Given::Reply(reply.to_string()))
+    }
+
+    fn give(&self, id: &str, item: &str, given: Given) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
-        match &state.open {
-            Some(Open::Question { id: open, .. }) if open == question => {
-                state.given = Some(Given::Reply(reply.to_string()));
-                state.open = None;
-                live.changed.notify_all();
-                Ok(())
-            }
-            _ if live.just_raised(&state, question) => {
-                state.early = Some((question.to_string(), Given::Reply(reply.to_string())));
-                Ok(())
-            }
-            _ => Err(ManagerError::NotOpen(format!(
-                "question {question} is not open in session {id}"
-            ))),
+        let fits = match (&state.open, &given) {
+            (Some(Open::Card(card)), Given::Answer(_)) => card.id == item,
+            (Some(Open::Question { id: open, .. }), Given::Reply(_)) => open == item,
+            _ => false,
+        };
+        if !fits || state.given.is_some() {
+            return Err(ManagerError::NotOpen {
+                session: id.to_string(),
+                item: item.to_string(),
+            });
         }
+        // Closed at once: a second answer to it is refused, and what is open
+        // next is the next card.
+        state.given = Some(given);
+        state.open = None;
+        live.changed.notify_all();
+        Ok(())
     }
 
     /// Cancels the running turn at its next tool boundary: an open card or
@@ -408,8 +426,7 @@ impl Manager {
     /// The logged events after `seq`, for replay and for a subscriber that lagged.
     pub fn events_after(&self, id: &str, seq: u64) -> Result<Vec<Event>, ManagerError> {
         let live = self.live(id)?;
-        let loaded = session::load_log(live.session.log_path())
-            .map_err(|error| ManagerError::Session(error.to_string()))?;
+        let loaded = session::load_log(live.session.log_path())?;
         Ok(loaded
             .events
             .into_iter()
@@ -427,21 +444,18 @@ impl Manager {
         Ok(self.live(id)?.state().running)
     }
 
+    /// The session's meta.json as it is now.
     pub fn meta(&self, id: &str) -> Result<Meta, ManagerError> {
         Ok(self.live(id)?.session.meta())
     }
 
-    pub fn workspace(&self, id: &str) -> Result<PathBuf, ManagerError> {
-        Ok(self.live(id)?.workspace.clone())
-    }
-
     /// Every session on disk, with the queue lengths of the live ones.
     pub fn list(&self) -> Vec<Summary> {
-        let sessions = self.sessions();
+        let live: HashMap<String, Arc<Live>> = self.sessions().clone();
         session::list(&self.home)
             .into_iter()
             .map(|meta| {
-                let live = sessions.get(&meta.id);
+                let live = live.get(&meta.id);
                 let queued = live.map_or(0, |live| live.state().queue.len());
                 let meta = live.map_or(meta, |live| live.session.meta());
                 Summary {
@@ -456,7 +470,6 @@ impl Manager {
             .collect()
     }
 
-    /// Blocks until the session has no running turn and nothing queued.
     /// The sessions with a running turn.
     pub fn running(&self) -> Vec<String> {
         self.sessions()
@@ -466,6 +479,7 @@ impl Manager {
             .collect()
     }
 
+    /// Blocks until the session has no running turn and nothing queued.
     pub fn wait_idle(&self, id: &str) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
@@ -503,12 +517,12 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     let _ = live.session.sync();
                 }
             }
-            Err(message) => {
+            Err(error) => {
                 let _ = live
                     .session
                     .append(EventBody::UserMessage { text: text.clone() });
                 let _ = live.session.append(EventBody::Error {
-                    message,
+                    message: error.to_string(),
                     ends_turn: true,
                 });
                 let _ = live.session.sync();
@@ -526,6 +540,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
             None => {
                 state.running = false;
                 live.changed.notify_all();
+                drop(state);
                 let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
                 return;
             }
@@ -539,8 +554,8 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
 pub fn standard_setup(home: &Path) -> TurnSetup {
     let home = home.to_path_buf();
     Arc::new(move |workspace: &Path, model: Option<&str>| {
-        let config = Config::load(&home, workspace).map_err(|error| error.to_string())?;
-        let model = config.model_from(model).ok_or_else(no_model_message)?;
+        let config = Config::load(&home, workspace)?;
+        let model = config.model_from(model).ok_or(SetupError::NoModel)?;
         let mut client = wicket_chat::ClientConfig::from_env();
         if client.openai_base_url.is_none() {
             client.openai_base_url = config.openai_base_url.clone();
@@ -560,13 +575,22 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
         if let Some(attempts) = config.max_attempts {
             client.retry.max_attempts = attempts.max(1);
         }
-        let chat = wicket_chat::client_for(&model, &client).map_err(|error| error.to_string())?;
+        let chat = wicket_chat::client_for(&model, &client)?;
+        let opened =
+            wicket_tools::Workspace::open(workspace).map_err(|error| crate::Error::Config {
+                path: workspace.display().to_string(),
+                message: error.message,
+            })?;
         let settings = Settings {
             step_limit: config.step_limit,
             max_stop_blocks: config.max_stop_blocks,
             stop_hooks: config.stop_hooks.clone(),
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            skills: find_skills(workspace, &home, &config.skill_dirs),
+            skills: find_skills(&opened, &home, &config.skill_dirs),
+            confinement: Confinement {
+                sandbox: config.sandbox.clone(),
+                home: home.clone(),
+            },
         };
         Ok((chat, settings))
     })

@@ -1,14 +1,23 @@
 //! The session on disk: `sessions/<id>/log.jsonl`, append-only, one JSON event
 //! per line written with a single write, and `meta.json`, replaced atomically.
+//! The home and session folders are 0700, their files 0600: logs hold file
+//! contents and outside reads.
+//!
+//! A session has one writer at a time (a lock the kernel lets go when the
+//! process dies). So when a process opens a session whose log shows a turn
+//! still running or a card still open, the process that ran it is gone: the
+//! opener closes that turn in the log ([`EventBody::Interrupted`]) and the
+//! status comes from the log, never from a stale meta.json.
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use wicket_protocol::{Event, EventBody, Usage};
+use wicket_os::files::{self, Locked};
+use wicket_protocol::{ErrorKind, Event, EventBody, Reach, Usage, WireError};
 
 use crate::error::{Error, Result, io};
 
@@ -26,8 +35,10 @@ pub fn home() -> PathBuf {
     user_home.join(".local/share/wicket")
 }
 
+/// The longest session id.
 pub const SESSION_ID_MAX: usize = 64;
 
+/// Refuses a session id that is not a safe folder name.
 pub fn validate_id(id: &str) -> Result<()> {
     let safe = !id.is_empty()
         && id.len() <= SESSION_ID_MAX
@@ -42,6 +53,7 @@ pub fn validate_id(id: &str) -> Result<()> {
     }
 }
 
+/// Now, as RFC 3339.
 pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -50,26 +62,63 @@ pub fn now_rfc3339() -> String {
 
 /// A new session id: the UTC time and a random suffix, sortable by age.
 pub fn new_id() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}-{:06x}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        fastrand::u32(..0x100_0000)
-    )
+    wicket_os::ids::session_id(time::OffsetDateTime::now_utc().unix_timestamp())
 }
 
+/// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// No turn runs.
     #[default]
     Idle,
+    /// A turn runs.
     Running,
+    /// A card or question waits for the person.
     Waiting,
+}
+
+impl Status {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+        }
+    }
+}
+
+/// An outside read allowed for the session: a path and how far it reaches.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OutsideKey {
+    /// The absolute path.
+    pub path: String,
+    /// read, list or grep.
+    pub reach: Reach,
+}
+
+/// A command allowed for the session: the exact argv, where, and whether with network.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RunKey {
+    /// The exact argv.
+    pub argv: Vec<String>,
+    /// The resolved absolute folder it runs in.
+    pub cwd: String,
+    /// Whether it has network.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// An MCP call allowed for the session: server, tool and the exact arguments.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct McpKey {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as canonical JSON text (keys sorted).
+    pub arguments: String,
 }
 
 /// The allow_session keys: exact, and this session's only.
@@ -78,24 +127,36 @@ pub struct Allowed {
     /// Resolved absolute paths writes may go to without a card.
     #[serde(default)]
     pub write: BTreeSet<String>,
-    /// Absolute outside paths reads and lists may reach without a card.
+    /// Outside paths, each with its reach.
     #[serde(default)]
-    pub outside_read: BTreeSet<String>,
-    /// Exact argv arrays that run without a card.
+    pub outside: BTreeSet<OutsideKey>,
+    /// Commands.
     #[serde(default)]
-    pub argv: BTreeSet<Vec<String>>,
+    pub run: BTreeSet<RunKey>,
+    /// MCP calls.
+    #[serde(default)]
+    pub mcp: BTreeSet<McpKey>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `meta.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
+    /// The session id.
     pub id: String,
+    /// The first message, cut.
     pub title: String,
+    /// The workspace, canonical.
     pub workspace: String,
+    /// The model string it runs with.
     #[serde(default)]
     pub model: Option<String>,
+    /// RFC 3339.
     pub created: String,
+    /// RFC 3339.
     pub updated: String,
+    /// Where it stands.
     pub status: Status,
+    /// The allow_session keys.
     #[serde(default)]
     pub allowed: Allowed,
     /// Tokens every model reply of the session used, summed. Written with
@@ -107,13 +168,15 @@ pub struct Meta {
 /// What loading a log found.
 #[derive(Debug, Default)]
 pub struct Loaded {
+    /// The events, an unreadable line as [`EventBody::Unreadable`].
     pub events: Vec<Event>,
     /// A torn last line (a crash mid-write) that was skipped, with its byte length.
     pub torn_tail: Option<usize>,
 }
 
-/// Reads a `log.jsonl`. A torn last line is skipped and reported; a bad line
-/// anywhere else is corruption.
+/// Reads a `log.jsonl`. A torn last line is skipped and reported; any other
+/// line that does not parse is kept as an `unreadable` event, so a session
+/// always loads and resumes.
 pub fn load_log(path: &Path) -> Result<Loaded> {
     let file = match File::open(path) {
         Ok(file) => file,
@@ -123,7 +186,7 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut loaded = Loaded::default();
     let mut line = Vec::new();
-    let mut number = 0usize;
+    let mut number = 0u64;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
@@ -132,26 +195,108 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
         }
         number += 1;
         let complete = line.ends_with(b"\n");
-        match serde_json::from_slice::<Event>(&line) {
-            Ok(event) if complete => loaded.events.push(event),
-            parsed => {
-                let at_end = reader.fill_buf().map_err(io(path))?.is_empty();
-                if at_end && (!complete || parsed.is_err()) {
-                    loaded.torn_tail = Some(n);
-                    break;
-                }
-                let message = match parsed {
-                    Err(error) => format!("line {number} is not a valid event: {error}"),
-                    Ok(_) => format!("line {number} has no line end"),
-                };
-                return Err(Error::Corrupt {
-                    path: path.display().to_string(),
-                    message,
-                });
-            }
+        let parsed = serde_json::from_slice::<Event>(&line);
+        if complete && let Ok(event) = parsed {
+            loaded.events.push(event);
+            continue;
         }
+        let at_end = reader.fill_buf().map_err(io(path))?.is_empty();
+        if at_end && (!complete || parsed.is_err()) {
+            loaded.torn_tail = Some(n);
+            break;
+        }
+        let error = match parsed {
+            Err(error) => error.to_string(),
+            Ok(_) => "the line has no end".to_string(),
+        };
+        let seq = loaded.events.last().map_or(1, |event| event.seq + 1);
+        loaded.events.push(Event {
+            seq,
+            ts: String::new(),
+            body: EventBody::Unreadable {
+                line: number,
+                error,
+            },
+        });
     }
     Ok(loaded)
+}
+
+/// What a log says is unfinished: a turn, a card, a question, calls
+/// without results.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unfinished {
+    /// A turn started and did not end.
+    pub turn: bool,
+    /// The card left open.
+    pub card: Option<String>,
+    /// The question left open.
+    pub question: Option<String>,
+    /// Calls of the last reply that have no result.
+    pub calls: Vec<String>,
+}
+
+impl Unfinished {
+    /// Reads the log's end.
+    pub fn of(events: &[Event]) -> Unfinished {
+        let mut state = Unfinished::default();
+        for event in events {
+            match &event.body {
+                EventBody::UserMessage { .. } => {
+                    state = Unfinished {
+                        turn: true,
+                        ..Unfinished::default()
+                    };
+                }
+                EventBody::AssistantMessage { tool_calls, .. } => {
+                    state.calls = tool_calls.iter().map(|call| call.id.clone()).collect();
+                }
+                EventBody::ToolCall { call_id, .. } => {
+                    if !state.turn && !state.calls.contains(call_id) {
+                        // A call of `wicket tool`: no reply made it.
+                        state.calls.push(call_id.clone());
+                    }
+                }
+                EventBody::ToolResult { call_id, .. } => {
+                    state.calls.retain(|id| id != call_id);
+                }
+                EventBody::Card { card, .. } => state.card = Some(card.id.clone()),
+                EventBody::Answer { card, .. } => {
+                    if state.card.as_deref() == Some(card) {
+                        state.card = None;
+                    }
+                }
+                EventBody::Question { id, .. } => state.question = Some(id.clone()),
+                EventBody::Reply { question, .. } => {
+                    if state.question.as_deref() == Some(question) {
+                        state.question = None;
+                    }
+                }
+                EventBody::Result { .. }
+                | EventBody::Cancelled {}
+                | EventBody::Interrupted { .. }
+                | EventBody::Error {
+                    ends_turn: true, ..
+                } => state = Unfinished::default(),
+                EventBody::SessionStarted { .. }
+                | EventBody::Hook { .. }
+                | EventBody::Queued { .. }
+                | EventBody::Retry { .. }
+                | EventBody::Compacted { .. }
+                | EventBody::Mcp { .. }
+                | EventBody::Error {
+                    ends_turn: false, ..
+                }
+                | EventBody::Unreadable { .. } => {}
+            }
+        }
+        state
+    }
+
+    /// Whether anything is left open.
+    pub fn any(&self) -> bool {
+        self.turn || self.card.is_some() || self.question.is_some() || !self.calls.is_empty()
+    }
 }
 
 struct LogWriter {
@@ -186,43 +331,28 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let temp = dir.join(format!(
-        ".{}.{:016x}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        fastrand::u64(..)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        if durable {
-            file.sync_all()?;
-        }
-        std::fs::rename(&temp, path)?;
-        if durable {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+fn read_meta(path: &Path) -> Result<Option<Meta>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|error| Error::Corrupt {
+                path: path.display().to_string(),
+                message: error.to_string(),
+            }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io(path)(error)),
     }
-    result.map_err(io(path))
 }
 
 impl Session {
+    /// The folder of session `id`.
     pub fn dir_of(home: &Path, id: &str) -> PathBuf {
         home.join("sessions").join(id)
     }
 
-    /// Opens a session, creating it when it does not exist. A torn last log line
-    /// is cut off so appends start on a clean line; the returned `Loaded` says so.
+    /// Opens a session, creating it when it does not exist. A torn last log
+    /// line is cut off so appends start on a clean line, and a turn a dead
+    /// process left open is closed; the returned `Loaded` is the log as found.
     pub fn open_or_create(
         home: &Path,
         id: &str,
@@ -247,18 +377,14 @@ impl Session {
         durable: bool,
     ) -> Result<(Session, Loaded)> {
         validate_id(id)?;
+        files::private_dir(home).map_err(io(home))?;
         let dir = Session::dir_of(home, id);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        files::private_dir(&dir).map_err(io(&dir))?;
         let lock = lock_session(&dir, id)?;
         let meta_path = dir.join("meta.json");
         let workspace_text = workspace.display().to_string();
-        let meta = match std::fs::read(&meta_path) {
-            Ok(bytes) => {
-                let meta: Meta =
-                    serde_json::from_slice(&bytes).map_err(|error| Error::Corrupt {
-                        path: meta_path.display().to_string(),
-                        message: error.to_string(),
-                    })?;
+        let meta = match read_meta(&meta_path)? {
+            Some(meta) => {
                 if meta.workspace != workspace_text {
                     return Err(Error::WorkspaceMismatch {
                         id: id.to_string(),
@@ -268,7 +394,7 @@ impl Session {
                 }
                 meta
             }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            None => {
                 let now = now_rfc3339();
                 let meta = Meta {
                     id: id.to_string(),
@@ -284,19 +410,13 @@ impl Session {
                 // meta.json first: a kill before the log exists still leaves a
                 // session that loads (with an empty log), never a nameless folder.
                 let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-                write_atomically(&meta_path, &bytes, durable)?;
+                files::write_atomically(&meta_path, &bytes, durable).map_err(io(&meta_path))?;
                 meta
             }
-            Err(error) => return Err(io(&meta_path)(error)),
         };
         let log_path = dir.join("log.jsonl");
         let loaded = load_log(&log_path)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(io(&log_path))?;
+        let mut file = files::open_private_append(&log_path).map_err(io(&log_path))?;
         if let Some(torn) = loaded.torn_tail {
             let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
             file.set_len(length - torn as u64).map_err(io(&log_path))?;
@@ -319,7 +439,6 @@ impl Session {
             durable,
             _lock: lock,
         };
-        session.save_meta()?;
         if loaded.events.is_empty() {
             session.append(EventBody::SessionStarted {
                 session: id.to_string(),
@@ -327,36 +446,58 @@ impl Session {
             })?;
             session.sync()?;
         }
+        session.recover(&loaded.events)?;
+        // The status comes from the log: whatever meta.json said, nothing
+        // runs in a session this process has only just opened.
+        session.update_meta(|meta| meta.status = Status::Idle)?;
         Ok((session, loaded))
+    }
+
+    /// Closes what a dead process left open: synthetic results for its
+    /// calls, then `interrupted` naming the card or question.
+    fn recover(&self, events: &[Event]) -> Result<()> {
+        let open = Unfinished::of(events);
+        if !open.any() {
+            return Ok(());
+        }
+        for call_id in open.calls {
+            self.append(EventBody::ToolResult {
+                call_id,
+                ok: false,
+                output: None,
+                error: Some(WireError::new(
+                    ErrorKind::Cancelled,
+                    "the process running this call ended before it finished (a crash or a kill)",
+                )),
+            })?;
+        }
+        self.append(EventBody::Interrupted {
+            card: open.card,
+            question: open.question,
+        })?;
+        self.sync()
     }
 
     /// Opens an existing session for reading (`wicket log`).
     pub fn load_existing(home: &Path, id: &str) -> Result<(Meta, Loaded)> {
         validate_id(id)?;
         let dir = Session::dir_of(home, id);
-        let meta_path = dir.join("meta.json");
-        let bytes = match std::fs::read(&meta_path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NoSuchSession(id.into()));
-            }
-            Err(error) => return Err(io(&meta_path)(error)),
-        };
-        let meta: Meta = serde_json::from_slice(&bytes).map_err(|error| Error::Corrupt {
-            path: meta_path.display().to_string(),
-            message: error.to_string(),
-        })?;
+        let meta =
+            read_meta(&dir.join("meta.json"))?.ok_or_else(|| Error::NoSuchSession(id.into()))?;
         Ok((meta, load_log(&dir.join("log.jsonl"))?))
     }
 
+    /// The path of `log.jsonl`.
     pub fn log_path(&self) -> &Path {
         &self.log_path
     }
 
+    /// The session's folder.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// A copy of meta.json as it is now.
     pub fn meta(&self) -> Meta {
         match self.meta.lock() {
             Ok(meta) => meta.clone(),
@@ -421,7 +562,8 @@ impl Session {
         change(&mut meta);
         meta.updated = now_rfc3339();
         let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
-        write_atomically(&self.dir.join("meta.json"), &bytes, self.durable)
+        let path = self.dir.join("meta.json");
+        files::write_atomically(&path, &bytes, self.durable).map_err(io(&path))
     }
 
     /// Adds one reply's tokens to the session's total. Only in memory: the
@@ -434,51 +576,50 @@ impl Session {
             .usage
             .add(usage);
     }
-
-    fn save_meta(&self) -> Result<()> {
-        self.update_meta(|_| {})
-    }
 }
+
+/// How long a busy session lock is tried again before it counts as another
+/// writer: a lock just let go can still be held for an instant by a child
+/// of this process between its fork and its exec.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Takes the session's lock (`flock` on `lock` in its folder), so a second
-/// process cannot write the same log; the kernel lets go when the process dies.
+/// process cannot write the same log, and records this pid in it.
 fn lock_session(dir: &Path, id: &str) -> Result<File> {
     let path = dir.join("lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io(&path))?;
-    // A lock just let go can still be held for an instant by a child of
-    // this process between its fork and its exec (the fd is close-on-exec,
-    // not close-on-fork), so a busy lock is tried again for a moment before
-    // it counts as another writer.
-    for attempt in 0..LOCK_ATTEMPTS {
-        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(file),
-            Err(rustix::io::Errno::WOULDBLOCK) if attempt + 1 < LOCK_ATTEMPTS => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(rustix::io::Errno::WOULDBLOCK) => break,
-            Err(error) => return Err(io(&path)(error.into())),
+    match files::lock(&path, LOCK_PATIENCE).map_err(io(&path))? {
+        Locked::Held(mut file) => {
+            let _ = files::record_holder(&mut file);
+            Ok(file)
         }
+        Locked::Busy => Err(Error::InUse {
+            id: id.to_string(),
+            pid: files::holder(&path),
+        }),
     }
-    Err(Error::InUse(id.to_string()))
 }
 
-/// Tries at taking a session's lock, 10 ms apart.
-const LOCK_ATTEMPTS: u32 = 20;
-
-/// Every session under `home`, newest update first. Unreadable ones are skipped.
+/// Every session under `home`, newest update first. Unreadable ones are
+/// skipped. A session whose meta.json says it runs, but that no process
+/// holds, was left by a dead process: it is recovered (closed in its log)
+/// and listed as idle.
 pub fn list(home: &Path) -> Vec<Meta> {
     let Ok(entries) = std::fs::read_dir(home.join("sessions")) else {
         return Vec::new();
     };
     let mut metas: Vec<Meta> = entries
         .filter_map(|entry| entry.ok())
-        .filter_map(|entry| std::fs::read(entry.path().join("meta.json")).ok())
-        .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+        .filter_map(|entry| read_meta(&entry.path().join("meta.json")).ok().flatten())
+        .map(|meta| {
+            if meta.status == Status::Idle {
+                return meta;
+            }
+            let workspace = PathBuf::from(&meta.workspace);
+            match Session::open(home, &meta.id, &workspace, None, true) {
+                Ok((session, _)) => session.meta(),
+                Err(_) => meta,
+            }
+        })
         .collect();
     metas.sort_by(|a, b| b.updated.cmp(&a.updated).then(a.id.cmp(&b.id)));
     metas
@@ -487,6 +628,7 @@ pub fn list(home: &Path) -> Vec<Meta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     #[test]
     fn ids_must_be_safe_names() {
@@ -499,54 +641,132 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_last_line_is_skipped_and_cut_off() -> Result<()> {
-        let home = tempfile::tempdir().map_err(io(Path::new("tmp")))?;
+    fn a_torn_last_line_is_skipped_and_cut_off() {
+        let home = tempfile::tempdir().unwrap();
         let workspace = home.path();
         {
-            let (session, _) = Session::open_or_create(home.path(), "s1", workspace, None)?;
-            session.append(EventBody::error("one"))?;
-            session.append(EventBody::error("two"))?;
+            let (session, _) = Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
+            session.append(EventBody::error("one")).unwrap();
+            session.append(EventBody::error("two")).unwrap();
         }
         let log = Session::dir_of(home.path(), "s1").join("log.jsonl");
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .map_err(io(&log))?;
-        file.write_all(br#"{"seq":4,"ts":"x","type":"err"#)
-            .map_err(io(&log))?;
+        let mut file = OpenOptions::new().append(true).open(&log).unwrap();
+        file.write_all(br#"{"seq":4,"ts":"x","type":"err"#).unwrap();
         drop(file);
-        let (session, loaded) = Session::open_or_create(home.path(), "s1", workspace, None)?;
+        let (session, loaded) =
+            Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
         assert_eq!(loaded.events.len(), 3, "session_started, one, two");
         assert!(loaded.torn_tail.is_some());
-        let event = session.append(EventBody::error("three"))?;
+        let event = session.append(EventBody::error("three")).unwrap();
         assert_eq!(event.seq, 4);
-        let again = load_log(&log)?;
+        let again = load_log(&log).unwrap();
         assert_eq!(again.events.len(), 4);
         assert!(again.torn_tail.is_none());
-        Ok(())
     }
 
     #[test]
-    fn a_session_has_one_writer_at_a_time() -> Result<()> {
-        let home = tempfile::tempdir().map_err(io(Path::new("tmp")))?;
-        let first = Session::open_or_create(home.path(), "s", home.path(), None)?;
+    fn a_session_has_one_writer_at_a_time_and_names_it() {
+        let home = tempfile::tempdir().unwrap();
+        let first = Session::open_or_create(home.path(), "s", home.path(), None).unwrap();
         let second = Session::open_or_create(home.path(), "s", home.path(), None);
-        assert!(matches!(second, Err(Error::InUse(_))), "{second:?}");
+        match second {
+            Err(Error::InUse { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("{other:?}"),
+        }
         drop(first);
-        Session::open_or_create(home.path(), "s", home.path(), None)?;
-        Ok(())
+        Session::open_or_create(home.path(), "s", home.path(), None).unwrap();
     }
 
     #[test]
-    fn a_bad_line_in_the_middle_is_corruption() -> Result<()> {
-        let dir = tempfile::tempdir().map_err(io(Path::new("tmp")))?;
+    fn a_bad_line_in_the_middle_is_shown_as_unreadable_and_the_rest_loads() {
+        let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log.jsonl");
         std::fs::write(
             &log,
-            "garbage\n{\"seq\":1,\"ts\":\"t\",\"type\":\"error\",\"message\":\"m\"}\n",
+            "{\"seq\":1,\"ts\":\"t\",\"type\":\"error\",\"message\":\"a\"}\ngarbage\n{\"seq\":3,\"ts\":\"t\",\"type\":\"error\",\"message\":\"m\"}\n",
         )
-        .map_err(io(&log))?;
-        assert!(matches!(load_log(&log), Err(Error::Corrupt { .. })));
-        Ok(())
+        .unwrap();
+        let loaded = load_log(&log).unwrap();
+        assert_eq!(loaded.events.len(), 3);
+        assert!(matches!(
+            loaded.events[1].body,
+            EventBody::Unreadable { line: 2, .. }
+        ));
+        assert_eq!(loaded.events[1].seq, 2);
+        assert_eq!(loaded.events[2].seq, 3);
+    }
+
+    #[test]
+    fn folders_and_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (session, _) = Session::open_or_create(&home, "s", dir.path(), None).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(mode(session.dir()), 0o700);
+        assert_eq!(mode(session.log_path()), 0o600);
+        assert_eq!(mode(&session.dir().join("meta.json")), 0o600);
+        assert_eq!(mode(&session.dir().join("lock")), 0o600);
+    }
+
+    #[test]
+    fn an_open_turn_left_by_a_dead_process_is_closed_on_open() {
+        use wicket_protocol::{Card, CardKind, OutsideReadCard};
+        let home = tempfile::tempdir().unwrap();
+        {
+            let (session, _) =
+                Session::open_or_create(home.path(), "s", home.path(), None).unwrap();
+            session
+                .append(EventBody::UserMessage { text: "go".into() })
+                .unwrap();
+            session
+                .append(EventBody::AssistantMessage {
+                    text: String::new(),
+                    tool_calls: vec![wicket_protocol::ToolCallRequest {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        arguments: "{}".into(),
+                    }],
+                    usage: Usage::default(),
+                    stop_reason: None,
+                })
+                .unwrap();
+            session
+                .append(EventBody::Card {
+                    call_id: "c1".into(),
+                    card: Card {
+                        id: "card-1".into(),
+                        tool: "read_file".into(),
+                        kind: CardKind::OutsideRead(OutsideReadCard {
+                            path: "/etc/hosts".into(),
+                            reach: Reach::Read,
+                        }),
+                    },
+                    proposed: None,
+                })
+                .unwrap();
+            session
+                .update_meta(|meta| meta.status = Status::Waiting)
+                .unwrap();
+        }
+        let metas = list(home.path());
+        assert_eq!(metas[0].status, Status::Idle);
+        let (_, loaded) = Session::load_existing(home.path(), "s").unwrap();
+        let tail: Vec<&EventBody> = loaded
+            .events
+            .iter()
+            .rev()
+            .take(2)
+            .map(|e| &e.body)
+            .collect();
+        assert!(
+            matches!(tail[0], EventBody::Interrupted { card: Some(card), .. } if card == "card-1"),
+            "{tail:?}"
+        );
+        assert!(
+            matches!(tail[1], EventBody::ToolResult { call_id, ok: false, .. } if call_id == "c1")
+        );
+        assert!(!Unfinished::of(&loaded.events).any());
     }
 }

@@ -1,17 +1,35 @@
 //! Skills in the Agent Skills format: a folder holding `SKILL.md`, whose YAML
 //! front matter gives `name` and `description`. The system prompt lists every
-//! skill's name and description; `use_skill(name)` returns the body.
+//! skill's name and description; `use_skill(name)` returns the body. A
+//! skill inside the workspace is read through the resolver (a link out or
+//! a FIFO is not a skill); every SKILL.md is capped.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use wicket_protocol::limits::PROMPT_FILE_MAX_BYTES;
+use wicket_tools::Workspace;
+
+use crate::config::SkillDir;
+
+/// Where a SKILL.md is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillFile {
+    /// Inside the workspace, relative to its root.
+    Workspace(PathBuf),
+    /// In the person's own folders.
+    Home(PathBuf),
+}
 
 /// One skill found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
+    /// Its name.
     pub name: String,
+    /// What it is for.
     pub description: String,
-    pub path: PathBuf,
+    /// Its SKILL.md.
+    pub file: SkillFile,
 }
 
 #[derive(Deserialize)]
@@ -21,16 +39,26 @@ struct FrontMatter {
     description: String,
 }
 
+/// A folder skills are found in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Folder {
+    Workspace(PathBuf),
+    Home(PathBuf),
+}
+
 /// The folders skills are found in, first match of a name wins:
 /// `<workspace>/.wicket/skills`, `<workspace>/.claude/skills`, `$WICKET_HOME/skills`,
 /// then the config's `skill_dirs`.
-pub fn folders(workspace: &Path, home: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+fn folders(home: &Path, extra: &[SkillDir]) -> Vec<Folder> {
     let mut folders = vec![
-        workspace.join(".wicket").join("skills"),
-        workspace.join(".claude").join("skills"),
-        home.join("skills"),
+        Folder::Workspace(PathBuf::from(".wicket/skills")),
+        Folder::Workspace(PathBuf::from(".claude/skills")),
+        Folder::Home(home.join("skills")),
     ];
-    folders.extend(extra.iter().cloned());
+    folders.extend(extra.iter().map(|dir| match dir {
+        SkillDir::Home(path) => Folder::Home(path.clone()),
+        SkillDir::Workspace(path) => Folder::Workspace(path.clone()),
+    }));
     folders
 }
 
@@ -49,34 +77,60 @@ fn split(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-fn parse(path: &Path) -> Option<(Skill, String)> {
-    let text = std::fs::read_to_string(path).ok()?;
+fn read(workspace: &Workspace, file: &SkillFile) -> Option<String> {
+    let bytes = match file {
+        SkillFile::Workspace(relative) => workspace
+            .read_runtime_file(relative, PROMPT_FILE_MAX_BYTES)
+            .ok()??,
+        SkillFile::Home(path) => {
+            wicket_os::files::read_regular(path, PROMPT_FILE_MAX_BYTES).ok()??
+        }
+    };
+    String::from_utf8(bytes).ok()
+}
+
+fn parse(workspace: &Workspace, file: SkillFile) -> Option<(Skill, String)> {
+    let text = read(workspace, &file)?;
     let (front, body) = split(&text)?;
     let front: FrontMatter = serde_yaml_ng::from_str(front).ok()?;
     let skill = Skill {
         name: front.name.trim().to_string(),
         description: front.description.trim().to_string(),
-        path: path.to_path_buf(),
+        file,
     };
     Some((skill, body.trim_start_matches(['\r', '\n']).to_string()))
 }
 
-/// Every skill in `folders`, sorted by name; a name already found is skipped,
-/// and so is a SKILL.md without valid front matter.
-pub fn discover(folders: &[PathBuf]) -> Vec<Skill> {
+/// The SKILL.md files of one folder, sorted.
+fn files_in(workspace: &Workspace, folder: &Folder) -> Vec<SkillFile> {
+    match folder {
+        Folder::Workspace(relative) => workspace
+            .runtime_subfolders(relative)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| SkillFile::Workspace(relative.join(name).join("SKILL.md")))
+            .collect(),
+        Folder::Home(path) => {
+            let Ok(entries) = std::fs::read_dir(path) else {
+                return Vec::new();
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.path().join("SKILL.md"))
+                .collect();
+            files.sort();
+            files.into_iter().map(SkillFile::Home).collect()
+        }
+    }
+}
+
+/// Every skill the session sees, sorted by name; a name already found is
+/// skipped, and so is a SKILL.md without valid front matter.
+pub fn discover(workspace: &Workspace, home: &Path, extra: &[SkillDir]) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
-    for folder in folders {
-        let Ok(entries) = std::fs::read_dir(folder) else {
-            continue;
-        };
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|entry| entry.ok())
-            .map(|entry| entry.path().join("SKILL.md"))
-            .filter(|path| path.is_file())
-            .collect();
-        paths.sort();
-        for path in paths {
-            if let Some((skill, _)) = parse(&path)
+    for folder in folders(home, extra) {
+        for file in files_in(workspace, &folder) {
+            if let Some((skill, _)) = parse(workspace, file)
                 && !skill.name.is_empty()
                 && !skills.iter().any(|known| known.name == skill.name)
             {
@@ -89,9 +143,9 @@ pub fn discover(folders: &[PathBuf]) -> Vec<Skill> {
 }
 
 /// The body of the named skill, or an error that lists the skills there are.
-pub fn body(skills: &[Skill], name: &str) -> Result<String, String> {
+pub fn body(workspace: &Workspace, skills: &[Skill], name: &str) -> Result<String, String> {
     let found = skills.iter().find(|skill| skill.name == name);
-    match found.and_then(|skill| parse(&skill.path)) {
+    match found.and_then(|skill| parse(workspace, skill.file.clone())) {
         Some((_, body)) => Ok(body),
         None => {
             let names: Vec<&str> = skills.iter().map(|skill| skill.name.as_str()).collect();
@@ -111,19 +165,23 @@ pub fn body(skills: &[Skill], name: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    fn write(folder: &Path, skill: &str, text: &str) {
+        std::fs::create_dir_all(folder.join(skill)).unwrap();
+        std::fs::write(folder.join(skill).join("SKILL.md"), text).unwrap();
+    }
+
     #[test]
     fn front_matter_names_the_skill_and_the_first_folder_wins() {
-        let Ok(dir) = tempfile::tempdir() else { return };
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        let write = |folder: &Path, skill: &str, text: &str| {
-            let _ = std::fs::create_dir_all(folder.join(skill));
-            let _ = std::fs::write(folder.join(skill).join("SKILL.md"), text);
-        };
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let home = dir.path().join("home");
+        let a = ws.join(".wicket/skills");
         write(
             &a,
             "release",
             "---\nname: release\ndescription: >\n  Cut a release:\n  tag and publish.\n---\n\n# Release\nSteps.\n",
         );
+        let b = home.join("skills");
         write(
             &b,
             "release",
@@ -135,7 +193,8 @@ mod tests {
             "---\nname: review\ndescription: \"Review a diff\"\n---\nLook.\n",
         );
         write(&b, "broken", "no front matter\n");
-        let skills = discover(&[a, b, dir.path().join("missing")]);
+        let workspace = Workspace::open(&ws).unwrap();
+        let skills = discover(&workspace, &home, &[]);
         let names: Vec<(&str, &str)> = skills
             .iter()
             .map(|s| (s.name.as_str(), s.description.as_str()))
@@ -148,10 +207,42 @@ mod tests {
             ]
         );
         assert_eq!(
-            body(&skills, "release").as_deref(),
+            body(&workspace, &skills, "release").as_deref(),
             Ok("# Release\nSteps.\n")
         );
-        let missing = body(&skills, "deploy").unwrap_or_else(|e| e);
+        let missing = body(&workspace, &skills, "deploy").unwrap_err();
         assert!(missing.contains("release, review"), "{missing}");
+    }
+
+    #[test]
+    fn a_workspace_skill_is_not_read_through_a_link_out_or_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        write(
+            &outside,
+            "secret",
+            "---\nname: secret\ndescription: leaked\n---\nSECRET\n",
+        );
+        std::fs::create_dir_all(ws.join(".wicket/skills/linked")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.join("secret/SKILL.md"),
+            ws.join(".wicket/skills/linked/SKILL.md"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), ws.join(".wicket/skills/folder"))
+            .unwrap();
+        std::fs::create_dir_all(ws.join(".wicket/skills/fifo")).unwrap();
+        let fifo = ws.join(".wicket/skills/fifo/SKILL.md");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let workspace = Workspace::open(&ws).unwrap();
+        let skills = discover(&workspace, &dir.path().join("home"), &[]);
+        assert!(skills.is_empty(), "{skills:?}");
     }
 }

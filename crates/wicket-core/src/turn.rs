@@ -4,18 +4,21 @@
 //! ends the turn once the Stop hooks pass. The conversation is rebuilt from
 //! `log.jsonl`, so a session resumes from its log alone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use wicket_chat::{ChatClient, ChatError, Message, Reply, Request, StreamEvent, ToolSpec};
+use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StreamEvent};
+use wicket_os::spawn::Cwd;
+use wicket_protocol::limits::PROMPT_FILE_MAX_BYTES;
 use wicket_protocol::{
-    Answer, AskArgs, AssistantToolCall, Card, ErrorKind, Event, EventBody, FinishArgs, HookOutcome,
-    ToolCall, Usage, UseSkillArgs, WireError, tool_schemas,
+    Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
+    HookOutcome, ReplyOutput, RunSource, SkillOutput, ToolCall, ToolCallRequest, ToolOutput,
+    ToolSpec, Usage, UseSkillArgs, WireError, tool_specs,
 };
-use wicket_tools::{Cancel, Tools};
+use wicket_tools::{Cancel, Tools, Workspace};
 
-use crate::config::StopHook;
-use crate::gate::{Answerer, Gate};
+use crate::config::{Owner, StopHook};
+use crate::gate::{Answerer, CommandRequest, Confinement, Gate};
 use crate::hooks::run_stop_hook;
 use crate::session::{Session, Status, load_log};
 use crate::skills::{self, Skill};
@@ -27,15 +30,22 @@ pub struct Settings {
     pub step_limit: usize,
     /// Stop-hook blocks that end the turn.
     pub max_stop_blocks: usize,
+    /// The Stop hooks, the home config's first.
     pub stop_hooks: Vec<StopHook>,
+    /// The output limit of one reply.
     pub max_tokens: u32,
+    /// The skills the system prompt lists.
     pub skills: Vec<Skill>,
+    /// The sandbox and the home its commands may not read.
+    pub confinement: Confinement,
 }
 
 /// Who answers for the person: cards and questions. `None` is a withdrawal
 /// (the turn was cancelled).
 pub trait Person {
+    /// The answer to a card.
     fn card(&mut self, card: &Card) -> Option<Answer>;
+    /// The reply to a question.
     fn question(&mut self, id: &str, question: &str) -> Option<String>;
 }
 
@@ -59,59 +69,92 @@ impl Answerer for Asker<'_> {
 }
 
 /// The text a tool result gives the model.
-fn result_content(result: &Result<serde_json::Value, WireError>) -> (String, bool) {
+fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
     match result {
-        Ok(output) => (output.to_string(), false),
+        Ok(output) => (serde_json::to_string(output).unwrap_or_default(), false),
         Err(error) => (serde_json::json!({ "error": error }).to_string(), true),
     }
 }
 
-/// The conversation a chat client sees, rebuilt from the log. Tool results
-/// of calls no reply made (`wicket tool`) are left out; a call a crash left
-/// without a result gets one, so the conversation stays valid for every
-/// provider; consecutive user messages are joined.
+/// The stop reasons with which a provider says a reply hit the output limit.
+pub fn cut_by_output_limit(stop_reason: Option<&str>) -> bool {
+    matches!(stop_reason, Some("length" | "max_tokens"))
+}
+
+/// What the model is told after a reply that hit the output limit.
+pub const CUT_NOTICE: &str = "Your last reply was cut off at the output-token limit, so it is not taken as the result. \
+Continue: finish the work with tool calls, or give a shorter final answer.";
+
+/// The message a Stop hook's block becomes when the turn ended without `finish`.
+fn hook_feedback(stderr: &str) -> String {
+    format!(
+        "A Stop hook did not let the turn end yet. Its output:\n{}",
+        stderr.trim_end()
+    )
+}
+
+/// The conversation as a chat client sees it, rebuilt from the log. Tool
+/// results of calls no reply made (`wicket tool`) are left out; a call
+/// that has no result (a crash, a cancel) gets one, so the conversation
+/// stays valid for every provider; consecutive user messages are joined.
 pub fn conversation(events: &[Event]) -> Vec<Message> {
-    let mut messages: Vec<Message> = Vec::new();
-    let mut pending: Vec<String> = Vec::new();
-    let close_pending = |messages: &mut Vec<Message>, pending: &mut Vec<String>| {
-        for call_id in pending.drain(..) {
-            messages.push(Message::ToolResult {
+    Rebuild::default().run(events)
+}
+
+#[derive(Default)]
+struct Rebuild {
+    messages: Vec<Message>,
+    /// Calls of the last reply still waiting for a result.
+    pending: Vec<String>,
+}
+
+impl Rebuild {
+    fn run(mut self, events: &[Event]) -> Vec<Message> {
+        for event in events {
+            self.event(&event.body);
+        }
+        self.close_pending();
+        self.messages
+    }
+
+    fn close_pending(&mut self) {
+        for call_id in std::mem::take(&mut self.pending) {
+            self.messages.push(Message::ToolResult {
                 call_id,
                 content: serde_json::json!({"error": {"kind": "cancelled", "message": "the turn stopped before this call finished"}}).to_string(),
                 is_error: true,
             });
         }
-    };
-    let push_user = |messages: &mut Vec<Message>, text: String| {
-        if let Some(Message::User { text: last }) = messages.last_mut() {
+    }
+
+    fn user(&mut self, text: String) {
+        self.close_pending();
+        if let Some(Message::User { text: last }) = self.messages.last_mut() {
             last.push_str("\n\n");
             last.push_str(&text);
         } else {
-            messages.push(Message::User { text });
+            self.messages.push(Message::User { text });
         }
-    };
-    for event in events {
-        match &event.body {
-            EventBody::UserMessage { text } => {
-                close_pending(&mut messages, &mut pending);
-                push_user(&mut messages, text.clone());
-            }
+    }
+
+    fn event(&mut self, body: &EventBody) {
+        match body {
+            EventBody::UserMessage { text } => self.user(text.clone()),
             EventBody::AssistantMessage {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                stop_reason,
+                ..
             } => {
-                close_pending(&mut messages, &mut pending);
-                pending = tool_calls.iter().map(|call| call.id.clone()).collect();
-                messages.push(Message::Assistant {
+                self.close_pending();
+                self.pending = tool_calls.iter().map(|call| call.id.clone()).collect();
+                self.messages.push(Message::Assistant {
                     text: text.clone(),
-                    tool_calls: tool_calls
-                        .iter()
-                        .map(|call| wicket_chat::ToolCallRequest {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                        })
-                        .collect(),
+                    tool_calls: tool_calls.clone(),
                 });
+                if tool_calls.is_empty() && cut_by_output_limit(stop_reason.as_deref()) {
+                    self.user(CUT_NOTICE.to_string());
+                }
             }
             EventBody::ToolResult {
                 call_id,
@@ -119,20 +162,17 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
                 output,
                 error,
             } => {
-                let Some(index) = pending.iter().position(|id| id == call_id) else {
-                    continue;
+                let Some(index) = self.pending.iter().position(|id| id == call_id) else {
+                    return;
                 };
-                pending.remove(index);
-                let result = if *ok {
-                    Ok(output.clone().unwrap_or_default())
-                } else {
-                    Err(error.clone().unwrap_or(WireError {
-                        kind: ErrorKind::Io,
-                        message: "failed".into(),
-                    }))
+                self.pending.remove(index);
+                let result = match (ok, output, error) {
+                    (true, Some(output), _) => Ok(output.clone()),
+                    (_, _, Some(error)) => Err(error.clone()),
+                    _ => Err(WireError::new(ErrorKind::Io, "the result was not recorded")),
                 };
                 let (content, is_error) = result_content(&result);
-                messages.push(Message::ToolResult {
+                self.messages.push(Message::ToolResult {
                     call_id: call_id.clone(),
                     content,
                     is_error,
@@ -143,33 +183,39 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
                 outcome: HookOutcome::Block | HookOutcome::Error,
                 stderr,
                 ..
-            } => {
-                close_pending(&mut messages, &mut pending);
-                push_user(&mut messages, hook_feedback(stderr));
-            }
-            _ => {}
+            } => self.user(hook_feedback(stderr)),
+            EventBody::Hook { .. }
+            | EventBody::SessionStarted { .. }
+            | EventBody::ToolCall { .. }
+            | EventBody::Card { .. }
+            | EventBody::Answer { .. }
+            | EventBody::Question { .. }
+            | EventBody::Reply { .. }
+            | EventBody::Result { .. }
+            | EventBody::Queued { .. }
+            | EventBody::Retry { .. }
+            | EventBody::Cancelled {}
+            | EventBody::Interrupted { .. }
+            | EventBody::Compacted { .. }
+            | EventBody::Mcp { .. }
+            | EventBody::Error { .. }
+            | EventBody::Unreadable { .. } => {}
         }
     }
-    close_pending(&mut messages, &mut pending);
-    messages
 }
 
-fn hook_feedback(stderr: &str) -> String {
-    format!(
-        "A Stop hook did not let the turn end yet. Its output:\n{}",
-        stderr.trim_end()
-    )
-}
-
-/// The system prompt: the tools, the workspace, the skills, and AGENTS.md.
-pub fn system_prompt(workspace: &Path, skills: &[Skill]) -> String {
+/// The system prompt: the tools, the workspace, the skills, and AGENTS.md
+/// (read through the resolver: a link out or a FIFO is not read). The
+/// same bytes for the same files, so a provider's prompt cache holds. The
+/// second value says why AGENTS.md was not read, when it was there but refused.
+pub fn system_prompt(workspace: &Workspace, skills: &[Skill]) -> (String, Option<String>) {
     let mut prompt = format!(
         "You are a coding agent working in the workspace {}. Relative paths are relative to it.\n\
          Use the tools to read, search and change it. Reads, searches and listings inside the workspace run at once; \
          every write, every command and every read outside the workspace waits for the person to allow it, \
          and a denial is final for that call: do not retry it unchanged, ask instead.\n\
          Commands run with no shell. When the work is done, call finish with a short summary of what you did.\n",
-        workspace.display()
+        workspace.root().display()
     );
     if !skills.is_empty() {
         prompt.push_str("\nSkills (load one with use_skill when it fits the task):\n");
@@ -177,24 +223,17 @@ pub fn system_prompt(workspace: &Path, skills: &[Skill]) -> String {
             prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
         }
     }
-    if let Ok(agents) = std::fs::read_to_string(workspace.join("AGENTS.md")) {
-        prompt.push_str("\nThe workspace's AGENTS.md:\n\n");
-        prompt.push_str(agents.trim_end());
-        prompt.push('\n');
+    let mut warning = None;
+    match workspace.read_runtime_file(Path::new("AGENTS.md"), PROMPT_FILE_MAX_BYTES) {
+        Ok(Some(bytes)) => {
+            prompt.push_str("\nThe workspace's AGENTS.md:\n\n");
+            prompt.push_str(String::from_utf8_lossy(&bytes).trim_end());
+            prompt.push('\n');
+        }
+        Ok(None) => {}
+        Err(error) => warning = Some(format!("AGENTS.md was not read: {}", error.message)),
     }
-    prompt
-}
-
-/// The tools a model is offered, from the protocol's schemas.
-pub fn tool_specs() -> Vec<ToolSpec> {
-    tool_schemas()
-        .into_iter()
-        .map(|schema| ToolSpec {
-            name: schema.name.to_string(),
-            description: schema.description.to_string(),
-            parameters: schema.parameters,
-        })
-        .collect()
+    (prompt, warning)
 }
 
 enum Stop {
@@ -202,18 +241,38 @@ enum Stop {
     Cancelled,
 }
 
-/// Runs turns of one session.
-pub struct Runner<'a> {
-    pub tools: &'a Tools,
-    pub session: &'a Session,
-    pub chat: &'a dyn ChatClient,
-    pub settings: &'a Settings,
-    pub runtime: &'a tokio::runtime::Handle,
+/// What one step of the loop decided.
+enum Flow {
+    /// Ask the model again.
+    Continue,
+    /// The turn is over.
+    End(Outcome),
 }
 
-/// The question ids of a session: unique within it.
-fn new_question_id() -> String {
-    format!("q-{:x}{:04x}", std::process::id(), fastrand::u16(..))
+/// What a turn carries from step to step.
+struct Turn {
+    history: Vec<Message>,
+    system: String,
+    tools: Vec<ToolSpec>,
+    usage: Usage,
+    /// Stop-hook blocks in a row.
+    blocks: usize,
+    /// Replies cut by the output limit in a row.
+    cut: usize,
+}
+
+/// Runs turns of one session.
+pub struct Runner<'a> {
+    /// The workspace's tools.
+    pub tools: &'a Tools,
+    /// The session.
+    pub session: &'a Session,
+    /// The model.
+    pub chat: &'a dyn ChatClient,
+    /// The settings.
+    pub settings: &'a Settings,
+    /// The runtime the chat client runs on.
+    pub runtime: &'a tokio::runtime::Handle,
 }
 
 impl Runner<'_> {
@@ -221,6 +280,10 @@ impl Runner<'_> {
         // The log is the turn's record; if it cannot be written the next
         // append reports it, and the conversation is rebuilt from what is there.
         let _ = self.session.append(body);
+    }
+
+    fn gate(&self) -> Gate<'_> {
+        Gate::new(self.tools, self.session, &self.settings.confinement)
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
@@ -237,41 +300,46 @@ impl Runner<'_> {
         self.end(Outcome::Failed(message))
     }
 
-    fn cancelled(&self, unanswered: &[AssistantToolCall]) -> Outcome {
-        for call in unanswered {
+    /// Synthetic results for calls that will not run, with `why`.
+    fn close_calls(&self, calls: &[ToolCallRequest], why: &str) {
+        for call in calls {
             self.log(EventBody::ToolResult {
                 call_id: call.id.clone(),
                 ok: false,
                 output: None,
-                error: Some(WireError {
-                    kind: ErrorKind::Cancelled,
-                    message: "the person cancelled the turn before this call ran".into(),
-                }),
+                error: Some(WireError::new(ErrorKind::Cancelled, why)),
             });
         }
+    }
+
+    fn cancelled(&self, unanswered: &[ToolCallRequest]) -> Outcome {
+        self.close_calls(
+            unanswered,
+            "the person cancelled the turn before this call ran",
+        );
         self.log(EventBody::Cancelled {});
         self.end(Outcome::Cancelled)
     }
 
     /// One model reply, abandoned at once on cancel; retries go in the log.
-    fn complete(&self, request: &Request, cancel: &Cancel) -> Result<Reply, Stop> {
+    fn complete(&self, request: &Request, cancel: &Cancel) -> Result<Completion, Stop> {
         let notify = Arc::new(tokio::sync::Notify::new());
         let wake = notify.clone();
         let listener = cancel.on_cancel(Box::new(move || wake.notify_one()));
         let session = self.session;
-        let mut on_event = move |event: StreamEvent| {
-            if let StreamEvent::Retry {
+        let mut on_event = move |event: StreamEvent| match event {
+            StreamEvent::Retry {
                 attempt,
                 delay_ms,
                 reason,
-            } = event
-            {
+            } => {
                 let _ = session.append(EventBody::Retry {
                     attempt,
                     delay_ms,
                     reason,
                 });
             }
+            StreamEvent::Text(_) => {}
         };
         let outcome = self.runtime.block_on(async {
             tokio::select! {
@@ -283,8 +351,15 @@ impl Runner<'_> {
         outcome
     }
 
-    /// Runs the Stop hooks; `Ok` when all pass, else the feedback for the model.
-    fn stop_hooks(&self, call_id: Option<&str>, result: &str) -> Result<(), String> {
+    /// Runs the Stop hooks; `Ok` when all pass, else the feedback for the
+    /// model. A hook the workspace declared asks first, as a `run` card.
+    fn stop_hooks(
+        &self,
+        call_id: Option<&str>,
+        result: &str,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Result<(), String> {
         let input = serde_json::json!({
             "session_id": self.session.meta().id,
             "workspace": self.tools.workspace().root().display().to_string(),
@@ -294,7 +369,7 @@ impl Runner<'_> {
         });
         let mut feedback = Vec::new();
         for hook in &self.settings.stop_hooks {
-            let run = run_stop_hook(hook, self.tools.workspace().root(), &input);
+            let run = self.stop_hook(hook, call_id, &input, person, cancel);
             self.log(EventBody::Hook {
                 call_id: call_id.map(str::to_string),
                 command: hook.command.clone(),
@@ -303,7 +378,7 @@ impl Runner<'_> {
                 stderr: run.stderr.clone(),
             });
             match run.outcome {
-                HookOutcome::Pass => {}
+                HookOutcome::Pass | HookOutcome::Denied => {}
                 HookOutcome::Block => feedback.push(run.stderr),
                 HookOutcome::Error => {
                     self.log(EventBody::error(format!(
@@ -330,6 +405,71 @@ impl Runner<'_> {
         }
     }
 
+    fn stop_hook(
+        &self,
+        hook: &StopHook,
+        call_id: Option<&str>,
+        input: &serde_json::Value,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> crate::hooks::HookRun {
+        let failed = |message: String| crate::hooks::HookRun {
+            outcome: HookOutcome::Error,
+            exit_code: None,
+            stderr: message,
+        };
+        let workspace = self.tools.workspace();
+        let root = match wicket_tools::tools::run::validate(
+            workspace,
+            &wicket_protocol::RunArgs {
+                argv: hook.command.clone(),
+                cwd: None,
+                timeout_s: None,
+                network: false,
+            },
+        ) {
+            Ok(dir) => dir,
+            Err(error) => return failed(format!("the hook {:?}: {}", hook.command, error.message)),
+        };
+        let gate = self.gate();
+        let card_id = call_id.map_or_else(|| wicket_os::ids::new_id("hook"), str::to_string);
+        let confine = match hook.owner {
+            // The repository's own command: the person sees it first.
+            Owner::Workspace => match gate.allow_command(
+                &card_id,
+                &CommandRequest {
+                    tool: "run",
+                    argv: &hook.command,
+                    dir: &root,
+                    timeout_s: hook.timeout_s,
+                    network: false,
+                    source: RunSource::Hook,
+                },
+                &mut Asker(person),
+            ) {
+                Ok(allowed) => allowed.confine,
+                Err(error) if error.kind == ErrorKind::Denied => {
+                    return crate::hooks::HookRun {
+                        outcome: HookOutcome::Denied,
+                        exit_code: None,
+                        stderr: "the person did not allow this workspace hook; it did not run"
+                            .into(),
+                    };
+                }
+                Err(error) => return failed(error.message),
+            },
+            Owner::Home => match gate.home_command() {
+                Ok(confine) => confine,
+                Err(error) => return failed(error.message),
+            },
+        };
+        let cwd = match workspace.open_folder(Path::new(""), ".") {
+            Ok((fd, _)) => Cwd::Fd(fd),
+            Err(error) => return failed(error.message),
+        };
+        run_stop_hook(hook, cwd, input, confine, cancel)
+    }
+
     /// Runs one ask to its end.
     pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
         let _ = self
@@ -342,125 +482,21 @@ impl Runner<'_> {
         self.log(EventBody::UserMessage { text: ask.into() });
         history.push(Message::User { text: ask.into() });
         let _ = self.session.sync();
-        let workspace = self.tools.workspace().root().to_path_buf();
-        let system = system_prompt(&workspace, &self.settings.skills);
-        let specs = tool_specs();
-        let mut usage = Usage::default();
-        let mut blocks = 0;
+        let (system, warning) = system_prompt(self.tools.workspace(), &self.settings.skills);
+        if let Some(warning) = warning {
+            self.log(EventBody::error(warning));
+        }
+        let mut turn = Turn {
+            history,
+            system,
+            tools: tool_specs(),
+            usage: Usage::default(),
+            blocks: 0,
+            cut: 0,
+        };
         for _ in 0..self.settings.step_limit {
-            if cancel.is_cancelled() {
-                return self.cancelled(&[]);
-            }
-            let request = Request {
-                system: system.clone(),
-                messages: history.clone(),
-                tools: specs
-                    .iter()
-                    .map(|spec| ToolSpec {
-                        name: spec.name.clone(),
-                        description: spec.description.clone(),
-                        parameters: spec.parameters.clone(),
-                    })
-                    .collect(),
-                max_tokens: self.settings.max_tokens,
-            };
-            let reply = match self.complete(&request, cancel) {
-                Ok(reply) => reply,
-                Err(Stop::Cancelled) => return self.cancelled(&[]),
-                Err(Stop::Chat(error)) => {
-                    return self.fail(format!("the model {} failed: {error}", self.chat.model()));
-                }
-            };
-            let reply_usage = Usage {
-                input_tokens: reply.usage.input_tokens,
-                output_tokens: reply.usage.output_tokens,
-            };
-            usage.add(&reply_usage);
-            self.session.count_usage(&reply_usage);
-            let calls: Vec<AssistantToolCall> = reply
-                .tool_calls
-                .iter()
-                .map(|call| AssistantToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                })
-                .collect();
-            self.log(EventBody::AssistantMessage {
-                text: reply.text.clone(),
-                tool_calls: calls.clone(),
-                usage: reply_usage,
-            });
-            history.push(Message::Assistant {
-                text: reply.text.clone(),
-                tool_calls: reply.tool_calls.clone(),
-            });
-            if calls.is_empty() {
-                match self.stop_hooks(None, &reply.text) {
-                    Ok(()) => return self.finished(reply.text, usage),
-                    Err(feedback) => {
-                        blocks += 1;
-                        if blocks >= self.settings.max_stop_blocks {
-                            return self.too_many_blocks(blocks);
-                        }
-                        history.push(Message::User {
-                            text: hook_feedback(&feedback),
-                        });
-                        continue;
-                    }
-                }
-            }
-            let mut finished: Option<String> = None;
-            for (index, call) in calls.iter().enumerate() {
-                if cancel.is_cancelled() {
-                    return self.cancelled(&calls[index..]);
-                }
-                if finished.is_some() {
-                    self.log(EventBody::ToolResult {
-                        call_id: call.id.clone(),
-                        ok: false,
-                        output: None,
-                        error: Some(WireError {
-                            kind: ErrorKind::Cancelled,
-                            message: "not run: finish ended the turn first".into(),
-                        }),
-                    });
-                    continue;
-                }
-                let result = match call.name.as_str() {
-                    "ask" => match self.ask(call, person) {
-                        Some(result) => result,
-                        None => return self.cancelled(&calls[index..]),
-                    },
-                    "finish" => {
-                        let result = self.finish(call);
-                        match &result {
-                            Ok(output) => {
-                                finished = output["result"].as_str().map(str::to_string);
-                            }
-                            Err(error) if error.kind == ErrorKind::Blocked => {
-                                blocks += 1;
-                            }
-                            Err(_) => {}
-                        }
-                        result
-                    }
-                    "use_skill" => self.use_skill(call),
-                    _ => self.tool(call, person, cancel),
-                };
-                let (content, is_error) = result_content(&result);
-                history.push(Message::ToolResult {
-                    call_id: call.id.clone(),
-                    content,
-                    is_error,
-                });
-                if blocks >= self.settings.max_stop_blocks {
-                    self.close_rest(&calls[index + 1..]);
-                    return self.too_many_blocks(blocks);
-                }
-            }
-            if let Some(text) = finished {
-                return self.finished(text, usage);
+            if let Flow::End(outcome) = self.step(&mut turn, person, cancel) {
+                return outcome;
             }
         }
         self.fail(format!(
@@ -469,17 +505,143 @@ impl Runner<'_> {
         ))
     }
 
-    fn close_rest(&self, rest: &[AssistantToolCall]) {
-        for call in rest {
-            self.log(EventBody::ToolResult {
-                call_id: call.id.clone(),
-                ok: false,
-                output: None,
-                error: Some(WireError {
-                    kind: ErrorKind::Cancelled,
-                    message: "not run: the turn ended first".into(),
-                }),
+    /// One model reply and what it asks for.
+    fn step(&self, turn: &mut Turn, person: &mut dyn Person, cancel: &Cancel) -> Flow {
+        if cancel.is_cancelled() {
+            return Flow::End(self.cancelled(&[]));
+        }
+        let request = Request {
+            system: turn.system.clone(),
+            messages: turn.history.clone(),
+            tools: turn.tools.clone(),
+            max_tokens: self.settings.max_tokens,
+        };
+        let reply = match self.complete(&request, cancel) {
+            Ok(reply) => reply,
+            Err(Stop::Cancelled) => return Flow::End(self.cancelled(&[])),
+            Err(Stop::Chat(error)) => {
+                return Flow::End(
+                    self.fail(format!("the model {} failed: {error}", self.chat.model())),
+                );
+            }
+        };
+        turn.usage.add(&reply.usage);
+        self.session.count_usage(&reply.usage);
+        self.log(EventBody::AssistantMessage {
+            text: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+            usage: reply.usage,
+            stop_reason: reply.stop_reason.clone(),
+        });
+        turn.history.push(Message::Assistant {
+            text: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        });
+        if reply.tool_calls.is_empty() {
+            return self.no_calls(turn, reply, person, cancel);
+        }
+        turn.cut = 0;
+        self.calls(turn, &reply.tool_calls, person, cancel)
+    }
+
+    /// A reply with no tool call ends the turn, its text the result, once
+    /// the hooks pass; unless the output limit cut it.
+    fn no_calls(
+        &self,
+        turn: &mut Turn,
+        reply: Completion,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Flow {
+        if cut_by_output_limit(reply.stop_reason.as_deref()) {
+            turn.cut += 1;
+            if turn.cut > 1 {
+                return Flow::End(self.fail(
+                    "the model's reply was cut off at the output-token limit twice in a row, so the turn has no result; \
+                     raise [chat] max_tokens in config.toml, or ask for less at once"
+                        .into(),
+                ));
+            }
+            turn.history.push(Message::User {
+                text: CUT_NOTICE.into(),
             });
+            return Flow::Continue;
+        }
+        match self.stop_hooks(None, &reply.text, person, cancel) {
+            Ok(()) => Flow::End(self.finished(reply.text, turn.usage)),
+            Err(feedback) => {
+                turn.blocks += 1;
+                if turn.blocks >= self.settings.max_stop_blocks {
+                    return Flow::End(self.too_many_blocks(turn.blocks));
+                }
+                turn.history.push(Message::User {
+                    text: hook_feedback(&feedback),
+                });
+                Flow::Continue
+            }
+        }
+    }
+
+    /// The reply's calls, in order.
+    fn calls(
+        &self,
+        turn: &mut Turn,
+        calls: &[ToolCallRequest],
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Flow {
+        let mut finished: Option<String> = None;
+        for (index, call) in calls.iter().enumerate() {
+            if cancel.is_cancelled() {
+                return Flow::End(self.cancelled(&calls[index..]));
+            }
+            if finished.is_some() {
+                self.close_calls(
+                    std::slice::from_ref(call),
+                    "not run: finish ended the turn first",
+                );
+                continue;
+            }
+            let result = match Call::parse(&call.name, &call.arguments, &|_| None) {
+                Err((arguments, error)) => self.refused(call, arguments, error),
+                Ok(Call::Tool(tool_call)) => self.tool(call, &tool_call, person, cancel),
+                Ok(Call::Core(CoreCall::Ask(args))) => match self.ask(call, &args, person) {
+                    Some(result) => result,
+                    None => return Flow::End(self.cancelled(&calls[index..])),
+                },
+                Ok(Call::Core(CoreCall::Finish(args))) => {
+                    let result = self.finish(call, &args, person, cancel);
+                    match &result {
+                        Ok(_) => finished = Some(args.result.clone()),
+                        Err(error) if error.kind == ErrorKind::Blocked => turn.blocks += 1,
+                        Err(_) => {}
+                    }
+                    result
+                }
+                Ok(Call::Core(CoreCall::UseSkill(args))) => self.use_skill(call, &args),
+                Ok(Call::Mcp(mcp)) => self.refused(
+                    call,
+                    serde_json::Value::Object(mcp.arguments.clone()),
+                    WireError::invalid(format!(
+                        "there is no MCP tool '{}' in this session",
+                        mcp.name
+                    )),
+                ),
+            };
+            let (content, is_error) = result_content(&result);
+            turn.history.push(Message::ToolResult {
+                call_id: call.id.clone(),
+                content,
+                is_error,
+            });
+            if turn.blocks >= self.settings.max_stop_blocks {
+                self.close_calls(&calls[index + 1..], "not run: the turn ended first");
+                return Flow::End(self.too_many_blocks(turn.blocks));
+            }
+        }
+        match finished {
+            Some(text) => Flow::End(self.finished(text, turn.usage)),
+            None => Flow::Continue,
         }
     }
 
@@ -497,98 +659,53 @@ impl Runner<'_> {
         self.end(Outcome::Finished(text))
     }
 
-    /// Logs a core tool's call and result, returning the result.
-    fn logged(
-        &self,
-        call: &AssistantToolCall,
-        arguments: serde_json::Value,
-        result: Result<serde_json::Value, WireError>,
-    ) -> Result<serde_json::Value, WireError> {
-        self.log_result(call, &result, Some(arguments));
-        result
-    }
-
-    fn log_result(
-        &self,
-        call: &AssistantToolCall,
-        result: &Result<serde_json::Value, WireError>,
-        arguments: Option<serde_json::Value>,
-    ) {
-        if let Some(arguments) = arguments {
-            self.log(EventBody::ToolCall {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments,
-            });
-        }
-        let (ok, output, error) = match result {
-            Ok(output) => (true, Some(output.clone()), None),
-            Err(error) => (false, None, Some(error.clone())),
-        };
-        self.log(EventBody::ToolResult {
-            call_id: call.id.clone(),
-            ok,
-            output,
-            error,
-        });
-    }
-
-    /// The model's arguments as JSON; text that is not JSON is kept as a string.
-    fn arguments(call: &AssistantToolCall) -> Result<serde_json::Value, serde_json::Value> {
-        let text = if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            &call.arguments
-        };
-        serde_json::from_str(text).map_err(|_| serde_json::Value::String(call.arguments.clone()))
-    }
-
-    fn parse<T: serde::de::DeserializeOwned>(
-        call: &AssistantToolCall,
-    ) -> (serde_json::Value, Result<T, WireError>) {
-        match Self::arguments(call) {
-            Ok(value) => {
-                let parsed = serde_json::from_value(value.clone()).map_err(|error| WireError {
-                    kind: ErrorKind::InvalidArgs,
-                    message: format!("bad arguments for {}: {error}", call.name),
-                });
-                (value, parsed)
-            }
-            Err(raw) => (
-                raw,
-                Err(WireError {
-                    kind: ErrorKind::InvalidArgs,
-                    message: format!("the arguments for {} are not valid JSON", call.name),
-                }),
-            ),
-        }
-    }
-
-    fn ask(
-        &self,
-        call: &AssistantToolCall,
-        person: &mut dyn Person,
-    ) -> Option<Result<serde_json::Value, WireError>> {
-        let (arguments, parsed) = Self::parse::<AskArgs>(call);
-        let args = match parsed {
-            Ok(args) => args,
-            Err(error) => return Some(self.logged(call, arguments, Err(error))),
-        };
+    fn log_call(&self, call: &ToolCallRequest, arguments: serde_json::Value) {
         self.log(EventBody::ToolCall {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments,
+            auto_allowed: None,
         });
-        let id = new_question_id();
+    }
+
+    fn log_result(&self, call: &ToolCallRequest, result: &Result<ToolOutput, WireError>) {
+        let _ = self.gate().log_result(&call.id, result);
+    }
+
+    /// A call refused at the edge: logged with its arguments as given.
+    fn refused(
+        &self,
+        call: &ToolCallRequest,
+        arguments: serde_json::Value,
+        error: WireError,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, arguments);
+        let result = Err(error);
+        self.log_result(call, &result);
+        result
+    }
+
+    fn arguments<T: serde::Serialize>(args: &T) -> serde_json::Value {
+        serde_json::to_value(args).unwrap_or_default()
+    }
+
+    fn ask(
+        &self,
+        call: &ToolCallRequest,
+        args: &AskArgs,
+        person: &mut dyn Person,
+    ) -> Option<Result<ToolOutput, WireError>> {
+        self.log_call(call, Self::arguments(args));
+        let id = wicket_os::ids::new_id("q");
+        let _ = self
+            .session
+            .update_meta(|meta| meta.status = Status::Waiting);
         self.log(EventBody::Question {
             id: id.clone(),
             call_id: call.id.clone(),
             question: args.question.clone(),
         });
         let _ = self.session.sync();
-        let _ = self
-            .session
-            .update_meta(|meta| meta.status = Status::Waiting);
         let reply = person.question(&id, &args.question);
         let _ = self
             .session
@@ -598,79 +715,71 @@ impl Runner<'_> {
             question: id,
             reply: reply.clone(),
         });
-        let result = Ok(serde_json::json!({ "reply": reply }));
-        self.log_result(call, &result, None);
+        let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
+        self.log_result(call, &result);
         let _ = self.session.sync();
         Some(result)
     }
 
-    fn finish(&self, call: &AssistantToolCall) -> Result<serde_json::Value, WireError> {
-        let (arguments, parsed) = Self::parse::<FinishArgs>(call);
-        let args = match parsed {
-            Ok(args) => args,
-            Err(error) => return self.logged(call, arguments, Err(error)),
-        };
-        self.log(EventBody::ToolCall {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments,
-        });
-        let result = match self.stop_hooks(Some(&call.id), &args.result) {
-            Ok(()) => Ok(serde_json::json!({ "result": args.result })),
-            Err(feedback) => Err(WireError {
-                kind: ErrorKind::Blocked,
-                message: format!(
+    fn finish(
+        &self,
+        call: &ToolCallRequest,
+        args: &FinishArgs,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, Self::arguments(args));
+        let result = match self.stop_hooks(Some(&call.id), &args.result, person, cancel) {
+            Ok(()) => Ok(ToolOutput::Finish(FinishOutput {
+                result: args.result.clone(),
+            })),
+            Err(feedback) => Err(WireError::new(
+                ErrorKind::Blocked,
+                format!(
                     "a Stop hook did not let the turn end yet; fix what it says, then call finish again:\n{feedback}"
                 ),
-            }),
+            )),
         };
-        self.log_result(call, &result, None);
+        self.log_result(call, &result);
         result
     }
 
-    fn use_skill(&self, call: &AssistantToolCall) -> Result<serde_json::Value, WireError> {
-        let (arguments, parsed) = Self::parse::<UseSkillArgs>(call);
-        let result = parsed.and_then(|args| {
-            skills::body(&self.settings.skills, &args.name)
-                .map(|body| serde_json::json!({ "name": args.name, "instructions": body }))
-                .map_err(|message| WireError {
-                    kind: ErrorKind::NotFound,
-                    message,
+    fn use_skill(
+        &self,
+        call: &ToolCallRequest,
+        args: &UseSkillArgs,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, Self::arguments(args));
+        let result = skills::body(self.tools.workspace(), &self.settings.skills, &args.name)
+            .map(|body| {
+                ToolOutput::Skill(SkillOutput {
+                    name: args.name.clone(),
+                    instructions: body,
                 })
-        });
-        self.logged(call, arguments, result)
+            })
+            .map_err(|message| WireError::new(ErrorKind::NotFound, message));
+        self.log_result(call, &result);
+        result
     }
 
     /// One of the six tools, through the gate.
     fn tool(
         &self,
-        call: &AssistantToolCall,
+        call: &ToolCallRequest,
+        tool_call: &ToolCall,
         person: &mut dyn Person,
         cancel: &Cancel,
-    ) -> Result<serde_json::Value, WireError> {
-        let parsed = Self::arguments(call)
-            .map_err(|raw| {
-                (
-                    raw,
-                    WireError {
-                        kind: ErrorKind::InvalidArgs,
-                        message: format!("the arguments for {} are not valid JSON", call.name),
-                    },
-                )
-            })
-            .and_then(|value| {
-                ToolCall::parse(&call.name, value.clone()).map_err(|error| (value, error))
-            });
-        match parsed {
-            Ok(tool_call) => Gate::new(self.tools, self.session)
-                .call(&call.id, &tool_call, &mut Asker(person), cancel)
-                .map(|output| serde_json::to_value(output).unwrap_or_default()),
-            Err((arguments, error)) => self.logged(call, arguments, Err(error)),
-        }
+    ) -> Result<ToolOutput, WireError> {
+        self.gate()
+            .call(&call.id, tool_call, &mut Asker(person), cancel)
     }
 }
 
 /// The skills a session sees, from the standard folders and the config's.
-pub fn find_skills(workspace: &Path, home: &Path, extra: &[PathBuf]) -> Vec<Skill> {
-    skills::discover(&skills::folders(workspace, home, extra))
+pub fn find_skills(
+    workspace: &Workspace,
+    home: &Path,
+    extra: &[crate::config::SkillDir],
+) -> Vec<Skill> {
+    skills::discover(workspace, home, extra)
 }

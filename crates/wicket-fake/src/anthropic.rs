@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::script::Reply;
+use crate::steps::FakeReply;
 use crate::wire::Exchange;
 
 /// Written by hand rather than through serde_json so it keeps the space the
@@ -12,7 +12,7 @@ use crate::wire::Exchange;
 const PING: &str = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
 
 /// Every framed event of `reply`, in the order Anthropic sends them.
-pub(crate) fn events(reply: &Reply, exchange: &Exchange) -> Vec<String> {
+pub(crate) fn events(reply: &FakeReply, exchange: &Exchange) -> Vec<String> {
     let mut events = vec![message_start(reply, exchange)];
     let has_text = !reply.text.is_empty();
     if has_text {
@@ -82,7 +82,7 @@ fn error(kind: &str, message: &str) -> Value {
 
 /// `message_start` reports the input tokens and, as the API does, an output
 /// count of 1; the real output count comes in `message_delta`.
-fn message_start(reply: &Reply, exchange: &Exchange) -> String {
+fn message_start(reply: &FakeReply, exchange: &Exchange) -> String {
     let message = json!({
         "id": format!("msg_fake{}", exchange.number),
         "type": "message",

@@ -1,14 +1,14 @@
 //! Fake OpenAI Chat Completions and Anthropic Messages servers for tests.
 //!
 //! A [`FakeServer`] listens on 127.0.0.1 and answers each POST with the next
-//! scripted [`Step`]: a full streamed [`Reply`] in the provider's real SSE
+//! scripted [`Step`]: a full streamed [`FakeReply`] in the provider's real SSE
 //! wire format, an error status, or one of the broken streams real networks
 //! produce (cut mid-body, slow, stalled, an in-stream error). Every request is
 //! recorded so a test can check what the client sent.
 //!
 //! # The streams
 //!
-//! Each SSE event is its own HTTP chunk (unless [`Reply::byte_pieces`]).
+//! Each SSE event is its own HTTP chunk (unless [`FakeReply::byte_pieces`]).
 //!
 //! OpenAI (`POST /v1/chat/completions`), each event `data: {chunk}`: the
 //! role chunk, the text deltas, per tool call its start chunk (id, name,
@@ -32,10 +32,10 @@
 mod anthropic;
 mod openai;
 mod playback;
-mod script;
 mod server;
+mod steps;
 mod wire;
 
-pub use script::{FakeToolCall, Reply, Step};
 pub use server::{FakeServer, Recorded};
+pub use steps::{FakeReply, FakeToolCall, Step};
 pub use wire::Wire;

@@ -6,11 +6,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::script::Reply;
+use crate::steps::FakeReply;
 use crate::wire::Exchange;
 
 /// Every framed event of `reply`, in the order OpenAI sends them.
-pub(crate) fn events(reply: &Reply, exchange: &Exchange) -> Vec<String> {
+pub(crate) fn events(reply: &FakeReply, exchange: &Exchange) -> Vec<String> {
     let chunks = Chunks::new(exchange);
     let mut events = vec![chunks.choice(
         json!({"role": "assistant", "content": "", "refusal": null}),

@@ -11,7 +11,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use crate::script::Reply;
+use crate::steps::FakeReply;
 
 /// What happens once the scripted events are written.
 pub(crate) enum Ending {
@@ -44,7 +44,7 @@ enum Action {
 impl Playback {
     /// Sends all of `events` promptly and ends cleanly, writing in the
     /// reply's byte pieces.
-    pub(crate) fn new(events: Vec<String>, reply: &Reply) -> Playback {
+    pub(crate) fn new(events: Vec<String>, reply: &FakeReply) -> Playback {
         Playback {
             events,
             delay: Duration::ZERO,

@@ -17,7 +17,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use crate::playback::{Ending, Playback};
-use crate::script::{Reply, Step};
+use crate::steps::{FakeReply, Step};
 use crate::wire::{Exchange, Wire};
 
 /// A fake provider on 127.0.0.1 with a random port.
@@ -252,7 +252,7 @@ async fn handle(
 }
 
 fn respond(wire: Wire, step: Step, exchange: &Exchange) -> Response {
-    let play = |reply: &Reply| Playback::new(wire.events(reply, exchange), reply);
+    let play = |reply: &FakeReply| Playback::new(wire.events(reply, exchange), reply);
     match step {
         Step::Reply(reply) => play(&reply).into_response(),
         Step::Status {

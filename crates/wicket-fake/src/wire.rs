@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::script::Reply;
+use crate::steps::FakeReply;
 use crate::{anthropic, openai};
 
 /// Which provider's API the server speaks.
@@ -66,7 +66,7 @@ impl Wire {
     }
 
     /// Every SSE event of a complete reply, each already framed.
-    pub(crate) fn events(self, reply: &Reply, exchange: &Exchange) -> Vec<String> {
+    pub(crate) fn events(self, reply: &FakeReply, exchange: &Exchange) -> Vec<String> {
         match self {
             Wire::OpenAi => openai::events(reply, exchange),
             Wire::Anthropic => anthropic::events(reply, exchange),

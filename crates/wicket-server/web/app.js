@@ -3,10 +3,37 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+
+// The token arrives in the link's fragment (`/#token=…`), which no server
+// ever receives; it stays in this tab (sessionStorage) and goes out only as
+// the Authorization header. No cookie carries it.
+function hashParams() {
+  return new URLSearchParams(location.hash.slice(1));
+}
+const TOKEN = (() => {
+  const given = hashParams().get("token");
+  if (given) {
+    sessionStorage.setItem("wicket-token", given);
+    history.replaceState(null, "", location.pathname);
+  }
+  return sessionStorage.getItem("wicket-token") || "";
+})();
+
+// Control characters and bidi overrides made visible, as the terminal
+// shows them: what a card says is what it shows.
+function visible(text) {
+  return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\u2028\u2029]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    if (code === 0x7f) return "\u2421";
+    return "<U+" + code.toString(16).toUpperCase().padStart(4, "0") + ">";
+  });
+}
+
 const state = {
   sessions: [],
   current: null,     // session id
-  source: null,      // EventSource
+  source: null,      // the event stream's AbortController
   lastSeq: 0,
   blocks: [],        // BLOCK items each, drawn only near the viewport
   calls: new Map(),  // call_id -> item
@@ -28,11 +55,13 @@ function el(tag, cls, text) {
 }
 
 async function api(method, path, body) {
+  const headers = { authorization: "Bearer " + TOKEN };
+  if (body) headers["content-type"] = "application/json";
   const response = await fetch("/api" + path, {
     method,
-    headers: body ? { "content-type": "application/json" } : {},
+    headers,
     body: body ? JSON.stringify(body) : undefined,
-    credentials: "same-origin",
+    credentials: "omit",
   });
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
@@ -115,14 +144,14 @@ function resetTranscript() {
 }
 
 function select(id) {
-  if (state.source) state.source.close();
+  if (state.source) state.source.abort();
   state.current = id;
   resetTranscript();
   $("compose").hidden = false;
   const s = state.sessions.find((x) => x.id === id);
   $("title").textContent = s ? (s.title || s.id) : id;
   for (const li of document.querySelectorAll("#sessions li")) li.classList.toggle("selected", li.dataset.id === id);
-  history.replaceState(null, "", "#" + encodeURIComponent(id));
+  history.replaceState(null, "", "#session=" + encodeURIComponent(id));
   load(id);
 }
 
@@ -148,18 +177,36 @@ function take(event) {
   }
 }
 
-// EventSource reconnects by itself with Last-Event-ID; when the server is
-// gone for good (restart), reconnect by hand from the last seq seen.
+// The event stream over fetch (EventSource cannot send the Authorization
+// header): server-sent events parsed as they arrive; when the stream ends
+// or breaks, it is opened again from the last seq seen.
 function connect() {
   const id = state.current;
-  const source = new EventSource(`/api/sessions/${encodeURIComponent(id)}/events?after=${state.lastSeq}`);
-  state.source = source;
-  source.onmessage = (message) => take(JSON.parse(message.data));
-  source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED && state.current === id) {
-      setTimeout(() => { if (state.current === id && state.source === source) connect(); }, 1000);
+  const control = new AbortController();
+  state.source = control;
+  const again = () => setTimeout(() => { if (state.current === id && state.source === control) connect(); }, 1000);
+  fetch(`/api/sessions/${encodeURIComponent(id)}/events?after=${state.lastSeq}`, {
+    headers: { authorization: "Bearer " + TOKEN, accept: "text/event-stream" },
+    credentials: "omit",
+    signal: control.signal,
+  }).then(async (response) => {
+    if (!response.ok || !response.body) return again();
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+        if (data && state.current === id) take(JSON.parse(data));
+      }
     }
-  };
+    again();
+  }).catch(() => { if (!control.signal.aborted) again(); });
 }
 
 let settling = false;
@@ -448,22 +495,46 @@ function renderDiff(diff) {
   return box;
 }
 
+function sandboxLine(sandbox) {
+  const network = sandbox.network ? "with network" : "no network";
+  const mode = {
+    "workspace-write": `sandbox: writes only in the workspace and its own TMPDIR, ${network}`,
+    "read-only": `sandbox: writes only in its own TMPDIR, ${network}`,
+    "off": "sandbox OFF in your config: it runs unconfined",
+    "unavailable": "sandbox UNAVAILABLE",
+  }[sandbox.mode] || "sandbox: " + sandbox.mode;
+  return sandbox.note ? `${mode} (${visible(sandbox.note)})` : mode;
+}
+
 function renderCard(item) {
   const event = item.event;
   const card = el("div", "card");
   card.dataset.id = event.id;
   card.dataset.call = event.call_id;
   card.dataset.kind = event.kind;
+  const tool = visible(event.tool);
   if (event.kind === "write") {
-    card.append(el("h3", "", `${event.tool} wants to write`), el("span", "path", event.path));
+    card.append(el("h3", "", `${tool} wants to write`), el("span", "path", visible(event.path)));
     if (event.diff) card.append(renderDiff(event.diff));
     if (event.diff_truncated) card.append(el("div", "note", `The whole diff is ${event.diff_bytes} bytes; the card shows its first lines.`));
   } else if (event.kind === "outside_read") {
-    card.append(el("h3", "", `${event.tool} wants to read outside the workspace`), el("span", "path", event.path));
+    const what = { read: "read a file", list: "list the names in a folder", grep: "search every file below a path" }[event.reach] || "read";
+    card.append(el("h3", "", `${tool} wants to ${what} outside the workspace`), el("span", "path", visible(event.path)));
+  } else if (event.kind === "mcp") {
+    card.append(el("h3", "", `the MCP server ${visible(event.server)} wants to run its tool ${tool}`));
+    card.append(el("pre", "args", visible(event.arguments_text)));
+    if (event.arguments_truncated) card.append(el("div", "note", "The arguments are longer; the card shows their start."));
+    if (event.annotations) card.append(el("div", "note", "The server says (a claim, not a permission): " + visible(JSON.stringify(event.annotations))));
   } else {
-    card.append(el("h3", "", "run wants to start a command"), el("span", "argv", JSON.stringify(event.argv)));
-    if (event.cwd) card.append(el("div", "note", "in " + event.cwd));
+    const who = { hook: "the workspace's Stop hook wants to run", mcp: "the workspace's MCP server wants to start" }[event.source] || "run wants to start a command";
+    card.append(el("h3", "", who), el("span", "argv", visible(JSON.stringify(event.argv))));
+    card.append(el("div", "note", "in " + visible(event.cwd || ".")));
     if (event.timeout_s) card.append(el("div", "note", `timeout ${event.timeout_s} s`));
+    if (event.network) card.append(el("div", "note warn", "network: asked for"));
+    if (event.sandbox) {
+      const warn = event.sandbox.mode === "off" || event.sandbox.mode === "unavailable";
+      card.append(el("div", warn ? "note warn sandbox" : "note sandbox", sandboxLine(event.sandbox)));
+    }
   }
   const buttons = el("div", "buttons");
   for (const [answer, label] of [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"], ["deny", "Deny (d)"]]) {
@@ -576,7 +647,7 @@ $("cancel").onclick = async () => {
 
 (async () => {
   await refreshSessions();
-  const wanted = decodeURIComponent(location.hash.slice(1));
+  const wanted = hashParams().get("session");
   if (wanted) select(wanted);
   setInterval(refreshSessions, 2000);
 })();

@@ -5,16 +5,17 @@
 //! `wicket-core` decides whether a call may reach these functions.
 
 pub mod error;
+mod ignore_files;
 pub mod limits;
 pub mod resolve;
 pub mod tools;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 pub use error::{Error, Result};
 pub use resolve::{Location, Workspace};
 pub use tools::write_file::WriteTarget;
+pub use wicket_os::Cancel;
 use wicket_protocol::{
     GrepArgs, GrepOutput, ListDirArgs, ListDirOutput, ReadFileArgs, ReadFileOutput, RunArgs,
     RunOutput, WriteOutput,
@@ -27,24 +28,34 @@ pub struct Tools {
 }
 
 impl Tools {
+    /// Opens the workspace the tools work on.
     pub fn open(workspace: &Path) -> Result<Tools> {
         Ok(Tools {
             workspace: Workspace::open(workspace)?,
         })
     }
 
+    /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
     }
 
+    /// read_file.
     pub fn read_file(&self, location: &Location, args: &ReadFileArgs) -> Result<ReadFileOutput> {
         tools::read_file::read_file(&self.workspace, location, args)
     }
 
-    pub fn grep(&self, location: Option<&Location>, args: &GrepArgs) -> Result<GrepOutput> {
-        tools::grep::grep(&self.workspace, location, args)
+    /// grep; stops early on cancel.
+    pub fn grep(
+        &self,
+        location: Option<&Location>,
+        args: &GrepArgs,
+        cancel: &Cancel,
+    ) -> Result<GrepOutput> {
+        tools::grep::grep(&self.workspace, location, args, cancel)
     }
 
+    /// list_dir.
     pub fn list_dir(&self, location: &Location, args: &ListDirArgs) -> Result<ListDirOutput> {
         tools::list_dir::list_dir(&self.workspace, location, args)
     }
@@ -71,71 +82,15 @@ impl Tools {
         )
     }
 
-    pub fn run(&self, args: &RunArgs, cancel: &Cancel) -> Result<RunOutput> {
-        tools::run::run(&self.workspace, args, cancel)
-    }
-}
-
-type Listener = Box<dyn Fn() + Send + Sync>;
-
-/// A cancel signal shared between a turn and the tool it is running.
-#[derive(Clone, Default)]
-pub struct Cancel {
-    inner: Arc<Mutex<CancelState>>,
-}
-
-#[derive(Default)]
-struct CancelState {
-    cancelled: bool,
-    next_id: u64,
-    listeners: Vec<(u64, Listener)>,
-}
-
-impl std::fmt::Debug for Cancel {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("Cancel")
-            .field("cancelled", &self.is_cancelled())
-            .finish()
-    }
-}
-
-impl Cancel {
-    pub fn cancel(&self) {
-        if let Ok(mut state) = self.inner.lock() {
-            state.cancelled = true;
-            for (_, listener) in &state.listeners {
-                listener();
-            }
-        }
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.inner
-            .lock()
-            .map(|state| state.cancelled)
-            .unwrap_or(true)
-    }
-
-    /// Calls `listener` on cancel (at once when already cancelled); returns an id for [`Cancel::remove`].
-    pub fn on_cancel(&self, listener: Listener) -> u64 {
-        let Ok(mut state) = self.inner.lock() else {
-            return 0;
-        };
-        if state.cancelled {
-            listener();
-        }
-        state.next_id += 1;
-        let id = state.next_id;
-        state.listeners.push((id, listener));
-        id
-    }
-
-    pub fn remove(&self, id: u64) {
-        if let Ok(mut state) = self.inner.lock() {
-            state
-                .listeners
-                .retain(|(listener_id, _)| *listener_id != id);
-        }
+    /// Runs a command (after the gate allowed it) in the folder its card
+    /// named, with its confinement.
+    pub fn run(
+        &self,
+        args: &RunArgs,
+        approved: &tools::run::RunDir,
+        confine: wicket_os::spawn::Confine,
+        cancel: &Cancel,
+    ) -> Result<RunOutput> {
+        tools::run::run(&self.workspace, args, approved, confine, cancel)
     }
 }

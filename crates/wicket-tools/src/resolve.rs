@@ -194,209 +194,7 @@ impl Workspace {
     /// name, following symlinks by the workspace's rules. With `create_dirs`,
     /// missing folders on the way are made (only after a write was allowed).
     pub fn walk(&self, relative: &Path, create_dirs: bool) -> Result<Resolved> {
-        let shown = display(relative);
-        let mut pending: VecDeque<OsString> = VecDeque::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => pending.push_back(name.to_os_string()),
-                Component::ParentDir => pending.push_back(OsString::from("..")),
-                Component::CurDir => {}
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(Error::invalid(format!("'{shown}' is not a relative path")));
-                }
-            }
-        }
-        let mut stack: Vec<(OwnedFd, OsString)> = Vec::new();
-        let mut follows = 0usize;
-        let mut retries = 0usize;
-        loop {
-            let top: BorrowedFd<'_> = match stack.last() {
-                Some((fd, _)) => fd.as_fd(),
-                None => self.root_fd.as_fd(),
-            };
-            let Some(name) = pending.pop_front() else {
-                let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
-                let absolute = self.absolute_of(&stack, None);
-                let stat = rustix::fs::fstat(&dir).ok();
-                return Ok(Resolved {
-                    dir,
-                    name: None,
-                    absolute,
-                    stat,
-                    missing: Vec::new(),
-                });
-            };
-            if name == ".." {
-                if stack.pop().is_none() {
-                    // Above the root: only a path that comes straight back in
-                    // (a link like `../ws/file`) stays inside.
-                    let mut above = self
-                        .root
-                        .parent()
-                        .map(Path::to_path_buf)
-                        .unwrap_or_default();
-                    above.extend(pending.drain(..));
-                    match self.inside_relative(&canonical_or_parent(&above)) {
-                        Some(relative) => {
-                            pending.extend(
-                                relative.components().map(|c| c.as_os_str().to_os_string()),
-                            );
-                        }
-                        None => return Err(self.escape_error(&shown, " by '..'")),
-                    }
-                }
-                continue;
-            }
-            let stat = match rustix::fs::statat(top, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => Some(stat),
-                Err(Errno::NOENT) => None,
-                Err(error) => {
-                    return Err(Error::new(errno_kind(error), format!("'{shown}': {error}")));
-                }
-            };
-            let Some(stat) = stat else {
-                if pending.is_empty() {
-                    let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
-                    let absolute = self.absolute_of(&stack, Some(&name));
-                    return Ok(Resolved {
-                        dir,
-                        name: Some(name),
-                        absolute,
-                        stat: None,
-                        missing: Vec::new(),
-                    });
-                }
-                if create_dirs {
-                    match rustix::fs::mkdirat(top, name.as_os_str(), Mode::from_raw_mode(0o755)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(error) => {
-                            return Err(Error::io(
-                                &format!("creating a folder for '{shown}'"),
-                                error,
-                            ));
-                        }
-                    }
-                    pending.push_front(name);
-                    continue;
-                }
-                // Plan the folders a write would create; they must be plain names.
-                let mut missing = vec![name];
-                let mut last = None;
-                while let Some(next) = pending.pop_front() {
-                    if next == ".." {
-                        return Err(Error::new(
-                            ErrorKind::NotFound,
-                            format!("'{shown}' goes up out of a folder that does not exist"),
-                        ));
-                    }
-                    if let Some(previous) = last.replace(next) {
-                        missing.push(previous);
-                    }
-                }
-                let Some(last) = last else {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        format!("'{shown}' does not exist"),
-                    ));
-                };
-                let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
-                let mut absolute = self.absolute_of(&stack, None);
-                absolute.extend(missing.iter());
-                absolute.push(&last);
-                return Ok(Resolved {
-                    dir,
-                    name: Some(last),
-                    absolute,
-                    stat: None,
-                    missing,
-                });
-            };
-            match file_type(&stat) {
-                FileType::Symlink => {
-                    follows += 1;
-                    if follows > SYMLINK_MAX_FOLLOWS {
-                        return Err(Error::invalid(format!(
-                            "'{shown}' goes through more than {SYMLINK_MAX_FOLLOWS} symlinks (a loop?)"
-                        )));
-                    }
-                    let target = rustix::fs::readlinkat(top, name.as_os_str(), Vec::new())
-                        .map_err(|e| Error::io(&shown, e))?;
-                    let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
-                    let mut spliced: VecDeque<OsString> = VecDeque::new();
-                    let target_relative = if target.is_absolute() {
-                        let inside = self
-                            .inside_relative(&target)
-                            .or_else(|| self.inside_relative(&canonical_or_parent(&target)));
-                        match inside {
-                            Some(relative) => {
-                                stack.clear();
-                                relative
-                            }
-                            None => {
-                                return Err(self.escape_error(
-                                    &shown,
-                                    &format!(
-                                        " through the symlink '{}' -> '{}'",
-                                        name.to_string_lossy(),
-                                        target.display()
-                                    ),
-                                ));
-                            }
-                        }
-                    } else {
-                        target
-                    };
-                    for component in target_relative.components() {
-                        match component {
-                            Component::Normal(part) => spliced.push_back(part.to_os_string()),
-                            Component::ParentDir => spliced.push_back(OsString::from("..")),
-                            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
-                        }
-                    }
-                    while let Some(part) = spliced.pop_back() {
-                        pending.push_front(part);
-                    }
-                }
-                FileType::Directory if !pending.is_empty() => {
-                    match rustix::fs::openat(
-                        top,
-                        name.as_os_str(),
-                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                        Mode::empty(),
-                    ) {
-                        Ok(fd) => stack.push((fd, name)),
-                        // Swapped between the stat and the open: judge it again.
-                        Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) if retries < 64 => {
-                            retries += 1;
-                            pending.push_front(name);
-                        }
-                        Err(error) => {
-                            return Err(Error::new(
-                                errno_kind(error),
-                                format!("'{shown}': {error}"),
-                            ));
-                        }
-                    }
-                }
-                _ if pending.is_empty() => {
-                    let dir = rustix::io::dup(top).map_err(|e| Error::io(&shown, e))?;
-                    let absolute = self.absolute_of(&stack, Some(&name));
-                    return Ok(Resolved {
-                        dir,
-                        name: Some(name),
-                        absolute,
-                        stat: Some(stat),
-                        missing: Vec::new(),
-                    });
-                }
-                _ => {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        format!("'{shown}': '{}' is not a folder", name.to_string_lossy()),
-                    ));
-                }
-            }
-        }
+        Walker::new(self, relative, create_dirs)?.run()
     }
 
     fn absolute_of(&self, stack: &[(OwnedFd, OsString)], name: Option<&OsString>) -> PathBuf {
@@ -444,6 +242,12 @@ impl Workspace {
                     return Err(Error::new(
                         ErrorKind::NotFound,
                         format!("'{shown}' does not exist"),
+                    ));
+                }
+                Err(Errno::NOTDIR) => {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("'{shown}': a part of it is not a folder"),
                     ));
                 }
                 Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::TOOBIG) => {
@@ -513,6 +317,102 @@ impl Workspace {
         Ok(fd)
     }
 
+    /// Reads a file the runtime itself needs from the workspace (its config,
+    /// AGENTS.md, a SKILL.md) by the same rules as a tool: a link out is not
+    /// followed, a FIFO or device is refused, and a file over `cap` bytes is
+    /// `too_large`. `None` when it does not exist.
+    pub fn read_runtime_file(&self, relative: &Path, cap: u64) -> Result<Option<Vec<u8>>> {
+        let shown = display(relative);
+        if relative.is_absolute() {
+            return Err(Error::invalid(format!("'{shown}' is not a relative path")));
+        }
+        let location = Location::Inside(relative.to_path_buf());
+        let (mut file, stat) = match self.open_file(&location, &shown) {
+            Ok(opened) => opened,
+            Err(error) if error.kind == ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        if stat.st_size as u64 > cap {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "'{shown}' is {} bytes; Wicket reads at most {cap} bytes of it",
+                    stat.st_size
+                ),
+            ));
+        }
+        read_up_to(&mut file, cap, &shown).map(Some)
+    }
+
+    /// The names of the folders in an inside folder, sorted (for skills);
+    /// empty when it does not exist.
+    pub fn runtime_subfolders(&self, relative: &Path) -> Result<Vec<String>> {
+        let shown = display(relative);
+        let location = Location::Inside(relative.to_path_buf());
+        let fd = match self.open_dir(&location, &shown) {
+            Ok(fd) => fd,
+            Err(error) if error.kind == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let mut dir = rustix::fs::Dir::read_from(&fd).map_err(|e| Error::io(&shown, e))?;
+        let mut names = Vec::new();
+        while let Some(Ok(entry)) = dir.read() {
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            // Links are not followed, here as anywhere.
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::Unknown => {
+                    rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|stat| file_type(&stat) == FileType::Directory)
+                }
+                _ => false,
+            };
+            if is_dir {
+                names.push(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Opens an inside folder by the workspace's rules and says where it
+    /// really is (a command's cwd).
+    pub fn open_folder(&self, relative: &Path, shown: &str) -> Result<(OwnedFd, PathBuf)> {
+        for _ in 0..8 {
+            let resolved = self.walk(relative, false)?;
+            let Some(stat) = resolved.stat else {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("'{shown}' does not exist"),
+                ));
+            };
+            if file_type(&stat) != FileType::Directory {
+                return Err(Error::invalid(format!("'{shown}' is not a folder")));
+            }
+            let name = resolved.name.as_deref().unwrap_or(OsStr::new("."));
+            match rustix::fs::openat(
+                &resolved.dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => return Ok((fd, resolved.absolute)),
+                // Swapped after the walk looked: walk again.
+                Err(Errno::LOOP | Errno::NOTDIR) => continue,
+                Err(error) => {
+                    return Err(Error::new(errno_kind(error), format!("'{shown}': {error}")));
+                }
+            }
+        }
+        Err(Error::io(
+            shown,
+            "the path kept changing while it was opened",
+        ))
+    }
+
     /// Resolves where a write to `location` would land, without changing anything.
     pub fn resolve_write(&self, location: &Location, create_dirs: bool) -> Result<Resolved> {
         let resolved = match location {
@@ -529,6 +429,281 @@ impl Workspace {
             require_regular(stat, &display(&resolved.absolute))?;
         }
         Ok(resolved)
+    }
+}
+
+/// The names of a relative path, `..` kept as a name.
+fn components_of(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|component| match component {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+/// Whether a path as written names a folder (`a/`, `a/.`): POSIX then
+/// requires the last component to be one.
+fn names_a_folder(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes == b"."
+}
+
+/// One walk of a workspace-relative path: the names still to go, the
+/// folders held so far, and one method per kind of entry met on the way.
+/// Every result is made by [`Walker::resolved`].
+struct Walker<'w> {
+    workspace: &'w Workspace,
+    shown: String,
+    pending: VecDeque<OsString>,
+    stack: Vec<(OwnedFd, OsString)>,
+    follows: usize,
+    retries: usize,
+    create_dirs: bool,
+    /// The path as written ends in `/`: its last entry must be a folder.
+    folder_wanted: bool,
+}
+
+/// What one step of the walk decided: `None` to go on, or the result.
+type Step = Option<Resolved>;
+
+impl<'w> Walker<'w> {
+    fn new(workspace: &'w Workspace, relative: &Path, create_dirs: bool) -> Result<Walker<'w>> {
+        let shown = display(relative);
+        if relative.is_absolute() {
+            return Err(Error::invalid(format!("'{shown}' is not a relative path")));
+        }
+        Ok(Walker {
+            workspace,
+            pending: components_of(relative),
+            folder_wanted: names_a_folder(relative),
+            shown,
+            stack: Vec::new(),
+            follows: 0,
+            retries: 0,
+            create_dirs,
+        })
+    }
+
+    fn top(&self) -> BorrowedFd<'_> {
+        match self.stack.last() {
+            Some((fd, _)) => fd.as_fd(),
+            None => self.workspace.root_fd.as_fd(),
+        }
+    }
+
+    fn run(mut self) -> Result<Resolved> {
+        loop {
+            let step = match self.pending.pop_front() {
+                None => self.at_end()?,
+                Some(name) if name == ".." => self.up()?,
+                Some(name) => self.enter(name)?,
+            };
+            if let Some(resolved) = step {
+                return Ok(resolved);
+            }
+        }
+    }
+
+    /// The one constructor of a result: `dir` is the folder on top of the
+    /// stack, `name` the entry in it (none: that folder itself).
+    fn resolved(
+        &self,
+        name: Option<OsString>,
+        stat: Option<Stat>,
+        missing: Vec<OsString>,
+    ) -> Result<Resolved> {
+        let dir = rustix::io::dup(self.top()).map_err(|e| Error::io(&self.shown, e))?;
+        let mut absolute = self.workspace.absolute_of(&self.stack, None);
+        absolute.extend(missing.iter());
+        if let Some(name) = &name {
+            absolute.push(name);
+        }
+        let stat = match (&name, stat) {
+            (None, _) => rustix::fs::fstat(&dir).ok(),
+            (Some(_), stat) => stat,
+        };
+        if self.folder_wanted
+            && let Some(stat) = &stat
+            && file_type(stat) != FileType::Directory
+        {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "'{}' ends in '/' but is not a folder; drop the '/' to name the file",
+                    self.shown
+                ),
+            ));
+        }
+        Ok(Resolved {
+            dir,
+            name,
+            absolute,
+            stat,
+            missing,
+        })
+    }
+
+    /// Nothing left: the path names the folder on top of the stack.
+    fn at_end(&mut self) -> Result<Step> {
+        Ok(Some(self.resolved(None, None, Vec::new())?))
+    }
+
+    /// `..`: one folder up, or above the root, where only a path that comes
+    /// straight back in (a link like `../ws/file`) stays inside.
+    fn up(&mut self) -> Result<Step> {
+        if self.stack.pop().is_some() {
+            return Ok(None);
+        }
+        let root = &self.workspace.root;
+        let mut above = root.parent().map(Path::to_path_buf).unwrap_or_default();
+        above.extend(self.pending.drain(..));
+        match self.workspace.inside_relative(&canonical_or_parent(&above)) {
+            Some(relative) => {
+                self.pending = components_of(&relative);
+                Ok(None)
+            }
+            None => Err(self.workspace.escape_error(&self.shown, " by '..'")),
+        }
+    }
+
+    /// A name: look at what it is without following it, then act on that.
+    fn enter(&mut self, name: OsString) -> Result<Step> {
+        let stat = match rustix::fs::statat(self.top(), name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+        {
+            Ok(stat) => stat,
+            Err(Errno::NOENT) => return self.missing(name),
+            Err(error) => {
+                return Err(Error::new(
+                    errno_kind(error),
+                    format!("'{}': {error}", self.shown),
+                ));
+            }
+        };
+        match file_type(&stat) {
+            FileType::Symlink => self.symlink(name),
+            FileType::Directory if !self.pending.is_empty() => self.folder(name),
+            _ if self.pending.is_empty() => {
+                Ok(Some(self.resolved(Some(name), Some(stat), Vec::new())?))
+            }
+            _ => Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "'{}': '{}' is not a folder",
+                    self.shown,
+                    name.to_string_lossy()
+                ),
+            )),
+        }
+    }
+
+    /// A name that does not exist: the end of the path (a new file), a
+    /// folder to create (a write that was allowed), or the folders a write
+    /// would create, which must be plain names.
+    fn missing(&mut self, name: OsString) -> Result<Step> {
+        if self.pending.is_empty() {
+            return Ok(Some(self.resolved(Some(name), None, Vec::new())?));
+        }
+        if self.create_dirs {
+            match rustix::fs::mkdirat(self.top(), name.as_os_str(), Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(error) => {
+                    return Err(Error::io(
+                        &format!("creating a folder for '{}'", self.shown),
+                        error,
+                    ));
+                }
+            }
+            self.pending.push_front(name);
+            return Ok(None);
+        }
+        let mut missing = vec![name];
+        let mut last = None;
+        while let Some(next) = self.pending.pop_front() {
+            if next == ".." {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "'{}' goes up out of a folder that does not exist",
+                        self.shown
+                    ),
+                ));
+            }
+            if let Some(previous) = last.replace(next) {
+                missing.push(previous);
+            }
+        }
+        match last {
+            Some(last) => Ok(Some(self.resolved(Some(last), None, missing)?)),
+            None => Err(Error::new(
+                ErrorKind::NotFound,
+                format!("'{}' does not exist", self.shown),
+            )),
+        }
+    }
+
+    /// A symlink: its target is spliced into the names still to go. An
+    /// absolute target must land inside the workspace, or the path escapes.
+    fn symlink(&mut self, name: OsString) -> Result<Step> {
+        self.follows += 1;
+        if self.follows > SYMLINK_MAX_FOLLOWS {
+            return Err(Error::invalid(format!(
+                "'{}' goes through more than {SYMLINK_MAX_FOLLOWS} symlinks (a loop?)",
+                self.shown
+            )));
+        }
+        let target = rustix::fs::readlinkat(self.top(), name.as_os_str(), Vec::new())
+            .map_err(|e| Error::io(&self.shown, e))?;
+        let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+        let spliced = if target.is_absolute() {
+            let workspace = self.workspace;
+            let inside = workspace
+                .inside_relative(&target)
+                .or_else(|| workspace.inside_relative(&canonical_or_parent(&target)));
+            let Some(relative) = inside else {
+                return Err(workspace.escape_error(
+                    &self.shown,
+                    &format!(
+                        " through the symlink '{}' -> '{}'",
+                        name.to_string_lossy(),
+                        target.display()
+                    ),
+                ));
+            };
+            self.stack.clear();
+            components_of(&relative)
+        } else {
+            components_of(&target)
+        };
+        for part in spliced.into_iter().rev() {
+            self.pending.push_front(part);
+        }
+        Ok(None)
+    }
+
+    /// A folder with more names after it: hold it open and go in. One that
+    /// was swapped since the stat is judged again.
+    fn folder(&mut self, name: OsString) -> Result<Step> {
+        match rustix::fs::openat(
+            self.top(),
+            name.as_os_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => self.stack.push((fd, name)),
+            Err(Errno::LOOP | Errno::NOTDIR | Errno::NOENT) if self.retries < 64 => {
+                self.retries += 1;
+                self.pending.push_front(name);
+            }
+            Err(error) => {
+                return Err(Error::new(
+                    errno_kind(error),
+                    format!("'{}': {error}", self.shown),
+                ));
+            }
+        }
+        Ok(None)
     }
 }
 

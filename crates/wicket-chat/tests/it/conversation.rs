@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wicket_chat::{Message, Request, StreamEvent, ToolCallRequest, Usage};
-use wicket_fake::{FakeServer, Recorded, Reply, Step, Wire};
+use wicket_fake::{FakeReply, FakeServer, Recorded, Step, Wire};
 
 use crate::*;
 
@@ -21,9 +21,9 @@ async fn text_and_two_calls_with_fragmented_arguments_and_usage() {
         let server = FakeServer::start(wire);
         let read = r#"{"path":"src/main.rs","start_line":10}"#;
         let grep = r#"{"pattern":"fn \"main\"","path":"."}"#;
-        server.push(Step::Reply(Reply {
+        server.push(Step::Reply(FakeReply {
             args_chunk_chars: 3,
-            ..Reply::text("Let me look at both.")
+            ..FakeReply::text("Let me look at both.")
                 .with_tool_call("call_a", "read_file", read)
                 .with_tool_call("call_b", "grep", grep)
                 .usage(120, 34)
@@ -44,7 +44,8 @@ async fn text_and_two_calls_with_fragmented_arguments_and_usage() {
             reply.usage,
             Usage {
                 input_tokens: 120,
-                output_tokens: 34
+                output_tokens: 34,
+                ..Usage::default()
             },
             "{wire:?}"
         );
@@ -69,12 +70,12 @@ async fn text_and_two_calls_with_fragmented_arguments_and_usage() {
 async fn a_reply_without_text_and_one_with_only_text() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
-        server.push(Step::Reply(Reply::tool_call(
+        server.push(Step::Reply(FakeReply::tool_call(
             "only",
             "list_dir",
             r#"{"path":"."}"#,
         )));
-        server.push(Step::Reply(Reply::text("All done.")));
+        server.push(Step::Reply(FakeReply::text("All done.")));
         let client = client(&server, wire);
         let first = complete(client.as_ref(), &ask("go")).await.0.unwrap();
         assert_eq!(first.text, "", "{wire:?}");
@@ -102,10 +103,10 @@ async fn non_ascii_text_and_arguments_split_across_chunks() {
     for wire in WIRES {
         for pieces in [1, 3] {
             let server = FakeServer::start(wire);
-            server.push(Step::Reply(Reply {
+            server.push(Step::Reply(FakeReply {
                 byte_pieces: Some(pieces),
                 unknown_event: true,
-                ..Reply::text(text).with_tool_call("call_ü", "read_file", args)
+                ..FakeReply::text(text).with_tool_call("call_ü", "read_file", args)
             }));
             let client = client(&server, wire);
             let (reply, events) = complete(client.as_ref(), &ask("read")).await;
@@ -155,7 +156,7 @@ fn conversation() -> Request {
 /// What the `wire` server received for `req`, answered with a short text.
 async fn sent_for(wire: Wire, req: &Request) -> Recorded {
     let server = FakeServer::start(wire);
-    server.push(Step::Reply(Reply::text("ok")));
+    server.push(Step::Reply(FakeReply::text("ok")));
     let client = client(&server, wire);
     complete(client.as_ref(), req).await.0.unwrap();
     server.requests().remove(0)
@@ -252,7 +253,7 @@ async fn a_large_tool_result_goes_out_whole() {
     let content = line.repeat(2 * 1024 * 1024 / line.len() + 1);
     for wire in WIRES {
         let server = FakeServer::start(wire);
-        server.push(Step::Reply(Reply::text("seen")));
+        server.push(Step::Reply(FakeReply::text("seen")));
         let mut req = ask("read it");
         req.messages.push(Message::Assistant {
             text: String::new(),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use wicket_chat::{ChatErrorKind, ClientConfig, ToolCallRequest};
-use wicket_fake::{FakeServer, Reply, Step, Wire};
+use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
 use crate::*;
 
@@ -14,7 +14,7 @@ async fn rate_limits_overload_and_server_errors_are_retried() {
         for status in [429, 500, 502, 503, 504, 529] {
             let server = FakeServer::start(wire);
             server.push(Step::status(wire, status, "busy, try later"));
-            server.push(Step::Reply(Reply::text("made it")));
+            server.push(Step::Reply(FakeReply::text("made it")));
             let client = client(&server, wire);
             let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
             let reply = reply.unwrap();
@@ -42,7 +42,7 @@ async fn retry_after_sets_the_wait() {
             body: wire.error_body(429, "slow down"),
             retry_after: Some("0.25".into()),
         });
-        server.push(Step::Reply(Reply::text("ok")));
+        server.push(Step::Reply(FakeReply::text("ok")));
         let client = client(&server, wire);
         let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
         assert_eq!(reply.unwrap().attempts, 2);
@@ -65,7 +65,7 @@ async fn bad_request_auth_and_not_found_are_not_retried_and_say_why() {
             let server = FakeServer::start(wire);
             let message = format!("the model gpt-nope is not here ({status})");
             server.push(Step::status(wire, status, &message));
-            server.push(Step::Reply(Reply::text("never sent")));
+            server.push(Step::Reply(FakeReply::text("never sent")));
             let client = client(&server, wire);
             let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
             let error = reply.unwrap_err();
@@ -106,7 +106,7 @@ async fn attempts_run_out_after_the_policy_says() {
 
 /// How many SSE events of `reply` come before its first tool call's second
 /// argument fragment, so a cut there leaves a call half received.
-fn events_into_the_call(wire: Wire, reply: &Reply) -> usize {
+fn events_into_the_call(wire: Wire, reply: &FakeReply) -> usize {
     let text_pieces = reply.text.chars().count().div_ceil(4);
     match wire {
         // role, the text deltas, the call's start, one fragment.
@@ -121,7 +121,7 @@ fn events_into_the_call(wire: Wire, reply: &Reply) -> usize {
 async fn a_cut_stream_is_asked_again_whole_and_its_partial_call_is_dropped() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
-        let partial = Reply::text("Writing it now.").with_tool_call(
+        let partial = FakeReply::text("Writing it now.").with_tool_call(
             "call_partial",
             "write_file",
             r#"{"path":"a.txt","content":"first try"}"#,
@@ -133,7 +133,7 @@ async fn a_cut_stream_is_asked_again_whole_and_its_partial_call_is_dropped() {
         });
         let whole = r#"{"path":"a.txt","content":"second try"}"#;
         server.push(Step::Reply(
-            Reply::text("Writing it again.").with_tool_call("call_whole", "write_file", whole),
+            FakeReply::text("Writing it again.").with_tool_call("call_whole", "write_file", whole),
         ));
         let client = client(&server, wire);
         let (reply, events) = complete(client.as_ref(), &ask("write")).await;
@@ -173,10 +173,10 @@ async fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
         server.push(Step::Stall {
-            reply: Reply::text("I will stop talking"),
+            reply: FakeReply::text("I will stop talking"),
             events: 2,
         });
-        server.push(Step::Reply(Reply::text("back")));
+        server.push(Step::Reply(FakeReply::text("back")));
         let config = ClientConfig {
             idle_timeout: Duration::from_millis(300),
             ..quick_config()
@@ -198,7 +198,7 @@ async fn a_slow_stream_that_keeps_talking_is_not_cut() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
         server.push(Step::Slow {
-            reply: Reply::text("slow but steady"),
+            reply: FakeReply::text("slow but steady"),
             delay: Duration::from_millis(20),
         });
         let config = ClientConfig {
@@ -217,12 +217,12 @@ async fn an_error_event_mid_stream_is_retried_when_it_is_overload() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
         server.push(Step::StreamError {
-            reply: Reply::text("partial words"),
+            reply: FakeReply::text("partial words"),
             events: 3,
             error_type: "overloaded_error".into(),
             message: "Overloaded".into(),
         });
-        server.push(Step::Reply(Reply::text("whole words")));
+        server.push(Step::Reply(FakeReply::text("whole words")));
         let client = client(&server, wire);
         let (reply, events) = complete(client.as_ref(), &ask("hi")).await;
         assert_eq!(reply.unwrap().text, "whole words", "{wire:?}");
@@ -235,12 +235,12 @@ async fn an_error_event_mid_stream_is_retried_when_it_is_overload() {
 async fn an_anthropic_invalid_request_event_mid_stream_is_final() {
     let server = FakeServer::start(Wire::Anthropic);
     server.push(Step::StreamError {
-        reply: Reply::text("partial"),
+        reply: FakeReply::text("partial"),
         events: 2,
         error_type: "invalid_request_error".into(),
         message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
     });
-    server.push(Step::Reply(Reply::text("never sent")));
+    server.push(Step::Reply(FakeReply::text("never sent")));
     let client = client(&server, Wire::Anthropic);
     let error = complete(client.as_ref(), &ask("hi")).await.0.unwrap_err();
     assert_eq!(error.kind, ChatErrorKind::Http { status: 400 });

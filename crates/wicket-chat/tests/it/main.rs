@@ -9,7 +9,7 @@ mod faults;
 use std::time::Duration;
 
 use wicket_chat::{
-    ChatClient, ChatError, ClientConfig, Message, Reply, Request, RetryPolicy, StreamEvent,
+    ChatClient, ChatError, ClientConfig, Completion, Message, Request, RetryPolicy, StreamEvent,
     ToolSpec, client_for,
 };
 use wicket_fake::{FakeServer, Wire};
@@ -102,7 +102,7 @@ pub fn read_file_tool() -> ToolSpec {
 pub async fn complete(
     client: &dyn ChatClient,
     req: &Request,
-) -> (Result<Reply, ChatError>, Vec<StreamEvent>) {
+) -> (Result<Completion, ChatError>, Vec<StreamEvent>) {
     let mut events = Vec::new();
     let result = client.complete(req, &mut |event| events.push(event)).await;
     (result, events)

@@ -87,9 +87,11 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
             );
         }
     }
-    eprintln!(
-        "crash test: {finished} of {} writes finished before the kill",
-        known.len() - 1
+    let runs = known.len() - 1;
+    eprintln!("crash test: {finished} of {runs} writes finished before the kill");
+    assert!(
+        finished > 0 && finished < runs,
+        "the kills must land both after some writes and in the middle of others: {finished} of {runs}"
     );
     // The session still works after all of that, and the next write to the
     // same file sweeps away the temp files the killed writes left.
@@ -116,6 +118,12 @@ fn kill_9_mid_write_never_tears_a_file_or_the_session() {
         std::process::id()
     );
     std::fs::write(f.ws.join(&live), "in flight").unwrap();
+    // And one of a process that is gone must not.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let dead = format!(".target.txt.wicket-{gone_pid}-fedcba9876543210.tmp");
+    std::fs::write(f.ws.join(&dead), "abandoned").unwrap();
     let (out, code) = f.tool(
         "write_file",
         r#"{"path":"target.txt","content":"last\n"}"#,

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use wicket_test_support::process::alive as marker_running;
+use wicket_test_support::wait_until;
+
 use crate::*;
 
 pub fn exec(f: &Fixture, ask: &str, extra: &[&str]) -> Command {
@@ -198,14 +201,6 @@ fn a_missing_model_says_how_to_configure_one() {
     assert_eq!(events.last().unwrap()["ends_turn"], true);
 }
 
-fn marker_running(marker: &str) -> bool {
-    Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
 #[test]
 fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
     let f = Fixture::new();
@@ -215,7 +210,7 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
         "cancel.json",
         json!([
             {"tool_calls": [
-                {"name": "run", "arguments": {"argv": ["sh", "-c", format!("trap '' TERM; echo {marker}; sleep 60; : {marker}")]}},
+                {"name": "run", "arguments": {"argv": ["sh", "-c", format!("trap '' TERM; touch ignoring; sleep 60; : {marker}")]}},
                 {"name": "read_file", "arguments": {"path": "a.txt"}}
             ]},
             {"text": "Picked up after the cancel."}
@@ -245,12 +240,12 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
             .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
             .collect::<Vec<Value>>()
     });
-    // Wait until the command runs, then press Ctrl-C.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !marker_running(&marker) {
-        assert!(Instant::now() < deadline, "the command never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Wait until the command runs and ignores TERM, then press Ctrl-C.
+    assert!(
+        wait_until(Duration::from_secs(30), || f.ws.join("ignoring").exists()),
+        "the command never started"
+    );
+    assert!(marker_running(&marker));
     let sent = Instant::now();
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
@@ -259,7 +254,11 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
     .unwrap();
     let events = reader.join().unwrap();
     let code = child.wait().unwrap().code();
-    eprintln!("SIGINT to exit: {:?}", sent.elapsed());
+    let took = sent.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "TERM is ignored, so KILL comes 2 s later: {took:?}"
+    );
     assert_eq!(code, Some(130));
     assert!(!marker_running(&marker), "the command is still running");
     assert_eq!(events.last().unwrap()["type"], "cancelled");
@@ -272,6 +271,7 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
         2,
         "the run's result and a synthetic one: {results:#?}"
     );
+    assert_eq!(results[0]["output"]["signal"], 9, "{:#?}", results[0]);
     assert_eq!(results[1]["error"]["kind"], "cancelled");
     // Resuming the cancelled session: the script goes on where it was.
     let output = exec(
@@ -299,11 +299,11 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
 /// is retried, a write card answered from stdin, then a reply with no tool
 /// call that ends the turn. The fake records what the client sent.
 fn turn_against(wire: wicket_fake::Wire) {
-    use wicket_fake::{FakeServer, Reply, Step};
+    use wicket_fake::{FakeReply, FakeServer, Step};
     let f = Fixture::new();
     let fake = FakeServer::start(wire);
     fake.push(Step::Reply(
-        Reply::text("Reading first.")
+        FakeReply::text("Reading first.")
             .with_tool_call("call_r1", "read_file", r#"{"path": "a.txt"}"#)
             .usage(100, 10),
     ));
@@ -313,14 +313,14 @@ fn turn_against(wire: wicket_fake::Wire) {
         retry_after: Some("0".into()),
     });
     fake.push(Step::Reply(
-        Reply::tool_call(
+        FakeReply::tool_call(
             "call_w1",
             "write_file",
             r#"{"path": "b.txt", "content": "née\n"}"#,
         )
         .usage(200, 20),
     ));
-    fake.push(Step::Reply(Reply::text("Wrote b.txt.").usage(300, 30)));
+    fake.push(Step::Reply(FakeReply::text("Wrote b.txt.").usage(300, 30)));
     let (provider, base_var, key_var) = match wire {
         wicket_fake::Wire::OpenAi => ("openai:gpt-test", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
         wicket_fake::Wire::Anthropic => (
@@ -359,7 +359,7 @@ fn turn_against(wire: wicket_fake::Wire) {
     );
     // A second turn in the same session: its own usage on its result, and
     // the session's total in meta.json.
-    fake.push(Step::Reply(Reply::text("Still there.").usage(50, 5)));
+    fake.push(Step::Reply(FakeReply::text("Still there.").usage(50, 5)));
     let id = events[0]["session"].as_str().unwrap();
     let mut command = exec(&f, "check", &["--model", provider, "--session", id]);
     command

@@ -7,7 +7,7 @@ mod serve;
 mod terminal;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
@@ -16,28 +16,19 @@ pub fn wicket() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wicket"))
 }
 
-pub struct Fixture {
-    pub _dir: tempfile::TempDir,
-    pub home: PathBuf,
-    pub ws: PathBuf,
+pub use wicket_test_support::Fixture;
+
+/// `wicket tool` on a fixture's workspace and home.
+pub trait ToolRunner {
+    /// Runs `wicket tool NAME ARGS --workspace WS EXTRA…` with no stdin;
+    /// its JSON lines and exit code.
+    fn tool(&self, name: &str, args: &str, extra: &[&str]) -> (Vec<Value>, i32);
+    /// The command for it, to run as the test likes.
+    fn command(&self, name: &str, args: &str, extra: &[&str]) -> Command;
 }
 
-impl Fixture {
-    pub fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let (home, ws) = (root.join("home"), root.join("ws"));
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::write(ws.join("a.txt"), "alpha\nbeta\n").unwrap();
-        Fixture {
-            _dir: dir,
-            home,
-            ws,
-        }
-    }
-
-    pub fn tool(&self, name: &str, args: &str, extra: &[&str]) -> (Vec<Value>, i32) {
+impl ToolRunner for Fixture {
+    fn tool(&self, name: &str, args: &str, extra: &[&str]) -> (Vec<Value>, i32) {
         let output = self
             .command(name, args, extra)
             .stdin(Stdio::null())
@@ -46,7 +37,7 @@ impl Fixture {
         (lines(&output), output.status.code().unwrap_or(-1))
     }
 
-    pub fn command(&self, name: &str, args: &str, extra: &[&str]) -> Command {
+    fn command(&self, name: &str, args: &str, extra: &[&str]) -> Command {
         let mut command = wicket();
         command
             .env("WICKET_HOME", &self.home)
@@ -170,7 +161,10 @@ fn allow_session_is_kept_in_the_named_session_only() {
     let meta: Value =
         serde_json::from_slice(&std::fs::read(f.home.join("sessions/one/meta.json")).unwrap())
             .unwrap();
-    assert_eq!(meta["allowed"]["argv"], json!([["true"]]));
+    assert_eq!(
+        meta["allowed"]["run"],
+        json!([{"argv": ["true"], "cwd": f.ws, "network": false}])
+    );
     let listing = wicket()
         .env("WICKET_HOME", &f.home)
         .arg("sessions")

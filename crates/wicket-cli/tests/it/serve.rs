@@ -2,20 +2,22 @@
 //! script provider, two sessions at once, 409 on an open card, queueing,
 //! cancel, event-stream resume, and the security refusals.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wicket_test_support::http::Api;
+use wicket_test_support::wait_until;
 
 use crate::exec::script;
 use crate::*;
 
 /// A running `wicket serve` on a free port; killed on drop.
-struct Served {
-    child: Child,
-    port: u16,
-    token: String,
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+    pub api: Api,
 }
 
 impl Drop for Served {
@@ -25,7 +27,7 @@ impl Drop for Served {
     }
 }
 
-fn serve(f: &Fixture) -> Served {
+pub fn serve(f: &Fixture) -> Served {
     let mut child = wicket()
         .env("WICKET_HOME", &f.home)
         .args(["serve", "--port", "0"])
@@ -40,65 +42,42 @@ fn serve(f: &Fixture) -> Served {
         serde_json::from_slice(&std::fs::read(f.home.join("server.json")).unwrap()).unwrap();
     let port = file["port"].as_u64().unwrap() as u16;
     let token = file["token"].as_str().unwrap().to_string();
+    let served = Served {
+        child,
+        port,
+        api: Api::new(port, &token),
+    };
     assert_eq!(
         line.trim(),
-        format!("wicket serve: http://127.0.0.1:{port}/?token={token}")
+        format!("wicket serve: http://127.0.0.1:{port}/#token={token}"),
+        "the link carries the token in its fragment, which no server ever receives"
     );
-    Served { child, port, token }
+    served
 }
 
-/// One HTTP/1.1 exchange; `headers` replace the defaults of the same name.
+/// One request; `headers` replace the defaults of the same name (an empty value drops one).
 fn request(
     s: &Served,
     method: &str,
     path: &str,
     body: Option<Value>,
     headers: &[(&str, &str)],
-) -> (u16, String, Value) {
-    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let host = format!("127.0.0.1:{}", s.port);
-    let auth = format!("Bearer {}", s.token);
-    let mut all: Vec<(&str, &str)> = vec![("Host", &host), ("Authorization", &auth)];
-    for (name, value) in headers {
-        all.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        if !value.is_empty() {
-            all.push((name, value));
-        }
-    }
-    let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    for (name, value) in all {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str(&format!(
-        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(text.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = serde_json::from_str(body).unwrap_or(Value::Null);
-    (status, head.to_string(), body)
+) -> (u16, Value) {
+    let reply = s.api.request(method, path, body, headers);
+    (reply.status, reply.body)
 }
 
 /// Polls the session until no turn holds it.
 fn wait_until_idle(s: &Served, id: &str) {
-    for _ in 0..400 {
-        let (status, _, body) = request(s, "GET", &format!("/api/sessions/{id}"), None, &[]);
-        assert_eq!(status, 200);
-        if body["running"] == false {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("session {id} stayed running for 10 s");
+    let idle = wait_until(Duration::from_secs(20), || {
+        s.api.get(&format!("/api/sessions/{id}")).body["running"] == false
+    });
+    assert!(idle, "session {id} stayed running");
 }
 
 fn post(s: &Served, path: &str, body: Value) -> (u16, Value) {
-    let (status, _, body) = request(s, "POST", path, Some(body), &[]);
-    (status, body)
+    let reply = s.api.post(path, body);
+    (reply.status, reply.body)
 }
 
 /// Reads the session's event stream from `after` (or `Last-Event-ID`)
@@ -106,35 +85,16 @@ fn post(s: &Served, path: &str, body: Value) -> (u16, Value) {
 fn events(
     s: &Served,
     id: &str,
-    query: &str,
+    after: u64,
     last_id: Option<u64>,
     until: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
-    let stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
-    let mut stream = stream;
-    let last = last_id
-        .map(|n| format!("Last-Event-ID: {n}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET /api/sessions/{id}/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n{last}\r\n",
-        s.port, s.token
-    )
-    .unwrap();
     let mut seen = Vec::new();
-    for line in BufReader::new(stream).lines() {
-        let line = line.unwrap();
-        // Chunked framing puts the data lines whole inside chunks.
-        if let Some(data) = line.strip_prefix("data: ") {
-            let event: Value = serde_json::from_str(data).unwrap();
-            let done = until(&event);
-            seen.push(event);
-            if done {
-                break;
-            }
+    for event in s.api.events(id, after, last_id) {
+        let done = until(&event);
+        seen.push(event);
+        if done {
+            break;
         }
     }
     seen
@@ -165,7 +125,7 @@ fn the_api_refuses_what_it_must_with_the_right_status() {
     );
     let no_token = request(&s, "GET", "/api/sessions", None, &[("Authorization", "")]);
     assert_eq!(no_token.0, 401);
-    assert_eq!(no_token.2["error"]["kind"], "unauthorized");
+    assert_eq!(no_token.1["error"]["kind"], "unauthorized");
     let wrong = request(
         &s,
         "GET",
@@ -182,7 +142,7 @@ fn the_api_refuses_what_it_must_with_the_right_status() {
         &[("Host", "evil.example:80")],
     );
     assert_eq!(host.0, 403);
-    assert_eq!(host.2["error"]["kind"], "forbidden_host");
+    assert_eq!(host.1["error"]["kind"], "forbidden_host");
     let body = Some(json!({"workspace": f.ws.display().to_string()}));
     let origin = request(
         &s,
@@ -192,24 +152,21 @@ fn the_api_refuses_what_it_must_with_the_right_status() {
         &[("Origin", "http://evil.example")],
     );
     assert_eq!(origin.0, 403);
-    assert_eq!(origin.2["error"]["kind"], "forbidden_origin");
+    assert_eq!(origin.1["error"]["kind"], "forbidden_origin");
     let ours = format!("http://localhost:{}", s.port);
     let own = request(&s, "POST", "/api/sessions", body, &[("Origin", &ours)]);
-    assert_eq!(own.0, 201, "{}", own.2);
-    // The page's link sets the token cookie, which then works alone.
-    let (_, head, _) = request(
-        &s,
-        "GET",
-        &format!("/?token={}", s.token),
-        None,
-        &[("Authorization", "")],
-    );
-    assert!(head.contains("wicket_token="), "{head}");
+    assert_eq!(own.0, 201, "{}", own.1);
+    // No cookie carries the token any more: cookies reach every port of 127.0.0.1.
+    let page = s.api.request("GET", "/", None, &[("Authorization", "")]);
+    assert_eq!(page.status, 200);
+    assert!(page.headers.get("set-cookie").is_none());
     assert!(
-        head.contains("HttpOnly") && head.contains("SameSite=Strict"),
-        "{head}"
+        page.headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
     );
-    let cookie = format!("wicket_token={}", s.token);
+    let cookie = format!("wicket_token={}", s.api.token);
     let by_cookie = request(
         &s,
         "GET",
@@ -217,7 +174,7 @@ fn the_api_refuses_what_it_must_with_the_right_status() {
         None,
         &[("Authorization", ""), ("Cookie", &cookie)],
     );
-    assert_eq!(by_cookie.0, 200);
+    assert_eq!(by_cookie.0, 401);
     // A second server on the same home says where the first one runs.
     let second = wicket()
         .env("WICKET_HOME", &f.home)
@@ -227,7 +184,8 @@ fn the_api_refuses_what_it_must_with_the_right_status() {
     assert_eq!(second.status.code(), Some(1));
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(
-        said.contains(&format!("http://127.0.0.1:{}", s.port)),
+        said.contains(&format!("http://127.0.0.1:{}", s.port))
+            && said.contains(&format!("pid {}", s.child.id())),
         "{said}"
     );
 }
@@ -256,7 +214,7 @@ fn two_sessions_run_at_once_and_an_open_card_refuses_messages() {
         .0,
         202
     );
-    let seen = events(&s, &a, "?after=0", None, is("card"));
+    let seen = events(&s, &a, 0, None, is("card"));
     let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
     // B runs to its end while A waits on its card.
     let (status, body) = post(
@@ -265,7 +223,7 @@ fn two_sessions_run_at_once_and_an_open_card_refuses_messages() {
         json!({"text": "hi"}),
     );
     assert_eq!((status, body["state"].as_str()), (202, Some("started")));
-    let b_seen = events(&s, &b, "?after=0", None, is("result"));
+    let b_seen = events(&s, &b, 0, None, is("result"));
     assert_eq!(b_seen.last().unwrap()["text"], "hello");
     let (status, body) = post(
         &s,
@@ -275,9 +233,8 @@ fn two_sessions_run_at_once_and_an_open_card_refuses_messages() {
     assert_eq!(status, 409);
     assert_eq!(body["error"]["kind"], "blocked");
     assert!(body["error"]["message"].as_str().unwrap().contains(&card));
-    let (_, list, _) = request(&s, "GET", "/api/sessions", None, &[]);
-    assert!(list.starts_with("HTTP/1.1 200"));
-    let (_, _, sessions) = request(&s, "GET", "/api/sessions", None, &[]);
+    let (status, sessions) = request(&s, "GET", "/api/sessions", None, &[]);
+    assert_eq!(status, 200);
     let a_row = sessions
         .as_array()
         .unwrap()
@@ -292,7 +249,7 @@ fn two_sessions_run_at_once_and_an_open_card_refuses_messages() {
         json!({"answer": "allow_once"}),
     );
     assert_eq!(answered.0, 200, "{}", answered.1);
-    let done = events(&s, &a, "?after=0", None, is("result"));
+    let done = events(&s, &a, 0, None, is("result"));
     assert_eq!(done.last().unwrap()["text"], "written");
     assert_eq!(
         std::fs::read_to_string(f.ws.join("new.txt")).unwrap(),
@@ -307,7 +264,7 @@ fn a_message_during_a_turn_queues_and_cancel_stops_a_command() {
         &f,
         "queue.json",
         json!([
-            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sleep", "30"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", "trap '' TERM; touch ignoring; sleep 30"]}}]},
             {"text": "second turn ran"}
         ]),
     );
@@ -318,29 +275,99 @@ fn a_message_during_a_turn_queues_and_cancel_stops_a_command() {
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "sleep"}),
     );
-    let seen = events(&s, &id, "?after=0", None, is("card"));
+    let seen = events(&s, &id, 0, None, is("card"));
     let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
     post(
         &s,
         &format!("/api/sessions/{id}/cards/{card}"),
         json!({"answer": "allow_once"}),
     );
-    events(&s, &id, "?after=0", None, is("answer"));
+    assert!(
+        wait_until(Duration::from_secs(20), || f.ws.join("ignoring").exists()),
+        "the command started and ignores TERM"
+    );
     let (status, body) = post(
         &s,
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "then this"}),
     );
     assert_eq!((status, body["state"].as_str()), (202, Some("queued")));
+    let started = Instant::now();
     let (status, _) = post(&s, &format!("/api/sessions/{id}/cancel"), json!({}));
     assert_eq!(status, 200);
     // The cancelled turn ends, then the queued message runs.
-    let rest = events(&s, &id, "?after=0", None, is("result"));
+    let rest = events(&s, &id, 0, None, is("cancelled"));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "TERM ignored, KILL 2 s later: {took:?}"
+    );
+    let run = rest
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["ok"] == true)
+        .expect("the run's result");
+    assert_eq!(run["output"]["signal"], 9, "{run}");
+    let rest = events(&s, &id, 0, None, is("result"));
     let types: Vec<&str> = rest.iter().map(|e| e["type"].as_str().unwrap()).collect();
     let cancelled = types.iter().position(|t| *t == "cancelled").unwrap();
     let queued = types.iter().position(|t| *t == "queued").unwrap();
     assert!(queued < cancelled, "{types:?}");
     assert_eq!(rest.last().unwrap()["text"], "second turn ran");
+}
+
+/// A client that posts the moment it sees a card on the event stream gets
+/// 409 blocked every time, never 202 queued.
+#[test]
+fn a_message_posted_the_moment_a_card_is_seen_is_always_refused() {
+    const ROUNDS: usize = 200;
+    let f = Fixture::new();
+    let mut replies = Vec::new();
+    for _ in 0..ROUNDS {
+        replies.push(json!({"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}));
+        replies.push(json!({"text": "ok"}));
+    }
+    let model = script(&f, "cards.json", Value::Array(replies));
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    let mut stream = s.api.events(&id, 0, None);
+    let mut queued = 0;
+    for round in 0..ROUNDS {
+        let (status, _) = post(
+            &s,
+            &format!("/api/sessions/{id}/messages"),
+            json!({"text": format!("round {round}")}),
+        );
+        assert_eq!(status, 202);
+        let card = loop {
+            let event = stream.next().expect("the stream goes on");
+            if event["type"] == "card" {
+                break event["id"].as_str().unwrap().to_string();
+            }
+        };
+        let (status, body) = post(
+            &s,
+            &format!("/api/sessions/{id}/messages"),
+            json!({"text": "too soon"}),
+        );
+        match status {
+            409 => assert_eq!(body["error"]["kind"], "blocked"),
+            202 => queued += 1,
+            other => panic!("{other}: {body}"),
+        }
+        post(
+            &s,
+            &format!("/api/sessions/{id}/cards/{card}"),
+            json!({"answer": "deny"}),
+        );
+        loop {
+            let event = stream.next().expect("the stream goes on");
+            if event["type"] == "result" {
+                break;
+            }
+        }
+        wait_until_idle(&s, &id);
+    }
+    assert_eq!(queued, 0);
 }
 
 #[test]
@@ -354,7 +381,7 @@ fn the_event_stream_resumes_after_a_disconnect() {
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "first"}),
     );
-    let first = events(&s, &id, "", None, is("result"));
+    let first = events(&s, &id, 0, None, is("result"));
     let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
     let seqs: Vec<u64> = first.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=last_seq).collect::<Vec<_>>());
@@ -367,14 +394,14 @@ fn the_event_stream_resumes_after_a_disconnect() {
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "second"}),
     );
-    let resumed = events(&s, &id, "", Some(last_seq), is("result"));
+    let resumed = events(&s, &id, 0, Some(last_seq), is("result"));
     assert_eq!(resumed[0]["seq"].as_u64(), Some(last_seq + 1));
     assert_eq!(resumed[0]["type"], "user_message");
     assert_eq!(resumed.last().unwrap()["text"], "two");
-    let after = events(&s, &id, &format!("?after={}", last_seq + 1), None, |_| true);
+    let after = events(&s, &id, last_seq + 1, None, |_| true);
     assert_eq!(after[0]["seq"].as_u64(), Some(last_seq + 2));
     // The same log in one JSON response, from any seq; only with the token.
-    let (status, _, body) = request(
+    let (status, body) = request(
         &s,
         "GET",
         &format!("/api/sessions/{id}/log?after=0"),
@@ -389,8 +416,8 @@ fn the_event_stream_resumes_after_a_disconnect() {
     );
     assert_eq!(logged[..first.len()], first[..]);
     let path = format!("/api/sessions/{id}/log?after={last_seq}");
-    let (_, _, body) = request(&s, "GET", &path, None, &[]);
+    let (_, body) = request(&s, "GET", &path, None, &[]);
     assert_eq!(body["events"][0], resumed[0]);
-    let (status, _, _) = request(&s, "GET", &path, None, &[("Authorization", "")]);
+    let (status, _) = request(&s, "GET", &path, None, &[("Authorization", "")]);
     assert_eq!(status, 401);
 }

@@ -2,47 +2,52 @@
 //! answer, allow_session exactness, isolation, the digest race, diff edges.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod turn;
 
 use serde_json::json;
-use wicket_core::gate::{Answerer, Gate};
+use wicket_core::gate::{Answerer, Confinement, Gate};
+use wicket_core::sandbox::SandboxSettings;
 use wicket_core::session::{self, Session};
 use wicket_protocol::{
-    Answer, Card, CardKind, ErrorKind, EventBody, ToolCall, ToolOutput, WireError,
+    Answer, Card, CardKind, ErrorKind, EventBody, OutsideReadCard, Reach, RunCard, ToolCall,
+    ToolOutput, WireError, WriteCard,
 };
+use wicket_test_support::Fixture;
 use wicket_tools::{Cancel, Tools};
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-    outside: PathBuf,
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("a.txt", "one\ntwo\n");
+    std::fs::write(f.outside.join("notes"), "outside notes\n").unwrap();
+    f
 }
 
-impl Fixture {
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let (home, ws, outside) = (root.join("home"), root.join("ws"), root.join("outside"));
-        for d in [&home, &ws, &outside] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
-        std::fs::write(outside.join("notes"), "outside notes\n").unwrap();
-        Fixture {
-            _dir: dir,
-            home,
-            ws,
-            outside,
-        }
-    }
+fn open(f: &Fixture, id: &str) -> (Tools, Session) {
+    let tools = Tools::open(&f.ws).unwrap();
+    let (session, _) = Session::open_or_create(&f.home, id, &f.ws, None).unwrap();
+    (tools, session)
+}
 
-    fn session(&self, id: &str) -> (Tools, Session) {
-        let tools = Tools::open(&self.ws).unwrap();
-        let (session, _) = Session::open_or_create(&self.home, id, &self.ws, None).unwrap();
-        (tools, session)
+fn write_of(card: &Card) -> &WriteCard {
+    match &card.kind {
+        CardKind::Write(write) => write,
+        other => panic!("not a write card: {other:?}"),
+    }
+}
+
+fn run_of(card: &Card) -> &RunCard {
+    match &card.kind {
+        CardKind::Run(run) => run,
+        other => panic!("not a run card: {other:?}"),
+    }
+}
+
+fn outside_of(card: &Card) -> &OutsideReadCard {
+    match &card.kind {
+        CardKind::OutsideRead(read) => read,
+        other => panic!("not an outside-read card: {other:?}"),
     }
 }
 
@@ -83,7 +88,21 @@ fn call(
     answerer: &mut dyn Answerer,
 ) -> Result<ToolOutput, WireError> {
     let call = ToolCall::parse(name, args).unwrap();
-    Gate::new(tools, session).call("call-1", &call, answerer, &Cancel::default())
+    let home = session
+        .dir()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let confinement = Confinement {
+        sandbox: SandboxSettings {
+            mode: wicket_core::sandbox::SandboxMode::Off,
+            ..SandboxSettings::default()
+        },
+        home,
+    };
+    Gate::new(tools, session, &confinement).call("call-1", &call, answerer, &Cancel::default())
 }
 
 fn event_types(session: &Session) -> Vec<String> {
@@ -102,8 +121,8 @@ fn event_types(session: &Session) -> Vec<String> {
 
 #[test]
 fn inside_reads_lists_and_greps_raise_no_card() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[]);
     call(
         &tools,
@@ -131,8 +150,8 @@ fn inside_reads_lists_and_greps_raise_no_card() {
 
 #[test]
 fn a_write_card_carries_the_diff_and_deny_changes_nothing() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[Answer::Deny]);
     let error = call(
         &tools,
@@ -143,17 +162,13 @@ fn a_write_card_carries_the_diff_and_deny_changes_nothing() {
     )
     .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Denied);
-    let card = &answers.cards[0];
-    assert_eq!(card.kind, CardKind::Write);
+    let card = write_of(&answers.cards[0]);
+    assert_eq!(card.path, f.ws.join("a.txt").to_str().unwrap());
     assert_eq!(
-        card.path.as_deref(),
-        Some(f.ws.join("a.txt").to_str().unwrap())
+        card.diff,
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
     );
-    assert_eq!(
-        card.diff.as_deref(),
-        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n")
-    );
-    assert_eq!(card.digest.as_deref().map(str::len), Some(64));
+    assert_eq!(card.digest.len(), 64);
     assert_eq!(
         std::fs::read_to_string(f.ws.join("a.txt")).unwrap(),
         "one\ntwo\n"
@@ -172,8 +187,8 @@ fn a_write_card_carries_the_diff_and_deny_changes_nothing() {
 
 #[test]
 fn allow_once_writes_and_asks_again_next_time() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[Answer::AllowOnce, Answer::AllowOnce]);
     call(
         &tools,
@@ -192,7 +207,7 @@ fn allow_once_writes_and_asks_again_next_time() {
     )
     .unwrap();
     assert_eq!(answers.cards.len(), 2);
-    assert_eq!(answers.cards[0].digest.as_deref(), Some("absent"));
+    assert_eq!(write_of(&answers.cards[0]).digest, "absent");
     assert_eq!(
         std::fs::read_to_string(f.ws.join("new/b.txt")).unwrap(),
         "bb\n"
@@ -202,8 +217,8 @@ fn allow_once_writes_and_asks_again_next_time() {
 
 #[test]
 fn allow_session_is_one_exact_write_path() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[Answer::AllowSession, Answer::Deny, Answer::Deny]);
     call(
         &tools,
@@ -254,8 +269,8 @@ fn allow_session_is_one_exact_write_path() {
 
 #[test]
 fn outside_reads_and_lists_card_the_absolute_path() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let notes = f.outside.join("notes");
     let mut answers = Scripted::new(&[Answer::Deny, Answer::AllowSession, Answer::AllowOnce]);
     let denied = call(
@@ -267,11 +282,8 @@ fn outside_reads_and_lists_card_the_absolute_path() {
     )
     .unwrap_err();
     assert_eq!(denied.kind, ErrorKind::Denied);
-    assert_eq!(answers.cards[0].kind, CardKind::OutsideRead);
-    assert_eq!(
-        answers.cards[0].path.as_deref(),
-        Some(notes.to_str().unwrap())
-    );
+    assert_eq!(outside_of(&answers.cards[0]).path, notes.to_str().unwrap());
+    assert_eq!(outside_of(&answers.cards[0]).reach, Reach::Read);
     let ToolOutput::ReadFile(out) = call(
         &tools,
         &session,
@@ -307,24 +319,28 @@ fn outside_reads_and_lists_card_the_absolute_path() {
     .unwrap();
     assert_eq!(answers.cards.len(), 3);
     assert_eq!(
-        answers.cards[2].path.as_deref(),
-        Some(f.outside.to_str().unwrap())
+        outside_of(&answers.cards[2]).path,
+        f.outside.to_str().unwrap()
     );
+    assert_eq!(outside_of(&answers.cards[2]).reach, Reach::List);
     assert_eq!(
         session
             .meta()
             .allowed
-            .outside_read
+            .outside
             .into_iter()
             .collect::<Vec<_>>(),
-        vec![notes.display().to_string()]
+        vec![session::OutsideKey {
+            path: notes.display().to_string(),
+            reach: Reach::Read
+        }]
     );
 }
 
 #[test]
 fn every_command_raises_a_run_card_and_deny_never_starts_it() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[Answer::Deny, Answer::AllowOnce]);
     let error = call(
         &tools,
@@ -336,12 +352,11 @@ fn every_command_raises_a_run_card_and_deny_never_starts_it() {
     .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Denied);
     assert!(!f.ws.join("made").exists());
+    assert_eq!(run_of(&answers.cards[0]).argv, ["touch", "made"]);
+    assert_eq!(run_of(&answers.cards[0]).cwd, ".");
     assert_eq!(
-        answers.cards[0].argv,
-        Some(vec!["touch".to_string(), "made".to_string()])
-    );
-    assert_eq!(
-        answers.cards[0].timeout_s, None,
+        run_of(&answers.cards[0]).timeout_s,
+        None,
         "the default timeout is not on the card"
     );
     call(
@@ -352,14 +367,14 @@ fn every_command_raises_a_run_card_and_deny_never_starts_it() {
         &mut answers,
     )
     .unwrap();
-    assert_eq!(answers.cards[1].timeout_s, Some(30));
+    assert_eq!(run_of(&answers.cards[1]).timeout_s, Some(30));
     assert!(f.ws.join("made").exists());
 }
 
 #[test]
 fn allow_session_for_a_command_is_the_exact_argv() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[
         Answer::AllowSession,
         Answer::Deny,
@@ -401,15 +416,19 @@ fn allow_session_for_a_command_is_the_exact_argv() {
     }
     assert_eq!(answers.cards.len(), 4);
     assert_eq!(
-        session.meta().allowed.argv.into_iter().collect::<Vec<_>>(),
-        vec![vec!["echo".to_string(), "hi".to_string()]]
+        session.meta().allowed.run.into_iter().collect::<Vec<_>>(),
+        vec![session::RunKey {
+            argv: vec!["echo".to_string(), "hi".to_string()],
+            cwd: f.ws.display().to_string(),
+            network: false,
+        }]
     );
 }
 
 #[test]
 fn one_sessions_allows_are_its_own() {
-    let f = Fixture::new();
-    let (tools, first) = f.session("first");
+    let f = fixture();
+    let (tools, first) = open(&f, "first");
     let mut answers = Scripted::new(&[Answer::AllowSession, Answer::AllowSession]);
     call(
         &tools,
@@ -427,7 +446,7 @@ fn one_sessions_allows_are_its_own() {
         &mut answers,
     )
     .unwrap();
-    let (tools, second) = f.session("second");
+    let (tools, second) = open(&f, "second");
     let mut answers = Scripted::new(&[Answer::Deny, Answer::Deny]);
     assert!(
         call(
@@ -456,8 +475,8 @@ fn one_sessions_allows_are_its_own() {
 
 #[test]
 fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let path = f.ws.join("a.txt");
     let edit_path = path.clone();
     let mut answers = Scripted::new(&[Answer::AllowSession, Answer::AllowOnce]);
@@ -476,17 +495,21 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
     )
     .unwrap();
     assert_eq!(answers.cards.len(), 2);
-    assert_ne!(answers.cards[0].digest, answers.cards[1].digest);
-    assert_eq!(
-        answers.cards[1].diff.as_deref(),
-        Some("--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n-one\n+1\n two\n three\n")
+    assert_ne!(
+        write_of(&answers.cards[0]).digest,
+        write_of(&answers.cards[1]).digest
     );
+    assert_eq!(
+        write_of(&answers.cards[1]).diff,
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n-one\n+1\n two\n three\n"
+    );
+    let ids = (answers.cards[0].id.clone(), answers.cards[1].id.clone());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\ntwo\nthree\n");
     assert!(
         session.meta().allowed.write.is_empty(),
         "the spent allow_session is gone"
     );
-    let answers: Vec<(String, Answer, bool)> = session::load_log(session.log_path())
+    let logged: Vec<(String, Answer, bool)> = session::load_log(session.log_path())
         .unwrap()
         .events
         .into_iter()
@@ -500,19 +523,19 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
         })
         .collect();
     assert_eq!(
-        answers,
+        logged,
         vec![
-            (answers[0].0.clone(), Answer::AllowSession, true),
-            (answers[1].0.clone(), Answer::AllowOnce, false),
+            (ids.0, Answer::AllowSession, true),
+            (ids.1, Answer::AllowOnce, false),
         ],
-        "the log says which answer was spent"
+        "the log says which answer was spent, by the ids the cards carried"
     );
 }
 
 #[test]
 fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let content: String = (0..12_000).map(|i| format!("line number {i}\n")).collect();
     let mut answers = Scripted::new(&[Answer::Deny]);
     let _ = call(
@@ -522,13 +545,13 @@ fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
         json!({"path": "big.txt", "content": content}),
         &mut answers,
     );
-    let card = &answers.cards[0];
-    assert_eq!(card.diff_truncated, Some(true));
+    let card = write_of(&answers.cards[0]);
+    assert!(card.diff_truncated);
     assert_eq!(
-        card.diff.as_deref().unwrap().lines().count(),
+        card.diff.lines().count(),
         wicket_core::diff::CARD_DIFF_MAX_LINES
     );
-    assert!(card.diff_bytes.unwrap() > wicket_core::diff::CARD_DIFF_MAX_BYTES as u64);
+    assert!(card.diff_bytes > wicket_core::diff::CARD_DIFF_MAX_BYTES as u64);
     let loaded = session::load_log(session.log_path()).unwrap();
     let proposed = loaded.events.iter().find_map(|e| match &e.body {
         EventBody::Card { proposed, .. } => proposed.clone(),
@@ -539,8 +562,8 @@ fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
 
 #[test]
 fn the_session_reads_waiting_while_a_card_is_open() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let meta_path = f.home.join("sessions/s/meta.json");
     let seen = std::cell::RefCell::new(Vec::new());
     let mut answers = Scripted::new(&[Answer::AllowOnce]);
@@ -565,8 +588,8 @@ fn the_session_reads_waiting_while_a_card_is_open() {
 
 #[test]
 fn a_withdrawn_card_is_a_denial() {
-    let f = Fixture::new();
-    let (tools, session) = f.session("s");
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
     let mut answers = Scripted::new(&[]);
     let error = call(
         &tools,
@@ -585,9 +608,9 @@ fn a_withdrawn_card_is_a_denial() {
 
 #[test]
 fn a_session_continues_from_its_log() {
-    let f = Fixture::new();
+    let f = fixture();
     {
-        let (tools, session) = f.session("s");
+        let (tools, session) = open(&f, "s");
         call(
             &tools,
             &session,
@@ -597,7 +620,7 @@ fn a_session_continues_from_its_log() {
         )
         .unwrap();
     }
-    let (tools, session) = f.session("s");
+    let (tools, session) = open(&f, "s");
     call(
         &tools,
         &session,
@@ -622,4 +645,126 @@ fn a_session_continues_from_its_log() {
         ),
         "a session keeps its workspace"
     );
+}
+
+/// An outside grant names its reach: allowing a listing of a folder does not
+/// let a grep read the files below it, nor a read of one of them.
+#[test]
+fn an_outside_grant_is_no_wider_than_its_card() {
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::Deny, Answer::Deny]);
+    call(
+        &tools,
+        &session,
+        "list_dir",
+        json!({"path": f.outside}),
+        &mut answers,
+    )
+    .unwrap();
+    let grep = call(
+        &tools,
+        &session,
+        "grep",
+        json!({"pattern": "SECRET", "path": f.outside}),
+        &mut answers,
+    );
+    assert_eq!(grep.unwrap_err().kind, ErrorKind::Denied);
+    assert_eq!(outside_of(&answers.cards[1]).reach, Reach::Grep);
+    let read = call(
+        &tools,
+        &session,
+        "read_file",
+        json!({"path": f.outside.join("secret")}),
+        &mut answers,
+    );
+    assert_eq!(read.unwrap_err().kind, ErrorKind::Denied);
+    assert_eq!(answers.cards.len(), 3, "each reach asked");
+    // The listing itself is still allowed without a card.
+    call(
+        &tools,
+        &session,
+        "list_dir",
+        json!({"path": f.outside}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(answers.cards.len(), 3);
+}
+
+/// A run's allow_session is the argv and the resolved folder together, and
+/// a cwd that cannot work is refused before any card.
+#[test]
+fn a_run_grant_keys_the_folder_too_and_a_bad_cwd_raises_no_card() {
+    let f = fixture();
+    std::fs::create_dir_all(f.ws.join("evil")).unwrap();
+    std::fs::write(f.ws.join("x.sh"), "true").unwrap();
+    let (tools, session) = open(&f, "s");
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::Deny]);
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["sh", "x.sh"]}),
+        &mut answers,
+    )
+    .unwrap();
+    call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["sh", "x.sh"], "cwd": "."}),
+        &mut answers,
+    )
+    .unwrap();
+    assert_eq!(
+        answers.cards.len(),
+        1,
+        "the same folder spelled another way"
+    );
+    let elsewhere = call(
+        &tools,
+        &session,
+        "run",
+        json!({"argv": ["sh", "x.sh"], "cwd": "evil"}),
+        &mut answers,
+    );
+    assert_eq!(elsewhere.unwrap_err().kind, ErrorKind::Denied);
+    assert_eq!(answers.cards.len(), 2);
+    assert_eq!(run_of(&answers.cards[1]).cwd, "evil");
+    for (cwd, kind) in [
+        ("missing", ErrorKind::NotFound),
+        ("a.txt", ErrorKind::InvalidArgs),
+        ("..", ErrorKind::OutsideWorkspace),
+    ] {
+        let refused = call(
+            &tools,
+            &session,
+            "run",
+            json!({"argv": ["true"], "cwd": cwd}),
+            &mut answers,
+        );
+        assert_eq!(refused.unwrap_err().kind, kind, "{cwd}");
+    }
+    assert_eq!(answers.cards.len(), 2, "no card for a call that would fail");
+}
+
+/// Card ids never repeat within a session.
+#[test]
+fn card_ids_are_unique_within_a_session() {
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
+    let mut answers = Scripted::new(&[Answer::Deny; 300]);
+    for _ in 0..300 {
+        let _ = call(
+            &tools,
+            &session,
+            "run",
+            json!({"argv": ["true"]}),
+            &mut answers,
+        );
+    }
+    let ids: std::collections::HashSet<&str> =
+        answers.cards.iter().map(|card| card.id.as_str()).collect();
+    assert_eq!(ids.len(), 300);
 }

@@ -2,79 +2,20 @@
 //! replays scripted replies and records every request: the loop, the core
 //! tools, Stop hooks, queueing and blocking, cancel, and resume.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use wicket_chat::{ChatClient, ChatError, ChatErrorKind, ChatFuture, Message, Reply, Request};
-use wicket_chat::{StreamEvent, ToolCallRequest, Usage};
-use wicket_core::config::StopHook;
+use serde_json::json;
+use wicket_chat::{ChatClient, Completion, Message};
+use wicket_core::config::{Owner, StopHook};
+use wicket_core::gate::Confinement;
 use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
+use wicket_core::sandbox::{SandboxMode, SandboxSettings};
 use wicket_core::session;
 use wicket_core::turn::Settings;
-use wicket_protocol::{Answer, EventBody};
-
-/// Replies in order; records each request's messages.
-#[derive(Default)]
-struct Replay {
-    replies: Mutex<VecDeque<Reply>>,
-    requests: Mutex<Vec<Vec<Message>>>,
-}
-
-struct Client(Arc<Replay>);
-
-impl ChatClient for Client {
-    fn model(&self) -> &str {
-        "test:replay"
-    }
-
-    fn complete<'a>(
-        &'a self,
-        req: &'a Request,
-        _on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a> {
-        self.0.requests.lock().unwrap().push(req.messages.clone());
-        let next = self.0.replies.lock().unwrap().pop_front();
-        Box::pin(async move {
-            next.ok_or(ChatError::new(
-                ChatErrorKind::Script,
-                "the test's replies ran out",
-            ))
-        })
-    }
-}
-
-fn text(text: &str) -> Reply {
-    Reply {
-        text: text.into(),
-        tool_calls: Vec::new(),
-        usage: Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-        },
-        stop_reason: None,
-        attempts: 1,
-    }
-}
-
-fn calls(calls: &[(&str, Value)]) -> Reply {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    Reply {
-        tool_calls: calls
-            .iter()
-            .map(|(name, args)| ToolCallRequest {
-                id: format!(
-                    "tc{}",
-                    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                ),
-                name: name.to_string(),
-                arguments: args.to_string(),
-            })
-            .collect(),
-        ..text("")
-    }
-}
+use wicket_protocol::{Answer, CardKind, EventBody, RunSource};
+use wicket_test_support::scripted::{calls, text};
+use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 
 fn settings() -> Settings {
     Settings {
@@ -83,47 +24,60 @@ fn settings() -> Settings {
         stop_hooks: Vec::new(),
         max_tokens: 1000,
         skills: Vec::new(),
+        confinement: Confinement {
+            sandbox: SandboxSettings {
+                mode: SandboxMode::Off,
+                ..SandboxSettings::default()
+            },
+            home: std::path::PathBuf::from("/nonexistent-home"),
+        },
     }
 }
 
 struct World {
-    _dir: tempfile::TempDir,
+    f: Fixture,
     home: std::path::PathBuf,
     ws: std::path::PathBuf,
-    replay: Arc<Replay>,
+    replay: Arc<ScriptedClient>,
     manager: Arc<Manager>,
     _runtime: tokio::runtime::Runtime,
 }
 
-fn world(replies: Vec<Reply>, settings: Settings) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    let (home, ws) = (root.join("home"), root.join("ws"));
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
-    let replay = Arc::new(Replay::default());
-    replay.replies.lock().unwrap().extend(replies);
+fn world(replies: Vec<Completion>, settings: Settings) -> World {
+    let f = Fixture::new();
+    f.write("a.txt", "one\ntwo\n");
+    world_in(f, replies, settings)
+}
+
+fn world_in(f: Fixture, replies: Vec<Completion>, settings: Settings) -> World {
+    let replay = ScriptedClient::new(replies);
     let shared = replay.clone();
-    let setup: TurnSetup = Arc::new(move |_, _| {
-        Ok((
-            Box::new(Client(shared.clone())) as Box<dyn ChatClient>,
-            settings.clone(),
-        ))
-    });
+    let setup: TurnSetup =
+        Arc::new(move |_, _| Ok((shared.boxed() as Box<dyn ChatClient>, settings.clone())));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let manager = Arc::new(Manager::new(&home, runtime.handle().clone(), setup));
+    let manager = Arc::new(Manager::new(&f.home, runtime.handle().clone(), setup));
     World {
-        _dir: dir,
-        home,
-        ws,
+        home: f.home.clone(),
+        ws: f.ws.clone(),
+        f,
         replay,
         manager,
         _runtime: runtime,
+    }
+}
+
+impl World {
+    /// The messages of every request so far.
+    fn requests(&self) -> Vec<Vec<Message>> {
+        self.replay
+            .requests()
+            .into_iter()
+            .map(|request| request.messages)
+            .collect()
     }
 }
 
@@ -193,12 +147,9 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
     let id = w.open("s");
     assert_eq!(w.manager.send(&id, "change two").unwrap(), Sent::Started);
     let card = w.answer_next(&id, Answer::AllowOnce);
-    assert_eq!(card.diff.as_deref().map(|d| d.contains("+2")), Some(true));
+    assert!(matches!(&card.kind, CardKind::Write(write) if write.diff.contains("+2")));
     let card = w.answer_next(&id, Answer::AllowOnce);
-    assert_eq!(
-        card.argv,
-        Some(vec!["cat".to_string(), "a.txt".to_string()])
-    );
+    assert!(matches!(&card.kind, CardKind::Run(run) if run.argv == ["cat", "a.txt"]));
     w.manager.wait_idle(&id).unwrap();
     assert_eq!(
         std::fs::read_to_string(w.ws.join("a.txt")).unwrap(),
@@ -234,7 +185,7 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
     assert_eq!(text, "changed two to 2");
     assert_eq!((usage.input_tokens, usage.output_tokens), (40, 20));
     // The model saw each result: the last request has the run's stdout.
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     let Some(Message::ToolResult { content, .. }) = requests[3].last() else {
         panic!("{:?}", requests[3])
     };
@@ -256,7 +207,7 @@ fn a_reply_with_no_tool_call_finishes_and_a_denied_write_is_the_result() {
     w.answer_next(&id, Answer::Deny);
     w.manager.wait_idle(&id).unwrap();
     assert!(!w.ws.join("b.txt").exists());
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     let Some(Message::ToolResult {
         content, is_error, ..
     }) = requests[1].last()
@@ -290,13 +241,13 @@ fn ask_waits_for_the_reply_and_blocks_new_messages_meanwhile() {
     );
     let refused = w.manager.send(&id, "another thing").unwrap_err();
     assert!(
-        matches!(&refused, ManagerError::Blocked(message) if message.contains(&qid)),
+        matches!(&refused, ManagerError::Blocked { open, .. } if matches!(&**open, Open::Question { id, .. } if *id == qid)),
         "{refused}"
     );
-    assert_eq!(refused.kind(), "blocked");
+    assert!(refused.to_string().contains(&qid), "{refused}");
     w.manager.reply(&id, &qid, "a.txt").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     assert!(
         matches!(requests[1].last(), Some(Message::ToolResult { content, .. }) if content.contains("a.txt"))
     );
@@ -325,7 +276,7 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
     };
     let refused = w.manager.send(&one, "more").unwrap_err();
     assert!(
-        matches!(&refused, ManagerError::Blocked(m) if m.contains(&card.id)),
+        matches!(&refused, ManagerError::Blocked { open, .. } if open.id() == card.id),
         "{refused}"
     );
     // Session two is not blocked by one's card: it runs to its end meanwhile.
@@ -345,7 +296,12 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
 fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     let w = world(
         vec![
-            calls(&[("run", json!({"argv": ["true"]}))]),
+            // The command waits for a file the test makes after the second
+            // message is sent: the turn is surely still running then.
+            calls(&[(
+                "run",
+                json!({"argv": ["sh", "-c", "while [ ! -e go ]; do sleep 0.01; done"]}),
+            )]),
             text("first done"),
             text("second done"),
         ],
@@ -367,8 +323,9 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
             break;
         }
     }
-    let sent = w.manager.send(&id, "second");
-    assert_eq!(sent, Ok(Sent::Queued));
+    let sent = w.manager.send(&id, "second").unwrap();
+    assert_eq!(sent, Sent::Queued);
+    std::fs::write(w.ws.join("go"), "").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let bodies = w.events(&id);
     let order: Vec<String> = bodies
@@ -395,15 +352,15 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
 #[test]
 fn use_skill_returns_the_body_and_a_missing_one_lists_the_skills() {
     let mut s = settings();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("release")).unwrap();
-    std::fs::write(
-        dir.path().join("release/SKILL.md"),
+    let f = Fixture::new();
+    f.write(
+        ".wicket/skills/release/SKILL.md",
         "---\nname: release\ndescription: Cut a release\n---\nTag it.\n",
-    )
-    .unwrap();
-    s.skills = wicket_core::skills::discover(&[dir.path().to_path_buf()]);
-    let w = world(
+    );
+    s.skills =
+        wicket_core::skills::discover(&wicket_tools::Workspace::open(&f.ws).unwrap(), &f.home, &[]);
+    let w = world_in(
+        f,
         vec![
             calls(&[
                 ("use_skill", json!({"name": "release"})),
@@ -416,7 +373,7 @@ fn use_skill_returns_the_body_and_a_missing_one_lists_the_skills() {
     let id = w.open("s");
     w.manager.send(&id, "release").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     let results: Vec<&str> = requests[1]
         .iter()
         .filter_map(|m| match m {
@@ -438,6 +395,7 @@ fn hook_script(dir: &std::path::Path, body: &str) -> StopHook {
     StopHook {
         command: vec!["sh".into(), path.display().to_string()],
         timeout_s: Some(20),
+        owner: Owner::Home,
     }
 }
 
@@ -465,7 +423,7 @@ fn a_stop_hook_that_blocks_once_sends_the_model_back_then_passes() {
     let id = w.open("s");
     w.manager.send(&id, "work").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     assert!(
         matches!(requests[1].last(), Some(Message::ToolResult { content, is_error: true, .. }) if content.contains("tests fail: fix test_x"))
     );
@@ -498,7 +456,7 @@ fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     let id = w.open("s");
     w.manager.send(&id, "work").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    assert_eq!(w.replay.requests.lock().unwrap().len(), 3);
+    assert_eq!(w.requests().len(), 3);
     let events = w.events(&id);
     assert!(
         matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("3 times"))
@@ -528,7 +486,7 @@ fn the_step_limit_ends_a_runaway_turn() {
     let id = w.open("s");
     w.manager.send(&id, "loop").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    assert_eq!(w.replay.requests.lock().unwrap().len(), 3);
+    assert_eq!(w.requests().len(), 3);
     assert!(
         matches!(w.events(&id).last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("step limit of 3"))
     );
@@ -541,7 +499,8 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
             calls(&[
                 (
                     "run",
-                    json!({"argv": ["sh", "-c", "trap '' TERM; echo started; sleep 30"]}),
+                    // It ignores TERM, then says so by making a file.
+                    json!({"argv": ["sh", "-c", "trap '' TERM; touch ignoring; sleep 30"]}),
                 ),
                 ("list_dir", json!({})),
             ]),
@@ -552,20 +511,28 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     let id = w.open("s");
     w.manager.send(&id, "run it").unwrap();
     w.answer_next(&id, Answer::AllowOnce);
-    // Let the command start, then cancel.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !w.types(&id).contains(&"answer".to_string()) {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        wait_until(Duration::from_secs(20), || w.ws.join("ignoring").exists()),
+        "the command started"
+    );
     let started = Instant::now();
     assert!(w.manager.cancel(&id).unwrap());
     w.manager.wait_idle(&id).unwrap();
     let took = started.elapsed();
-    eprintln!("cancel took {took:?} (SIGTERM ignored, SIGKILL after the 2 s grace)");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "TERM is ignored, so KILL comes 2 s later: {took:?}"
+    );
     let events = w.events(&id);
     assert!(matches!(events.last(), Some(EventBody::Cancelled {})));
+    let run_signal = events.iter().find_map(|e| match e {
+        EventBody::ToolResult {
+            output: Some(wicket_protocol::ToolOutput::Run(run)),
+            ..
+        } => Some(run.signal),
+        _ => None,
+    });
+    assert_eq!(run_signal, Some(Some(9)), "{events:?}");
     // Every call of the reply has a result: the run's, and a synthetic one.
     let results: Vec<(String, bool)> = events
         .iter()
@@ -578,7 +545,7 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     // Resuming: the next turn's conversation is valid — each call answered.
     w.manager.send(&id, "go on").unwrap();
     w.manager.wait_idle(&id).unwrap();
-    let requests = w.replay.requests.lock().unwrap();
+    let requests = w.requests();
     let last = requests.last().unwrap();
     let asked: Vec<&str> = last
         .iter()
@@ -601,4 +568,205 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     assert!(
         matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "resumed fine")
     );
+}
+
+/// A Stop hook the workspace's config declares raises a run card (source
+/// hook, its exact argv) before it runs; the home config's does not; a deny
+/// skips it; allow_session keys it exactly.
+#[test]
+fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
+    let f = Fixture::new();
+    let ran = f.root.join("ran");
+    let hook = |owner| StopHook {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo x >> {}", ran.display()),
+        ],
+        timeout_s: Some(20),
+        owner,
+    };
+    let mut s = settings();
+    s.stop_hooks = vec![hook(Owner::Workspace)];
+    let w = world_in(
+        f,
+        vec![text("one"), text("two"), text("three"), text("four")],
+        s,
+    );
+    let id = w.open("s");
+    let ran_count = || {
+        std::fs::read_to_string(&ran)
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    };
+    // Deny: the hook never runs, and the turn still ends.
+    w.manager.send(&id, "1").unwrap();
+    let card = w.answer_next(&id, Answer::Deny);
+    let CardKind::Run(run) = &card.kind else {
+        panic!("{card:?}")
+    };
+    assert_eq!(run.source, RunSource::Hook);
+    assert_eq!(run.argv, hook(Owner::Workspace).command);
+    w.manager.wait_idle(&id).unwrap();
+    assert_eq!(ran_count(), 0);
+    // allow_session: it runs, and the next time it runs without a card.
+    w.manager.send(&id, "2").unwrap();
+    w.answer_next(&id, Answer::AllowSession);
+    w.manager.wait_idle(&id).unwrap();
+    assert_eq!(ran_count(), 1);
+    w.manager.send(&id, "3").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert_eq!(ran_count(), 2);
+    let cards = w
+        .events(&id)
+        .iter()
+        .filter(|e| matches!(e, EventBody::Card { .. }))
+        .count();
+    assert_eq!(cards, 2);
+    assert!(w.f.meta("s")["allowed"]["run"][0]["argv"] == json!(hook(Owner::Workspace).command));
+
+    // The person's own hook runs with no card at all.
+    let f = Fixture::new();
+    let mut s = settings();
+    let mine = f.root.join("mine");
+    s.stop_hooks = vec![StopHook {
+        command: vec!["touch".into(), mine.display().to_string()],
+        timeout_s: Some(20),
+        owner: Owner::Home,
+    }];
+    let w = world_in(f, vec![text("done")], s);
+    let id = w.open("s");
+    w.manager.send(&id, "go").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert!(mine.exists());
+    assert!(
+        !w.events(&id)
+            .iter()
+            .any(|e| matches!(e, EventBody::Card { .. }))
+    );
+}
+
+fn cut(text_: &str) -> Completion {
+    Completion {
+        stop_reason: Some("max_tokens".into()),
+        ..text(text_)
+    }
+}
+
+/// A reply cut by the output limit is never the turn's result: the model
+/// is told and goes on once; a second cut in a row ends the turn.
+#[test]
+fn a_reply_cut_by_the_output_limit_is_not_the_result() {
+    let w = world(
+        vec![cut("The answer is"), text("The answer is 42.")],
+        settings(),
+    );
+    let id = w.open("s");
+    w.manager.send(&id, "what is it").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert!(
+        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
+    );
+    let second = &w.requests()[1];
+    assert!(
+        matches!(second.last(), Some(Message::User { text }) if text.contains("cut off")),
+        "{second:?}"
+    );
+    // Rebuilt from the log, the conversation says the same.
+    let loaded = session::load_log(&w.home.join("sessions/s/log.jsonl")).unwrap();
+    let rebuilt = wicket_core::turn::conversation(&loaded.events);
+    assert!(
+        rebuilt
+            .iter()
+            .any(|m| matches!(m, Message::User { text } if text.contains("cut off")))
+    );
+
+    let w = world(vec![cut("a"), cut("b"), text("never")], settings());
+    let id = w.open("s");
+    w.manager.send(&id, "what is it").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    assert!(
+        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("output-token limit")),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+}
+
+/// AGENTS.md is read through the resolver: a link out of the workspace is
+/// not followed (nothing of it reaches the provider) and a FIFO does not
+/// hang the turn.
+#[test]
+fn agents_md_through_a_link_out_or_a_fifo_is_not_read() {
+    for kind in ["link", "fifo"] {
+        let f = Fixture::new();
+        if kind == "link" {
+            f.link("AGENTS.md", f.outside.join("secret"));
+        } else {
+            let fifo = f.ws.join("AGENTS.md");
+            assert!(
+                std::process::Command::new("mkfifo")
+                    .arg(&fifo)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        }
+        let w = world_in(f, vec![text("done")], settings());
+        let id = w.open("s");
+        w.manager.send(&id, "hi").unwrap();
+        w.manager.wait_idle(&id).unwrap();
+        let system = &w.replay.requests()[0].system;
+        assert!(
+            !system.contains("SECRET") && !system.contains("AGENTS.md:"),
+            "{kind}: {system}"
+        );
+        assert!(
+            w.events(&id).iter().any(|e| matches!(e, EventBody::Error { message, .. } if message.contains("AGENTS.md was not read"))),
+            "{kind}"
+        );
+        assert!(matches!(
+            w.events(&id).last(),
+            Some(EventBody::Result { .. })
+        ));
+    }
+    // A plain AGENTS.md is read.
+    let f = Fixture::new();
+    f.write("AGENTS.md", "Use tabs.\n");
+    let w = world_in(f, vec![text("done")], settings());
+    let id = w.open("s");
+    w.manager.send(&id, "hi").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert!(w.replay.requests()[0].system.contains("Use tabs."));
+}
+
+/// A client that posts a message the moment it sees a card on the event
+/// stream is always refused: the card is open before its event is seen.
+#[test]
+fn a_card_blocks_messages_from_the_moment_its_event_is_seen() {
+    const ROUNDS: usize = 200;
+    let replies = (0..ROUNDS)
+        .flat_map(|_| [calls(&[("run", json!({"argv": ["true"]}))]), text("ok")])
+        .collect();
+    let w = world(replies, settings());
+    let id = w.open("s");
+    let mut events = w.manager.subscribe(&id).unwrap();
+    let mut queued = 0;
+    for round in 0..ROUNDS {
+        w.manager.send(&id, &format!("round {round}")).unwrap();
+        let card = loop {
+            let event = events.blocking_recv().unwrap();
+            if let EventBody::Card { card, .. } = event.body {
+                break card;
+            }
+        };
+        match w.manager.send(&id, "too soon") {
+            Err(ManagerError::Blocked { .. }) => {}
+            Ok(_) => queued += 1,
+            Err(other) => panic!("{other}"),
+        }
+        w.manager.answer(&id, &card.id, Answer::Deny).unwrap();
+        w.manager.wait_idle(&id).unwrap();
+    }
+    assert_eq!(queued, 0, "a message got past an open card");
 }

@@ -1,7 +1,7 @@
 //! The Anthropic Messages stream, event by event.
 
 use serde_json::{Value, json};
-use wicket_fake::{FakeServer, Reply, Step, Wire};
+use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
 use crate::client::{Sse, post};
 use crate::openai::{Assembled, expected, two_tools_reply};
@@ -147,7 +147,7 @@ fn text_and_two_tool_calls_stream_the_documented_sequence() {
 #[test]
 fn tool_only_reply_pings_right_after_message_start() {
     let server = FakeServer::start(Wire::Anthropic);
-    let reply = Reply::tool_call("toolu_1", "ls", "{}");
+    let reply = FakeReply::tool_call("toolu_1", "ls", "{}");
     server.push(Step::Reply(reply.clone()));
     let events = post(&server, PATH, &request()).events();
 
@@ -165,7 +165,7 @@ fn tool_only_reply_pings_right_after_message_start() {
 #[test]
 fn text_only_reply_ends_the_turn() {
     let server = FakeServer::start(Wire::Anthropic);
-    server.push(Step::Reply(Reply::text("hi")));
+    server.push(Step::Reply(FakeReply::text("hi")));
     let events = post(&server, PATH, &request()).events();
 
     let message_delta = events
@@ -180,9 +180,9 @@ fn text_only_reply_ends_the_turn() {
 #[test]
 fn unknown_event_is_a_future_thing_event() {
     let server = FakeServer::start(Wire::Anthropic);
-    let reply = Reply {
+    let reply = FakeReply {
         unknown_event: true,
-        ..Reply::text("hi")
+        ..FakeReply::text("hi")
     };
     server.push(Step::Reply(reply.clone()));
     let events = post(&server, PATH, &request()).events();
@@ -205,7 +205,7 @@ fn unknown_event_is_a_future_thing_event() {
 fn stream_error_sends_an_error_event_and_ends_cleanly() {
     let server = FakeServer::start(Wire::Anthropic);
     server.push(Step::StreamError {
-        reply: Reply::text("Hello there"),
+        reply: FakeReply::text("Hello there"),
         events: 3,
         error_type: "overloaded_error".to_owned(),
         message: "Overloaded".to_owned(),

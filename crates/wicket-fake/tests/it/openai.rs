@@ -1,7 +1,7 @@
 //! The OpenAI Chat Completions stream, event by event.
 
 use serde_json::{Value, json};
-use wicket_fake::{FakeServer, Reply, Step, Wire};
+use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
 use crate::client::{Sse, post};
 
@@ -21,8 +21,8 @@ pub fn request(include_usage: bool) -> Value {
 }
 
 /// The reply the sequence tests script: text and two tool calls.
-pub fn two_tools_reply() -> Reply {
-    Reply::text("Let me look.")
+pub fn two_tools_reply() -> FakeReply {
+    FakeReply::text("Let me look.")
         .with_tool_call("call_1", "read_file", r#"{"path":"src/main.rs"}"#)
         .with_tool_call("call_2", "grep", r#"{"pattern":"fn main"}"#)
         .usage(12, 34)
@@ -70,7 +70,7 @@ pub fn assemble(events: &[Sse]) -> Assembled {
     assembled
 }
 
-pub fn expected(reply: &Reply) -> Assembled {
+pub fn expected(reply: &FakeReply) -> Assembled {
     Assembled {
         text: reply.text.clone(),
         calls: reply
@@ -179,7 +179,7 @@ fn text_and_two_tool_calls_stream_the_documented_sequence() {
 #[test]
 fn include_usage_adds_a_usage_chunk_and_null_usage_everywhere_else() {
     let server = FakeServer::start(Wire::OpenAi);
-    server.push(Step::Reply(Reply::text("hi").usage(12, 34)));
+    server.push(Step::Reply(FakeReply::text("hi").usage(12, 34)));
     let events = post(&server, PATH, &request(true)).events();
 
     assert_eq!(
@@ -202,11 +202,11 @@ fn include_usage_adds_a_usage_chunk_and_null_usage_everywhere_else() {
 #[test]
 fn stop_reason_and_chunk_sizes_follow_the_reply() {
     let server = FakeServer::start(Wire::OpenAi);
-    let reply = Reply {
+    let reply = FakeReply {
         stop_reason: Some("length".to_owned()),
         text_chunk_chars: 2,
         args_chunk_chars: 3,
-        ..Reply::tool_call("call_9", "ls", "{\"a\":1}").with_text("abcde")
+        ..FakeReply::tool_call("call_9", "ls", "{\"a\":1}").with_text("abcde")
     };
     server.push(Step::Reply(reply.clone()));
     let events = post(&server, PATH, &request(false)).events();
@@ -223,9 +223,9 @@ fn stop_reason_and_chunk_sizes_follow_the_reply() {
 #[test]
 fn unknown_event_is_a_keep_alive_comment() {
     let server = FakeServer::start(Wire::OpenAi);
-    server.push(Step::Reply(Reply {
+    server.push(Step::Reply(FakeReply {
         unknown_event: true,
-        ..Reply::text("hi")
+        ..FakeReply::text("hi")
     }));
     let response = post(&server, PATH, &request(false));
 
@@ -241,7 +241,7 @@ fn unknown_event_is_a_keep_alive_comment() {
 fn stream_error_sends_an_error_chunk_and_no_done() {
     let server = FakeServer::start(Wire::OpenAi);
     server.push(Step::StreamError {
-        reply: Reply::text("Hello there"),
+        reply: FakeReply::text("Hello there"),
         events: 2,
         error_type: "server_error".to_owned(),
         message: "The server had an error".to_owned(),
@@ -261,8 +261,8 @@ fn stream_error_sends_an_error_chunk_and_no_done() {
 #[test]
 fn response_ids_count_the_requests() {
     let server = FakeServer::start(Wire::OpenAi);
-    server.push(Step::Reply(Reply::text("one")));
-    server.push(Step::Reply(Reply::text("two")));
+    server.push(Step::Reply(FakeReply::text("one")));
+    server.push(Step::Reply(FakeReply::text("two")));
     let first = post(&server, PATH, &request(false)).events();
     let second = post(&server, PATH, &request(false)).events();
 

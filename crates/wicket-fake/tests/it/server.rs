@@ -4,7 +4,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wicket_fake::{FakeServer, Reply, Step, Wire};
+use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
 use crate::client::{PATIENCE, host_port, post, read_response, send};
 use crate::{anthropic, openai};
@@ -87,7 +87,7 @@ fn cut_after_ends_without_the_terminating_chunk() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let server = FakeServer::start(wire);
         server.push(Step::CutAfter {
-            reply: Reply::text("Hello there, world"),
+            reply: FakeReply::text("Hello there, world"),
             events: 3,
         });
         let (path, request) = endpoint(wire);
@@ -109,7 +109,7 @@ fn cut_after_ends_without_the_terminating_chunk() {
 fn stall_sends_nothing_more_and_drop_still_returns() {
     let server = FakeServer::start(Wire::OpenAi);
     server.push(Step::Stall {
-        reply: Reply::text("Hello there"),
+        reply: FakeReply::text("Hello there"),
         events: 2,
     });
     let mut stream = send(
@@ -133,7 +133,7 @@ fn slow_sleeps_before_every_event() {
     let server = FakeServer::start(Wire::OpenAi);
     let delay = Duration::from_millis(25);
     server.push(Step::Slow {
-        reply: Reply::text("hi"),
+        reply: FakeReply::text("hi"),
         delay,
     });
     let started = Instant::now();
@@ -152,7 +152,7 @@ fn slow_sleeps_before_every_event() {
 #[test]
 fn requests_records_method_path_headers_and_body() {
     let server = FakeServer::start(Wire::Anthropic);
-    server.push(Step::Reply(Reply::text("hi")));
+    server.push(Step::Reply(FakeReply::text("hi")));
     let request = anthropic::request();
     let headers = [
         ("X-Api-Key", "sk-test"),
@@ -197,7 +197,7 @@ fn a_body_that_is_not_json_is_recorded_as_text() {
 fn empty_queue_answers_500_naming_the_request() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let server = FakeServer::start(wire);
-        server.push(Step::Reply(Reply::text("only one")));
+        server.push(Step::Reply(FakeReply::text("only one")));
         let (path, request) = endpoint(wire);
         post(&server, path, &request);
         let response = post(&server, path, &request);
@@ -212,7 +212,7 @@ fn empty_queue_answers_500_naming_the_request() {
 #[test]
 fn unknown_path_answers_404_records_it_and_keeps_the_step() {
     let server = FakeServer::start(Wire::OpenAi);
-    server.push(Step::Reply(Reply::text("still here")));
+    server.push(Step::Reply(FakeReply::text("still here")));
     let response = post(&server, "/v1/completions", &openai::request(false));
     let mut get = send(&server, "GET", openai::PATH, &[], "");
     let get = read_response(&mut get, PATIENCE);
@@ -242,9 +242,9 @@ fn byte_pieces_split_utf8_and_still_reassemble() {
     let text = "héllo wörld — 日本語";
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let server = FakeServer::start(wire);
-        let reply = Reply {
+        let reply = FakeReply {
             byte_pieces: Some(5),
-            ..Reply::text(text).with_tool_call("call_1", "note", r#"{"text":"ünï — 語"}"#)
+            ..FakeReply::text(text).with_tool_call("call_1", "note", r#"{"text":"ünï — 語"}"#)
         };
         server.push(Step::Reply(reply.clone()));
         let (path, request) = endpoint(wire);
@@ -273,7 +273,7 @@ fn byte_pieces_split_utf8_and_still_reassemble() {
 fn steps_are_played_in_fifo_order() {
     let server = FakeServer::start(Wire::OpenAi);
     server.push(Step::status(Wire::OpenAi, 503, "busy"));
-    server.push(Step::Reply(Reply::text("second")));
+    server.push(Step::Reply(FakeReply::text("second")));
 
     assert_eq!(
         post(&server, openai::PATH, &openai::request(false)).status,
@@ -301,7 +301,7 @@ fn starts_and_stops_inside_an_async_runtime() {
         .unwrap();
     runtime.block_on(async {
         let server = FakeServer::start(Wire::Anthropic);
-        server.push(Step::Reply(Reply::text("async")));
+        server.push(Step::Reply(FakeReply::text("async")));
         let (path, request) = endpoint(Wire::Anthropic);
         let events = tokio::task::spawn_blocking(move || {
             let events = post(&server, path, &request).events();

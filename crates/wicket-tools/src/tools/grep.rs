@@ -1,26 +1,44 @@
-//! grep: a Rust regex over the workspace with ripgrep's walker and searcher,
-//! .gitignore honoured, `.git/` and binary files skipped, results in path order,
-//! at most [`GREP_MAX_MATCHES`].
+//! grep: a Rust regex over the workspace with ripgrep's matcher and
+//! searcher, results in path order, at most [`GREP_MAX_MATCHES`].
+//!
+//! The walk is Wicket's own, so confinement costs nothing per file: it goes
+//! down from a held folder one `openat(O_NOFOLLOW)` at a time, never
+//! follows a symlink, and opens each file relative to its folder's fd, so
+//! no path is resolved twice and none can be swapped out from under it.
+//! `.git/` is skipped, binary files are skipped, ignore files are honoured
+//! as [`crate::ignore_files`] describes, and a cancel stops it.
+//!
+//! [`OrderedSearch`] owns the order: one thread walks in path order and
+//! feeds the files; the others search them as they come; each file's
+//! matches are settled in walk order, and the walk stops once the settled
+//! files hold more than the limit.
 
 use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
-use ignore::WalkBuilder;
-use ignore::overrides::OverrideBuilder;
-use wicket_protocol::{GrepArgs, GrepOutput};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use ignore::Match;
+use ignore::overrides::{Override, OverrideBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use wicket_protocol::{ErrorKind, GrepArgs, GrepOutput};
 
+use crate::Cancel;
 use crate::error::{Error, Result};
+use crate::ignore_files::{Level, Rules};
 use crate::limits::{GREP_LINE_MAX_BYTES, GREP_MAX_MATCHES};
-use crate::resolve::{Location, Workspace};
+use crate::resolve::{Location, Workspace, file_type};
 
-/// Files searched ahead of the first unfinished one; bounds wasted work after
-/// the 200th match while keeping every core busy.
-const SEARCH_WINDOW: usize = 256;
+/// Files fed ahead of the first one whose matches are not settled: bounds
+/// the work wasted after the limit, and the folders held open.
+const FEED_AHEAD: usize = 1024;
+
+/// How often a waiting thread looks for a cancel.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
 
 struct Collect<'a> {
     shown: &'a str,
@@ -30,11 +48,7 @@ struct Collect<'a> {
 impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
-    fn matched(
-        &mut self,
-        _: &grep_searcher::Searcher,
-        found: &SinkMatch<'_>,
-    ) -> Result<bool, std::io::Error> {
+    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
         let mut text = found.bytes();
         while let Some(stripped) = text
             .strip_suffix(b"\n")
@@ -58,74 +72,166 @@ impl Sink for Collect<'_> {
     }
 }
 
-/// Paths in walk order, shared between the walking thread and the searchers.
-#[derive(Default)]
-struct Feed {
-    state: Mutex<(Vec<PathBuf>, bool)>,
-    grown: std::sync::Condvar,
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build()
 }
 
-impl Feed {
-    fn push(&self, path: PathBuf) {
-        if let Ok(mut state) = self.state.lock() {
-            state.0.push(path);
-            self.grown.notify_all();
+fn search_one(matcher: &RegexMatcher, file: &File, shown: &str) -> Vec<String> {
+    let mut collect = Collect {
+        shown,
+        lines: Vec::new(),
+    };
+    let _ = searcher().search_file(matcher, file, &mut collect);
+    collect.lines
+}
+
+fn cancelled() -> Error {
+    Error::new(
+        ErrorKind::Cancelled,
+        "the search was cancelled (the turn was cancelled)",
+    )
+}
+
+/// Opens a regular file in a held folder without following a link; special
+/// files and links are `None` (a walk skips them).
+fn open_regular(dir: impl AsFd, name: &OsStr) -> Option<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    (file_type(&stat) == FileType::RegularFile).then(|| File::from(fd))
+}
+
+fn open_folder_at(dir: impl AsFd, name: &OsStr) -> Option<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+/// Where a search starts.
+enum Start {
+    /// One file: it is searched even if an ignore file names it, as ripgrep does.
+    File { file: File, shown: String },
+    /// A folder, held open, with the rules that apply above it.
+    Folder(Tree),
+}
+
+/// A folder to walk.
+struct Tree {
+    fd: OwnedFd,
+    /// Its absolute path (for the ignore rules).
+    absolute: PathBuf,
+    /// What its files' names are shown under: workspace-relative, or absolute outside.
+    prefix: String,
+    rules: Rules,
+}
+
+fn join_shown(prefix: &str, rest: &str) -> String {
+    match prefix {
+        "" => rest.to_string(),
+        "/" => format!("/{rest}"),
+        _ => format!("{prefix}/{rest}"),
+    }
+}
+
+impl Start {
+    fn of(workspace: &Workspace, location: Option<&Location>) -> Result<Start> {
+        match location {
+            None => Ok(Start::inside(workspace, Path::new(""))?),
+            Some(Location::Inside(relative)) => Start::inside(workspace, relative),
+            Some(Location::Outside(path)) => Start::outside(workspace, path),
         }
     }
 
-    fn finish(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.1 = true;
-            self.grown.notify_all();
+    /// An inside path: resolved by the workspace's rules, with the rules of
+    /// every folder from the root down to it.
+    fn inside(workspace: &Workspace, relative: &Path) -> Result<Start> {
+        let shown = relative.display().to_string();
+        let resolved = workspace.walk(relative, false)?;
+        let Some(stat) = resolved.stat else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("'{shown}' does not exist"),
+            ));
+        };
+        let root = workspace.root();
+        let below = resolved
+            .absolute
+            .strip_prefix(root)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let prefix = below.to_string_lossy().into_owned();
+        if file_type(&stat) == FileType::RegularFile {
+            let (file, _) =
+                workspace.open_file(&Location::Inside(relative.to_path_buf()), &shown)?;
+            return Ok(Start::File {
+                file,
+                shown: prefix,
+            });
         }
+        if file_type(&stat) != FileType::Directory {
+            return Err(Error::new(
+                ErrorKind::SpecialFile,
+                format!("'{shown}' is a special file; grep searches files and folders"),
+            ));
+        }
+        let mut rules = Rules::above(root);
+        // The rules of the root and of each folder down to the start, read
+        // through the same held fds the start is reached by.
+        let mut fd = workspace.open_folder(Path::new(""), ".")?.0;
+        let mut absolute = root.to_path_buf();
+        for component in below.components() {
+            rules.push(Level::read(&fd, &absolute));
+            let name = component.as_os_str();
+            fd = open_folder_at(&fd, name)
+                .ok_or_else(|| Error::io(&shown, "the folder changed during the search"))?;
+            absolute.push(name);
+        }
+        Ok(Start::Folder(Tree {
+            fd,
+            absolute,
+            prefix,
+            rules,
+        }))
     }
 
-    fn finish_if(&self, stopped: bool) {
-        if stopped {
-            self.finish();
-        }
-    }
-
-    /// The path at `index`, waiting for the walk to reach it; `None` past the end.
-    fn get(&self, index: usize) -> Option<PathBuf> {
-        let mut state = self.state.lock().ok()?;
-        loop {
-            if let Some(path) = state.0.get(index) {
-                return Some(path.clone());
+    /// An outside path the person allowed: its own tree, no rules from above it.
+    fn outside(workspace: &Workspace, path: &Path) -> Result<Start> {
+        let shown = path.display().to_string();
+        let location = Location::Outside(path.to_path_buf());
+        match workspace.open_dir(&location, &shown) {
+            Ok(fd) => Ok(Start::Folder(Tree {
+                fd,
+                absolute: path.to_path_buf(),
+                prefix: shown,
+                rules: Rules::default(),
+            })),
+            Err(error) if error.kind == ErrorKind::InvalidArgs => {
+                let (file, _) = workspace.open_file(&location, &shown)?;
+                Ok(Start::File { file, shown })
             }
-            if state.1 {
-                return None;
-            }
-            state = self.grown.wait(state).ok()?;
+            Err(error) => Err(error),
         }
     }
 }
 
-/// The part of `path` below `root`, as bytes: the walk builds every path by
-/// appending names to the root it was given, so a byte prefix is enough
-/// (no component parsing per file).
-fn below<'a>(root: &Path, path: &'a Path) -> Option<&'a [u8]> {
-    let rest = path
-        .as_os_str()
-        .as_bytes()
-        .strip_prefix(root.as_os_str().as_bytes())?;
-    match rest {
-        [] => Some(rest),
-        [b'/', tail @ ..] => Some(tail),
-        // The root ends with a slash, or the path only shares its first letters.
-        _ if root.as_os_str().as_bytes().ends_with(b"/") => Some(rest),
-        _ => None,
-    }
-}
-
-fn relative_display(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
+/// grep.
 pub fn grep(
     workspace: &Workspace,
     location: Option<&Location>,
     args: &GrepArgs,
+    cancel: &Cancel,
 ) -> Result<GrepOutput> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive)
@@ -134,173 +240,17 @@ pub fn grep(
         .map_err(|error| {
             Error::invalid(format!("the pattern is not a valid Rust regex: {error}"))
         })?;
-
-    // The walk goes by path; each file is then opened through the resolver, so a
-    // folder swapped for a symlink mid-walk never lets outside bytes through.
-    let (walk_root, base) = match location {
-        None => (workspace.root().to_path_buf(), Some(PathBuf::new())),
-        Some(Location::Inside(relative)) => {
-            let resolved = workspace.walk(relative, false)?;
-            if resolved.stat.is_none() {
-                return Err(Error::new(
-                    wicket_protocol::ErrorKind::NotFound,
-                    format!("'{}' does not exist", relative.display()),
-                ));
-            }
-            let inside = resolved
-                .absolute
-                .strip_prefix(workspace.root())
-                .map(Path::to_path_buf)
-                .ok();
-            (resolved.absolute, inside)
+    let start = Start::of(workspace, location)?;
+    let (lines, truncated) = match start {
+        Start::File { file, shown } => (search_one(&matcher, &file, &shown), false),
+        Start::Folder(tree) => {
+            let overrides = overrides_for(&tree.absolute, args.glob.as_deref())?;
+            OrderedSearch::new(&matcher, overrides, cancel).run(tree)?
         }
-        Some(Location::Outside(path)) => (path.clone(), None),
     };
-
-    let mut builder = WalkBuilder::new(&walk_root);
-    builder
-        .hidden(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        // Siblings share their parent's bytes, so comparing whole paths as
-        // bytes orders them by name, without the component parsing that
-        // `sort_by_file_name` repeats in every comparison.
-        .sort_by_file_path(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()))
-        .filter_entry(|entry| !entry.path().as_os_str().as_bytes().ends_with(b"/.git"));
-    if let Some(glob) = &args.glob {
-        let mut overrides = OverrideBuilder::new(&walk_root);
-        overrides
-            .add(glob)
-            .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
-        let overrides = overrides
-            .build()
-            .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
-        builder.overrides(overrides);
-    }
-    // One thread walks in path order and streams the paths; the others search
-    // them as they come, so the first matches need not wait for the whole
-    // walk, and a full scan overlaps the walk with the search.
-    let walker = builder.build();
-    let workers = std::thread::available_parallelism()
-        .map_or(2, usize::from)
-        .max(1);
-    let feed = Feed::default();
-    let results: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(Vec::new());
-    let next = AtomicUsize::new(0);
-    // The index of the first file whose results, with all before it, reach the limit.
-    let stop_at = AtomicUsize::new(usize::MAX);
-    let done_prefix = Mutex::new((0usize, 0usize)); // (files settled in order, matches in them)
-
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for entry in walker.filter_map(|entry| entry.ok()) {
-                if stop_at.load(Ordering::Relaxed) != usize::MAX {
-                    break;
-                }
-                if entry.file_type().is_some_and(|kind| kind.is_file()) {
-                    feed.push(entry.into_path());
-                }
-            }
-            feed.finish();
-        });
-        for _ in 0..workers {
-            scope.spawn(|| {
-                let mut searcher = SearcherBuilder::new()
-                    .binary_detection(BinaryDetection::quit(0))
-                    .line_number(true)
-                    .build();
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index > stop_at.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let Some(path) = feed.get(index) else { break };
-                    // Stay within a window of the first unsettled file.
-                    loop {
-                        let settled = done_prefix.lock().map(|guard| guard.0).unwrap_or(0);
-                        if index < settled + SEARCH_WINDOW
-                            || index > stop_at.load(Ordering::Relaxed)
-                        {
-                            break;
-                        }
-                        std::thread::yield_now();
-                    }
-                    if index > stop_at.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let shown = match &base {
-                        Some(base) => match below(&walk_root, &path) {
-                            Some([]) => relative_display(base),
-                            Some(rest) if base.as_os_str().is_empty() => {
-                                String::from_utf8_lossy(rest).into_owned()
-                            }
-                            Some(rest) => relative_display(&base.join(OsStr::from_bytes(rest))),
-                            None => relative_display(&path),
-                        },
-                        None => relative_display(&path),
-                    };
-                    let mut collect = Collect {
-                        shown: &shown,
-                        lines: Vec::new(),
-                    };
-                    let location = match &base {
-                        Some(_) => Location::Inside(PathBuf::from(&shown)),
-                        None => Location::Outside(path.clone()),
-                    };
-                    if let Ok((file, _)) = workspace.open_file(&location, &shown) {
-                        let _ = searcher.search_file(&matcher, &file, &mut collect);
-                    }
-                    let Ok(mut slots) = results.lock() else { break };
-                    if slots.len() <= index {
-                        slots.resize_with(index + 1, || None);
-                    }
-                    slots[index] = Some(collect.lines);
-                    // Settle the files done in order, counting their matches.
-                    if let Ok(mut prefix) = done_prefix.lock() {
-                        while let Some(Some(lines)) = slots.get(prefix.0) {
-                            prefix.1 += lines.len();
-                            let settled_index = prefix.0;
-                            prefix.0 += 1;
-                            if prefix.1 > GREP_MAX_MATCHES {
-                                stop_at.fetch_min(settled_index, Ordering::Relaxed);
-                                break;
-                            }
-                        }
-                    }
-                }
-                // Wake any worker waiting on the feed after a stop.
-                feed.finish_if(stop_at.load(Ordering::Relaxed) != usize::MAX);
-            });
-        }
-    });
-
-    let results = results.into_inner().unwrap_or_default();
-    let mut matches = Vec::new();
-    let mut truncated = false;
-    for slot in results {
-        let Some(lines) = slot else {
-            // Not searched: beyond the stop, or the limit was already reached.
-            if matches.len() >= GREP_MAX_MATCHES {
-                break;
-            }
-            continue;
-        };
-        for line in lines {
-            if matches.len() == GREP_MAX_MATCHES {
-                truncated = true;
-                break;
-            }
-            matches.push(line);
-        }
-        if truncated {
-            break;
-        }
-    }
+    let mut matches = lines;
+    let truncated = truncated || matches.len() > GREP_MAX_MATCHES;
+    matches.truncate(GREP_MAX_MATCHES);
     let note = truncated.then(|| {
         format!("stopped at {GREP_MAX_MATCHES} matches; narrow the pattern, the path or the glob to see the rest")
     });
@@ -311,24 +261,303 @@ pub fn grep(
     })
 }
 
+fn overrides_for(root: &Path, glob: Option<&str>) -> Result<Override> {
+    let mut builder = OverrideBuilder::new(root);
+    if let Some(glob) = glob {
+        builder
+            .add(glob)
+            .map_err(|error| Error::invalid(format!("the glob '{glob}' is not valid: {error}")))?;
+    }
+    builder
+        .build()
+        .map_err(|error| Error::invalid(format!("the glob is not valid: {error}")))
+}
+
+/// A folder the walk holds open while any of its files waits to be searched.
+struct HeldDir(OwnedFd);
+
+/// One file to search: its folder, its name there, and how it is shown.
+struct Item {
+    dir: Arc<HeldDir>,
+    name: Box<OsStr>,
+    shown: String,
+}
+
+#[derive(Default)]
+struct Shared {
+    items: Vec<Option<Item>>,
+    walk_done: bool,
+    next: usize,
+    results: Vec<Option<Vec<String>>>,
+    /// Files settled in order, and the matches in them.
+    settled: usize,
+    settled_matches: usize,
+    /// Set once the settled files hold more than the limit.
+    full: bool,
+}
+
+/// The feed and the ordering of one search.
+struct OrderedSearch<'a> {
+    matcher: &'a RegexMatcher,
+    overrides: Override,
+    cancel: &'a Cancel,
+    shared: Mutex<Shared>,
+    /// Signalled when the feed grows or ends.
+    grown: Condvar,
+    /// Signalled when files are settled.
+    settled: Condvar,
+}
+
+impl<'a> OrderedSearch<'a> {
+    fn new(matcher: &'a RegexMatcher, overrides: Override, cancel: &'a Cancel) -> Self {
+        OrderedSearch {
+            matcher,
+            overrides,
+            cancel,
+            shared: Mutex::new(Shared::default()),
+            grown: Condvar::new(),
+            settled: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Walks and searches; the matches in path order (possibly a few past
+    /// the limit) and whether the limit was reached.
+    fn run(self, tree: Tree) -> Result<(Vec<String>, bool)> {
+        let workers = std::thread::available_parallelism()
+            .map_or(2, usize::from)
+            .max(1);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                self.walk(tree);
+                self.lock().walk_done = true;
+                self.grown.notify_all();
+            });
+            for _ in 0..workers {
+                scope.spawn(|| self.search());
+            }
+        });
+        let state = self
+            .shared
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let mut matches = Vec::new();
+        for lines in state.results.into_iter().take(state.settled).flatten() {
+            matches.extend(lines);
+            if matches.len() > GREP_MAX_MATCHES {
+                break;
+            }
+        }
+        Ok((matches, state.full))
+    }
+
+    /// Waits on `condvar`, waking now and then to see a cancel (which
+    /// signals nothing).
+    fn wait<'g>(&self, condvar: &Condvar, state: MutexGuard<'g, Shared>) -> MutexGuard<'g, Shared> {
+        match condvar.wait_timeout(state, CANCEL_POLL) {
+            Ok((state, _)) => state,
+            Err(poisoned) => poisoned.into_inner().0,
+        }
+    }
+
+    /// True when the walk should stop: the limit is reached or a cancel came.
+    fn stopping(&self, state: &Shared) -> bool {
+        state.full || self.cancel.is_cancelled()
+    }
+
+    fn feed(&self, item: Item) -> bool {
+        let mut state = self.lock();
+        while !self.stopping(&state) && state.items.len() >= state.settled + FEED_AHEAD {
+            state = self.wait(&self.settled, state);
+        }
+        if self.stopping(&state) {
+            return false;
+        }
+        state.items.push(Some(item));
+        drop(state);
+        self.grown.notify_one();
+        true
+    }
+
+    /// The walk, depth first, siblings by name: every regular file that no
+    /// rule excludes, fed in order.
+    fn walk(&self, tree: Tree) {
+        let Tree {
+            fd,
+            absolute,
+            prefix,
+            mut rules,
+        } = tree;
+        struct Frame {
+            dir: Arc<HeldDir>,
+            entries: std::vec::IntoIter<(Box<OsStr>, FileType)>,
+            absolute: PathBuf,
+            shown: String,
+        }
+        let open = |fd: OwnedFd, absolute: PathBuf, shown: String, rules: &mut Rules| {
+            rules.push(Level::read(&fd, &absolute));
+            let entries = sorted_entries(&fd);
+            Frame {
+                dir: Arc::new(HeldDir(fd)),
+                entries: entries.into_iter(),
+                absolute,
+                shown,
+            }
+        };
+        let mut stack = vec![open(fd, absolute, prefix, &mut rules)];
+        while let Some(frame) = stack.last_mut() {
+            let Some((name, kind)) = frame.entries.next() else {
+                stack.pop();
+                rules.pop();
+                continue;
+            };
+            if name.as_bytes() == b".git" {
+                continue;
+            }
+            let kind = match kind {
+                FileType::Unknown => {
+                    match rustix::fs::statat(&frame.dir.0, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => file_type(&stat),
+                        Err(_) => continue,
+                    }
+                }
+                kind => kind,
+            };
+            let is_dir = match kind {
+                FileType::Directory => true,
+                FileType::RegularFile => false,
+                // Links are not followed; special files are not searched.
+                _ => continue,
+            };
+            let absolute = frame.absolute.join(&*name);
+            if rules.ignored(&absolute, is_dir) {
+                continue;
+            }
+            let shown = join_shown(&frame.shown, &name.to_string_lossy());
+            let relative = Path::new(&shown);
+            match self.overrides.matched(relative, is_dir) {
+                Match::Ignore(_) => continue,
+                Match::None | Match::Whitelist(_) => {}
+            }
+            if is_dir {
+                if self.stopping(&self.lock()) {
+                    return;
+                }
+                if let Some(fd) = open_folder_at(&frame.dir.0, &name) {
+                    let child = open(fd, absolute, shown, &mut rules);
+                    stack.push(child);
+                }
+                continue;
+            }
+            let item = Item {
+                dir: frame.dir.clone(),
+                name,
+                shown,
+            };
+            if !self.feed(item) {
+                return;
+            }
+        }
+    }
+
+    /// A searcher: takes the next file, searches it, settles what it can.
+    fn search(&self) {
+        let mut searcher = searcher();
+        loop {
+            let mut state = self.lock();
+            let (index, item) = loop {
+                if self.stopping(&state) {
+                    return;
+                }
+                if state.next < state.items.len() {
+                    let index = state.next;
+                    state.next += 1;
+                    match state.items[index].take() {
+                        Some(item) => break (index, item),
+                        None => continue,
+                    }
+                }
+                if state.walk_done {
+                    return;
+                }
+                state = self.wait(&self.grown, state);
+            };
+            drop(state);
+            let mut collect = Collect {
+                shown: &item.shown,
+                lines: Vec::new(),
+            };
+            if let Some(file) = open_regular(&item.dir.0, &item.name) {
+                let _ = searcher.search_file(self.matcher, &file, &mut collect);
+            }
+            let lines = collect.lines;
+            // Let go of the folder as soon as its last file is searched.
+            drop(item);
+            let mut state = self.lock();
+            if state.results.len() <= index {
+                state.results.resize_with(index + 1, || None);
+            }
+            state.results[index] = Some(lines);
+            let mut progressed = false;
+            while let Some(Some(lines)) = state.results.get(state.settled) {
+                let count = lines.len();
+                state.settled_matches += count;
+                state.settled += 1;
+                progressed = true;
+                if state.settled_matches > GREP_MAX_MATCHES {
+                    state.full = true;
+                    break;
+                }
+            }
+            let full = state.full;
+            drop(state);
+            if progressed {
+                self.settled.notify_all();
+            }
+            if full {
+                self.grown.notify_all();
+                return;
+            }
+        }
+    }
+}
+
+/// A folder's entries (not `.` and `..`), sorted by name as bytes.
+fn sorted_entries(fd: &OwnedFd) -> Vec<(Box<OsStr>, FileType)> {
+    let Ok(mut dir) = Dir::read_from(fd) else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    while let Some(Ok(entry)) = dir.read() {
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        entries.push((
+            Box::<OsStr>::from(OsStr::from_bytes(name)),
+            entry.file_type(),
+        ));
+    }
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    entries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn below_strips_the_root_by_bytes_and_only_at_a_separator() {
-        let root = Path::new("/ws/proj");
-        assert_eq!(
-            below(root, Path::new("/ws/proj/src/a.rs")),
-            Some(&b"src/a.rs"[..])
-        );
-        assert_eq!(below(root, Path::new("/ws/proj")), Some(&b""[..]));
-        assert_eq!(below(root, Path::new("/ws/project/a.rs")), None);
-        assert_eq!(below(root, Path::new("/elsewhere/a.rs")), None);
-        assert_eq!(below(Path::new("/"), Path::new("/a/b")), Some(&b"a/b"[..]));
-        assert_eq!(
-            below(Path::new("/ws/"), Path::new("/ws/a")),
-            Some(&b"a"[..])
-        );
+    fn shown_names_join_their_prefix() {
+        assert_eq!(join_shown("", "a.rs"), "a.rs");
+        assert_eq!(join_shown("src", "a.rs"), "src/a.rs");
+        assert_eq!(join_shown("/", "etc"), "/etc");
     }
 }

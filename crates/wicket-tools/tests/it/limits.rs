@@ -5,6 +5,7 @@ use wicket_tools::limits::*;
 use wicket_tools::tools::search_replace::replaced;
 
 use crate::*;
+use wicket_tools::Cancel;
 
 fn read_at(
     tools: &Tools,
@@ -27,7 +28,7 @@ fn read_at(
 
 #[test]
 fn read_exactly_the_limit_has_no_next() {
-    let f = Fixture::new();
+    let f = fixture();
     f.write("exact", &"a".repeat(READ_FILE_MAX_BYTES));
     let out = read_at(&f.tools(), "exact", None, None);
     assert_eq!(out.content.len(), READ_FILE_MAX_BYTES);
@@ -36,7 +37,7 @@ fn read_exactly_the_limit_has_no_next() {
 
 #[test]
 fn read_one_over_the_limit_gives_the_next_offset() {
-    let f = Fixture::new();
+    let f = fixture();
     f.write("over", &"a".repeat(READ_FILE_MAX_BYTES + 1));
     let t = f.tools();
     let out = read_at(&t, "over", None, None);
@@ -56,7 +57,7 @@ fn sample_text() -> String {
 
 #[test]
 fn chunked_reads_by_offset_reassemble_the_file_exactly() {
-    let f = Fixture::new();
+    let f = fixture();
     let text = sample_text();
     f.write("big.txt", &text);
     let t = f.tools();
@@ -76,7 +77,7 @@ fn chunked_reads_by_offset_reassemble_the_file_exactly() {
 
 #[test]
 fn chunked_reads_by_line_reassemble_the_file_exactly() {
-    let f = Fixture::new();
+    let f = fixture();
     let text = sample_text();
     f.write("big.txt", &text);
     let t = f.tools();
@@ -95,7 +96,7 @@ fn chunked_reads_by_line_reassemble_the_file_exactly() {
 
 #[test]
 fn a_read_never_splits_a_character() {
-    let f = Fixture::new();
+    let f = fixture();
     // 32767 ASCII bytes then a 4-byte crab: the limit falls inside it.
     let text = format!("{}🦀tail", "a".repeat(READ_FILE_MAX_BYTES - 1));
     f.write("edge", &text);
@@ -114,7 +115,7 @@ fn a_read_never_splits_a_character() {
 /// ones at each buffer's edge included, and one past the last is refused.
 #[test]
 fn lines_deep_in_a_file_start_where_they_should() {
-    let f = Fixture::new();
+    let f = fixture();
     let mut text = String::new();
     let mut starts = vec![0usize];
     for n in 0..40_000 {
@@ -154,7 +155,7 @@ fn lines_deep_in_a_file_start_where_they_should() {
 
 #[test]
 fn binary_files_are_reported_with_their_size() {
-    let f = Fixture::new();
+    let f = fixture();
     std::fs::write(f.ws.join("bin"), [0u8, 1, 2, 3, 255]).unwrap();
     let out = read_at(&f.tools(), "bin", None, None);
     assert!(out.binary);
@@ -164,7 +165,7 @@ fn binary_files_are_reported_with_their_size() {
 
 #[test]
 fn a_line_past_the_end_is_invalid() {
-    let f = Fixture::new();
+    let f = fixture();
     let t = f.tools();
     let location = t.workspace().classify("real.txt").unwrap();
     let args = ReadFileArgs {
@@ -191,13 +192,14 @@ fn grep(tools: &Tools, pattern: &str) -> wicket_protocol::GrepOutput {
                 glob: None,
                 case_insensitive: false,
             },
+            &Cancel::default(),
         )
         .unwrap()
 }
 
 #[test]
 fn grep_results_are_in_path_order() {
-    let f = Fixture::new();
+    let f = fixture();
     for name in ["b/z.txt", "a/y.txt", "a/b/x.txt", "c.txt", "a.txt"] {
         f.write(name, "needle\n");
     }
@@ -217,7 +219,7 @@ fn grep_results_are_in_path_order() {
 
 #[test]
 fn grep_stops_at_the_limit() {
-    let f = Fixture::new();
+    let f = fixture();
     for i in 0..50 {
         f.write(&format!("f{i:03}.txt"), &"hit\n".repeat(4));
     }
@@ -235,7 +237,7 @@ fn grep_stops_at_the_limit() {
 
 #[test]
 fn grep_honours_gitignore_and_skips_git_and_binaries() {
-    let f = Fixture::new();
+    let f = fixture();
     f.write(".gitignore", "ignored/\n*.log\n");
     f.write("ignored/a.txt", "needle\n");
     f.write("x.log", "needle\n");
@@ -248,7 +250,7 @@ fn grep_honours_gitignore_and_skips_git_and_binaries() {
 
 #[test]
 fn grep_glob_case_and_bad_patterns() {
-    let f = Fixture::new();
+    let f = fixture();
     f.write("a.rs", "Needle\n");
     f.write("b.md", "needle\n");
     let t = f.tools();
@@ -258,19 +260,25 @@ fn grep_glob_case_and_bad_patterns() {
         glob: Some("*.rs".into()),
         case_insensitive: true,
     };
-    assert_eq!(t.grep(None, &args).unwrap().matches, vec!["a.rs:1:Needle"]);
+    assert_eq!(
+        t.grep(None, &args, &Cancel::default()).unwrap().matches,
+        vec!["a.rs:1:Needle"]
+    );
     let bad = GrepArgs {
         pattern: "(".into(),
         path: None,
         glob: None,
         case_insensitive: false,
     };
-    assert_eq!(kind(t.grep(None, &bad)), ErrorKind::InvalidArgs);
+    assert_eq!(
+        kind(t.grep(None, &bad, &Cancel::default())),
+        ErrorKind::InvalidArgs
+    );
 }
 
 #[test]
 fn list_dir_stops_at_the_limit_and_counts_the_rest() {
-    let f = Fixture::new();
+    let f = fixture();
     for i in 0..LIST_DIR_MAX_ENTRIES {
         f.write(&format!("many/{i:04}"), "");
     }
@@ -290,7 +298,7 @@ fn list_dir_stops_at_the_limit_and_counts_the_rest() {
 
 #[test]
 fn list_dir_of_a_file_or_a_fifo_says_what_is_there() {
-    let f = Fixture::new();
+    let f = fixture();
     f.write("a.txt", "x");
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
@@ -366,7 +374,7 @@ fn search_replace_file_size_edge() {
 
 #[test]
 fn write_content_size_edge() {
-    let f = Fixture::new();
+    let f = fixture();
     let t = f.tools();
     write(&t, "exact", &"a".repeat(WRITE_MAX_BYTES)).unwrap();
     assert_eq!(

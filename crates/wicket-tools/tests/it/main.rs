@@ -1,55 +1,31 @@
 //! Integration tests for the resolver and the six tools, on real filesystem fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
 
+mod hardening;
 mod limits;
 mod resolver;
 mod run;
 
-use std::path::{Path, PathBuf};
-
 use wicket_protocol::{ErrorKind, ListDirArgs, ReadFileArgs};
+pub use wicket_test_support::Fixture;
 use wicket_tools::{Location, Tools};
 
-/// A temp folder holding `ws/` (the workspace) and `outside/` (with a secret).
-pub struct Fixture {
-    pub _dir: tempfile::TempDir,
-    pub root: PathBuf,
-    pub ws: PathBuf,
-    pub outside: PathBuf,
+/// The shared fixture with `ws/real.txt` ("inside") as the one inside file.
+pub fn fixture() -> Fixture {
+    let f = Fixture::new();
+    std::fs::remove_file(f.ws.join("a.txt")).unwrap();
+    f.write("real.txt", "inside\n");
+    f
 }
 
-impl Fixture {
-    pub fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let ws = root.join("ws");
-        let outside = root.join("outside");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret"), "SECRET\n").unwrap();
-        std::fs::write(ws.join("real.txt"), "inside\n").unwrap();
-        Fixture {
-            _dir: dir,
-            root,
-            ws,
-            outside,
-        }
-    }
+/// The tools on a fixture's workspace.
+pub trait Tooled {
+    fn tools(&self) -> Tools;
+}
 
-    pub fn tools(&self) -> Tools {
+impl Tooled for Fixture {
+    fn tools(&self) -> Tools {
         Tools::open(&self.ws).unwrap()
-    }
-
-    pub fn write(&self, relative: &str, content: &str) {
-        let path = self.ws.join(relative);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-
-    pub fn link(&self, relative: &str, target: impl AsRef<Path>) {
-        let path = self.ws.join(relative);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(target, path).unwrap();
     }
 }
 

@@ -1,33 +1,44 @@
-//! run: exit codes, signals, timeouts, the head+tail cut, no process left behind.
+//! run: exit codes, signals, timeouts, the head+tail cut, no process left
+//! behind. (Commands start directly here: the sandbox launcher is the
+//! binary's, and its tests are the binary's; see wicket-cli's tests.)
 
 use std::time::{Duration, Instant};
 
+use wicket_os::spawn::Confine;
 use wicket_protocol::{ErrorKind, RunArgs, RunOutput};
+use wicket_test_support::process::{alive, marker};
+use wicket_test_support::wait_until;
 use wicket_tools::Cancel;
 use wicket_tools::limits::{RUN_KILL_GRACE_MS, RUN_STREAM_MAX_BYTES};
+use wicket_tools::tools::run::validate;
 
 use crate::*;
 
-fn run(tools: &Tools, argv: &[&str], timeout_s: Option<u64>) -> RunOutput {
-    let args = RunArgs {
+fn args(argv: &[&str], timeout_s: Option<u64>) -> RunArgs {
+    RunArgs {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: None,
         timeout_s,
-    };
-    tools.run(&args, &Cancel::default()).unwrap()
+        network: false,
+    }
 }
 
-fn alive(marker: &str) -> bool {
-    std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+fn run_with(
+    tools: &Tools,
+    args: &RunArgs,
+    cancel: &Cancel,
+) -> Result<RunOutput, wicket_tools::Error> {
+    let dir = validate(tools.workspace(), args)?;
+    tools.run(args, &dir, Confine::None, cancel)
+}
+
+fn run(tools: &Tools, argv: &[&str], timeout_s: Option<u64>) -> RunOutput {
+    run_with(tools, &args(argv, timeout_s), &Cancel::default()).unwrap()
 }
 
 #[test]
 fn exit_codes_and_streams() {
-    let f = Fixture::new();
+    let f = fixture();
     let out = run(
         &f.tools(),
         &["sh", "-c", "echo out; echo err >&2; exit 7"],
@@ -44,31 +55,24 @@ fn exit_codes_and_streams() {
 }
 
 #[test]
-fn runs_in_the_workspace_with_no_shell_and_no_api_keys() {
-    let f = Fixture::new();
+fn runs_in_the_workspace_with_no_shell() {
+    let f = fixture();
     let out = run(&f.tools(), &["pwd"], None);
     assert_eq!(out.stdout.trim(), f.ws.to_str().unwrap());
     let out = run(&f.tools(), &["echo", "$HOME", "*"], None);
     assert_eq!(out.stdout, "$HOME *\n");
-    // SAFETY of the test: set in this process only; the child must not see it.
-    let out = run(
-        &f.tools(),
-        &["sh", "-c", "echo ${OPENAI_API_KEY:-none}"],
-        None,
-    );
-    assert_eq!(out.stdout, "none\n");
 }
 
 #[test]
 fn a_signal_is_reported() {
-    let f = Fixture::new();
+    let f = fixture();
     let out = run(&f.tools(), &["sh", "-c", "kill -9 $$"], None);
     assert_eq!((out.exit_code, out.signal), (None, Some(9)));
 }
 
 #[test]
 fn output_is_cut_to_head_and_tail_with_the_count() {
-    let f = Fixture::new();
+    let f = fixture();
     let total = 1_000_000usize;
     let script = format!("head -c {total} /dev/zero | tr '\\0' 'a'; printf END");
     let out = run(&f.tools(), &["sh", "-c", &script], None);
@@ -96,12 +100,14 @@ fn output_is_cut_to_head_and_tail_with_the_count() {
     assert_eq!(exact.stdout.len(), RUN_STREAM_MAX_BYTES);
 }
 
+/// The grandchild (not `exec`ed into, so it keeps the marker in its own
+/// command line) ignores TERM too; KILL 2 s later takes the whole group.
 #[test]
-fn a_timeout_kills_a_term_ignoring_child_two_seconds_after_term() {
-    let f = Fixture::new();
-    let marker = format!("wicket-term-test-{}", std::process::id());
+fn a_timeout_kills_a_term_ignoring_group_two_seconds_after_term() {
+    let f = fixture();
+    let marker = marker("term");
     let script = format!(
-        "trap '' TERM; sh -c 'trap \"\" TERM; exec sleep 300' {marker} & sleep 300; : {marker}"
+        "trap '' TERM; sh -c 'trap \"\" TERM; sleep 300; : {marker}' & sleep 300; : {marker}"
     );
     let started = Instant::now();
     let out = run(&f.tools(), &["sh", "-c", &script], Some(1));
@@ -109,7 +115,7 @@ fn a_timeout_kills_a_term_ignoring_child_two_seconds_after_term() {
     assert!(out.timed_out);
     assert_eq!(out.signal, Some(9));
     assert!(
-        took >= Duration::from_millis(1000 + RUN_KILL_GRACE_MS),
+        took >= Duration::from_millis(1000 + RUN_KILL_GRACE_MS) && took < Duration::from_secs(10),
         "{took:?}"
     );
     assert!(!alive(&marker), "a process of the group outlived the call");
@@ -117,8 +123,8 @@ fn a_timeout_kills_a_term_ignoring_child_two_seconds_after_term() {
 
 #[test]
 fn a_grandchild_holding_the_pipes_does_not_hang_the_call() {
-    let f = Fixture::new();
-    let marker = format!("wicket-grandchild-{}", std::process::id());
+    let f = fixture();
+    let marker = marker("grandchild");
     let script = format!("sh -c 'sleep 300; : {marker}' & echo started");
     let out = run(&f.tools(), &["sh", "-c", &script], None);
     assert_eq!(out.exit_code, Some(0));
@@ -128,53 +134,49 @@ fn a_grandchild_holding_the_pipes_does_not_hang_the_call() {
 
 #[test]
 fn cancel_stops_a_command() {
-    let f = Fixture::new();
+    let f = fixture();
     let cancel = Cancel::default();
     let trigger = cancel.clone();
+    let ws = f.ws.clone();
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        trigger.cancel();
+        if wait_until(Duration::from_secs(20), || ws.join("started").exists()) {
+            trigger.cancel();
+        }
     });
-    let args = RunArgs {
-        argv: vec!["sleep".into(), "300".into()],
-        cwd: None,
-        timeout_s: None,
-    };
-    let out = f.tools().run(&args, &cancel).unwrap();
+    let started = Instant::now();
+    let out = run_with(
+        &f.tools(),
+        &args(&["sh", "-c", "touch started; exec sleep 300"], None),
+        &cancel,
+    )
+    .unwrap();
     assert!(!out.timed_out);
     assert_eq!(out.signal, Some(15));
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
 fn bad_run_arguments_are_invalid() {
-    let f = Fixture::new();
+    let f = fixture();
     let t = f.tools();
     for (argv, timeout) in [
         (vec![], None),
-        (vec!["".to_string()], None),
-        (vec!["ls".to_string()], Some(0)),
-        (vec!["ls".to_string()], Some(601)),
+        (vec![""], None),
+        (vec!["ls"], Some(0)),
+        (vec!["ls"], Some(601)),
     ] {
-        let args = RunArgs {
-            argv,
-            cwd: None,
-            timeout_s: timeout,
-        };
         assert_eq!(
-            kind(t.run(&args, &Cancel::default())),
+            kind(run_with(&t, &args(&argv, timeout), &Cancel::default())),
             ErrorKind::InvalidArgs
         );
     }
-    let args = RunArgs {
-        argv: vec!["no-such-program-xyz".into()],
-        cwd: None,
-        timeout_s: None,
-    };
-    assert_eq!(kind(t.run(&args, &Cancel::default())), ErrorKind::NotFound);
-    let args = RunArgs {
-        argv: vec!["ls".into()],
-        cwd: None,
-        timeout_s: Some(600),
-    };
-    assert!(t.run(&args, &Cancel::default()).is_ok());
+    assert_eq!(
+        kind(run_with(
+            &t,
+            &args(&["no-such-program-xyz"], None),
+            &Cancel::default()
+        )),
+        ErrorKind::NotFound
+    );
+    assert!(run_with(&t, &args(&["ls"], Some(600)), &Cancel::default()).is_ok());
 }

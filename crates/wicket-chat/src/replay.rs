@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, Message, Reply, Request, StreamEvent,
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, Completion, Message, Request, StreamEvent,
     ToolCallRequest, Usage,
 };
 
@@ -38,13 +38,13 @@ fn empty_object() -> serde_json::Value {
     serde_json::json!({})
 }
 
-pub(crate) struct Script {
+pub(crate) struct Replay {
     model: String,
     path: String,
     entries: Vec<Entry>,
 }
 
-impl Script {
+impl Replay {
     pub fn load(model: &str, path: &Path) -> Result<Self, ChatError> {
         let config_error = |message: String| ChatError::new(ChatErrorKind::Config, message);
         let text = std::fs::read_to_string(path).map_err(|error| {
@@ -60,14 +60,14 @@ impl Script {
                 path.display()
             ))
         })?;
-        Ok(Script {
+        Ok(Replay {
             model: model.to_string(),
             path: path.display().to_string(),
             entries,
         })
     }
 
-    fn reply(&self, req: &Request) -> Result<Reply, ChatError> {
+    fn reply(&self, req: &Request) -> Result<Completion, ChatError> {
         let index = req
             .messages
             .iter()
@@ -98,7 +98,7 @@ impl Script {
                 },
             })
             .collect();
-        Ok(Reply {
+        Ok(Completion {
             text: entry.text.clone(),
             tool_calls,
             usage: Usage::default(),
@@ -108,7 +108,7 @@ impl Script {
     }
 }
 
-impl ChatClient for Script {
+impl ChatClient for Replay {
     fn model(&self) -> &str {
         &self.model
     }
@@ -132,13 +132,13 @@ impl ChatClient for Script {
 mod tests {
     use super::*;
 
-    fn script(json: &str) -> Result<Script, ChatError> {
+    fn script(json: &str) -> Result<Replay, ChatError> {
         let dir = tempfile::tempdir()
             .map_err(|e| ChatError::new(ChatErrorKind::Config, e.to_string()))?;
         let path = dir.path().join("script.json");
         std::fs::write(&path, json)
             .map_err(|e| ChatError::new(ChatErrorKind::Config, e.to_string()))?;
-        Script::load("script:test", &path)
+        Replay::load("script:test", &path)
     }
 
     fn request(assistant_messages: usize) -> Request {

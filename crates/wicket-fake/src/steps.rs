@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use crate::wire::Wire;
 
-/// Text deltas carry this many characters unless [`Reply::text_chunk_chars`]
+/// Text deltas carry this many characters unless [`FakeReply::text_chunk_chars`]
 /// says otherwise: small enough that every reply arrives in several pieces.
 const DEFAULT_TEXT_CHUNK_CHARS: usize = 4;
 
 /// Tool call arguments arrive in fragments of this many characters unless
-/// [`Reply::args_chunk_chars`] says otherwise; 7 cuts JSON tokens mid-way.
+/// [`FakeReply::args_chunk_chars`] says otherwise; 7 cuts JSON tokens mid-way.
 const DEFAULT_ARGS_CHUNK_CHARS: usize = 7;
 
 /// How the server answers one incoming POST. Steps are consumed in the order
@@ -22,7 +22,7 @@ const DEFAULT_ARGS_CHUNK_CHARS: usize = 7;
 #[derive(Debug, Clone)]
 pub enum Step {
     /// 200 with the full SSE stream of the reply.
-    Reply(Reply),
+    Reply(FakeReply),
     /// A non-200 JSON error response, with a `Retry-After` header when set.
     /// A status outside 100..=999 is answered as 500.
     Status {
@@ -32,16 +32,16 @@ pub enum Step {
     },
     /// Sends the first `events` SSE events, then aborts the connection
     /// mid-body: no terminating chunk, no `[DONE]` or `message_stop`.
-    CutAfter { reply: Reply, events: usize },
+    CutAfter { reply: FakeReply, events: usize },
     /// Sleeps `delay` before every SSE event.
-    Slow { reply: Reply, delay: Duration },
+    Slow { reply: FakeReply, delay: Duration },
     /// Sends `events` SSE events, then keeps the connection open without
     /// sending anything until the client goes away.
-    Stall { reply: Reply, events: usize },
+    Stall { reply: FakeReply, events: usize },
     /// Sends `events` SSE events, then the provider's in-stream error event,
     /// then ends the body cleanly.
     StreamError {
-        reply: Reply,
+        reply: FakeReply,
         events: usize,
         error_type: String,
         message: String,
@@ -62,9 +62,9 @@ impl Step {
 }
 
 /// One assistant reply as the server streams it. Zero or default fields mean
-/// "as the provider would", so `Reply::text("hi")` is a complete reply.
+/// "as the provider would", so `FakeReply::text("hi")` is a complete reply.
 #[derive(Debug, Clone, Default)]
-pub struct Reply {
+pub struct FakeReply {
     pub text: String,
     pub tool_calls: Vec<FakeToolCall>,
     pub input_tokens: u64,
@@ -94,10 +94,10 @@ pub struct FakeToolCall {
     pub arguments: String,
 }
 
-impl Reply {
+impl FakeReply {
     /// A reply that only says `text`.
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply::default().with_text(text)
+    pub fn text(text: impl Into<String>) -> FakeReply {
+        FakeReply::default().with_text(text)
     }
 
     /// A reply that only asks for one tool call.
@@ -105,13 +105,13 @@ impl Reply {
         id: impl Into<String>,
         name: impl Into<String>,
         arguments_json: impl Into<String>,
-    ) -> Reply {
-        Reply::default().with_tool_call(id, name, arguments_json)
+    ) -> FakeReply {
+        FakeReply::default().with_tool_call(id, name, arguments_json)
     }
 
     /// Replaces the reply's text.
-    pub fn with_text(self, text: impl Into<String>) -> Reply {
-        Reply {
+    pub fn with_text(self, text: impl Into<String>) -> FakeReply {
+        FakeReply {
             text: text.into(),
             ..self
         }
@@ -123,7 +123,7 @@ impl Reply {
         id: impl Into<String>,
         name: impl Into<String>,
         arguments_json: impl Into<String>,
-    ) -> Reply {
+    ) -> FakeReply {
         self.tool_calls.push(FakeToolCall {
             id: id.into(),
             name: name.into(),
@@ -133,8 +133,8 @@ impl Reply {
     }
 
     /// Sets the token counts the stream reports.
-    pub fn usage(self, input_tokens: u64, output_tokens: u64) -> Reply {
-        Reply {
+    pub fn usage(self, input_tokens: u64, output_tokens: u64) -> FakeReply {
+        FakeReply {
             input_tokens,
             output_tokens,
             ..self
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn zero_chunk_sizes_fall_back_to_the_defaults() {
-        let reply = Reply::tool_call("c", "f", "{\"path\":\"a\"}").with_text("abcdefghij");
+        let reply = FakeReply::tool_call("c", "f", "{\"path\":\"a\"}").with_text("abcdefghij");
         let text: Vec<&str> = reply.text_pieces().collect();
         assert_eq!(text, ["abcd", "efgh", "ij"]);
         let args: Vec<&str> = reply.args_pieces(&reply.tool_calls[0]).collect();
@@ -211,14 +211,14 @@ mod tests {
 
     #[test]
     fn stop_reason_defaults_depend_on_tool_calls() {
-        assert_eq!(Reply::text("x").stop_reason_or("tools", "stop"), "stop");
+        assert_eq!(FakeReply::text("x").stop_reason_or("tools", "stop"), "stop");
         assert_eq!(
-            Reply::tool_call("c", "f", "{}").stop_reason_or("tools", "stop"),
+            FakeReply::tool_call("c", "f", "{}").stop_reason_or("tools", "stop"),
             "tools"
         );
-        let forced = Reply {
+        let forced = FakeReply {
             stop_reason: Some("length".into()),
-            ..Reply::text("x")
+            ..FakeReply::text("x")
         };
         assert_eq!(forced.stop_reason_or("tools", "stop"), "length");
     }

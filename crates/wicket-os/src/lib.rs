@@ -1,0 +1,15 @@
+//! Wicket's seam with the operating system, one module per concern so that
+//! each exists once: [`spawn`] starts every process Wicket runs for a person
+//! (a `run`, a Stop hook, an MCP server), [`files`] writes files atomically
+//! and privately and takes locks, [`process`] tells whether a pid is alive,
+//! [`ids`] makes ids, and [`Cancel`] is the signal a running call listens to.
+//! Start from [`spawn::Spec`].
+
+pub mod cancel;
+pub mod files;
+pub mod ids;
+pub mod process;
+pub mod sandbox;
+pub mod spawn;
+
+pub use cancel::Cancel;

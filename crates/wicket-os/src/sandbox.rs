@@ -1,0 +1,520 @@
+//! The sandbox launcher. The `wicket` binary re-executes itself with
+//! [`crate::spawn::LAUNCH_ARG`] as its first argument, and [`dispatch`],
+//! called first thing in `main` (before any thread exists: `unshare` of a
+//! user namespace needs a single-threaded process), runs one of:
+//!
+//! - **stage 1** (the launcher, Wicket's child): asks to be killed when
+//!   Wicket dies (`PR_SET_PDEATHSIG`), checks Wicket is still its parent,
+//!   then for a sandboxed command unshares a user, PID and (without
+//!   network) network namespace and starts stage 2 in it; it forwards
+//!   TERM and mirrors stage 2's end, a signal as a signal. An unconfined
+//!   command is `execve`d directly.
+//! - **stage 2** (PID 1 of the new namespace): applies Landlock to itself
+//!   (writes only to the workspace and the private TMPDIR, reads anywhere
+//!   but the denied paths, no TCP without network, no signals or abstract
+//!   sockets out of the sandbox), starts the argv, forwards TERM to every
+//!   process of the namespace, reaps, and exits when the argv does —
+//!   which kills everything the command left behind, `setsid` or not.
+//! - **the probe**, which tells Wicket what this kernel can do.
+//!
+//! No `unsafe`, no shell, no `pre_exec`: each stage is a process of its own.
+
+use std::collections::BTreeSet;
+use std::ffi::{CString, OsString};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
+    PathBeneath, RestrictSelf, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
+use serde::{Deserialize, Serialize};
+use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::spawn::{LAUNCH_ARG, launcher};
+
+/// The first argument of stage 2.
+pub const INIT_ARG: &str = "__wicket-init";
+/// The first argument of the probe.
+pub const PROBE_ARG: &str = "__wicket-probe";
+
+/// The Landlock ABI Wicket's rules are written for; older kernels get the
+/// part they support (best effort), and the card says what is missing.
+const LANDLOCK_ABI: ABI = ABI::V7;
+
+/// Exit code of a launcher that could not set the sandbox up (the command never started).
+pub const SETUP_FAILED: u8 = 125;
+
+/// What a sandboxed command may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The workspace: readable, and writable unless `read_only`.
+    pub workspace: PathBuf,
+    /// Only the private TMPDIR and `writable` may be written.
+    pub read_only: bool,
+    /// Folders or files writable besides the workspace (the private TMPDIR, `extra_write`).
+    pub writable: Vec<PathBuf>,
+    /// Paths that may not be read ($WICKET_HOME, `deny_read`).
+    pub deny_read: Vec<PathBuf>,
+    /// Whether the command may use the network.
+    pub network: bool,
+}
+
+/// What the launcher is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Wicket's pid: if the launcher's parent is already someone else, Wicket died.
+    pub parent: u32,
+    /// The sandbox, if any.
+    pub policy: Option<Policy>,
+    /// Whether to use namespaces (the probe found them usable).
+    #[serde(default)]
+    pub isolate: bool,
+}
+
+impl Launch {
+    /// As one argument.
+    pub fn to_arg(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What this kernel (and process) can confine a command with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Availability {
+    /// The `wicket` binary installed itself as the launcher.
+    #[serde(default)]
+    pub launcher: bool,
+    /// The Landlock ABI, if Landlock is enabled.
+    pub landlock_abi: Option<u32>,
+    /// User, PID and network namespaces can be made.
+    pub namespaces: bool,
+}
+
+impl Availability {
+    /// Why a command cannot be confined, if it cannot.
+    pub fn missing(&self) -> Option<String> {
+        if !self.launcher {
+            return Some("this process has no sandbox launcher".into());
+        }
+        match self.landlock_abi {
+            None | Some(0) => {
+                Some("this kernel has no Landlock, so file access cannot be confined".into())
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// What the sandbox does not cover here, in words, if anything.
+    pub fn note(&self) -> Option<String> {
+        let mut gaps = Vec::new();
+        if !self.namespaces {
+            gaps.push("no PID or network namespace: processes a command leaves in the background may outlive it, and UDP is not blocked");
+        }
+        if self.landlock_abi.is_some_and(|abi| abi < 4) {
+            gaps.push("Landlock before ABI 4 cannot block TCP");
+        }
+        if self.landlock_abi.is_some_and(|abi| abi < 9) {
+            gaps.push("connecting to a UNIX socket file outside the workspace is not blocked before Landlock ABI 9");
+        }
+        (!gaps.is_empty()).then(|| gaps.join("; "))
+    }
+}
+
+/// What this process can confine commands with, probed once (by starting
+/// the launcher in probe mode: namespaces cannot be tried in a process
+/// with threads).
+pub fn availability() -> &'static Availability {
+    static PROBED: OnceLock<Availability> = OnceLock::new();
+    PROBED.get_or_init(|| {
+        let Some(exe) = launcher() else {
+            return Availability::default();
+        };
+        let output = Command::new(exe)
+            .arg(PROBE_ARG)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output();
+        let mut found: Availability = output
+            .ok()
+            .and_then(|output| serde_json::from_slice(&output.stdout).ok())
+            .unwrap_or_default();
+        found.launcher = true;
+        found
+    })
+}
+
+/// Runs a launcher stage if `args` (the process's own) ask for one, and
+/// returns its exit code; `None` for an ordinary `wicket` command line.
+pub fn dispatch(args: &[OsString]) -> Option<u8> {
+    let stage = args.get(1)?.to_str()?;
+    let rest = args.get(2..).unwrap_or_default();
+    match stage {
+        LAUNCH_ARG => Some(stage1(rest)),
+        INIT_ARG => Some(stage2(rest)),
+        PROBE_ARG => Some(probe()),
+        _ => None,
+    }
+}
+
+fn fail(message: impl std::fmt::Display) -> u8 {
+    eprintln!("wicket sandbox: {message}");
+    SETUP_FAILED
+}
+
+/// The launch description and the argv after `--`.
+fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
+    let launch: Launch = args
+        .first()
+        .and_then(|arg| serde_json::from_str(&arg.to_string_lossy()).ok())
+        .ok_or("the launcher was started without its launch description")?;
+    if args.get(1).and_then(|arg| arg.to_str()) != Some("--") {
+        return Err("the launcher's argv must follow --".into());
+    }
+    let argv = args.get(2..).unwrap_or_default().to_vec();
+    if argv.is_empty() {
+        return Err("the launcher was given no command".into());
+    }
+    Ok((launch, argv))
+}
+
+/// `execve`s the argv; returns only on failure, with the exit code.
+fn exec(argv: &[OsString]) -> u8 {
+    let error = Command::new(&argv[0]).args(&argv[1..]).exec();
+    eprintln!(
+        "wicket: cannot start '{}': {error}",
+        argv[0].to_string_lossy()
+    );
+    if error.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+fn stage1(args: &[OsString]) -> u8 {
+    let (launch, argv) = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(message),
+    };
+    // Die with Wicket, even by SIGKILL; if Wicket is already gone, stop here.
+    if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        return fail(format!("PR_SET_PDEATHSIG: {error}"));
+    }
+    let parent = rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get() as u32);
+    if parent != launch.parent {
+        return fail("Wicket ended before the command could start");
+    }
+    let Some(policy) = launch.policy.clone() else {
+        return exec(&argv);
+    };
+    if !launch.isolate {
+        // Landlock alone (no namespaces here): confined files and TCP,
+        // then the argv in this very process.
+        if let Err(message) = apply_landlock(&policy) {
+            return fail(message);
+        }
+        return exec(&argv);
+    }
+    if let Err(message) = enter_namespaces(policy.network) {
+        return fail(message);
+    }
+    let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD]) {
+        Ok(signals) => signals,
+        Err(error) => return fail(format!("signal handlers: {error}")),
+    };
+    let mut child = match Command::new("/proc/self/exe")
+        .arg(INIT_ARG)
+        .arg(launch.to_arg())
+        .arg("--")
+        .args(&argv)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => return fail(format!("starting the namespace's init: {error}")),
+    };
+    let Some(pid) = Pid::from_raw(child.id() as i32) else {
+        return fail("the init has no pid");
+    };
+    for signal in signals.forever() {
+        if signal != SIGCHLD {
+            if let Some(signal) = Signal::from_named_raw(signal) {
+                let _ = rustix::process::kill_process(pid, signal);
+            }
+            continue;
+        }
+        // Before reaping, read the signal stage 2 left in its name (an
+        // init cannot die of a signal it sends itself).
+        let exited = rustix::process::waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        );
+        if !matches!(exited, Ok(Some(_))) {
+            continue;
+        }
+        let signalled = std::fs::read_to_string(format!("/proc/{}/comm", child.id()))
+            .ok()
+            .and_then(|comm| comm.trim().strip_prefix(SIGNAL_NAME)?.parse::<i32>().ok());
+        let status = child.wait();
+        return mirror(signalled, status);
+    }
+    fail("the signal loop ended")
+}
+
+/// Stage 2's name when its command died of a signal: `wkt-signal-N`.
+const SIGNAL_NAME: &str = "wkt-signal-";
+
+/// Ends stage 1 the way its command ended: by the same signal, or with the same code.
+fn mirror(signalled: Option<i32>, status: std::io::Result<ExitStatus>) -> u8 {
+    if let Some(signal) = signalled {
+        die_of(signal);
+    }
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => u8::try_from(code).unwrap_or(1),
+            (None, Some(signal)) => {
+                die_of(signal);
+                128u8.saturating_add(signal as u8)
+            }
+            (None, None) => 1,
+        },
+        Err(error) => fail(format!("waiting for the init: {error}")),
+    }
+}
+
+/// Dies of `signal` (stage 1 is no init, so it can).
+fn die_of(signal: i32) {
+    if signal == SIGKILL_RAW {
+        if let Some(me) = Pid::from_raw(std::process::id() as i32) {
+            let _ = rustix::process::kill_process(me, Signal::KILL);
+        }
+    } else {
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
+    }
+}
+
+const SIGKILL_RAW: i32 = 9;
+
+/// Unshares the user, PID and (without network) network namespaces,
+/// mapping this uid and gid to themselves.
+fn enter_namespaces(network: bool) -> Result<(), String> {
+    use nix::sched::CloneFlags;
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
+    if !network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    nix::sched::unshare(flags).map_err(|error| format!("unshare: {error}"))?;
+    std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))
+        .map_err(|e| format!("uid_map: {e}"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
+        .map_err(|e| format!("gid_map: {e}"))?;
+    Ok(())
+}
+
+fn stage2(args: &[OsString]) -> u8 {
+    let (launch, argv) = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(message),
+    };
+    // Handlers first: an init gets only the signals it handles (and KILL).
+    let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD]) {
+        Ok(signals) => signals,
+        Err(error) => return fail(format!("signal handlers: {error}")),
+    };
+    if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        return fail(format!("PR_SET_PDEATHSIG: {error}"));
+    }
+    if let Some(policy) = &launch.policy
+        && let Err(message) = apply_landlock(policy)
+    {
+        return fail(message);
+    }
+    let child = match Command::new(&argv[0]).args(&argv[1..]).spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!(
+                "wicket: cannot start '{}': {error}",
+                argv[0].to_string_lossy()
+            );
+            return if error.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+        }
+    };
+    let Some(main) = Pid::from_raw(child.id() as i32) else {
+        return fail("the command has no pid");
+    };
+    for signal in signals.forever() {
+        if signal != SIGCHLD {
+            if let Some(signal) = Signal::from_named_raw(signal) {
+                // kill(-1): every process of the namespace but this one.
+                let _ = rustix::process::kill_process_group(Pid::INIT, signal);
+            }
+            continue;
+        }
+        loop {
+            match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+                Ok(Some((pid, status))) if pid == main => {
+                    if let Some(code) = status.exit_status() {
+                        return u8::try_from(code).unwrap_or(1);
+                    }
+                    let signal = status.terminating_signal().unwrap_or(0);
+                    if let Ok(name) = CString::new(format!("{SIGNAL_NAME}{signal}")) {
+                        let _ = rustix::thread::set_name(&name);
+                    }
+                    return 128u8.saturating_add(signal as u8);
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    fail("the signal loop ended")
+}
+
+/// The probe: what Landlock and namespaces this kernel gives, as JSON on stdout.
+fn probe() -> u8 {
+    let landlock_abi = match RestrictSelf::default().no_new_privs(false).apply() {
+        Ok(status) => match status.landlock {
+            LandlockStatus::Available { effective_abi, .. } => Some(effective_abi as u32),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    let namespaces = enter_namespaces(false).is_ok();
+    let found = Availability {
+        launcher: true,
+        landlock_abi,
+        namespaces,
+    };
+    println!("{}", serde_json::to_string(&found).unwrap_or_default());
+    0
+}
+
+fn is_dir(path: &Path) -> Option<bool> {
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    Some(FileType::from_raw_mode(stat.st_mode) == FileType::Directory)
+}
+
+/// A rule granting `access` on `path`, narrowed to the rights a file can
+/// have when it is not a folder (wider rights would make the whole
+/// ruleset only partly enforced).
+fn rule(path: &Path, access: BitFlags<AccessFs>) -> Option<PathBeneath<std::os::fd::OwnedFd>> {
+    let directory = is_dir(path)?;
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let access = if directory {
+        access
+    } else {
+        access & AccessFs::from_file(LANDLOCK_ABI)
+    };
+    Some(PathBeneath::new(fd, access))
+}
+
+/// What may be read: everything, except the denied paths. Landlock only
+/// adds rights, so "everything but" is every sibling along the way down to
+/// each denied path; the folders on the way get only their listing.
+fn readable(deny: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let deny: BTreeSet<PathBuf> = deny
+        .iter()
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .collect();
+    if deny.is_empty() {
+        return (vec![PathBuf::from("/")], Vec::new());
+    }
+    let ancestors: BTreeSet<PathBuf> = deny
+        .iter()
+        .flat_map(|denied| denied.ancestors().skip(1).map(Path::to_path_buf))
+        .filter(|ancestor| !deny.iter().any(|denied| ancestor.starts_with(denied)))
+        .collect();
+    let mut allowed = Vec::new();
+    for dir in &ancestors {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(true);
+            // A link is judged where it leads, by that place's own rule.
+            if link || ancestors.contains(&path) || deny.contains(&path) {
+                continue;
+            }
+            allowed.push(path);
+        }
+    }
+    (allowed, ancestors.into_iter().collect())
+}
+
+/// The devices every program expects to write.
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// Restricts this process (and all it starts) to the policy.
+fn apply_landlock(policy: &Policy) -> Result<(), String> {
+    let abi = LANDLOCK_ABI;
+    let error = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(error)?;
+    if !policy.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(error)?;
+    }
+    let mut created = ruleset
+        .scope(Scope::from_all(abi))
+        .map_err(error)?
+        .create()
+        .map_err(error)?;
+    let (readable, listable) = readable(&policy.deny_read);
+    let read = AccessFs::from_read(abi);
+    let mut rules: Vec<PathBeneath<std::os::fd::OwnedFd>> = Vec::new();
+    rules.extend(readable.iter().filter_map(|path| rule(path, read)));
+    rules.extend(
+        listable
+            .iter()
+            .filter_map(|path| rule(path, BitFlags::from(AccessFs::ReadDir))),
+    );
+    let mut writable: Vec<&PathBuf> = policy.writable.iter().collect();
+    if !policy.read_only {
+        writable.push(&policy.workspace);
+    } else {
+        rules.extend(rule(&policy.workspace, read));
+    }
+    rules.extend(
+        writable
+            .into_iter()
+            .filter_map(|path| rule(path, AccessFs::from_all(abi))),
+    );
+    let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+    rules.extend(
+        DEVICES
+            .iter()
+            .filter_map(|path| rule(Path::new(path), device)),
+    );
+    for rule in rules {
+        created = created.add_rule(rule).map_err(error)?;
+    }
+    let status = created.restrict_self().map_err(error)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("Landlock could not be enforced on this kernel".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,658 @@
+//! The one spawning module: every process Wicket starts for a person — a
+//! `run`, a Stop hook, an MCP server — starts here, so each gets the same
+//! treatment, and a second copy cannot drift from the first:
+//!
+//! - no shell: the argv is run as given;
+//! - the provider keys Wicket holds ([`HIDDEN_ENV`]) are never passed on;
+//! - its own process group, which gets SIGTERM and then, [`KILL_GRACE`]
+//!   later, SIGKILL on timeout, cancel or stop;
+//! - when the binary installed a launcher ([`install_launcher`]), the argv
+//!   starts through it: it ties the command's life to Wicket's
+//!   (`PR_SET_PDEATHSIG`) and applies the sandbox [`crate::sandbox`] before
+//!   it `execve`s the argv;
+//! - every spawn happens on one long-lived thread, because the kernel sends
+//!   the parent-death signal when the *thread* that forked exits.
+//!
+//! [`run`] runs a command to its end, keeping the head and tail of its
+//! output; [`start`] starts a long-lived one with pipes (an MCP server).
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+use wicket_protocol::limits::RUN_KILL_GRACE_MS;
+use wicket_protocol::{ErrorKind, WireError};
+
+use crate::Cancel;
+use crate::sandbox::{Launch, Policy};
+
+/// Environment variables holding the provider keys Wicket itself uses; no
+/// process it starts ever sees them.
+pub const HIDDEN_ENV: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"];
+
+/// Variables naming local sockets, dropped for a sandboxed command.
+pub const SANDBOX_HIDDEN_ENV: [&str; 4] = [
+    "SSH_AUTH_SOCK",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DOCKER_HOST",
+    "WAYLAND_DISPLAY",
+];
+
+/// Between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_millis(RUN_KILL_GRACE_MS);
+
+/// How long output is still drained after the command exits and its group
+/// is killed, for a descendant that left the group but holds the pipes.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(2000);
+
+/// The first argument that makes the `wicket` binary its own launcher.
+pub const LAUNCH_ARG: &str = "__wicket-launch";
+
+static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `exe` (the `wicket` binary itself) the launcher every spawn goes
+/// through. The binary calls this once at start; without it (a library's
+/// tests) commands start directly and cannot be sandboxed.
+pub fn install_launcher(exe: PathBuf) {
+    let _ = LAUNCHER.set(exe);
+}
+
+/// The launcher, if one is installed.
+pub fn launcher() -> Option<&'static PathBuf> {
+    LAUNCHER.get()
+}
+
+/// Where a command runs.
+#[derive(Debug)]
+pub enum Cwd {
+    /// A folder the resolver opened: the command starts in exactly that
+    /// folder, not in whatever a path names by the time it starts.
+    Fd(OwnedFd),
+    /// A path (the workspace root of a hook, a server's configured folder).
+    Path(PathBuf),
+}
+
+/// What the command reads on stdin.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Nothing (/dev/null).
+    Null,
+    /// These bytes, then end of input.
+    Bytes(Vec<u8>),
+}
+
+/// How a command is confined.
+#[derive(Debug, Clone)]
+pub enum Confine {
+    /// Unconfined (the person turned the sandbox off, or it is unavailable
+    /// and not required); still tied to Wicket's life through the launcher.
+    None,
+    /// Inside the sandbox this policy describes.
+    Sandbox(Policy),
+}
+
+/// A command to start.
+#[derive(Debug)]
+pub struct Spec {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Where it runs.
+    pub cwd: Cwd,
+    /// Variables added to the environment Wicket passes on (minus [`HIDDEN_ENV`]).
+    pub env: Vec<(String, String)>,
+    /// Its stdin (for [`run`]; [`start`] always pipes it).
+    pub input: Input,
+    /// Its confinement.
+    pub confine: Confine,
+}
+
+impl Spec {
+    /// A command with no added environment, no input and no sandbox.
+    pub fn new(argv: Vec<String>, cwd: Cwd) -> Spec {
+        Spec {
+            argv,
+            cwd,
+            env: Vec::new(),
+            input: Input::Null,
+            confine: Confine::None,
+        }
+    }
+}
+
+fn not_started(program: &str, error: &std::io::Error) -> WireError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => WireError::new(
+            ErrorKind::NotFound,
+            format!("command '{program}' was not found on PATH; check the name, or give its path"),
+        ),
+        _ => WireError::new(ErrorKind::Io, format!("starting '{program}': {error}")),
+    }
+}
+
+/// A private TMPDIR for one sandboxed command, removed when dropped.
+struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    fn make() -> Result<PrivateTmp, WireError> {
+        let path =
+            std::env::temp_dir().join(format!("wicket-run-{:016x}", crate::ids::random_u64()));
+        crate::files::private_dir(&path).map_err(|error| {
+            WireError::new(
+                ErrorKind::Io,
+                format!("making a private TMPDIR {}: {error}", path.display()),
+            )
+        })?;
+        Ok(PrivateTmp(path))
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The std `Command` for a spec: through the launcher when there is one.
+fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> {
+    let Some(program) = spec.argv.first() else {
+        return Err(WireError::invalid(
+            "argv is empty; give the program and its arguments",
+        ));
+    };
+    let mut command = match launcher() {
+        Some(exe) => {
+            let launch = Launch {
+                parent: std::process::id(),
+                isolate: matches!(spec.confine, Confine::Sandbox(_))
+                    && crate::sandbox::availability().namespaces,
+                policy: match &spec.confine {
+                    Confine::None => None,
+                    Confine::Sandbox(policy) => {
+                        let mut policy = policy.clone();
+                        if let Some(tmp) = tmp {
+                            policy.writable.push(tmp.0.clone());
+                        }
+                        Some(policy)
+                    }
+                },
+            };
+            let mut command = Command::new(exe);
+            command
+                .arg(LAUNCH_ARG)
+                .arg(launch.to_arg())
+                .arg("--")
+                .args(&spec.argv);
+            command
+        }
+        None => {
+            if matches!(spec.confine, Confine::Sandbox(_)) {
+                return Err(WireError::new(
+                    ErrorKind::Unsandboxed,
+                    format!(
+                        "'{program}' cannot start sandboxed: no launcher is installed in this process"
+                    ),
+                ));
+            }
+            let mut command = Command::new(program);
+            command.args(&spec.argv[1..]);
+            command
+        }
+    };
+    match &spec.cwd {
+        // The folder the resolver opened, not a path that could be swapped since.
+        Cwd::Fd(fd) => command.current_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+        Cwd::Path(path) => command.current_dir(path),
+    };
+    for name in HIDDEN_ENV {
+        command.env_remove(name);
+    }
+    for (name, value) in &spec.env {
+        command.env(name, value);
+    }
+    if let Some(tmp) = tmp {
+        command.env("TMPDIR", &tmp.0);
+        // Sockets a sandboxed command should not find by accident (Landlock
+        // before ABI 9 cannot stop a connect to a socket file by its path).
+        for name in SANDBOX_HIDDEN_ENV {
+            command.env_remove(name);
+        }
+    }
+    command.process_group(0);
+    Ok(command)
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns on the one keeper thread, which lives as long as the process.
+fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
+    static KEEPER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let sender = KEEPER.get_or_init(|| {
+        let (sender, requests) = mpsc::channel::<SpawnRequest>();
+        let _ = std::thread::Builder::new()
+            .name("wicket-spawn".into())
+            .spawn(move || {
+                for (mut command, reply) in requests {
+                    let _ = reply.send(command.spawn());
+                }
+            });
+        Mutex::new(sender)
+    });
+    let (reply, answer) = mpsc::channel();
+    let sent = sender
+        .lock()
+        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
+        .send((command, reply));
+    if sent.is_err() {
+        return Err(std::io::Error::other("the spawn thread is gone"));
+    }
+    answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
+}
+
+fn signal_group(pid: Pid, signal: Signal) {
+    let _ = rustix::process::kill_process_group(pid, signal);
+}
+
+/// The first and last bytes of a stream, and how many were dropped between.
+#[derive(Debug, Default)]
+pub struct Capture {
+    keep: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Capture {
+    /// Keeps `keep` bytes in all: half head, half tail.
+    pub fn new(keep: usize) -> Capture {
+        Capture {
+            keep,
+            ..Capture::default()
+        }
+    }
+
+    /// Takes more bytes of the stream.
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        let half = self.keep / 2;
+        self.total += bytes.len() as u64;
+        if self.head.len() < half {
+            let take = bytes.len().min(half - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.len() >= half {
+            self.tail.clear();
+            self.tail.extend(&bytes[bytes.len() - half..]);
+        } else {
+            let overflow = (self.tail.len() + bytes.len()).saturating_sub(half);
+            self.tail.drain(..overflow);
+            self.tail.extend(bytes);
+        }
+    }
+
+    /// The kept text, with a marker where bytes were cut, and the count cut.
+    pub fn finish(&self) -> (String, u64) {
+        let cut = self.total - self.head.len() as u64 - self.tail.len() as u64;
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        if cut == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return (String::from_utf8_lossy(&all).into_owned(), 0);
+        }
+        // Cut on character boundaries so no half character turns into U+FFFD.
+        let head_end = match std::str::from_utf8(&self.head) {
+            Ok(_) => self.head.len(),
+            Err(error) => error.valid_up_to(),
+        };
+        let tail_start = tail
+            .iter()
+            .take(3)
+            .take_while(|byte| *byte & 0xC0 == 0x80)
+            .count();
+        let text = format!(
+            "{}\n[… {cut} bytes cut …]\n{}",
+            String::from_utf8_lossy(&self.head[..head_end]),
+            String::from_utf8_lossy(&tail[tail_start..])
+        );
+        (text, cut)
+    }
+}
+
+fn drain(
+    mut stream: impl Read + Send + 'static,
+    capture: Arc<Mutex<Capture>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if let Ok(mut capture) = capture.lock() {
+                        capture.push(&buffer[..n]);
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    })
+}
+
+/// How long a command may run and how much of its output is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// SIGTERM at this point, SIGKILL [`KILL_GRACE`] later.
+    pub timeout: Duration,
+    /// Bytes of each stream kept, half head, half tail.
+    pub keep_bytes: usize,
+}
+
+/// How a command ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// True when the timeout stopped it.
+    pub timed_out: bool,
+    /// stdout, head and tail, and the bytes cut.
+    pub stdout: (String, u64),
+    /// stderr, head and tail, and the bytes cut.
+    pub stderr: (String, u64),
+    /// From start to end.
+    pub duration: Duration,
+}
+
+impl Finished {
+    /// The exit code, when it exited.
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// The signal that ended it, when one did.
+    pub fn signal(&self) -> Option<i32> {
+        self.status.signal()
+    }
+}
+
+#[derive(Default)]
+struct Progress {
+    exited: Option<ExitStatus>,
+    cancelled: bool,
+}
+
+/// Runs a command to its end: TERM then KILL to its group on timeout or
+/// cancel, and whatever it leaves in its group is killed when it exits.
+pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, WireError> {
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let tmp = match spec.confine {
+        Confine::Sandbox(_) => Some(PrivateTmp::make()?),
+        Confine::None => None,
+    };
+    let mut command = command(&spec, tmp.as_ref())?;
+    command
+        .stdin(match spec.input {
+            Input::Null => Stdio::null(),
+            Input::Bytes(_) => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = spawn_on_keeper(command).map_err(|error| not_started(&program, &error))?;
+    drop(spec.cwd);
+    let pid = Pid::from_raw(child.id() as i32)
+        .ok_or_else(|| WireError::new(ErrorKind::Io, "the command got no pid"))?;
+    if let (Input::Bytes(bytes), Some(mut stdin)) = (spec.input, child.stdin.take()) {
+        // A command need not read its input; a closed pipe is not an error.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    let stdout = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
+    let stderr = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(drain(out, stdout.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(drain(err, stderr.clone()));
+    }
+    let (status, timed_out) = supervise(child, pid, started + limits.timeout, cancel);
+    // The command is done; whatever it left in its group goes with it, so no
+    // descendant outlives the call or holds the pipes open.
+    signal_group(pid, Signal::KILL);
+    let drain_deadline = Instant::now() + DRAIN_AFTER_EXIT;
+    for reader in readers {
+        while !reader.is_finished() && Instant::now() < drain_deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if reader.is_finished() {
+            let _ = reader.join();
+        }
+    }
+    drop(tmp);
+    let status = status
+        .ok_or_else(|| WireError::new(ErrorKind::Io, format!("lost track of '{program}'")))?;
+    let (stdout, stderr) = (
+        stdout.lock().map(|c| c.finish()).unwrap_or_default(),
+        stderr.lock().map(|c| c.finish()).unwrap_or_default(),
+    );
+    Ok(Finished {
+        status,
+        timed_out,
+        stdout,
+        stderr,
+        duration: started.elapsed(),
+    })
+}
+
+/// Waits for the child, sending TERM then KILL to its group at the deadline
+/// or on cancel. Returns its status and whether the deadline stopped it.
+fn supervise(
+    mut child: Child,
+    pid: Pid,
+    deadline: Instant,
+    cancel: &Cancel,
+) -> (Option<ExitStatus>, bool) {
+    let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
+    let waiter = {
+        let progress = progress.clone();
+        std::thread::spawn(move || {
+            let status = child.wait();
+            let (lock, condvar) = &*progress;
+            if let Ok(mut state) = lock.lock() {
+                state.exited = status.ok().or(Some(ExitStatus::from_raw(0x7f00)));
+            }
+            condvar.notify_all();
+        })
+    };
+    let listener = {
+        let progress = progress.clone();
+        cancel.on_cancel(Box::new(move || {
+            let (lock, condvar) = &*progress;
+            if let Ok(mut state) = lock.lock() {
+                state.cancelled = true;
+            }
+            condvar.notify_all();
+        }))
+    };
+    let (lock, condvar) = &*progress;
+    let mut timed_out = false;
+    let mut term_sent_at: Option<Instant> = None;
+    let mut killed = false;
+    let status = loop {
+        let Ok(state) = lock.lock() else { break None };
+        if let Some(status) = state.exited {
+            break Some(status);
+        }
+        let now = Instant::now();
+        if term_sent_at.is_none() && (state.cancelled || now >= deadline) {
+            timed_out = !state.cancelled;
+            drop(state);
+            signal_group(pid, Signal::TERM);
+            term_sent_at = Some(now);
+            continue;
+        }
+        let wake = match term_sent_at {
+            Some(at) if !killed => {
+                let kill_at = at + KILL_GRACE;
+                if now >= kill_at {
+                    drop(state);
+                    signal_group(pid, Signal::KILL);
+                    killed = true;
+                    continue;
+                }
+                kill_at
+            }
+            Some(_) => now + Duration::from_secs(3600),
+            None => deadline,
+        };
+        let _ = condvar.wait_timeout(state, wake.saturating_duration_since(now));
+    };
+    cancel.remove(listener);
+    let _ = waiter.join();
+    (status, timed_out)
+}
+
+/// A long-lived command with its pipes (an MCP stdio server). Dropping it
+/// stops it: TERM to its group, then KILL.
+#[derive(Debug)]
+pub struct Running {
+    child: Child,
+    pid: Pid,
+    _tmp: Option<PrivateTmp>,
+}
+
+impl std::fmt::Debug for PrivateTmp {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_tuple("PrivateTmp").field(&self.0).finish()
+    }
+}
+
+/// Starts a long-lived command with stdin, stdout and stderr piped.
+pub fn start(spec: Spec) -> Result<Running, WireError> {
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let tmp = match spec.confine {
+        Confine::Sandbox(_) => Some(PrivateTmp::make()?),
+        Confine::None => None,
+    };
+    let mut command = command(&spec, tmp.as_ref())?;
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = spawn_on_keeper(command).map_err(|error| not_started(&program, &error))?;
+    let pid = Pid::from_raw(child.id() as i32)
+        .ok_or_else(|| WireError::new(ErrorKind::Io, "the command got no pid"))?;
+    Ok(Running {
+        child,
+        pid,
+        _tmp: tmp,
+    })
+}
+
+impl Running {
+    /// The std child, for its pipes.
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it has exited (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// TERM to its group, then KILL [`KILL_GRACE`] later if it is still there.
+    pub fn stop(&mut self) {
+        if self.exited() {
+            signal_group(self.pid, Signal::KILL);
+            return;
+        }
+        signal_group(self.pid, Signal::TERM);
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline {
+            if self.exited() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal_group(self.pid, Signal::KILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_everything_up_to_the_limit() {
+        let mut capture = Capture::new(64 * 1024);
+        let data: Vec<u8> = (0..64 * 1024).map(|i| b'a' + (i % 26) as u8).collect();
+        for piece in data.chunks(1000) {
+            capture.push(piece);
+        }
+        let (text, cut) = capture.finish();
+        assert_eq!(cut, 0);
+        assert_eq!(text.as_bytes(), &data[..]);
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail_and_counts_the_cut() {
+        let keep = 64 * 1024;
+        let half = keep / 2;
+        let mut capture = Capture::new(keep);
+        let data: Vec<u8> = (0..keep + 1).map(|i| b'a' + (i % 26) as u8).collect();
+        for piece in data.chunks(777) {
+            capture.push(piece);
+        }
+        let (text, cut) = capture.finish();
+        assert_eq!(cut, 1);
+        assert!(text.starts_with(std::str::from_utf8(&data[..half]).unwrap()));
+        assert!(text.ends_with(std::str::from_utf8(&data[data.len() - half..]).unwrap()));
+        assert!(text.contains("[… 1 bytes cut …]"));
+    }
+
+    #[test]
+    fn a_command_gets_no_provider_key_and_its_input() {
+        let spec = Spec {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "cat; echo; echo ${OPENAI_API_KEY:-none} ${ANTHROPIC_API_KEY:-none} ${OPENROUTER_API_KEY:-none} $EXTRA".into(),
+            ],
+            cwd: Cwd::Path(std::env::temp_dir()),
+            env: vec![("EXTRA".into(), "extra".into())],
+            input: Input::Bytes(b"input".to_vec()),
+            confine: Confine::None,
+        };
+        let limits = Limits {
+            timeout: Duration::from_secs(10),
+            keep_bytes: 1024,
+        };
+        let finished = run(spec, limits, &Cancel::default()).unwrap();
+        assert_eq!(finished.code(), Some(0));
+        // The keys are not set in a unit test's environment; the binary's
+        // tests set them and look (crates/wicket-cli/tests/it/keys.rs).
+        assert_eq!(finished.stdout.0, "input\nnone none none extra\n");
+    }
+}

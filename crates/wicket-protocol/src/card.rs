@@ -1,0 +1,232 @@
+//! Permission cards and the answers to them.
+
+use serde::{Deserialize, Serialize};
+
+/// A person's answer to a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// This call only.
+    AllowOnce,
+    /// This exact call for the rest of the session.
+    AllowSession,
+    /// Not this call.
+    Deny,
+}
+
+impl Answer {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowSession => "allow_session",
+            Answer::Deny => "deny",
+        }
+    }
+}
+
+/// A permission card: what the person is asked to allow. On the wire its
+/// kind's fields sit beside `id` and `tool`:
+/// `{"id":…,"tool":…,"kind":"write","path":…,"diff":…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    /// Unique for the life of the session.
+    pub id: String,
+    /// The tool call the card is for: `run` for a hook's or a server's
+    /// command, the tool's own name on its server for an `mcp` card.
+    pub tool: String,
+    /// What is asked.
+    #[serde(flatten)]
+    pub kind: CardKind,
+}
+
+/// What a card asks, by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CardKind {
+    /// A write, with its diff.
+    Write(WriteCard),
+    /// A read, list or grep outside the workspace.
+    OutsideRead(OutsideReadCard),
+    /// A command.
+    Run(RunCard),
+    /// A call of an MCP server's tool.
+    Mcp(McpCard),
+}
+
+impl CardKind {
+    /// The wire name of the kind.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CardKind::Write(_) => "write",
+            CardKind::OutsideRead(_) => "outside_read",
+            CardKind::Run(_) => "run",
+            CardKind::Mcp(_) => "mcp",
+        }
+    }
+}
+
+/// A write card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteCard {
+    /// The resolved absolute path the write lands on.
+    pub path: String,
+    /// The unified diff, whole or cut (see `diff_truncated`).
+    pub diff: String,
+    /// The whole diff's size.
+    pub diff_bytes: u64,
+    /// True when the card shows only the diff's first lines.
+    pub diff_truncated: bool,
+    /// SHA-256 (hex) of the bytes on disk when the card went up, or "absent".
+    pub digest: String,
+}
+
+/// What an outside read reaches: a file's bytes, a folder's names, or
+/// every file below a folder. An allow_session for one is not one for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// read_file of one file.
+    Read,
+    /// list_dir of one folder: its names only.
+    List,
+    /// grep of a file or of every file below a folder.
+    Grep,
+}
+
+impl Reach {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reach::Read => "read",
+            Reach::List => "list",
+            Reach::Grep => "grep",
+        }
+    }
+}
+
+/// An outside-read card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutsideReadCard {
+    /// The absolute path, as it really is (symlinks resolved).
+    pub path: String,
+    /// What the call would read there.
+    pub reach: Reach,
+}
+
+/// Who wants the command run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSource {
+    /// The model's `run` tool.
+    Tool,
+    /// A Stop hook the workspace's config declares.
+    Hook,
+    /// An MCP server the workspace's config declares.
+    Mcp,
+}
+
+/// How a command is confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Writes only to the workspace and a private temporary folder.
+    WorkspaceWrite,
+    /// Writes only to a private temporary folder.
+    ReadOnly,
+    /// The person turned the sandbox off in their own config.
+    Off,
+    /// This kernel cannot confine the command: it would run unconfined.
+    Unavailable,
+}
+
+impl SandboxMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "off",
+            SandboxMode::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The sandbox a command would run in, as its card states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSummary {
+    /// The policy.
+    pub mode: SandboxMode,
+    /// Whether the command may use the network.
+    pub network: bool,
+    /// In words, what the person should know (why it is unavailable, what is not covered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A run card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCard {
+    /// The exact argv, with no shell.
+    pub argv: Vec<String>,
+    /// The folder it runs in, relative to the workspace (`.` for the root).
+    pub cwd: String,
+    /// The timeout, when it is not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Whether the call asked for the network.
+    #[serde(default)]
+    pub network: bool,
+    /// The sandbox it would run in.
+    pub sandbox: SandboxSummary,
+    /// Who wants it run.
+    pub source: RunSource,
+}
+
+/// An MCP tool-call card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpCard {
+    /// The server's name in the config.
+    pub server: String,
+    /// The exact arguments (the tool's name on the server is the card's `tool`).
+    pub arguments: serde_json::Value,
+    /// The arguments as pretty JSON, cut like a diff.
+    pub arguments_text: String,
+    /// True when `arguments_text` is cut.
+    pub arguments_truncated: bool,
+    /// The server's own claims about the tool (readOnlyHint, …): hints, never permission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_card_keeps_the_flat_wire_shape() {
+        let card = Card {
+            id: "card-1".into(),
+            tool: "run".into(),
+            kind: CardKind::Run(RunCard {
+                argv: vec!["true".into()],
+                cwd: ".".into(),
+                timeout_s: None,
+                network: false,
+                sandbox: SandboxSummary {
+                    mode: SandboxMode::WorkspaceWrite,
+                    network: false,
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        };
+        let json = serde_json::to_value(&card).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"id":"card-1","tool":"run","kind":"run","argv":["true"],"cwd":".",
+                "network":false,"sandbox":{"mode":"workspace-write","network":false},"source":"tool"})
+        );
+        assert_eq!(serde_json::from_value::<Card>(json).unwrap(), card);
+    }
+}

@@ -1,0 +1,305 @@
+//! One line of `log.jsonl`: [`Event`], with its [`EventBody`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::card::{Answer, Card};
+use crate::error::WireError;
+use crate::tools::ToolOutput;
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The model's id for the call.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The raw JSON text of the arguments; it may not even be JSON.
+    pub arguments: String,
+}
+
+/// Tokens a reply (or a turn, or a session) used, and what they cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    /// Input tokens, all of them (cached ones included).
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+    /// What they cost in US dollars, when the model's prices are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// How full the model's context window was after this reply, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_used_percent: Option<f64>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl Usage {
+    /// Adds another reply's tokens and cost (the context figure is the latest).
+    pub fn add(&mut self, other: &Usage) {
+        let fresh = self.input_tokens == 0 && self.output_tokens == 0 && self.cost_usd.is_none();
+        let other_empty = other.input_tokens == 0 && other.output_tokens == 0;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, cost) if fresh => cost,
+            (cost, None) if other_empty => cost,
+            // Part of the sum has no price: no made-up total.
+            _ => None,
+        };
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        if other.context_used_percent.is_some() {
+            self.context_used_percent = other.context_used_percent;
+        }
+    }
+}
+
+/// A Stop hook's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// Exit 0.
+    Pass,
+    /// Exit 2: its stderr goes back to the model.
+    Block,
+    /// Anything else: counts as a block.
+    Error,
+    /// A workspace-declared hook the person did not allow to run: skipped.
+    Denied,
+}
+
+/// What an MCP server did, as the log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpState {
+    /// It started and listed its tools.
+    Started,
+    /// It did not start in time, or failed to.
+    Failed,
+    /// It died.
+    Died,
+    /// It was started again after dying.
+    Restarted,
+    /// The person denied starting it.
+    Denied,
+}
+
+/// The body of one `log.jsonl` event; `seq`, `ts` and `type` wrap it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    /// The first event of every session.
+    SessionStarted {
+        /// The session id.
+        session: String,
+        /// The workspace.
+        workspace: String,
+    },
+    /// A call, with its arguments as the model gave them (a string when
+    /// they were not JSON, or nested too deep).
+    ToolCall {
+        /// The model's id for the call.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments.
+        arguments: serde_json::Value,
+        /// Set when a rule of the person's own config let the call skip its card.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auto_allowed: Option<String>,
+    },
+    /// A call's result.
+    ToolResult {
+        /// The call.
+        call_id: String,
+        /// True when the tool ran.
+        ok: bool,
+        /// What it returned.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        output: Option<ToolOutput>,
+        /// Why it did not run or failed.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        error: Option<WireError>,
+    },
+    /// A card went up.
+    Card {
+        /// The call it is for (a hook's or server's start has its own id).
+        call_id: String,
+        /// The card.
+        #[serde(flatten)]
+        card: Card,
+        /// Every byte that was proposed for a write, whatever the card shows.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        proposed: Option<String>,
+    },
+    /// The person answered a card.
+    Answer {
+        /// The card's id.
+        card: String,
+        /// The answer.
+        answer: Answer,
+        /// True when the file changed after the card went up: the answer was dropped.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        stale: bool,
+    },
+    /// What the person asked; a turn starts with it.
+    UserMessage {
+        /// The message.
+        text: String,
+    },
+    /// One model reply: its text and the tool calls it made, with their raw
+    /// argument text exactly as the model sent it.
+    AssistantMessage {
+        /// The text.
+        text: String,
+        /// The calls.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
+        /// Its tokens.
+        #[serde(default)]
+        usage: Usage,
+        /// The provider's reason for ending the reply, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
+    },
+    /// The model's `ask`: the session waits for a reply.
+    Question {
+        /// Unique for the life of the session.
+        id: String,
+        /// The `ask` call.
+        call_id: String,
+        /// The question.
+        question: String,
+    },
+    /// The person's reply to a question.
+    Reply {
+        /// The question's id.
+        question: String,
+        /// The reply.
+        reply: String,
+    },
+    /// The turn's result (from `finish`, or a reply with no tool call),
+    /// after the Stop hooks passed; `usage` is the turn's total.
+    Result {
+        /// The result.
+        text: String,
+        /// The turn's tokens and cost.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
+    Hook {
+        /// The `finish` call the hook judged; none when the turn ended with a
+        /// reply that had no tool call (then a block goes back as a user message).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The hook's argv.
+        command: Vec<String>,
+        /// Its verdict.
+        outcome: HookOutcome,
+        /// Its exit code.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Its stderr (for a block, what the model reads).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stderr: String,
+    },
+    /// A message sent while a turn ran; it starts when the turn ends.
+    Queued {
+        /// The message.
+        text: String,
+    },
+    /// The chat client is retrying a request.
+    Retry {
+        /// The attempt about to start.
+        attempt: u32,
+        /// The wait before it.
+        delay_ms: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The turn was cancelled; every call without a result has a synthetic one before this.
+    Cancelled {},
+    /// The process running the turn died (a crash, a kill); the next process
+    /// to load the session closed the turn. The card or question it left
+    /// open can no longer be answered.
+    Interrupted {
+        /// The card left open, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        card: Option<String>,
+        /// The question left open, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<String>,
+    },
+    /// The conversation before `to_seq` was summarised to fit the model's window.
+    Compacted {
+        /// The model's summary of events `from_seq..=to_seq`.
+        summary: String,
+        /// The first event it stands for.
+        from_seq: u64,
+        /// The last event it stands for.
+        to_seq: u64,
+        /// The estimated tokens of the conversation before.
+        tokens_before: u64,
+        /// The estimated tokens after.
+        tokens_after: u64,
+    },
+    /// What an MCP server did.
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// What happened.
+        state: McpState,
+        /// Details: why it failed, how many tools it offers.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        message: String,
+    },
+    /// Something went wrong.
+    Error {
+        /// What, and what to do.
+        message: String,
+        /// True when this error ended the turn.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        ends_turn: bool,
+    },
+    /// A log line that could not be read back (never written as such: the
+    /// loader puts it in place of the line, so the session still loads).
+    Unreadable {
+        /// The line's number in the file.
+        line: u64,
+        /// Why it could not be read.
+        error: String,
+    },
+}
+
+impl EventBody {
+    /// An error that does not end the turn.
+    pub fn error(message: impl Into<String>) -> EventBody {
+        EventBody::Error {
+            message: message.into(),
+            ends_turn: false,
+        }
+    }
+}
+
+/// One line of `log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 1, 2, 3, …: one more per line.
+    pub seq: u64,
+    /// RFC 3339.
+    pub ts: String,
+    /// The event itself.
+    #[serde(flatten)]
+    pub body: EventBody,
+}

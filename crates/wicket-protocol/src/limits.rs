@@ -1,0 +1,42 @@
+//! Every limit Wicket keeps, in one place. The tools, the descriptions the
+//! model reads ([`crate::schema`]), the cards and the tests all refer to
+//! these names.
+
+/// read_file returns at most this many bytes of text per call.
+pub const READ_FILE_MAX_BYTES: usize = 32 * 1024;
+/// A file whose first this-many bytes hold a NUL is reported as binary.
+pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+/// grep stops after this many matches.
+pub const GREP_MAX_MATCHES: usize = 200;
+/// A matched line longer than this is cut (minified files would flood the model).
+pub const GREP_LINE_MAX_BYTES: usize = 1024;
+/// An ignore file (`.gitignore`, `.ignore`) larger than this is not read.
+pub const IGNORE_FILE_MAX_BYTES: u64 = 1024 * 1024;
+/// list_dir names at most this many entries.
+pub const LIST_DIR_MAX_ENTRIES: usize = 500;
+/// search_replace refuses files larger than this, and write_file content larger than this.
+pub const WRITE_MAX_BYTES: usize = 256 * 1024;
+/// An existing file larger than this is not replaced by write_file (its diff and
+/// digest need its bytes in memory).
+pub const WRITE_EXISTING_MAX_BYTES: u64 = 4 * 1024 * 1024;
+/// run's default timeout.
+pub const RUN_DEFAULT_TIMEOUT_S: u64 = 120;
+/// run's longest timeout.
+pub const RUN_MAX_TIMEOUT_S: u64 = 600;
+/// Bytes of each of stdout and stderr that run returns: half head, half tail.
+pub const RUN_STREAM_MAX_BYTES: usize = 64 * 1024;
+/// Between SIGTERM and SIGKILL for a command's process group.
+pub const RUN_KILL_GRACE_MS: u64 = 2000;
+/// A tool path longer than this is refused as invalid.
+pub const PATH_MAX_BYTES: usize = 4096;
+/// Symlinks followed while resolving one path before it is called a loop.
+pub const SYMLINK_MAX_FOLLOWS: usize = 40;
+/// Tool arguments nested deeper than this are refused: a log line must
+/// always parse again (serde_json stops at 128 levels).
+pub const ARGUMENTS_MAX_DEPTH: usize = 64;
+/// A diff is on the card whole up to this many bytes.
+pub const CARD_DIFF_MAX_BYTES: usize = 64 * 1024;
+/// A larger diff shows this many of its first lines.
+pub const CARD_DIFF_MAX_LINES: usize = 400;
+/// AGENTS.md and SKILL.md files larger than this are not read.
+pub const PROMPT_FILE_MAX_BYTES: u64 = 256 * 1024;

@@ -1,0 +1,173 @@
+//! The tools as a model is told about them: each JSON Schema comes from the
+//! very type that parses the tool's arguments, and each description is
+//! written from the limits in [`crate::limits`].
+
+use schemars::JsonSchema;
+
+use crate::limits::{
+    GREP_MAX_MATCHES, LIST_DIR_MAX_ENTRIES, READ_FILE_MAX_BYTES, RUN_DEFAULT_TIMEOUT_S,
+    RUN_MAX_TIMEOUT_S, RUN_STREAM_MAX_BYTES, WRITE_MAX_BYTES,
+};
+use crate::tools::{
+    AskArgs, FinishArgs, GrepArgs, ListDirArgs, ReadFileArgs, RunArgs, SearchReplaceArgs,
+    UseSkillArgs, WriteFileArgs,
+};
+
+/// A tool the model may call: its name, what it is for, and the JSON Schema
+/// of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+fn schema_of<T: JsonSchema>() -> serde_json::Value {
+    let mut value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+        map.remove("description");
+    }
+    value
+}
+
+fn kib(bytes: usize) -> String {
+    format!("{} KiB", bytes / 1024)
+}
+
+fn spec<T: JsonSchema>(name: &str, description: String) -> ToolSpec {
+    ToolSpec {
+        name: name.to_string(),
+        description,
+        parameters: schema_of::<T>(),
+    }
+}
+
+/// The nine tools of a turn, in the spec's order. The same bytes every
+/// time, so a provider's prompt cache holds.
+pub fn tool_specs() -> Vec<ToolSpec> {
+    let mut run = spec::<RunArgs>(
+        "run",
+        format!(
+            "Run a command (an argv, no shell) in the workspace after the person approves it. It runs sandboxed: \
+             it may write only inside the workspace and its own TMPDIR, and has no network unless you set network \
+             (the person sees that on the card). Returns exit_code, stdout and stderr ({} of each, head and tail). \
+             timeout_s defaults to {RUN_DEFAULT_TIMEOUT_S} and may be at most {RUN_MAX_TIMEOUT_S}.",
+            kib(RUN_STREAM_MAX_BYTES)
+        ),
+    );
+    if let Some(timeout) = run
+        .parameters
+        .pointer_mut("/properties/timeout_s/description")
+    {
+        *timeout = serde_json::Value::String(format!(
+            "Seconds before the command is killed: {RUN_DEFAULT_TIMEOUT_S} by default, {RUN_MAX_TIMEOUT_S} at most."
+        ));
+    }
+    vec![
+        spec::<ReadFileArgs>(
+            "read_file",
+            format!(
+                "Read a file: up to {} from a byte offset or a 1-based line. When there is more, the result gives \
+                 next_offset or next_line to continue from.",
+                kib(READ_FILE_MAX_BYTES)
+            ),
+        ),
+        spec::<GrepArgs>(
+            "grep",
+            format!(
+                "Search file contents with a regular expression; returns up to {GREP_MAX_MATCHES} matches as \
+                 path:line:text, in path order, honouring .gitignore."
+            ),
+        ),
+        spec::<ListDirArgs>(
+            "list_dir",
+            format!(
+                "List one folder level (up to {LIST_DIR_MAX_ENTRIES} names); folders end in '/', links are named as links."
+            ),
+        ),
+        spec::<SearchReplaceArgs>(
+            "search_replace",
+            format!(
+                "Replace an exact string in a file (at most {}). The person sees the diff and approves it before \
+                 anything is written.",
+                kib(WRITE_MAX_BYTES)
+            ),
+        ),
+        spec::<WriteFileArgs>(
+            "write_file",
+            format!(
+                "Create or replace a whole file (at most {}). The person sees the diff and approves it before \
+                 anything is written.",
+                kib(WRITE_MAX_BYTES)
+            ),
+        ),
+        run,
+        spec::<AskArgs>(
+            "ask",
+            "Ask the person a question and wait for the reply. Use it when you need a decision only they can make."
+                .into(),
+        ),
+        spec::<FinishArgs>(
+            "finish",
+            "End the turn with a summary of what was done. Checks configured by the person may run first and can \
+             send you back to work."
+                .into(),
+        ),
+        spec::<UseSkillArgs>(
+            "use_skill",
+            "Load the instructions of one of the skills the system prompt lists.".into(),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{CORE_TOOL_NAMES, TOOL_NAMES};
+
+    #[test]
+    fn every_tool_has_an_object_schema_from_its_args_type() {
+        let specs = tool_specs();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        let mut expected: Vec<&str> = TOOL_NAMES.to_vec();
+        expected.extend(CORE_TOOL_NAMES);
+        assert_eq!(names, expected);
+        for spec in &specs {
+            assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+        }
+        let run = &specs[5].parameters;
+        assert_eq!(run["required"], serde_json::json!(["argv"]));
+        assert_eq!(run["properties"]["argv"]["type"], "array");
+        assert_eq!(specs[0].parameters["additionalProperties"], false);
+    }
+
+    #[test]
+    fn descriptions_state_the_limits_from_the_constants() {
+        let specs = tool_specs();
+        let text = |name: &str| {
+            specs
+                .iter()
+                .find(|spec| spec.name == name)
+                .map(|spec| spec.description.clone())
+                .unwrap_or_default()
+        };
+        assert!(text("read_file").contains(&kib(READ_FILE_MAX_BYTES)));
+        assert!(text("grep").contains(&GREP_MAX_MATCHES.to_string()));
+        assert!(text("list_dir").contains(&LIST_DIR_MAX_ENTRIES.to_string()));
+        assert!(text("write_file").contains(&kib(WRITE_MAX_BYTES)));
+        assert!(text("run").contains(&RUN_MAX_TIMEOUT_S.to_string()));
+        let timeout = &specs[5].parameters["properties"]["timeout_s"]["description"];
+        assert!(
+            timeout
+                .as_str()
+                .is_some_and(|d| d.contains(&RUN_MAX_TIMEOUT_S.to_string())),
+            "{timeout}"
+        );
+        assert_eq!(tool_specs(), specs, "the same bytes every time");
+    }
+}

@@ -1,0 +1,647 @@
+//! The calls a model makes and what they return: the six workspace tools
+//! ([`ToolCall`]), the three turn tools ([`CoreCall`]), both parsed at the
+//! edge by [`Call::parse`], and their outputs ([`ToolOutput`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorKind, WireError};
+use crate::limits::ARGUMENTS_MAX_DEPTH;
+
+/// read_file's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// The file, relative to the workspace (or an absolute path outside it, which asks the person).
+    pub path: String,
+    /// The byte offset to start at (from a previous read's next_offset).
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// The 1-based line to start at (from a previous read's next_line).
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+/// grep's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// A regular expression (Rust regex syntax).
+    pub pattern: String,
+    /// A folder or file to search in; the whole workspace when absent.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only files whose path matches this glob, such as "*.rs".
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Match without regard to case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+}
+
+/// list_dir's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    /// The folder; the workspace root when absent.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// search_replace's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchReplaceArgs {
+    /// The file to edit.
+    pub path: String,
+    /// The exact text to find; it must occur exactly once unless replace_all.
+    pub old: String,
+    /// The text to put in its place.
+    pub new: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// write_file's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// The file to create or replace; missing folders are created.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// run's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// The program and its arguments; there is no shell, so no pipes or globs
+    /// unless you run ["sh", "-c", "..."] yourself.
+    pub argv: Vec<String>,
+    /// The folder to run in, inside the workspace; the workspace root when absent.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Seconds before the command is killed.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Ask for network access (the person sees it on the card); commands
+    /// have none by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
+}
+
+/// One call of one of the six tools, parsed from the model's JSON at the edge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "name", content = "arguments", rename_all = "snake_case")]
+pub enum ToolCall {
+    /// read_file
+    ReadFile(ReadFileArgs),
+    /// grep
+    Grep(GrepArgs),
+    /// list_dir
+    ListDir(ListDirArgs),
+    /// search_replace
+    SearchReplace(SearchReplaceArgs),
+    /// write_file
+    WriteFile(WriteFileArgs),
+    /// run
+    Run(RunArgs),
+}
+
+/// The names of the six tools, in the spec's order.
+pub const TOOL_NAMES: [&str; 6] = [
+    "read_file",
+    "grep",
+    "list_dir",
+    "search_replace",
+    "write_file",
+    "run",
+];
+
+/// The core tools beside the six: they act on the turn, not the workspace.
+pub const CORE_TOOL_NAMES: [&str; 3] = ["ask", "finish", "use_skill"];
+
+/// How deep a JSON value nests (a scalar is 0).
+pub fn depth(value: &serde_json::Value) -> usize {
+    // Iterative, so a hostile value cannot overflow the stack here either.
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, level)) = stack.pop() {
+        deepest = deepest.max(level);
+        match value {
+            serde_json::Value::Array(items) => {
+                stack.extend(items.iter().map(|item| (item, level + 1)));
+            }
+            serde_json::Value::Object(map) => {
+                stack.extend(map.values().map(|item| (item, level + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Refuses arguments nested deeper than [`ARGUMENTS_MAX_DEPTH`].
+pub fn check_depth(name: &str, arguments: &serde_json::Value) -> Result<(), WireError> {
+    let found = depth(arguments);
+    if found > ARGUMENTS_MAX_DEPTH {
+        return Err(WireError::invalid(format!(
+            "the arguments for {name} nest {found} levels deep; at most {ARGUMENTS_MAX_DEPTH} are accepted"
+        )));
+    }
+    Ok(())
+}
+
+fn parse_args<T: serde::de::DeserializeOwned>(
+    name: &str,
+    arguments: serde_json::Value,
+) -> Result<T, WireError> {
+    check_depth(name, &arguments)?;
+    serde_json::from_value(arguments)
+        .map_err(|error| WireError::invalid(format!("bad arguments for {name}: {error}")))
+}
+
+impl ToolCall {
+    /// Parses a tool call from its name and JSON arguments, as a model sends them.
+    pub fn parse(name: &str, arguments: serde_json::Value) -> Result<ToolCall, WireError> {
+        Ok(match name {
+            "read_file" => ToolCall::ReadFile(parse_args(name, arguments)?),
+            "grep" => ToolCall::Grep(parse_args(name, arguments)?),
+            "list_dir" => ToolCall::ListDir(parse_args(name, arguments)?),
+            "search_replace" => ToolCall::SearchReplace(parse_args(name, arguments)?),
+            "write_file" => ToolCall::WriteFile(parse_args(name, arguments)?),
+            "run" => ToolCall::Run(parse_args(name, arguments)?),
+            _ => {
+                return Err(WireError::invalid(format!(
+                    "there is no tool '{name}'; the tools are {}",
+                    TOOL_NAMES.join(", ")
+                )));
+            }
+        })
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolCall::ReadFile(_) => "read_file",
+            ToolCall::Grep(_) => "grep",
+            ToolCall::ListDir(_) => "list_dir",
+            ToolCall::SearchReplace(_) => "search_replace",
+            ToolCall::WriteFile(_) => "write_file",
+            ToolCall::Run(_) => "run",
+        }
+    }
+
+    /// The arguments as JSON, for the log.
+    pub fn arguments(&self) -> serde_json::Value {
+        let value = match self {
+            ToolCall::ReadFile(args) => serde_json::to_value(args),
+            ToolCall::Grep(args) => serde_json::to_value(args),
+            ToolCall::ListDir(args) => serde_json::to_value(args),
+            ToolCall::SearchReplace(args) => serde_json::to_value(args),
+            ToolCall::WriteFile(args) => serde_json::to_value(args),
+            ToolCall::Run(args) => serde_json::to_value(args),
+        };
+        value.unwrap_or_default()
+    }
+}
+
+/// `ask`: a question for the person; the turn waits for the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskArgs {
+    /// The question, as the person should read it.
+    pub question: String,
+}
+
+/// `finish`: ends the turn once the Stop hooks pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishArgs {
+    /// What was done, for the person.
+    pub result: String,
+}
+
+/// `use_skill`: returns a skill's instructions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UseSkillArgs {
+    /// The skill's name, as the system prompt lists it.
+    pub name: String,
+}
+
+/// One call of a core tool: it acts on the turn, not the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoreCall {
+    /// ask
+    Ask(AskArgs),
+    /// finish
+    Finish(FinishArgs),
+    /// use_skill
+    UseSkill(UseSkillArgs),
+}
+
+/// A call of a tool an MCP server offers, named `mcp__SERVER__TOOL` to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpCall {
+    /// The name the model called (`mcp__SERVER__TOOL`).
+    pub name: String,
+    /// The server's name in the config.
+    pub server: String,
+    /// The tool's own name on the server.
+    pub tool: String,
+    /// The arguments, passed through to the server.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Any call a model makes, parsed at the edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// One of the six workspace tools, through the gate.
+    Tool(ToolCall),
+    /// ask, finish or use_skill.
+    Core(CoreCall),
+    /// A tool of an MCP server, through the gate.
+    Mcp(McpCall),
+}
+
+/// The prefix of every MCP tool name the model sees.
+pub const MCP_PREFIX: &str = "mcp__";
+
+impl Call {
+    /// Parses a call from its name and the model's raw argument text. The
+    /// error carries the arguments as they should be logged: the JSON
+    /// value, or the raw text when it is not JSON or nests too deep.
+    /// `mcp_tool` maps an `mcp__…` name to its server and tool.
+    pub fn parse(
+        name: &str,
+        raw: &str,
+        mcp_tool: &dyn Fn(&str) -> Option<(String, String)>,
+    ) -> Result<Call, (serde_json::Value, WireError)> {
+        let text = if raw.trim().is_empty() { "{}" } else { raw };
+        let as_text = || serde_json::Value::String(raw.to_string());
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|_| {
+            (
+                as_text(),
+                WireError::invalid(format!("the arguments for {name} are not valid JSON")),
+            )
+        })?;
+        if let Err(error) = check_depth(name, &value) {
+            return Err((as_text(), error));
+        }
+        let keep = value.clone();
+        let fail = |error: WireError| (keep.clone(), error);
+        match name {
+            "ask" => Ok(Call::Core(CoreCall::Ask(
+                parse_args(name, value).map_err(fail)?,
+            ))),
+            "finish" => Ok(Call::Core(CoreCall::Finish(
+                parse_args(name, value).map_err(fail)?,
+            ))),
+            "use_skill" => Ok(Call::Core(CoreCall::UseSkill(
+                parse_args(name, value).map_err(fail)?,
+            ))),
+            _ if name.starts_with(MCP_PREFIX) => {
+                let Some((server, tool)) = mcp_tool(name) else {
+                    return Err(fail(WireError::invalid(format!(
+                        "there is no MCP tool '{name}' in this session"
+                    ))));
+                };
+                let serde_json::Value::Object(arguments) = value else {
+                    return Err(fail(WireError::invalid(format!(
+                        "the arguments for {name} must be a JSON object"
+                    ))));
+                };
+                Ok(Call::Mcp(McpCall {
+                    name: name.to_string(),
+                    server,
+                    tool,
+                    arguments,
+                }))
+            }
+            _ => ToolCall::parse(name, value).map(Call::Tool).map_err(fail),
+        }
+    }
+}
+
+/// read_file's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadFileOutput {
+    /// The text read (empty for a binary file).
+    pub content: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// The byte offset the content starts at (a character boundary).
+    pub offset: u64,
+    /// Where to read on from, when there is more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// The line to read on from, when the read started at a line and there is more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_line: Option<u64>,
+    /// True for a binary file.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub binary: bool,
+}
+
+/// grep's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrepOutput {
+    /// `path:line:text`, in path order.
+    pub matches: Vec<String>,
+    /// True when it stopped at the limit.
+    pub truncated: bool,
+    /// When truncated, the line that says where it stopped.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+}
+
+/// list_dir's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListDirOutput {
+    /// The names, sorted; folders end in `/`, links read `name -> target`.
+    pub entries: Vec<String>,
+    /// How many names were left out past the limit.
+    pub omitted: u64,
+}
+
+/// write_file's and search_replace's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteOutput {
+    /// The resolved absolute path that was written.
+    pub path: String,
+    /// The bytes written.
+    pub bytes: u64,
+}
+
+/// run's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutput {
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// True when the timeout ended it.
+    pub timed_out: bool,
+    /// stdout, head and tail.
+    pub stdout: String,
+    /// stderr, head and tail.
+    pub stderr: String,
+    /// Bytes of stdout cut from the middle.
+    pub stdout_cut: u64,
+    /// Bytes of stderr cut from the middle.
+    pub stderr_cut: u64,
+    /// How long it ran.
+    pub duration_ms: u64,
+}
+
+/// ask's result: what the person said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyOutput {
+    /// The person's reply.
+    pub reply: String,
+}
+
+/// finish's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishOutput {
+    /// The turn's result.
+    pub result: String,
+}
+
+/// use_skill's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillOutput {
+    /// The skill's name.
+    pub name: String,
+    /// The body of its SKILL.md.
+    pub instructions: String,
+}
+
+/// One piece of an MCP tool's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpContent {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64.
+    Image {
+        /// Base64 bytes.
+        data: String,
+        /// Its MIME type.
+        mime_type: String,
+    },
+    /// Audio, base64.
+    Audio {
+        /// Base64 bytes.
+        data: String,
+        /// Its MIME type.
+        mime_type: String,
+    },
+    /// A link to a resource.
+    ResourceLink {
+        /// Its URI.
+        uri: String,
+        /// Its name.
+        #[serde(default)]
+        name: String,
+    },
+    /// An embedded resource: its text, or that it is binary.
+    Resource {
+        /// Its URI.
+        uri: String,
+        /// The text, when it is text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+}
+
+/// An MCP tool's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpOutput {
+    /// The server.
+    pub server: String,
+    /// The tool on the server.
+    pub tool: String,
+    /// What it returned.
+    pub content: Vec<McpContent>,
+    /// Its structured content, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
+}
+
+/// What a call returns when it ran. The wire shape is the output's own
+/// fields, so the variants are told apart by the fields they require.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolOutput {
+    /// read_file
+    ReadFile(ReadFileOutput),
+    /// grep
+    Grep(GrepOutput),
+    /// list_dir
+    ListDir(ListDirOutput),
+    /// write_file, search_replace
+    Write(WriteOutput),
+    /// run
+    Run(RunOutput),
+    /// ask
+    Reply(ReplyOutput),
+    /// finish
+    Finish(FinishOutput),
+    /// use_skill
+    Skill(SkillOutput),
+    /// an MCP tool
+    Mcp(McpOutput),
+}
+
+/// The result line of `wicket tool`: `{"type":"result","ok":true,...}` or
+/// `{"type":"result","ok":false,"error":{...}}`.
+pub fn result_line(result: &Result<ToolOutput, WireError>) -> serde_json::Value {
+    match result {
+        Ok(output) => {
+            let mut value = serde_json::to_value(output).unwrap_or_default();
+            if let Some(map) = value.as_object_mut() {
+                map.insert("ok".into(), true.into());
+                map.insert("type".into(), "result".into());
+            }
+            value
+        }
+        Err(error) => serde_json::json!({ "type": "result", "ok": false, "error": error }),
+    }
+}
+
+/// An error that names the kind, for a call that never reached a tool.
+pub fn cancelled(message: &str) -> WireError {
+    WireError::new(ErrorKind::Cancelled, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_mcp(_: &str) -> Option<(String, String)> {
+        None
+    }
+
+    #[test]
+    fn parses_known_tools_and_rejects_unknown_ones() {
+        let call = ToolCall::parse("read_file", serde_json::json!({"path": "a", "line": 3}));
+        assert_eq!(
+            call,
+            Ok(ToolCall::ReadFile(ReadFileArgs {
+                path: "a".into(),
+                offset: None,
+                line: Some(3)
+            }))
+        );
+        let error = ToolCall::parse("rm", serde_json::json!({})).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        let error = ToolCall::parse("run", serde_json::json!({"argv": "ls"})).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        let error = ToolCall::parse("list_dir", serde_json::json!({"pth": "x"})).unwrap_err();
+        assert!(error.message.contains("pth"), "{}", error.message);
+    }
+
+    #[test]
+    fn core_calls_are_parsed_at_the_edge() {
+        assert_eq!(
+            Call::parse("finish", r#"{"result":"done"}"#, &no_mcp),
+            Ok(Call::Core(CoreCall::Finish(FinishArgs {
+                result: "done".into()
+            })))
+        );
+        let (logged, error) = Call::parse("ask", "{nope", &no_mcp).unwrap_err();
+        assert_eq!(logged, serde_json::json!("{nope"));
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        let (_, error) = Call::parse("mcp__x__y", "{}", &no_mcp).unwrap_err();
+        assert!(error.message.contains("mcp__x__y"), "{}", error.message);
+    }
+
+    #[test]
+    fn absurd_nesting_is_refused_and_logged_as_text() {
+        let deep = format!("{}{}", "[".repeat(126), "]".repeat(126));
+        let raw = format!(r#"{{"path": {deep}}}"#);
+        let (logged, error) = Call::parse("read_file", &raw, &no_mcp).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidArgs);
+        assert!(error.message.contains("nest"), "{}", error.message);
+        assert_eq!(logged, serde_json::Value::String(raw));
+        let shallow = format!("{}{}", "[".repeat(60), "]".repeat(60));
+        assert!(check_depth("x", &serde_json::from_str(&shallow).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn outputs_round_trip_through_their_untagged_shape() {
+        let outputs = [
+            ToolOutput::ReadFile(ReadFileOutput {
+                content: "x".into(),
+                size: 1,
+                offset: 0,
+                next_offset: None,
+                next_line: None,
+                binary: false,
+            }),
+            ToolOutput::Grep(GrepOutput {
+                matches: vec![],
+                truncated: false,
+                note: None,
+            }),
+            ToolOutput::ListDir(ListDirOutput {
+                entries: vec![],
+                omitted: 0,
+            }),
+            ToolOutput::Write(WriteOutput {
+                path: "/a".into(),
+                bytes: 1,
+            }),
+            ToolOutput::Run(RunOutput {
+                exit_code: Some(0),
+                signal: None,
+                timed_out: false,
+                stdout: String::new(),
+                stderr: String::new(),
+                stdout_cut: 0,
+                stderr_cut: 0,
+                duration_ms: 1,
+            }),
+            ToolOutput::Reply(ReplyOutput { reply: "r".into() }),
+            ToolOutput::Finish(FinishOutput { result: "r".into() }),
+            ToolOutput::Skill(SkillOutput {
+                name: "n".into(),
+                instructions: "i".into(),
+            }),
+            ToolOutput::Mcp(McpOutput {
+                server: "s".into(),
+                tool: "t".into(),
+                content: vec![McpContent::Text { text: "t".into() }],
+                structured: None,
+            }),
+        ];
+        for output in outputs {
+            let json = serde_json::to_string(&output).unwrap();
+            let back: ToolOutput = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, output, "{json}");
+        }
+    }
+
+    #[test]
+    fn result_lines_have_the_contract_shape() {
+        let ok = result_line(&Ok(ToolOutput::Grep(GrepOutput {
+            matches: vec!["a:1:x".into()],
+            truncated: false,
+            note: None,
+        })));
+        assert_eq!(
+            ok,
+            serde_json::json!({"type":"result","ok":true,"matches":["a:1:x"],"truncated":false})
+        );
+        let err = result_line(&Err(WireError::new(ErrorKind::Denied, "no")));
+        assert_eq!(err["error"]["kind"], "denied");
+        assert_eq!(err["ok"], false);
+    }
+}

@@ -1,0 +1,307 @@
+//! The API's handlers and its one error type. Every manager call that can
+//! touch the disk or wait on a lock runs on the blocking pool
+//! ([`blocking`]); every refusal is `{"error":{"kind","message"}}`, the
+//! extractors' own rejections included ([`Body`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Path as UrlPath, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use wicket_core::manager::{Manager, ManagerError, Open, Sent};
+use wicket_protocol::Answer;
+
+use crate::Shared;
+
+/// An API error: `{"error": {"kind", "message"}}` with a status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    /// An error with its status, kind and message.
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_args", message)
+    }
+
+    /// A failure of the server itself (a task that panicked).
+    fn internal(error: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            error.to_string(),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"kind": self.kind, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The one place a manager's refusal becomes a wire error.
+impl From<ManagerError> for ApiError {
+    fn from(error: ManagerError) -> ApiError {
+        let message = error.to_string();
+        let (status, kind) = match &error {
+            ManagerError::Blocked { .. } => (StatusCode::CONFLICT, "blocked"),
+            ManagerError::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ManagerError::NotOpen { .. } => (StatusCode::CONFLICT, "not_open"),
+            ManagerError::Session(core) => match core {
+                wicket_core::Error::InUse { .. } => (StatusCode::CONFLICT, "in_use"),
+                wicket_core::Error::BadSessionId(_)
+                | wicket_core::Error::WorkspaceMismatch { .. }
+                | wicket_core::Error::Config { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
+                wicket_core::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
+                wicket_core::Error::Io { .. }
+                | wicket_core::Error::Corrupt { .. }
+                | wicket_core::Error::Tool(_) => (StatusCode::INTERNAL_SERVER_ERROR, "io"),
+            },
+            ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
+            ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        ApiError::new(status, kind, message)
+    }
+}
+
+/// Runs a manager call on the blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    manager: &Arc<Manager>,
+    call: impl FnOnce(&Manager) -> Result<T, ManagerError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let manager = manager.clone();
+    tokio::task::spawn_blocking(move || call(&manager))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)
+}
+
+/// A JSON body whose rejection (bad JSON, wrong fields, too large) is an [`ApiError`].
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(rejected(rejection)),
+        }
+    }
+}
+
+fn rejected(rejection: JsonRejection) -> ApiError {
+    let status = rejection.status();
+    let kind = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "too_large"
+    } else {
+        "invalid_args"
+    };
+    ApiError::new(status, kind, rejection.body_text())
+}
+
+/// An unknown `/api` path.
+pub async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "there is no such API path; see DESIGN.md for the API",
+    )
+}
+
+/// A known path with the wrong method.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this API path does not take that method",
+    )
+}
+
+/// `GET /api/sessions`.
+pub async fn list_sessions(
+    State(server): State<Shared>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let summaries = blocking(&server.manager, |manager| Ok(manager.list())).await?;
+    let sessions: Vec<serde_json::Value> = summaries
+        .into_iter()
+        .map(|summary| {
+            serde_json::json!({
+                "id": summary.id,
+                "title": summary.title,
+                "workspace": summary.workspace,
+                "status": summary.status.as_str(),
+                "queued": summary.queued,
+                "updated": summary.updated,
+            })
+        })
+        .collect();
+    Ok(Json(serde_json::Value::Array(sessions)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    workspace: Option<String>,
+    model: Option<String>,
+}
+
+/// `POST /api/sessions`.
+pub async fn create_session(
+    State(server): State<Shared>,
+    Body(body): Body<NewSession>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let workspace = match (
+        body.workspace.filter(|w| !w.is_empty()),
+        &server.default_workspace,
+    ) {
+        (Some(workspace), _) => PathBuf::from(workspace),
+        (None, Some(default)) => default.clone(),
+        (None, None) => {
+            return Err(ApiError::invalid(
+                "give a workspace (an absolute path to a folder)",
+            ));
+        }
+    };
+    if !workspace.is_absolute() {
+        return Err(ApiError::invalid(format!(
+            "the workspace '{}' must be an absolute path",
+            workspace.display()
+        )));
+    }
+    let model = body.model.filter(|m| !m.is_empty());
+    let id = blocking(&server.manager, move |manager| {
+        manager.open(None, &workspace, model.as_deref())
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(serde_json::json!({ "id": id }))))
+}
+
+fn open_json(open: &Option<Open>) -> serde_json::Value {
+    match open {
+        None => serde_json::Value::Null,
+        Some(Open::Card(card)) => serde_json::json!({"card": card}),
+        Some(Open::Question { id, question }) => {
+            serde_json::json!({"question": {"id": id, "question": question}})
+        }
+    }
+}
+
+/// `GET /api/sessions/{id}`.
+pub async fn session_detail(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (meta, open, running) = blocking(&server.manager, move |manager| {
+        Ok((
+            manager.meta(&id)?,
+            manager.open_item(&id)?,
+            manager.is_running(&id)?,
+        ))
+    })
+    .await?;
+    Ok(Json(serde_json::json!({
+        "id": meta.id,
+        "title": meta.title,
+        "workspace": meta.workspace,
+        "model": meta.model,
+        "status": meta.status.as_str(),
+        "usage": meta.usage,
+        "running": running,
+        "open": open_json(&open),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMessage {
+    text: String,
+}
+
+/// `POST /api/sessions/{id}/messages`.
+pub async fn send_message(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Body(body): Body<NewMessage>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    if body.text.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    let sent = blocking(&server.manager, move |manager| {
+        manager.send(&id, &body.text)
+    })
+    .await?;
+    let state = match sent {
+        Sent::Started => "started",
+        Sent::Queued => "queued",
+    };
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "state": state })),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardAnswer {
+    answer: Answer,
+}
+
+/// `POST /api/sessions/{id}/cards/{card}`.
+pub async fn answer_card(
+    State(server): State<Shared>,
+    UrlPath((id, card)): UrlPath<(String, String)>,
+    Body(body): Body<CardAnswer>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    blocking(&server.manager, move |manager| {
+        manager.answer(&id, &card, body.answer)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({"ok": true})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionReply {
+    reply: String,
+}
+
+/// `POST /api/sessions/{id}/questions/{qid}`.
+pub async fn reply_question(
+    State(server): State<Shared>,
+    UrlPath((id, qid)): UrlPath<(String, String)>,
+    Body(body): Body<QuestionReply>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    blocking(&server.manager, move |manager| {
+        manager.reply(&id, &qid, &body.reply)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({"ok": true})))
+}
+
+/// `POST /api/sessions/{id}/cancel`.
+pub async fn cancel_turn(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let cancelled = blocking(&server.manager, move |manager| manager.cancel(&id)).await?;
+    Ok(Json(serde_json::json!({ "cancelled": cancelled })))
+}
