@@ -18,7 +18,7 @@ use crate::{
     RetryPolicy, StreamEvent, ToolCallRequest, Usage,
 };
 
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 pub(crate) struct Anthropic {
     model: String,
@@ -30,7 +30,7 @@ pub(crate) struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(
+    pub(crate) fn new(
         model: &str,
         name: &str,
         base_url: &str,

@@ -25,7 +25,7 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub fn new(provider: &'static str, config: &ClientConfig) -> Result<Self, ChatError> {
+    pub(crate) fn new(provider: &'static str, config: &ClientConfig) -> Result<Self, ChatError> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
             .build()
@@ -45,7 +45,7 @@ impl Http {
 
     /// POSTs `body` to `url` and returns the response's event stream, or the
     /// error the server (or the network) gave.
-    pub async fn post_events(
+    pub(crate) async fn post_events(
         &self,
         url: &str,
         headers: HeaderMap,
@@ -167,7 +167,7 @@ pub(crate) struct Events {
 impl Events {
     /// The next event; `None` when the body ended cleanly. A break in the
     /// connection or a silence past the idle timeout is an error.
-    pub async fn next(&mut self) -> Result<Option<SseEvent>, ChatError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<SseEvent>, ChatError> {
         loop {
             if let Some(event) = self.ready.next() {
                 return Ok(Some(event));
@@ -201,7 +201,7 @@ impl Events {
     }
 
     /// The error for a stream that ended without its last event.
-    pub fn ended_early(&self) -> ChatError {
+    pub(crate) fn ended_early(&self) -> ChatError {
         ChatError::new(
             ChatErrorKind::Stream,
             format!("{}: the stream ended before its last event", self.provider),
@@ -209,7 +209,7 @@ impl Events {
     }
 
     /// The error for an event that is not the protocol.
-    pub fn bad_event(&self, data: &str, error: &serde_json::Error) -> ChatError {
+    pub(crate) fn bad_event(&self, data: &str, error: &serde_json::Error) -> ChatError {
         let shown: String = data.chars().take(200).collect();
         ChatError::new(
             ChatErrorKind::Stream,

@@ -30,16 +30,25 @@ pub use wicket_protocol::{ToolCallRequest, ToolSpec, Usage};
 /// One entry of the conversation, in the providers' common shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
+    /// What the person said (or a notice the runtime adds for the model).
     User {
+        /// The text.
         text: String,
     },
+    /// What the model said and the calls it made.
     Assistant {
+        /// The text.
         text: String,
+        /// The calls.
         tool_calls: Vec<ToolCallRequest>,
     },
+    /// A call's result.
     ToolResult {
+        /// The call it answers.
         call_id: String,
+        /// The result as JSON text.
         content: String,
+        /// True when the call failed.
         is_error: bool,
     },
 }
@@ -47,9 +56,13 @@ pub enum Message {
 /// Everything one model call needs.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The system prompt.
     pub system: String,
+    /// The conversation so far.
     pub messages: Vec<Message>,
+    /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
+    /// The reply's output limit.
     pub max_tokens: u32,
 }
 
@@ -57,8 +70,11 @@ pub struct Request {
 /// what it cost.
 #[derive(Debug, Clone)]
 pub struct Completion {
+    /// Its text.
     pub text: String,
+    /// The calls it made, in order.
     pub tool_calls: Vec<ToolCallRequest>,
+    /// Its tokens.
     pub usage: Usage,
     /// The provider's own word for why the reply ended (`tool_calls`,
     /// `end_turn`, `max_tokens`, …), when it gave one.
@@ -75,12 +91,16 @@ pub enum StreamEvent {
     /// The attempt before failed; attempt number `attempt` starts after
     /// `delay_ms`.
     Retry {
+        /// The attempt about to start.
         attempt: u32,
+        /// The wait before it.
         delay_ms: u64,
+        /// Why the last one failed.
         reason: String,
     },
 }
 
+/// The future of one reply.
 pub type ChatFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, ChatError>> + Send + 'a>>;
 
 /// A streaming chat model with tool calls.
@@ -101,19 +121,25 @@ pub trait ChatClient: Send + Sync {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct ChatError {
+    /// What kind of failure.
     pub kind: ChatErrorKind,
+    /// What happened, for the person.
     pub message: String,
     /// How long the server asked us to wait (`Retry-After`).
     pub retry_after: Option<Duration>,
 }
 
+/// What kind of failure a [`ChatError`] is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChatErrorKind {
     /// The model string, a key or a script is wrong; nothing was sent.
     Config,
     /// The server answered with this status (or an error event that stands
     /// for it mid-stream).
-    Http { status: u16 },
+    Http {
+        /// The status.
+        status: u16,
+    },
     /// No response headers within the request timeout, or no bytes within the
     /// idle timeout.
     Timeout,
@@ -126,6 +152,7 @@ pub enum ChatErrorKind {
 }
 
 impl ChatError {
+    /// A failure of `kind`.
     pub fn new(kind: ChatErrorKind, message: impl Into<String>) -> Self {
         ChatError {
             kind,
@@ -150,9 +177,11 @@ impl ChatError {
 pub struct ClientConfig {
     /// OpenAI-compatible base URL, up to and including `/v1`.
     pub openai_base_url: Option<String>,
+    /// `OPENAI_API_KEY`.
     pub openai_api_key: Option<String>,
     /// Anthropic base URL, without `/v1`.
     pub anthropic_base_url: Option<String>,
+    /// `ANTHROPIC_API_KEY`.
     pub anthropic_api_key: Option<String>,
     /// Ollama's address; its OpenAI-compatible API is under `/v1`.
     pub ollama_host: Option<String>,
@@ -160,13 +189,19 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// How long a stream may go without a byte.
     pub idle_timeout: Duration,
+    /// How failed requests are retried.
     pub retry: RetryPolicy,
 }
 
+/// OpenAI's API, when no base URL is set.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Anthropic's API, when no base URL is set.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// Ollama on this machine, when `OLLAMA_HOST` is not set.
 pub const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+/// How long a response's headers may take.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a stream may go without a byte.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for ClientConfig {

@@ -29,7 +29,7 @@ pub(crate) struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(
+    pub(crate) fn new(
         model: &str,
         name: &str,
         base_url: &str,

@@ -45,7 +45,7 @@ pub(crate) struct Replay {
 }
 
 impl Replay {
-    pub fn load(model: &str, path: &Path) -> Result<Self, ChatError> {
+    pub(crate) fn load(model: &str, path: &Path) -> Result<Self, ChatError> {
         let config_error = |message: String| ChatError::new(ChatErrorKind::Config, message);
         let text = std::fs::read_to_string(path).map_err(|error| {
             config_error(format!(

@@ -16,7 +16,7 @@ pub struct RetryPolicy {
 }
 
 /// The longest `Retry-After` we honour; a server asking for more gets this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 impl Default for RetryPolicy {
     fn default() -> Self {

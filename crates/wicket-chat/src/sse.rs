@@ -20,7 +20,7 @@ pub(crate) struct SseParser {
 
 impl SseParser {
     /// Feeds the next bytes of the stream; returns the events they complete.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         self.pending.extend_from_slice(bytes);
         let mut events = Vec::new();
         let mut start = 0;

@@ -15,13 +15,13 @@ use wicket_protocol::{Answer, Card};
 use crate::show;
 
 /// Prints each card as a JSON line on stdout, then lets the inner answerer answer.
-pub struct Printing<A> {
+pub(crate) struct Printing<A> {
     inner: A,
 }
 
 impl<A> Printing<A> {
     /// Wraps `inner`.
-    pub fn new(inner: A) -> Printing<A> {
+    pub(crate) fn new(inner: A) -> Printing<A> {
         Printing { inner }
     }
 }
@@ -42,7 +42,7 @@ impl<A: Answerer> Answerer for Printing<A> {
 
 /// Reads `{"card": ID, "answer": ...}` lines from stdin. End of input withdraws the card.
 #[derive(Default)]
-pub struct StdinLines;
+pub(crate) struct StdinLines;
 
 impl Answerer for StdinLines {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
@@ -85,7 +85,7 @@ impl Answerer for StdinLines {
 }
 
 /// Shows the card readably on stderr and prompts on the terminal.
-pub struct Terminal;
+pub(crate) struct Terminal;
 
 impl Answerer for Terminal {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
@@ -95,7 +95,7 @@ impl Answerer for Terminal {
 
 /// One line from the terminal, read a byte at a time so nothing of the
 /// next line is taken with it. `None` at end of input.
-pub fn read_terminal_line() -> Option<String> {
+pub(crate) fn read_terminal_line() -> Option<String> {
     let stdin = rustix::stdio::stdin();
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
@@ -122,7 +122,7 @@ fn flush_typed_ahead() {
 
 /// Draws the card on stderr, drops what was typed before it, and asks
 /// `[o]nce / [s]ession / [d]eny`. `None` at end of input.
-pub fn prompt_card(card: &Card) -> Option<Answer> {
+pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
     eprint!("\n{}", show::card(card, show::colour()));
     let _ = std::io::stderr().flush();
     flush_typed_ahead();
@@ -140,7 +140,7 @@ pub fn prompt_card(card: &Card) -> Option<Answer> {
 }
 
 /// Asks a question on the terminal; `None` at end of input.
-pub fn prompt_reply(question: &str) -> Option<String> {
+pub(crate) fn prompt_reply(question: &str) -> Option<String> {
     eprintln!("\n? {}", wicket_protocol::text::visible(question));
     eprint!("reply: ");
     let _ = std::io::stderr().flush();

@@ -21,7 +21,7 @@ use crate::show;
 
 /// How cards (and questions) are answered.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// The same answer for every card; questions get [`NO_ONE_TO_ASK`].
     Policy(Answer),
     /// JSON lines on stdin.
@@ -40,7 +40,7 @@ enum Ask {
 const NO_ONE_TO_ASK: &str = "No one can answer: this turn runs with a fixed --answers policy. Decide for yourself, and say what you assumed.";
 
 /// `wicket exec`'s options.
-pub struct Options {
+pub(crate) struct Options {
     pub ask: String,
     pub workspace: Option<PathBuf>,
     pub model: Option<String>,
@@ -68,7 +68,7 @@ fn resolve(options: &Options, home: &std::path::Path) -> anyhow::Result<(PathBuf
     Ok((workspace, model))
 }
 
-pub fn exec(options: Options) -> anyhow::Result<ExitCode> {
+pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     let home = session::home();
     let (workspace, model) = resolve(&options, &home)?;
     let setup = standard_setup(&home);

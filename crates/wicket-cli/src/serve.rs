@@ -13,18 +13,18 @@ use wicket_core::manager::{Manager, standard_setup};
 use wicket_core::session;
 use wicket_server::{Server, ServerFile, app, new_token, running_server, write_server_file};
 
-pub const DEFAULT_PORT: u16 = 7433;
+pub(crate) const DEFAULT_PORT: u16 = 7433;
 /// How long open requests get to finish once the server is told to stop.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-pub struct Options {
+pub(crate) struct Options {
     pub port: u16,
     pub workspace: Option<PathBuf>,
     /// Another address to listen on instead of 127.0.0.1 (still token-guarded).
     pub listen: Option<SocketAddr>,
 }
 
-pub fn serve(options: Options) -> anyhow::Result<ExitCode> {
+pub(crate) fn serve(options: Options) -> anyhow::Result<ExitCode> {
     let home = session::home();
     wicket_os::files::private_dir(&home)
         .with_context(|| format!("cannot make the wicket home {}", home.display()))?;

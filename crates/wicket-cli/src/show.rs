@@ -24,12 +24,12 @@ fn paint(text: &str, style: &str, color: bool) -> String {
 }
 
 /// Whether the terminal gets colour: not when `NO_COLOR` is set.
-pub fn colour() -> bool {
+pub(crate) fn colour() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// A card as a person reads it; a coloured diff unless `color` is false.
-pub fn card(card: &Card, color: bool) -> String {
+pub(crate) fn card(card: &Card, color: bool) -> String {
     let tool = visible_line(&card.tool);
     match &card.kind {
         CardKind::Write(write) => write_card(&tool, write, color),
@@ -87,7 +87,7 @@ fn outside_card(tool: &str, read: &OutsideReadCard, color: bool) -> String {
 }
 
 /// The sandbox line of a run card, in words.
-pub fn sandbox_line(sandbox: &SandboxSummary) -> String {
+pub(crate) fn sandbox_line(sandbox: &SandboxSummary) -> String {
     let network = if sandbox.network {
         "with network"
     } else {
@@ -229,7 +229,7 @@ fn output_summary(output: &ToolOutput) -> String {
 }
 
 /// A card in a few words, for transcripts.
-pub fn card_summary(card: &Card) -> String {
+pub(crate) fn card_summary(card: &Card) -> String {
     match &card.kind {
         CardKind::Write(write) => format!("write {}", visible_line(&write.path)),
         CardKind::OutsideRead(read) => {
@@ -266,7 +266,7 @@ fn hook_outcome(outcome: HookOutcome) -> &'static str {
 }
 
 /// The usage line of a result: tokens, and the cost when it is known.
-pub fn usage_line(usage: &wicket_protocol::Usage) -> String {
+pub(crate) fn usage_line(usage: &wicket_protocol::Usage) -> String {
     let mut line = format!(
         "{} tokens in, {} out",
         usage.input_tokens, usage.output_tokens
@@ -282,7 +282,7 @@ pub fn usage_line(usage: &wicket_protocol::Usage) -> String {
 
 /// One event as a line of the readable transcript of `wicket exec`; `None`
 /// for events a person need not see there.
-pub fn transcript_line(event: &Event) -> Option<String> {
+pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     Some(match &event.body {
         EventBody::SessionStarted { session, workspace } => {
             format!("session {session} in {}", visible_line(workspace))
@@ -384,7 +384,7 @@ fn interrupted_text(card: &Option<String>, question: &Option<String>) -> String 
 }
 
 /// One log event on one line.
-pub fn event_line(event: &Event) -> String {
+pub(crate) fn event_line(event: &Event) -> String {
     let what = match &event.body {
         EventBody::SessionStarted { session, workspace } => {
             format!("session {session} in {}", visible_line(workspace))

@@ -349,16 +349,14 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         };
     }
     if let Some(deny_read) = file.deny_read {
-        // A secret store that is not there today is still denied if it
-        // appears; only an absolute path is required.
         settings.deny_read = Vec::new();
         for entry in deny_read {
             let expanded = expand_home(&entry);
-            if !expanded.is_absolute() {
+            if !expanded.is_absolute() || !expanded.exists() {
                 return Err(config_error(
                     path,
                     format!(
-                        "[sandbox] deny_read entry '{}' must be an absolute path (or start with ~/)",
+                        "[sandbox] deny_read entry '{}' must be an existing absolute path (or start with ~/)",
                         entry.display()
                     ),
                 ));
@@ -524,11 +522,21 @@ timeout_s = 300
         assert!(error_of(&home, dir.path()).contains("extra_write"));
         write(
             &home.join("config.toml"),
-            "[sandbox]\nmode = \"read-only\"\nrequired = true\ndeny_read = [\"~/.secrets\"]\n",
+            "[sandbox]\ndeny_read = [\"/no/such/secrets\"]\n",
+        );
+        assert!(error_of(&home, dir.path()).contains("deny_read"));
+        let secrets = dir.path().join("secrets");
+        std::fs::create_dir_all(&secrets).unwrap();
+        write(
+            &home.join("config.toml"),
+            &format!(
+                "[sandbox]\nmode = \"read-only\"\nrequired = true\ndeny_read = [\"{}\"]\n",
+                secrets.display()
+            ),
         );
         let config = Config::load(&home, dir.path()).unwrap();
         assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
         assert!(config.sandbox.required);
-        assert!(config.sandbox.deny_read[0].ends_with(".secrets"));
+        assert_eq!(config.sandbox.deny_read, vec![secrets]);
     }
 }

@@ -10,9 +10,11 @@ pub use wicket_protocol::limits::{CARD_DIFF_MAX_BYTES, CARD_DIFF_MAX_LINES};
 /// What a card shows of a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CardDiff {
+    /// The diff as the card shows it.
     pub text: String,
     /// The full diff's size in bytes.
     pub bytes: u64,
+    /// True when the card shows only its first lines.
     pub truncated: bool,
 }
 

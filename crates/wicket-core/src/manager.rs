@@ -512,9 +512,23 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     settings: &settings,
                     runtime: &runtime,
                 };
-                let outcome = runner.run(&text, &mut LivePerson(live.clone()), &cancel);
-                if outcome == Outcome::Cancelled {
-                    let _ = live.session.sync();
+                // A bug in one session's turn ends that turn, never the
+                // process that holds every other session.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    runner.run(&text, &mut LivePerson(live.clone()), &cancel)
+                }));
+                match ran {
+                    Ok(Outcome::Cancelled) => {
+                        let _ = live.session.sync();
+                    }
+                    Ok(Outcome::Finished(_) | Outcome::Failed(_)) => {}
+                    Err(_) => {
+                        let _ = live.session.append(EventBody::Error {
+                            message: "the turn stopped on an internal error (a bug in Wicket); the session goes on, and the error is on stderr".into(),
+                            ends_turn: true,
+                        });
+                        let _ = live.session.sync();
+                    }
                 }
             }
             Err(error) => {

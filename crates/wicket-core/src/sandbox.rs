@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use wicket_os::sandbox::{Policy, availability};
+use wicket_os::sandbox::{Availability, Policy, availability};
 use wicket_os::spawn::Confine;
 pub use wicket_protocol::SandboxMode;
 use wicket_protocol::{ErrorKind, SandboxSummary, WireError};
@@ -50,19 +50,24 @@ impl Default for SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// What a card says about a command with or without network.
+    /// What a card says about a command with or without network, on this kernel.
     pub fn summary(&self, network: bool) -> SandboxSummary {
+        self.summary_with(availability(), network)
+    }
+
+    /// [`SandboxSettings::summary`] for a kernel that can do `available`.
+    pub fn summary_with(&self, available: &Availability, network: bool) -> SandboxSummary {
         match self.mode {
             SandboxMode::Off => SandboxSummary {
                 mode: SandboxMode::Off,
                 network: true,
                 note: Some("the sandbox is off in your config: the command runs unconfined".into()),
             },
-            SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => match availability().missing() {
+            SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => match available.missing() {
                 None => SandboxSummary {
                     mode: self.mode,
                     network,
-                    note: availability().note(),
+                    note: available.note(),
                 },
                 Some(why) => SandboxSummary {
                     mode: SandboxMode::Unavailable,
@@ -112,5 +117,49 @@ impl SandboxSettings {
                 }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_that_cannot_confine_is_said_on_the_card_and_required_refuses() {
+        let none = Availability::default();
+        let mut settings = SandboxSettings::default();
+        let summary = settings.summary_with(&none, false);
+        assert_eq!(summary.mode, SandboxMode::Unavailable);
+        assert!(
+            summary.note.as_deref().unwrap_or("").contains("unconfined"),
+            "{summary:?}"
+        );
+        let workspace = Path::new("/ws");
+        assert!(matches!(
+            settings.confine(workspace, Path::new("/home"), &summary),
+            Ok(Confine::None)
+        ));
+        settings.required = true;
+        let summary = settings.summary_with(&none, false);
+        assert!(summary.note.as_deref().unwrap_or("").contains("required"));
+        let refused = settings.confine(workspace, Path::new("/home"), &summary);
+        assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::Unsandboxed));
+        let full = Availability {
+            launcher: true,
+            landlock_abi: Some(9),
+            namespaces: true,
+        };
+        let summary = settings.summary_with(&full, true);
+        assert_eq!(
+            (summary.mode, summary.network, summary.note.clone()),
+            (SandboxMode::WorkspaceWrite, true, None)
+        );
+        let Ok(Confine::Sandbox(policy)) =
+            settings.confine(workspace, Path::new("/home"), &summary)
+        else {
+            panic!("a sandbox");
+        };
+        assert!(policy.network && !policy.read_only);
+        assert_eq!(policy.deny_read[0], Path::new("/home"));
     }
 }

@@ -35,6 +35,7 @@ pub struct FakeServer {
 /// One request as the server received it.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// The HTTP method.
     pub method: String,
     /// The path without the query string.
     pub path: String,
@@ -181,6 +182,7 @@ impl FakeServer {
         self.shared.lock().requests.clone()
     }
 
+    /// How many requests came so far.
     pub fn request_count(&self) -> usize {
         self.shared.lock().requests.len()
     }

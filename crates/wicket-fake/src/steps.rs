@@ -26,24 +26,46 @@ pub enum Step {
     /// A non-200 JSON error response, with a `Retry-After` header when set.
     /// A status outside 100..=999 is answered as 500.
     Status {
+        /// The status.
         status: u16,
+        /// The JSON body.
         body: serde_json::Value,
+        /// The `Retry-After` header, if any.
         retry_after: Option<String>,
     },
     /// Sends the first `events` SSE events, then aborts the connection
     /// mid-body: no terminating chunk, no `[DONE]` or `message_stop`.
-    CutAfter { reply: FakeReply, events: usize },
+    CutAfter {
+        /// The reply whose stream is cut.
+        reply: FakeReply,
+        /// The events sent before the cut.
+        events: usize,
+    },
     /// Sleeps `delay` before every SSE event.
-    Slow { reply: FakeReply, delay: Duration },
+    Slow {
+        /// The reply.
+        reply: FakeReply,
+        /// The sleep before each event.
+        delay: Duration,
+    },
     /// Sends `events` SSE events, then keeps the connection open without
     /// sending anything until the client goes away.
-    Stall { reply: FakeReply, events: usize },
+    Stall {
+        /// The reply whose stream stalls.
+        reply: FakeReply,
+        /// The events sent before the silence.
+        events: usize,
+    },
     /// Sends `events` SSE events, then the provider's in-stream error event,
     /// then ends the body cleanly.
     StreamError {
+        /// The reply the stream starts with.
         reply: FakeReply,
+        /// The events sent before the error.
         events: usize,
+        /// The provider's error type (`overloaded_error`, …).
         error_type: String,
+        /// Its message.
         message: String,
     },
 }
@@ -65,9 +87,13 @@ impl Step {
 /// "as the provider would", so `FakeReply::text("hi")` is a complete reply.
 #[derive(Debug, Clone, Default)]
 pub struct FakeReply {
+    /// The reply's text.
     pub text: String,
+    /// Its tool calls.
     pub tool_calls: Vec<FakeToolCall>,
+    /// The input tokens its usage reports.
     pub input_tokens: u64,
+    /// The output tokens its usage reports.
     pub output_tokens: u64,
     /// `None` is the natural one: `tool_calls`/`stop` for OpenAI,
     /// `tool_use`/`end_turn` for Anthropic.
@@ -89,8 +115,11 @@ pub struct FakeReply {
 /// verbatim, so a test can also send malformed arguments.
 #[derive(Debug, Clone)]
 pub struct FakeToolCall {
+    /// The call's id.
     pub id: String,
+    /// The tool's name.
     pub name: String,
+    /// The arguments' JSON text.
     pub arguments: String,
 }
 

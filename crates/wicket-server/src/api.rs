@@ -157,6 +157,7 @@ pub async fn list_sessions(
     Ok(Json(serde_json::Value::Array(sessions)))
 }
 
+/// `POST /api/sessions`'s body.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
@@ -230,6 +231,7 @@ pub async fn session_detail(
     })))
 }
 
+/// `POST /api/sessions/{id}/messages`'s body.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
@@ -259,6 +261,7 @@ pub async fn send_message(
     ))
 }
 
+/// `POST /api/sessions/{id}/cards/{card}`'s body.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CardAnswer {
@@ -278,6 +281,7 @@ pub async fn answer_card(
     Ok(Json(serde_json::json!({"ok": true})))
 }
 
+/// `POST /api/sessions/{id}/questions/{qid}`'s body.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuestionReply {

@@ -17,6 +17,7 @@ use wicket_protocol::Event;
 use crate::Shared;
 use crate::api::{ApiError, blocking};
 
+/// Where a replay starts: the events after this seq.
 #[derive(Deserialize)]
 pub struct After {
     after: Option<u64>,

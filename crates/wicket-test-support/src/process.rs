@@ -59,8 +59,10 @@ mod tests {
     #[test]
     fn alive_finds_a_running_process_and_not_a_finished_one() {
         let marker = marker("alive");
+        // `read` is a builtin: no child of the shell outlives the kill.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30", &marker])
+            .args(["-c", "read line", &marker])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         assert!(wait_until(Duration::from_secs(5), || alive(&marker)));

@@ -48,6 +48,7 @@ pub struct Workspace {
 /// A path resolved to a held parent folder and a final name in it.
 #[derive(Debug)]
 pub struct Resolved {
+    /// The folder the final name is in, held open.
     pub dir: OwnedFd,
     /// `None` when the path is the folder `dir` itself.
     pub name: Option<OsString>,

@@ -197,18 +197,27 @@ async fn a_stalled_stream_hits_the_idle_timeout_and_is_retried() {
 async fn a_slow_stream_that_keeps_talking_is_not_cut() {
     for wire in WIRES {
         let server = FakeServer::start(wire);
+        // Each piece comes 100 ms after the last, the whole stream takes
+        // well over a second, and the idle timeout is 300 ms: only a
+        // per-read deadline lets it through, a whole-body one would cut it.
+        let text = "slow but steady, and long enough to take more than a second";
         server.push(Step::Slow {
-            reply: FakeReply::text("slow but steady"),
-            delay: Duration::from_millis(20),
+            reply: FakeReply::text(text),
+            delay: Duration::from_millis(100),
         });
         let config = ClientConfig {
-            idle_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_millis(300),
             ..quick_config()
         };
+        let started = std::time::Instant::now();
         let client = client_with(&server, wire, config);
         let reply = complete(client.as_ref(), &ask("hi")).await.0.unwrap();
-        assert_eq!(reply.text, "slow but steady", "{wire:?}");
+        assert_eq!(reply.text, text, "{wire:?}");
         assert_eq!(server.request_count(), 1);
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "the stream must outlast several idle timeouts to prove anything"
+        );
     }
 }
 

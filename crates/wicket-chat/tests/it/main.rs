@@ -1,7 +1,7 @@
 //! The chat clients against the fake provider servers of `wicket-fake`:
 //! real HTTP on 127.0.0.1, the providers' real SSE wire formats, and the
 //! faults real networks produce, each counted by the requests it took.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod conversation;
 mod faults;

@@ -13,7 +13,7 @@ use wicket_test_support::wait_until;
 
 use crate::*;
 
-pub fn exec(f: &Fixture, ask: &str, extra: &[&str]) -> Command {
+pub(crate) fn exec(f: &Fixture, ask: &str, extra: &[&str]) -> Command {
     let mut command = wicket();
     command
         .env("WICKET_HOME", &f.home)
@@ -36,7 +36,7 @@ fn exec_denying(f: &Fixture, ask: &str, model: &str) -> Vec<Value> {
     lines(&output)
 }
 
-pub fn script(f: &Fixture, name: &str, replies: Value) -> String {
+pub(crate) fn script(f: &Fixture, name: &str, replies: Value) -> String {
     let path = f.home.join(name);
     std::fs::write(&path, replies.to_string()).unwrap();
     format!("script:{}", path.display())
@@ -44,7 +44,11 @@ pub fn script(f: &Fixture, name: &str, replies: Value) -> String {
 
 /// Runs exec with `--json --answers stdin`, answering each card with the
 /// next of `answers` and each question with the next of `replies`.
-pub fn converse(mut command: Command, answers: &[&str], replies: &[&str]) -> (Vec<Value>, i32) {
+pub(crate) fn converse(
+    mut command: Command,
+    answers: &[&str],
+    replies: &[&str],
+) -> (Vec<Value>, i32) {
     let mut child = command
         .args(["--json", "--answers", "stdin"])
         .stdin(Stdio::piped())

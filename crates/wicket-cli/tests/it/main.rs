@@ -1,8 +1,14 @@
 //! The `wicket` binary, driven as a script or a person would.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::new_without_default
+)]
 
 mod crash;
 mod exec;
+mod sandbox;
 mod serve;
 mod terminal;
 

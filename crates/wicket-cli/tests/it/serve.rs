@@ -14,7 +14,7 @@ use crate::exec::script;
 use crate::*;
 
 /// A running `wicket serve` on a free port; killed on drop.
-pub struct Served {
+pub(crate) struct Served {
     pub child: Child,
     pub port: u16,
     pub api: Api,
@@ -27,13 +27,21 @@ impl Drop for Served {
     }
 }
 
-pub fn serve(f: &Fixture) -> Served {
-    let mut child = wicket()
+pub(crate) fn serve(f: &Fixture) -> Served {
+    serve_with(f, &[])
+}
+
+/// `wicket serve` with more environment (a fake provider's address).
+pub(crate) fn serve_with(f: &Fixture, env: &[(&str, String)]) -> Served {
+    let mut command = wicket();
+    command
         .env("WICKET_HOME", &f.home)
         .args(["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -420,4 +428,50 @@ fn the_event_stream_resumes_after_a_disconnect() {
     assert_eq!(body["events"][0], resumed[0]);
     let (status, _) = request(&s, "GET", &path, None, &[("Authorization", "")]);
     assert_eq!(status, 401);
+}
+
+/// Hostile ignore files (a FIFO, a link to /dev/zero) in one session's
+/// workspace neither hang nor crash the server: the grep returns, and
+/// another session on the same server still works.
+#[test]
+fn a_hostile_workspace_cannot_take_the_server_down() {
+    let f = Fixture::new();
+    f.write("sub/a.txt", "needle\n");
+    f.link("sub/.gitignore", "/dev/zero");
+    let fifo = f.ws.join(".ignore");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let model = script(
+        &f,
+        "grep.json",
+        json!([
+            {"tool_calls": [{"name": "grep", "arguments": {"pattern": "needle"}}]},
+            {"text": "searched"}
+        ]),
+    );
+    let talker = script(&f, "talker.json", json!([{"text": "still here"}]));
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "find it"}),
+    );
+    let seen = events(&s, &id, 0, None, is("result"));
+    let matches =
+        seen.iter().find(|e| e["type"] == "tool_result").unwrap()["output"]["matches"].clone();
+    assert_eq!(matches, json!(["sub/a.txt:1:needle"]));
+    let other = new_session(&s, &f, &talker);
+    post(
+        &s,
+        &format!("/api/sessions/{other}/messages"),
+        json!({"text": "hi"}),
+    );
+    let seen = events(&s, &other, 0, None, is("result"));
+    assert_eq!(seen.last().unwrap()["text"], "still here");
 }

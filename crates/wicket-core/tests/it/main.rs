@@ -1,6 +1,11 @@
 //! The gate against real sessions on disk: every row of the gate table, each
 //! answer, allow_session exactness, isolation, the digest race, diff edges.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::new_without_default
+)]
 
 use std::path::Path;
 

@@ -6,9 +6,9 @@ use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 use crate::client::{Sse, post};
 use crate::openai::{Assembled, expected, two_tools_reply};
 
-pub const PATH: &str = "/v1/messages";
+pub(crate) const PATH: &str = "/v1/messages";
 
-pub fn request() -> Value {
+pub(crate) fn request() -> Value {
     json!({
         "model": "claude-test",
         "max_tokens": 1024,
@@ -18,7 +18,7 @@ pub fn request() -> Value {
 }
 
 /// Rebuilds text and tool calls from content blocks, as a client does.
-pub fn assemble(events: &[Sse]) -> Assembled {
+pub(crate) fn assemble(events: &[Sse]) -> Assembled {
     let mut assembled = Assembled {
         text: String::new(),
         calls: Vec::new(),

@@ -10,10 +10,10 @@ use serde_json::Value;
 use wicket_fake::FakeServer;
 
 /// Long enough for any scripted stream here; a hang fails instead of blocking.
-pub const PATIENCE: Duration = Duration::from_secs(5);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(5);
 
 /// A response as read off the socket.
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// The HTTP chunks of a chunked body, each as sent.
@@ -31,20 +31,20 @@ pub struct Response {
 
 /// One SSE event.
 #[derive(Debug)]
-pub struct Sse {
+pub(crate) struct Sse {
     pub event: Option<String>,
     pub data: String,
 }
 
 /// POSTs `body` as JSON to `path` and reads the whole response.
-pub fn post(server: &FakeServer, path: &str, body: &Value) -> Response {
+pub(crate) fn post(server: &FakeServer, path: &str, body: &Value) -> Response {
     let mut stream = send(server, "POST", path, &[], &body.to_string());
     read_response(&mut stream, PATIENCE)
 }
 
 /// Opens a connection and writes one request with `Connection: close`, so
 /// the response ends when the server closes.
-pub fn send(
+pub(crate) fn send(
     server: &FakeServer,
     method: &str,
     path: &str,
@@ -68,13 +68,13 @@ pub fn send(
 }
 
 /// `127.0.0.1:PORT` out of a base URL.
-pub fn host_port(base_url: &str) -> String {
+pub(crate) fn host_port(base_url: &str) -> String {
     let rest = base_url.strip_prefix("http://").unwrap();
     rest.split('/').next().unwrap().to_owned()
 }
 
 /// Reads until the server closes, resets, or sends nothing for `quiet`.
-pub fn read_response(stream: &mut TcpStream, quiet: Duration) -> Response {
+pub(crate) fn read_response(stream: &mut TcpStream, quiet: Duration) -> Response {
     stream.set_read_timeout(Some(quiet)).unwrap();
     let mut received = Vec::new();
     let mut buffer = [0u8; 4096];
@@ -91,6 +91,56 @@ pub fn read_response(stream: &mut TcpStream, quiet: Duration) -> Response {
         }
     }
     parse_response(&received, timed_out)
+}
+
+/// Reads until the body holds `events` SSE events (waiting up to
+/// `patience` for them, however slow the machine), then listens `quiet`
+/// longer: `timed_out` says nothing more came and the connection stayed open.
+pub(crate) fn read_events_then_silence(
+    stream: &mut TcpStream,
+    events: usize,
+    patience: Duration,
+    quiet: Duration,
+) -> Response {
+    let deadline = std::time::Instant::now() + patience;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let enough = find(&received, b"\r\n\r\n").is_some()
+            && parse_response(&received, true).events().len() >= events;
+        if enough || std::time::Instant::now() >= deadline {
+            break;
+        }
+        match stream.read(&mut buffer) {
+            Ok(0) => return parse_response(&received, false),
+            Ok(n) => received.extend_from_slice(&buffer[..n]),
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return parse_response(&received, false),
+        }
+    }
+    let rest = read_response_tail(stream, quiet);
+    received.extend_from_slice(&rest.0);
+    parse_response(&received, rest.1)
+}
+
+/// What arrives within `quiet`, and whether the read then timed out.
+fn read_response_tail(stream: &mut TcpStream, quiet: Duration) -> (Vec<u8>, bool) {
+    stream.set_read_timeout(Some(quiet)).unwrap();
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return (received, false),
+            Ok(n) => received.extend_from_slice(&buffer[..n]),
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return (received, true);
+            }
+            Err(_) => return (received, false),
+        }
+    }
 }
 
 fn parse_response(received: &[u8], timed_out: bool) -> Response {
@@ -162,28 +212,28 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(have, _)| have == name)
             .map(|(_, value)| value.as_str())
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         std::str::from_utf8(&self.body).unwrap()
     }
 
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 
     /// The SSE events of the body; comments are not events.
-    pub fn events(&self) -> Vec<Sse> {
+    pub(crate) fn events(&self) -> Vec<Sse> {
         parse_sse(self.text()).0
     }
 
     /// How many SSE comment lines the body has.
-    pub fn comments(&self) -> usize {
+    pub(crate) fn comments(&self) -> usize {
         parse_sse(self.text()).1
     }
 }
@@ -221,7 +271,7 @@ fn parse_sse(text: &str) -> (Vec<Sse>, usize) {
 }
 
 impl Sse {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).unwrap()
     }
 }

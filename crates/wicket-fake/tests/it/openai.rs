@@ -5,10 +5,10 @@ use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
 use crate::client::{Sse, post};
 
-pub const PATH: &str = "/v1/chat/completions";
+pub(crate) const PATH: &str = "/v1/chat/completions";
 
 /// A chat request as a client sends it, with or without usage asked for.
-pub fn request(include_usage: bool) -> Value {
+pub(crate) fn request(include_usage: bool) -> Value {
     let mut request = json!({
         "model": "gpt-test",
         "stream": true,
@@ -21,7 +21,7 @@ pub fn request(include_usage: bool) -> Value {
 }
 
 /// The reply the sequence tests script: text and two tool calls.
-pub fn two_tools_reply() -> FakeReply {
+pub(crate) fn two_tools_reply() -> FakeReply {
     FakeReply::text("Let me look.")
         .with_tool_call("call_1", "read_file", r#"{"path":"src/main.rs"}"#)
         .with_tool_call("call_2", "grep", r#"{"pattern":"fn main"}"#)
@@ -31,12 +31,12 @@ pub fn two_tools_reply() -> FakeReply {
 /// What a client rebuilds from the stream: the text and each tool call's
 /// (id, name, arguments).
 #[derive(Debug, PartialEq)]
-pub struct Assembled {
+pub(crate) struct Assembled {
     pub text: String,
     pub calls: Vec<(String, String, String)>,
 }
 
-pub fn assemble(events: &[Sse]) -> Assembled {
+pub(crate) fn assemble(events: &[Sse]) -> Assembled {
     let mut assembled = Assembled {
         text: String::new(),
         calls: Vec::new(),
@@ -70,7 +70,7 @@ pub fn assemble(events: &[Sse]) -> Assembled {
     assembled
 }
 
-pub fn expected(reply: &FakeReply) -> Assembled {
+pub(crate) fn expected(reply: &FakeReply) -> Assembled {
     Assembled {
         text: reply.text.clone(),
         calls: reply

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 
-use crate::client::{PATIENCE, host_port, post, read_response, send};
+use crate::client::{PATIENCE, host_port, post, read_events_then_silence, read_response, send};
 use crate::{anthropic, openai};
 
 /// The endpoint and a valid request body for `wire`.
@@ -119,7 +119,12 @@ fn stall_sends_nothing_more_and_drop_still_returns() {
         &[],
         &openai::request(false).to_string(),
     );
-    let response = read_response(&mut stream, Duration::from_millis(150));
+    let response = read_events_then_silence(
+        &mut stream,
+        2,
+        Duration::from_secs(20),
+        Duration::from_millis(200),
+    );
 
     assert!(response.timed_out, "the connection stays open and silent");
     assert!(!response.complete);

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::limits::LIST_DIR_MAX_ENTRIES;
 use crate::resolve::{Location, Workspace, file_type};
 
+/// list_dir.
 pub fn list_dir(
     workspace: &Workspace,
     location: &Location,

@@ -71,6 +71,7 @@ fn utf8_prefix(bytes: &[u8]) -> usize {
     }
 }
 
+/// read_file.
 pub fn read_file(
     workspace: &Workspace,
     location: &Location,

@@ -28,6 +28,7 @@ pub struct WriteTarget {
     pub current: Option<Vec<u8>>,
 }
 
+/// Refuses content over [`WRITE_MAX_BYTES`].
 pub fn check_content_size(content_len: usize, shown: &str) -> Result<()> {
     if content_len > WRITE_MAX_BYTES {
         return Err(Error::new(

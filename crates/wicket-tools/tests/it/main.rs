@@ -1,5 +1,10 @@
 //! Integration tests for the resolver and the six tools, on real filesystem fixtures.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::new_without_default)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::new_without_default
+)]
 
 mod hardening;
 mod limits;
