@@ -526,6 +526,243 @@ fn resume_child(home: &str, id: &str, ws: &str) -> Result<()> {
     Ok(())
 }
 
+/// The sandbox launcher's cost: `true` started directly, through the
+/// launcher unconfined, and through it in the sandbox (namespaces and
+/// Landlock), median of 50 each.
+fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
+    use wicket_os::spawn::{self, Confine, Cwd, Limits, Spec};
+    let wicket_exe = wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        keep_bytes: 1024,
+    };
+    let cancel = wicket_tools::Cancel::default();
+    let direct = median(50, || {
+        let status = Command::new("true").current_dir(&ws).status()?;
+        anyhow::ensure!(status.success(), "true failed");
+        Ok(())
+    })?;
+    spawn::install_launcher(wicket_exe);
+    let start = |confine: Confine| -> Result<()> {
+        let spec = Spec {
+            confine,
+            ..Spec::new(vec!["true".into()], Cwd::Path(ws.clone()))
+        };
+        let finished = spawn::run(spec, limits, &cancel).map_err(|e| anyhow::anyhow!(e.message))?;
+        anyhow::ensure!(
+            finished.code() == Some(0),
+            "true failed: {:?}",
+            finished.stderr
+        );
+        Ok(())
+    };
+    let unconfined = median(50, || start(Confine::None))?;
+    let policy = wicket_os::sandbox::Policy {
+        workspace: ws.clone(),
+        read_only: false,
+        writable: Vec::new(),
+        deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
+        network: false,
+    };
+    let sandboxed = median(50, || start(Confine::Sandbox(policy.clone())))?;
+    let available = wicket_os::sandbox::availability();
+    for (name, took) in [
+        ("run true: through the launcher, unconfined", unconfined),
+        (
+            "run true: sandboxed (user+pid+net namespaces, Landlock)",
+            sandboxed,
+        ),
+    ] {
+        rows.push(Row {
+            name: format!(
+                "{name} [Landlock ABI {}, namespaces {}]",
+                available.landlock_abi.unwrap_or(0),
+                available.namespaces
+            ),
+            wicket: format!("{} (+{})", ms(took), ms(took.saturating_sub(direct))),
+            reference: format!("direct {}", ms(direct)),
+            ratio: Some(took.as_secs_f64() / direct.as_secs_f64()),
+        });
+    }
+    Ok(())
+}
+
+/// The crash loop: `wicket serve` under a scripted load (sessions running
+/// commands and waiting on cards) is killed with SIGKILL at a random
+/// moment, 50 times, and started again each time. Counts what must be zero:
+/// processes of commands left running, sessions listed as running or
+/// waiting after the restart, and sessions whose log no longer loads.
+fn crash_rows(rows: &mut Vec<Row>) -> Result<()> {
+    const KILLS: usize = 50;
+    let wicket_exe = wicket_binary()?;
+    let base = tempfile::tempdir()?;
+    let root = std::fs::canonicalize(base.path())?;
+    let (home, ws) = (root.join("home"), root.join("ws"));
+    std::fs::create_dir_all(&ws)?;
+    let marker = format!("wicket-crash-loop-{}", std::process::id());
+    let script = root.join("load.json");
+    let run = serde_json::json!({"argv": ["sh", "-c", format!("setsid sleep 60 & sleep 60; : {marker}")]});
+    let write = serde_json::json!({"path": "w.txt", "content": "x"});
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"tool_calls": [{"name": "run", "arguments": run}]},
+            {"tool_calls": [{"name": "write_file", "arguments": write}]},
+            {"text": "done"}
+        ])
+        .to_string(),
+    )?;
+    let model = format!("script:{}", script.display());
+    let (mut orphans, mut stale, mut unloadable) = (0usize, 0usize, 0usize);
+    let started = Instant::now();
+    for round in 0..KILLS {
+        let mut server = Command::new(&wicket_exe)
+            .env("WICKET_HOME", &home)
+            .args(["serve", "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(server.stdout.take().context("stdout")?),
+            &mut line,
+        )?;
+        let file: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(home.join("server.json"))?)?;
+        let api = Api {
+            port: file["port"].as_u64().unwrap_or(0) as u16,
+            token: file["token"].as_str().unwrap_or("").to_string(),
+        };
+        // The state the last server left: nothing may claim to run.
+        for session in api
+            .call("GET", "/api/sessions", None)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            if session["status"] != "idle" {
+                stale += 1;
+            }
+        }
+        // New load: three sessions, each runs a command (allowed) and then
+        // waits on a write card.
+        for _ in 0..3 {
+            let id = api.call(
+                "POST",
+                "/api/sessions",
+                Some(serde_json::json!({"workspace": ws, "model": model})),
+            )?["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            api.call(
+                "POST",
+                &format!("/api/sessions/{id}/messages"),
+                Some(serde_json::json!({"text": "go"})),
+            )?;
+            if let Some(card) = api.wait_card(&id)? {
+                api.call(
+                    "POST",
+                    &format!("/api/sessions/{id}/cards/{card}"),
+                    Some(serde_json::json!({"answer": "allow_once"})),
+                )?;
+            }
+        }
+        // Kill at a random moment within the next 300 ms.
+        std::thread::sleep(Duration::from_millis(wicket_os::ids::random_u64() % 300));
+        let _ = server.kill();
+        let _ = server.wait();
+        // Children die with the server: give the kernel a moment, then look.
+        std::thread::sleep(Duration::from_millis(200));
+        orphans += processes_with(&marker);
+        eprintln!("crash loop: round {} of {KILLS}", round + 1);
+    }
+    for entry in std::fs::read_dir(home.join("sessions"))? {
+        let id = entry?.file_name().to_string_lossy().into_owned();
+        let out = Command::new(&wicket_exe)
+            .env("WICKET_HOME", &home)
+            .args(["log", &id, "--json"])
+            .output()?;
+        if !out.status.success() {
+            unloadable += 1;
+        }
+    }
+    let _ = Command::new("pkill").args(["-f", &marker]).status();
+    rows.push(Row {
+        name: format!("crash loop: {KILLS} kill -9 of serve under load, restarted each time"),
+        wicket: format!("{orphans} orphans, {stale} stale, {unloadable} unloadable"),
+        reference: format!("{:.1} s", started.elapsed().as_secs_f64()),
+        ratio: None,
+    });
+    Ok(())
+}
+
+/// The processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .map(|bytes| {
+                    String::from_utf8_lossy(&bytes)
+                        .replace('\0', " ")
+                        .contains(marker)
+                })
+                .unwrap_or(false)
+        })
+        .count()
+}
+
+/// A tiny client for the crash loop (plain HTTP/1.1 is enough here).
+struct Api {
+    port: u16,
+    token: String,
+}
+
+impl Api {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<serde_json::Value> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.port,
+            self.token,
+            body.len()
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let text = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or("");
+        Ok(serde_json::from_str(text).unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The session's open card, waited for up to two seconds.
+    fn wait_card(&self, id: &str) -> Result<Option<String>> {
+        for _ in 0..200 {
+            let detail = self.call("GET", &format!("/api/sessions/{id}"), None)?;
+            if let Some(card) = detail["open"]["card"]["id"].as_str() {
+                return Ok(Some(card.to_string()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(None)
+    }
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--resume") && args.len() == 5 {
@@ -534,7 +771,9 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 8] = [
+    let workloads: [(&str, Workload); 10] = [
+        ("launcher", launcher_rows),
+        ("crash", crash_rows),
         ("grep", grep_rows),
         ("read", read_rows),
         ("start", start_rows),

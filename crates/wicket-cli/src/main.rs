@@ -255,27 +255,29 @@ fn tool(
     };
     let home = session::home();
     let root = tools.workspace().root().to_path_buf();
+    // Only a command needs the sandbox settings (and so the config files).
+    let sandbox = match &call {
+        ToolCall::Run(_) => Config::load(&home, &root)?.sandbox,
+        _ => wicket_core::sandbox::SandboxSettings::default(),
+    };
     let confinement = Confinement {
-        sandbox: Config::load(&home, &root)?.sandbox,
+        sandbox,
         home: home.clone(),
     };
-    // Without --session the call gets a throwaway session, removed afterwards.
-    let throwaway;
-    let (session, loaded) = match session_id {
-        Some(id) => Session::open_or_create(&home, &id, &root, None)?,
-        None => {
-            throwaway = tempfile::Builder::new()
-                .prefix("wicket-session-")
-                .tempdir()?;
-            Session::open_throwaway(throwaway.path(), &root)?
+    // Without --session the call gets a session in memory only.
+    let session = match session_id {
+        Some(id) => {
+            let (session, loaded) = Session::open_or_create(&home, &id, &root, None)?;
+            if loaded.torn_tail.is_some() {
+                eprintln!(
+                    "wicket: the last line of {} was torn (a crash mid-write); it was skipped",
+                    session.log_path().display()
+                );
+            }
+            session
         }
+        None => Session::in_memory(&root),
     };
-    if loaded.torn_tail.is_some() {
-        eprintln!(
-            "wicket: the last line of {} was torn (a crash mid-write); it was skipped",
-            session.log_path().display()
-        );
-    }
     let mut answerer = answerer_for(answers);
     let gate = Gate::new(&tools, &session, &confinement);
     let call_id = wicket_os::ids::new_id("call");

@@ -420,14 +420,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             ),
             None => "tool_result failed".to_string(),
         },
-        EventBody::Card { card, .. } => {
-            format!(
-                "card {} {} {}",
-                card.id,
-                card.kind.as_str(),
-                card_summary(card)
-            )
-        }
+        EventBody::Card { card, .. } => format!("card {} {}", card.id, card_summary(card)),
         EventBody::Answer {
             card,
             answer,

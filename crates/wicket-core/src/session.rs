@@ -300,7 +300,8 @@ impl Unfinished {
 }
 
 struct LogWriter {
-    file: File,
+    /// `None` for a session kept in memory only.
+    file: Option<File>,
     next_seq: u64,
     /// The log's length after the last whole line.
     length: u64,
@@ -316,10 +317,11 @@ pub struct Session {
     log: Mutex<LogWriter>,
     meta: Mutex<Meta>,
     listener: std::sync::OnceLock<Listener>,
-    /// False for a throwaway session: nothing is fsynced.
+    /// False for a session in memory only: nothing is fsynced.
     durable: bool,
-    /// Held while the session is open: one writer per log, across processes.
-    _lock: File,
+    /// Held while the session is open: one writer per log, across processes
+    /// (`None` in memory only).
+    _lock: Option<File>,
 }
 
 impl std::fmt::Debug for Session {
@@ -362,11 +364,40 @@ impl Session {
         Session::open(home, id, workspace, model, true)
     }
 
-    /// A session that is thrown away when the process ends (`wicket tool`
-    /// without `--session`): the same files and order, but no fsync, since
-    /// nothing will ever resume it.
-    pub fn open_throwaway(home: &Path, workspace: &Path) -> Result<(Session, Loaded)> {
-        Session::open(home, &new_id(), workspace, None, false)
+    /// A session in memory only (`wicket tool` without `--session`): the
+    /// same events, seqs and allow_session keys for its one call, and no
+    /// file, since nothing will ever resume it.
+    pub fn in_memory(workspace: &Path) -> Session {
+        let now = now_rfc3339();
+        let id = new_id();
+        let session = Session {
+            dir: PathBuf::new(),
+            log_path: PathBuf::new(),
+            log: Mutex::new(LogWriter {
+                file: None,
+                next_seq: 1,
+                length: 0,
+            }),
+            meta: Mutex::new(Meta {
+                id: id.clone(),
+                title: String::new(),
+                workspace: workspace.display().to_string(),
+                model: None,
+                created: now.clone(),
+                updated: now,
+                status: Status::Idle,
+                allowed: Allowed::default(),
+                usage: Usage::default(),
+            }),
+            listener: std::sync::OnceLock::new(),
+            durable: false,
+            _lock: None,
+        };
+        let _ = session.append(EventBody::SessionStarted {
+            session: id,
+            workspace: workspace.display().to_string(),
+        });
+        session
     }
 
     fn open(
@@ -381,63 +412,24 @@ impl Session {
         let dir = Session::dir_of(home, id);
         files::private_dir(&dir).map_err(io(&dir))?;
         let lock = lock_session(&dir, id)?;
-        let meta_path = dir.join("meta.json");
-        let workspace_text = workspace.display().to_string();
-        let meta = match read_meta(&meta_path)? {
-            Some(meta) => {
-                if meta.workspace != workspace_text {
-                    return Err(Error::WorkspaceMismatch {
-                        id: id.to_string(),
-                        existing: meta.workspace,
-                        given: workspace_text,
-                    });
-                }
-                meta
-            }
-            None => {
-                let now = now_rfc3339();
-                let meta = Meta {
-                    id: id.to_string(),
-                    title: String::new(),
-                    workspace: workspace_text,
-                    model: model.map(str::to_string),
-                    created: now.clone(),
-                    updated: now,
-                    status: Status::Idle,
-                    allowed: Allowed::default(),
-                    usage: Usage::default(),
-                };
-                // meta.json first: a kill before the log exists still leaves a
-                // session that loads (with an empty log), never a nameless folder.
-                let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-                files::write_atomically(&meta_path, &bytes, durable).map_err(io(&meta_path))?;
-                meta
-            }
-        };
+        let meta = meta_for(&dir, id, workspace, model, durable)?;
         let log_path = dir.join("log.jsonl");
-        let loaded = load_log(&log_path)?;
-        let mut file = files::open_private_append(&log_path).map_err(io(&log_path))?;
-        if let Some(torn) = loaded.torn_tail {
-            let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
-            file.set_len(length - torn as u64).map_err(io(&log_path))?;
-            if durable {
-                file.sync_all().map_err(io(&log_path))?;
-            }
-        }
+        let (file, loaded) = open_log(&log_path, durable)?;
         let next_seq = loaded.events.last().map_or(1, |event| event.seq + 1);
+        let mut file = file;
         let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
         let session = Session {
             dir,
             log_path,
             log: Mutex::new(LogWriter {
-                file,
+                file: Some(file),
                 next_seq,
                 length,
             }),
             meta: Mutex::new(meta),
             listener: std::sync::OnceLock::new(),
             durable,
-            _lock: lock,
+            _lock: Some(lock),
         };
         if loaded.events.is_empty() {
             session.append(EventBody::SessionStarted {
@@ -521,10 +513,13 @@ impl Session {
             message: error.to_string(),
         })?;
         line.push(b'\n');
-        if let Err(error) = log.file.write_all(&line) {
+        let length = log.length;
+        if let Some(file) = log.file.as_mut()
+            && let Err(error) = file.write_all(&line)
+        {
             // A short write (a full disk) must not leave half a line for the
             // next append to follow: cut back to the last whole line.
-            let _ = log.file.set_len(log.length);
+            let _ = file.set_len(length);
             return Err(io(&self.log_path)(error));
         }
         log.length += line.len() as u64;
@@ -547,10 +542,10 @@ impl Session {
             .log
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !self.durable {
-            return Ok(());
+        match &log.file {
+            Some(file) if self.durable => file.sync_data().map_err(io(&self.log_path)),
+            _ => Ok(()),
         }
-        log.file.sync_data().map_err(io(&self.log_path))
     }
 
     /// Changes meta.json under its lock and writes it atomically.
@@ -561,6 +556,9 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         change(&mut meta);
         meta.updated = now_rfc3339();
+        if self._lock.is_none() {
+            return Ok(());
+        }
         let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
         let path = self.dir.join("meta.json");
         files::write_atomically(&path, &bytes, self.durable).map_err(io(&path))
@@ -576,6 +574,60 @@ impl Session {
             .usage
             .add(usage);
     }
+}
+
+/// The session's meta.json: read (its workspace must be this one), or
+/// written first for a new session, so a kill before the log exists still
+/// leaves a session that loads, never a nameless folder.
+fn meta_for(
+    dir: &Path,
+    id: &str,
+    workspace: &Path,
+    model: Option<&str>,
+    durable: bool,
+) -> Result<Meta> {
+    let meta_path = dir.join("meta.json");
+    let workspace_text = workspace.display().to_string();
+    if let Some(meta) = read_meta(&meta_path)? {
+        if meta.workspace != workspace_text {
+            return Err(Error::WorkspaceMismatch {
+                id: id.to_string(),
+                existing: meta.workspace,
+                given: workspace_text,
+            });
+        }
+        return Ok(meta);
+    }
+    let now = now_rfc3339();
+    let meta = Meta {
+        id: id.to_string(),
+        title: String::new(),
+        workspace: workspace_text,
+        model: model.map(str::to_string),
+        created: now.clone(),
+        updated: now,
+        status: Status::Idle,
+        allowed: Allowed::default(),
+        usage: Usage::default(),
+    };
+    let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    files::write_atomically(&meta_path, &bytes, durable).map_err(io(&meta_path))?;
+    Ok(meta)
+}
+
+/// The log, loaded and opened for appending; a torn last line is cut off
+/// so appends start on a clean line.
+fn open_log(log_path: &Path, durable: bool) -> Result<(File, Loaded)> {
+    let loaded = load_log(log_path)?;
+    let mut file = files::open_private_append(log_path).map_err(io(log_path))?;
+    if let Some(torn) = loaded.torn_tail {
+        let length = file.seek(SeekFrom::End(0)).map_err(io(log_path))?;
+        file.set_len(length - torn as u64).map_err(io(log_path))?;
+        if durable {
+            file.sync_all().map_err(io(log_path))?;
+        }
+    }
+    Ok((file, loaded))
 }
 
 /// How long a busy session lock is tried again before it counts as another

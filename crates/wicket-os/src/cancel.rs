@@ -1,5 +1,6 @@
 //! [`Cancel`]: a signal shared between a turn and what it is running.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 type Listener = Box<dyn Fn() + Send + Sync>;
@@ -7,12 +8,18 @@ type Listener = Box<dyn Fn() + Send + Sync>;
 /// A cancel signal shared between a turn and the call it is running.
 #[derive(Clone, Default)]
 pub struct Cancel {
-    inner: Arc<Mutex<CancelState>>,
+    inner: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Read without the lock: a search asks once per file.
+    cancelled: AtomicBool,
+    state: Mutex<CancelState>,
 }
 
 #[derive(Default)]
 struct CancelState {
-    cancelled: bool,
     next_id: u64,
     listeners: Vec<(u64, Listener)>,
 }
@@ -29,8 +36,8 @@ impl std::fmt::Debug for Cancel {
 impl Cancel {
     /// Cancels, calling every listener.
     pub fn cancel(&self) {
-        if let Ok(mut state) = self.inner.lock() {
-            state.cancelled = true;
+        if let Ok(state) = self.inner.state.lock() {
+            self.inner.cancelled.store(true, Ordering::SeqCst);
             for (_, listener) in &state.listeners {
                 listener();
             }
@@ -39,18 +46,15 @@ impl Cancel {
 
     /// Whether [`Cancel::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
-        self.inner
-            .lock()
-            .map(|state| state.cancelled)
-            .unwrap_or(true)
+        self.inner.cancelled.load(Ordering::SeqCst)
     }
 
     /// Calls `listener` on cancel (at once when already cancelled); returns an id for [`Cancel::remove`].
     pub fn on_cancel(&self, listener: Listener) -> u64 {
-        let Ok(mut state) = self.inner.lock() else {
+        let Ok(mut state) = self.inner.state.lock() else {
             return 0;
         };
-        if state.cancelled {
+        if self.inner.cancelled.load(Ordering::SeqCst) {
             listener();
         }
         state.next_id += 1;
@@ -61,7 +65,7 @@ impl Cancel {
 
     /// Removes a listener.
     pub fn remove(&self, id: u64) {
-        if let Ok(mut state) = self.inner.lock() {
+        if let Ok(mut state) = self.inner.state.lock() {
             state
                 .listeners
                 .retain(|(listener_id, _)| *listener_id != id);

@@ -326,25 +326,60 @@ impl Capture {
     }
 }
 
-fn drain(
-    mut stream: impl Read + Send + 'static,
-    capture: Arc<Mutex<Capture>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buffer = vec![0u8; 64 * 1024];
-        loop {
-            match stream.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(n) => {
-                    if let Ok(mut capture) = capture.lock() {
-                        capture.push(&buffer[..n]);
+/// Readers of a command's pipes, and the count of those that reached
+/// the end of their stream.
+#[derive(Default)]
+struct Drains {
+    done: Mutex<usize>,
+    finished: Condvar,
+}
+
+impl Drains {
+    /// Reads `stream` to its end on its own thread, into `capture`.
+    fn spawn(
+        self: &Arc<Self>,
+        mut stream: impl Read + Send + 'static,
+        capture: Arc<Mutex<Capture>>,
+    ) {
+        let drains = self.clone();
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match stream.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Ok(mut capture) = capture.lock() {
+                            capture.push(&buffer[..n]);
+                        }
                     }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
             }
+            if let Ok(mut done) = drains.done.lock() {
+                *done += 1;
+            }
+            drains.finished.notify_all();
+        });
+    }
+
+    /// Waits until `count` readers are done, or the deadline: a descendant
+    /// that left the group may hold a pipe open, and is not waited for.
+    fn wait(&self, count: usize, deadline: Instant) {
+        let Ok(mut done) = self.done.lock() else {
+            return;
+        };
+        while *done < count {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            done = match self.finished.wait_timeout(done, deadline - now) {
+                Ok((done, _)) => done,
+                Err(_) => return,
+            };
         }
-    })
+    }
 }
 
 /// How long a command may run and how much of its output is kept.
@@ -418,26 +453,21 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Wire
     }
     let stdout = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
     let stderr = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
-    let mut readers = Vec::new();
+    let drains = Arc::new(Drains::default());
+    let mut readers = 0;
     if let Some(out) = child.stdout.take() {
-        readers.push(drain(out, stdout.clone()));
+        drains.spawn(out, stdout.clone());
+        readers += 1;
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(drain(err, stderr.clone()));
+        drains.spawn(err, stderr.clone());
+        readers += 1;
     }
     let (status, timed_out) = supervise(child, pid, started + limits.timeout, cancel);
     // The command is done; whatever it left in its group goes with it, so no
     // descendant outlives the call or holds the pipes open.
     signal_group(pid, Signal::KILL);
-    let drain_deadline = Instant::now() + DRAIN_AFTER_EXIT;
-    for reader in readers {
-        while !reader.is_finished() && Instant::now() < drain_deadline {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if reader.is_finished() {
-            let _ = reader.join();
-        }
-    }
+    drains.wait(readers, Instant::now() + DRAIN_AFTER_EXIT);
     drop(tmp);
     let status = status
         .ok_or_else(|| WireError::new(ErrorKind::Io, format!("lost track of '{program}'")))?;

@@ -3,12 +3,13 @@
 
 /// The filters: timestamps, temp folders, card/question/call ids, session
 /// ids and durations.
-pub const REDACTIONS: [(&str, &str); 6] = [
+pub const REDACTIONS: [(&str, &str); 7] = [
     (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
     (r"/tmp/\.tmp[A-Za-z0-9]+", "[TMP]"),
     (r"(card|q|call|hook)-[0-9a-f]{16}", "$1-[ID]"),
     (r"\d{8}-\d{6}-[0-9a-f]{8}", "[SESSION]"),
     (r"\b\d+ ms\b", "[N] ms"),
+    (r#""duration_ms":\d+"#, r#""duration_ms":[N]"#),
     (r"\$\d+\.\d{4}", "$$[COST]"),
 ];
 

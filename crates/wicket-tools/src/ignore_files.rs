@@ -108,6 +108,11 @@ impl Rules {
         self.levels.push(level);
     }
 
+    /// Whether any level holds any rule.
+    pub(crate) fn any(&self) -> bool {
+        self.exclude.is_some() || self.levels.iter().any(|level| !level.is_empty())
+    }
+
     /// Drops the deepest level.
     pub(crate) fn pop(&mut self) {
         self.levels.pop();

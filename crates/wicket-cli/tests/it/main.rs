@@ -8,6 +8,7 @@
 
 mod crash;
 mod exec;
+mod output;
 mod sandbox;
 mod serve;
 mod terminal;

@@ -40,9 +40,27 @@ const FEED_AHEAD: usize = 1024;
 /// How often a waiting thread looks for a cancel.
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
 
+/// A file's matches; its shown name is made only once it has one.
 struct Collect<'a> {
-    shown: &'a str,
+    name: Name<'a>,
+    shown: Option<String>,
     lines: Vec<String>,
+}
+
+/// How a file is shown: a whole name, or a folder's shown name and the file's own.
+#[derive(Clone, Copy)]
+enum Name<'a> {
+    Whole(&'a str),
+    In(&'a str, &'a OsStr),
+}
+
+impl Name<'_> {
+    fn shown(self) -> String {
+        match self {
+            Name::Whole(shown) => shown.to_string(),
+            Name::In(prefix, name) => join_shown(prefix, &name.to_string_lossy()),
+        }
+    }
 }
 
 impl Sink for Collect<'_> {
@@ -62,9 +80,11 @@ impl Sink for Collect<'_> {
         if cut {
             line.push_str(" […]");
         }
+        let name = self.name;
+        let shown = self.shown.get_or_insert_with(|| name.shown());
         self.lines.push(format!(
             "{}:{}:{}",
-            self.shown,
+            shown,
             found.line_number().unwrap_or(0),
             line
         ));
@@ -79,12 +99,19 @@ fn searcher() -> Searcher {
         .build()
 }
 
-fn search_one(matcher: &RegexMatcher, file: &File, shown: &str) -> Vec<String> {
+fn search_one(matcher: &RegexMatcher, file: File, shown: &str) -> Vec<String> {
     let mut collect = Collect {
-        shown,
+        name: Name::Whole(shown),
+        shown: None,
         lines: Vec::new(),
     };
-    let _ = searcher().search_file(matcher, file, &mut collect);
+    search_file(
+        &mut searcher(),
+        matcher,
+        file,
+        &mut Vec::new(),
+        &mut collect,
+    );
     collect.lines
 }
 
@@ -93,6 +120,41 @@ fn cancelled() -> Error {
         ErrorKind::Cancelled,
         "the search was cancelled (the turn was cancelled)",
     )
+}
+
+/// Files up to this size are read whole in one go and searched as a
+/// slice: no second read to sniff a byte-order mark, no line buffer.
+const WHOLE_FILE_MAX_BYTES: u64 = 1024 * 1024;
+
+/// Searches one file: small ones as a slice read in one go (unless they
+/// start with a UTF-16 byte-order mark, which the streaming search
+/// transcodes), larger ones streamed.
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    mut file: File,
+    buffer: &mut Vec<u8>,
+    collect: &mut Collect<'_>,
+) {
+    use std::io::{Read, Seek};
+    let size = file.metadata().map_or(u64::MAX, |metadata| metadata.len());
+    if size <= WHOLE_FILE_MAX_BYTES {
+        buffer.clear();
+        if (&mut file)
+            .take(WHOLE_FILE_MAX_BYTES)
+            .read_to_end(buffer)
+            .is_ok()
+            && !buffer.starts_with(&[0xFF, 0xFE])
+            && !buffer.starts_with(&[0xFE, 0xFF])
+        {
+            let _ = searcher.search_slice(matcher, buffer, collect);
+            return;
+        }
+        if file.rewind().is_err() {
+            return;
+        }
+    }
+    let _ = searcher.search_file(matcher, &file, collect);
 }
 
 /// Opens a regular file in a held folder without following a link; special
@@ -242,7 +304,7 @@ pub fn grep(
         })?;
     let start = Start::of(workspace, location)?;
     let (lines, truncated) = match start {
-        Start::File { file, shown } => (search_one(&matcher, &file, &shown), false),
+        Start::File { file, shown } => (search_one(&matcher, file, &shown), false),
         Start::Folder(tree) => {
             let overrides = overrides_for(&tree.absolute, args.glob.as_deref())?;
             OrderedSearch::new(&matcher, overrides, cancel).run(tree)?
@@ -273,14 +335,18 @@ fn overrides_for(root: &Path, glob: Option<&str>) -> Result<Override> {
         .map_err(|error| Error::invalid(format!("the glob is not valid: {error}")))
 }
 
-/// A folder the walk holds open while any of its files waits to be searched.
-struct HeldDir(OwnedFd);
+/// A folder the walk holds open while any of its files waits to be
+/// searched, and how its files' names are shown.
+struct HeldDir {
+    fd: OwnedFd,
+    shown: String,
+}
 
-/// One file to search: its folder, its name there, and how it is shown.
+/// One file to search: its folder (held open, with its shown name) and
+/// its name there.
 struct Item {
     dir: Arc<HeldDir>,
     name: Box<OsStr>,
-    shown: String,
 }
 
 #[derive(Default)]
@@ -294,7 +360,14 @@ struct Shared {
     settled_matches: usize,
     /// Set once the settled files hold more than the limit.
     full: bool,
+    /// Searchers waiting for the feed, and whether the walk waits for
+    /// settling: a wakeup is a system call, made only for a waiter.
+    idle_searchers: usize,
+    walk_waiting: bool,
 }
+
+/// Files a searcher takes at once.
+const BATCH: usize = 8;
 
 /// The feed and the ordering of one search.
 struct OrderedSearch<'a> {
@@ -376,14 +449,19 @@ impl<'a> OrderedSearch<'a> {
     fn feed(&self, item: Item) -> bool {
         let mut state = self.lock();
         while !self.stopping(&state) && state.items.len() >= state.settled + FEED_AHEAD {
+            state.walk_waiting = true;
             state = self.wait(&self.settled, state);
+            state.walk_waiting = false;
         }
         if self.stopping(&state) {
             return false;
         }
         state.items.push(Some(item));
+        let wake = state.idle_searchers > 0;
         drop(state);
-        self.grown.notify_one();
+        if wake {
+            self.grown.notify_one();
+        }
         true
     }
 
@@ -400,18 +478,17 @@ impl<'a> OrderedSearch<'a> {
             dir: Arc<HeldDir>,
             entries: std::vec::IntoIter<(Box<OsStr>, FileType)>,
             absolute: PathBuf,
-            shown: String,
         }
         let open = |fd: OwnedFd, absolute: PathBuf, shown: String, rules: &mut Rules| {
             rules.push(Level::read(&fd, &absolute));
             let entries = sorted_entries(&fd);
             Frame {
-                dir: Arc::new(HeldDir(fd)),
+                dir: Arc::new(HeldDir { fd, shown }),
                 entries: entries.into_iter(),
                 absolute,
-                shown,
             }
         };
+        let globbed = !self.overrides.is_empty();
         let mut stack = vec![open(fd, absolute, prefix, &mut rules)];
         while let Some(frame) = stack.last_mut() {
             let Some((name, kind)) = frame.entries.next() else {
@@ -424,7 +501,7 @@ impl<'a> OrderedSearch<'a> {
             }
             let kind = match kind {
                 FileType::Unknown => {
-                    match rustix::fs::statat(&frame.dir.0, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+                    match rustix::fs::statat(&frame.dir.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
                         Ok(stat) => file_type(&stat),
                         Err(_) => continue,
                     }
@@ -437,21 +514,23 @@ impl<'a> OrderedSearch<'a> {
                 // Links are not followed; special files are not searched.
                 _ => continue,
             };
-            let absolute = frame.absolute.join(&*name);
-            if rules.ignored(&absolute, is_dir) {
+            // Paths are made only when a rule or a glob needs them.
+            if rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir) {
                 continue;
             }
-            let shown = join_shown(&frame.shown, &name.to_string_lossy());
-            let relative = Path::new(&shown);
-            match self.overrides.matched(relative, is_dir) {
-                Match::Ignore(_) => continue,
-                Match::None | Match::Whitelist(_) => {}
+            if globbed {
+                let shown = join_shown(&frame.dir.shown, &name.to_string_lossy());
+                if let Match::Ignore(_) = self.overrides.matched(Path::new(&shown), is_dir) {
+                    continue;
+                }
             }
             if is_dir {
                 if self.stopping(&self.lock()) {
                     return;
                 }
-                if let Some(fd) = open_folder_at(&frame.dir.0, &name) {
+                if let Some(fd) = open_folder_at(&frame.dir.fd, &name) {
+                    let shown = join_shown(&frame.dir.shown, &name.to_string_lossy());
+                    let absolute = frame.absolute.join(&*name);
                     let child = open(fd, absolute, shown, &mut rules);
                     stack.push(child);
                 }
@@ -460,7 +539,6 @@ impl<'a> OrderedSearch<'a> {
             let item = Item {
                 dir: frame.dir.clone(),
                 name,
-                shown,
             };
             if !self.feed(item) {
                 return;
@@ -468,65 +546,94 @@ impl<'a> OrderedSearch<'a> {
         }
     }
 
-    /// A searcher: takes the next file, searches it, settles what it can.
+    /// A searcher: takes the next few files, searches them, settles what it can.
     fn search(&self) {
         let mut searcher = searcher();
+        let mut buffer = Vec::with_capacity(64 * 1024);
         loop {
-            let mut state = self.lock();
-            let (index, item) = loop {
-                if self.stopping(&state) {
-                    return;
-                }
-                if state.next < state.items.len() {
-                    let index = state.next;
-                    state.next += 1;
-                    match state.items[index].take() {
-                        Some(item) => break (index, item),
-                        None => continue,
+            let Some((first, batch)) = self.take() else {
+                return;
+            };
+            let found: Vec<Vec<String>> = batch
+                .into_iter()
+                .map(|item| {
+                    let mut collect = Collect {
+                        name: Name::In(&item.dir.shown, &item.name),
+                        shown: None,
+                        lines: Vec::new(),
+                    };
+                    if let Some(file) = open_regular(&item.dir.fd, &item.name) {
+                        search_file(&mut searcher, self.matcher, file, &mut buffer, &mut collect);
                     }
-                }
-                if state.walk_done {
-                    return;
-                }
-                state = self.wait(&self.grown, state);
-            };
-            drop(state);
-            let mut collect = Collect {
-                shown: &item.shown,
-                lines: Vec::new(),
-            };
-            if let Some(file) = open_regular(&item.dir.0, &item.name) {
-                let _ = searcher.search_file(self.matcher, &file, &mut collect);
-            }
-            let lines = collect.lines;
-            // Let go of the folder as soon as its last file is searched.
-            drop(item);
-            let mut state = self.lock();
-            if state.results.len() <= index {
-                state.results.resize_with(index + 1, || None);
-            }
-            state.results[index] = Some(lines);
-            let mut progressed = false;
-            while let Some(Some(lines)) = state.results.get(state.settled) {
-                let count = lines.len();
-                state.settled_matches += count;
-                state.settled += 1;
-                progressed = true;
-                if state.settled_matches > GREP_MAX_MATCHES {
-                    state.full = true;
-                    break;
-                }
-            }
-            let full = state.full;
-            drop(state);
-            if progressed {
-                self.settled.notify_all();
-            }
-            if full {
-                self.grown.notify_all();
+                    collect.lines
+                })
+                .collect();
+            if self.settle(first, found) {
                 return;
             }
         }
+    }
+
+    /// The next files in walk order, and the index of the first; `None`
+    /// when the search is over.
+    fn take(&self) -> Option<(usize, Vec<Item>)> {
+        let mut state = self.lock();
+        loop {
+            if self.stopping(&state) {
+                return None;
+            }
+            if state.next < state.items.len() {
+                let first = state.next;
+                let end = state.items.len().min(first + BATCH);
+                state.next = end;
+                let batch = state.items[first..end]
+                    .iter_mut()
+                    .filter_map(Option::take)
+                    .collect();
+                return Some((first, batch));
+            }
+            if state.walk_done {
+                return None;
+            }
+            state.idle_searchers += 1;
+            state = self.wait(&self.grown, state);
+            state.idle_searchers -= 1;
+        }
+    }
+
+    /// Records the matches of the files from `first` on and settles those
+    /// now in order; true once the limit is reached.
+    fn settle(&self, first: usize, found: Vec<Vec<String>>) -> bool {
+        let mut state = self.lock();
+        let end = first + found.len();
+        if state.results.len() < end {
+            state.results.resize_with(end, || None);
+        }
+        for (offset, lines) in found.into_iter().enumerate() {
+            state.results[first + offset] = Some(lines);
+        }
+        let mut progressed = false;
+        while let Some(Some(lines)) = state.results.get(state.settled) {
+            let count = lines.len();
+            state.settled_matches += count;
+            state.settled += 1;
+            progressed = true;
+            if state.settled_matches > GREP_MAX_MATCHES {
+                state.full = true;
+                break;
+            }
+        }
+        let full = state.full;
+        let wake_walk = progressed && state.walk_waiting;
+        let wake_searchers = full && state.idle_searchers > 0;
+        drop(state);
+        if wake_walk || full {
+            self.settled.notify_all();
+        }
+        if wake_searchers {
+            self.grown.notify_all();
+        }
+        full
     }
 }
 

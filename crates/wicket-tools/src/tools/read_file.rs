@@ -71,7 +71,66 @@ fn utf8_prefix(bytes: &[u8]) -> usize {
     }
 }
 
-/// read_file.
+fn binary(size: u64, offset: u64) -> ReadFileOutput {
+    ReadFileOutput {
+        content: String::new(),
+        size,
+        offset,
+        next_offset: None,
+        next_line: None,
+        binary: true,
+    }
+}
+
+/// Where a read starts: the offset, the line's start, or 0, backed up to
+/// a character boundary when the offset points inside a character.
+fn start_of(file: &File, args: &ReadFileArgs, size: u64, shown: &str) -> Result<u64> {
+    let start = match (args.offset, args.line) {
+        (Some(offset), _) => offset.min(size),
+        (None, Some(line)) => line_start(file, line, size, shown)?,
+        (None, None) => 0,
+    };
+    if start == 0 {
+        return Ok(0);
+    }
+    let mut probe = [0u8; 1];
+    if pread(file, &mut probe, start, shown)? != 1 || probe[0] & 0xC0 != 0x80 {
+        return Ok(start);
+    }
+    let back = start.min(3) as usize;
+    let mut lead = [0u8; 3];
+    let n = pread(file, &mut lead[..back], start - back as u64, shown)?;
+    let mut continuation = 0;
+    for byte in lead[..n].iter().rev() {
+        continuation += 1;
+        if byte & 0xC0 != 0x80 {
+            break;
+        }
+    }
+    Ok(start - continuation)
+}
+
+/// The bytes a read returns from `start`: at most the limit, never
+/// splitting a character, whole lines when reading by line.
+fn chunk_at(file: &File, start: u64, size: u64, by_line: bool, shown: &str) -> Result<Vec<u8>> {
+    // A little more than the limit, so a character cut at the edge is seen.
+    let mut buffer = vec![0u8; READ_FILE_MAX_BYTES + 4];
+    let n = pread(file, &mut buffer, start, shown)?;
+    buffer.truncate(n);
+    let mut take = buffer.len().min(READ_FILE_MAX_BYTES);
+    let reaches_end = start + (take as u64) >= size && buffer.len() <= READ_FILE_MAX_BYTES;
+    if !reaches_end {
+        take = utf8_prefix(&buffer[..take]);
+        // Whole lines when reading by line, unless one line is longer than the limit.
+        if by_line && let Some(last_newline) = memchr::memrchr(b'\n', &buffer[..take]) {
+            take = last_newline + 1;
+        }
+    }
+    buffer.truncate(take);
+    Ok(buffer)
+}
+
+/// read_file: at most [`READ_FILE_MAX_BYTES`] of text from an offset or a line.
 pub fn read_file(
     workspace: &Workspace,
     location: &Location,
@@ -86,80 +145,22 @@ pub fn read_file(
     let shown = args.path.as_str();
     let (file, stat) = workspace.open_file(location, shown)?;
     let size = stat.st_size as u64;
-
     let mut sniff = vec![0u8; BINARY_SNIFF_BYTES];
     let sniffed = pread(&file, &mut sniff, 0, shown)?;
     if memchr::memchr(0, &sniff[..sniffed]).is_some() {
-        return Ok(ReadFileOutput {
-            content: String::new(),
-            size,
-            offset: 0,
-            next_offset: None,
-            next_line: None,
-            binary: true,
-        });
+        return Ok(binary(size, 0));
     }
-
-    let mut start = match (args.offset, args.line) {
-        (Some(offset), _) => offset.min(size),
-        (None, Some(line)) => line_start(&file, line, size, shown)?,
-        (None, None) => 0,
+    let start = start_of(&file, args, size, shown)?;
+    let chunk = chunk_at(&file, start, size, args.line.is_some(), shown)?;
+    let Ok(content) = String::from_utf8(chunk) else {
+        return Ok(binary(size, start));
     };
-    // Read a little more than the limit so a character cut at the edge is seen,
-    // and back up to a character boundary when the offset points inside one.
-    let mut buffer = vec![0u8; READ_FILE_MAX_BYTES + 4];
-    let mut lead = [0u8; 3];
-    if start > 0 {
-        let back = start.min(3) as usize;
-        let n = pread(&file, &mut lead[..back], start - back as u64, shown)?;
-        let mut continuation = 0;
-        let mut probe = [0u8; 1];
-        if pread(&file, &mut probe, start, shown)? == 1 && probe[0] & 0xC0 == 0x80 {
-            // Count how far back the character started.
-            for byte in lead[..n].iter().rev() {
-                continuation += 1;
-                if byte & 0xC0 != 0x80 {
-                    break;
-                }
-            }
-            start -= continuation as u64;
-        }
-    }
-    let n = pread(&file, &mut buffer, start, shown)?;
-    let available = &buffer[..n];
-    let mut take = available.len().min(READ_FILE_MAX_BYTES);
-    let reaches_end = start + (take as u64) >= size && available.len() <= READ_FILE_MAX_BYTES;
-    if !reaches_end {
-        take = utf8_prefix(&available[..take]);
-    }
-    let mut chunk = &available[..take];
-    let by_line = args.line.is_some();
-    if by_line && !reaches_end {
-        // Whole lines when reading by line, unless one line is longer than the limit.
-        if let Some(last_newline) = memchr::memrchr(b'\n', chunk) {
-            chunk = &chunk[..last_newline + 1];
-        }
-    }
-    let content = match std::str::from_utf8(chunk) {
-        Ok(text) => text.to_string(),
-        Err(_) => {
-            return Ok(ReadFileOutput {
-                content: String::new(),
-                size,
-                offset: start,
-                next_offset: None,
-                next_line: None,
-                binary: true,
-            });
-        }
-    };
-    let end = start + chunk.len() as u64;
-    let more = end < size;
-    let (next_offset, next_line) = match (more, args.line) {
+    let end = start + content.len() as u64;
+    let (next_offset, next_line) = match (end < size, args.line) {
         (false, _) => (None, None),
-        (true, Some(line)) if chunk.ends_with(b"\n") => (
+        (true, Some(line)) if content.ends_with('\n') => (
             Some(end),
-            Some(line + memchr::memchr_iter(b'\n', chunk).count() as u64),
+            Some(line + memchr::memchr_iter(b'\n', content.as_bytes()).count() as u64),
         ),
         (true, _) => (Some(end), None),
     };

@@ -164,7 +164,7 @@ fn temp_name_for(name: &OsString) -> OsString {
     temp.push(format!(
         "{}-{:016x}.tmp",
         std::process::id(),
-        fastrand::u64(..)
+        wicket_os::ids::random_u64()
     ));
     temp
 }
