@@ -101,6 +101,7 @@ try {
   await page.keyboard.press("d");
   await page.waitForSelector(".result");
   assert.match(await page.locator(".result").last().innerText(), /nothing was removed/);
+  assert.match(await page.locator("#usage").innerText(), /context \d/);
   assert.ok(existsSync(join(ws, "src")), "the denied command never ran");
   assert.match(readFileSync(join(ws, "src/main.rs"), "utf8"), /from the page/);
 

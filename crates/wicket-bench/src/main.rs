@@ -589,6 +589,68 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     Ok(())
 }
 
+/// Rebuilding the conversation a turn sends, for a session of 100,000
+/// events: without a compaction (every event is read and rebuilt) and
+/// with one near the end (only what follows it is parsed and rebuilt).
+fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
+    const EVENTS: u64 = 100_000;
+    let dir = tempfile::tempdir()?;
+    let ws = std::fs::canonicalize(dir.path())?;
+    let home = ws.join("home");
+    let build = |id: &str, compact_at: Option<u64>| -> Result<std::path::PathBuf> {
+        let (session, _) = Session::open_or_create(&home, id, &ws, None)?;
+        let mut seq = 1;
+        while seq < EVENTS {
+            let call = format!("c{seq}");
+            session.append(EventBody::AssistantMessage {
+                text: String::new(),
+                tool_calls: vec![wicket_protocol::ToolCallRequest {
+                    id: call.clone(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"src/main.rs"}"#.into(),
+                }],
+                usage: wicket_protocol::Usage::default(),
+                stop_reason: None,
+            })?;
+            session.append(sample_event(seq))?;
+            seq += 2;
+            if compact_at == Some(seq / 1000 * 1000) && seq % 1000 == 1 {
+                session.append(EventBody::Compacted {
+                    summary: "the work so far".into(),
+                    from_seq: 1,
+                    to_seq: seq - 20,
+                    tokens_before: 100_000,
+                    tokens_after: 2_000,
+                    usage: wicket_protocol::Usage::default(),
+                })?;
+                seq += 1;
+            }
+        }
+        session.sync()?;
+        Ok(session.log_path().to_path_buf())
+    };
+    let plain = build("plain", None)?;
+    let compacted = build("compacted", Some(EVENTS - 2_000))?;
+    for (name, log) in [
+        ("no compaction", &plain),
+        ("a compaction 2,000 events from the end", &compacted),
+    ] {
+        let mut messages = 0;
+        let took = median(9, || {
+            let events = wicket_core::session::load_for_conversation(log)?;
+            messages = wicket_core::turn::conversation(&events).len();
+            Ok(())
+        })?;
+        rows.push(Row {
+            name: format!("rebuild: 100,000-event session, {name} ({messages} messages)"),
+            wicket: ms(took),
+            reference: "-".into(),
+            ratio: None,
+        });
+    }
+    Ok(())
+}
+
 /// The crash loop: `wicket serve` under a scripted load (sessions running
 /// commands and waiting on cards) is killed with SIGKILL at a random
 /// moment, 50 times, and started again each time. Counts what must be zero:
@@ -771,7 +833,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 10] = [
+    let workloads: [(&str, Workload); 11] = [
+        ("rebuild", rebuild_rows),
         ("launcher", launcher_rows),
         ("crash", crash_rows),
         ("grep", grep_rows),

@@ -150,6 +150,13 @@ fn request_body(name: &str, req: &Request) -> Value {
             _ => messages.push((role, blocks)),
         }
     }
+    // Prompt caching: a breakpoint on the last message, so the next
+    // request (the same prefix plus what followed) reads it from the cache.
+    if let Some((_, content)) = messages.last_mut()
+        && let Some(last) = content.last_mut()
+    {
+        last["cache_control"] = cache_control();
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -161,10 +168,13 @@ fn request_body(name: &str, req: &Request) -> Value {
         "stream": true,
     });
     if !req.system.is_empty() {
-        body["system"] = json!(req.system);
+        // A breakpoint after the system prompt: the tools come before it in
+        // the prompt, so tools and system prompt are cached together.
+        body["system"] =
+            json!([{"type": "text", "text": req.system, "cache_control": cache_control()}]);
     }
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let mut tools: Vec<Value> = req
             .tools
             .iter()
             .map(|tool| {
@@ -175,8 +185,20 @@ fn request_body(name: &str, req: &Request) -> Value {
                 })
             })
             .collect();
+        if req.system.is_empty()
+            && let Some(last) = tools.last_mut()
+        {
+            last["cache_control"] = cache_control();
+        }
+        body["tools"] = Value::Array(tools);
     }
     body
+}
+
+/// An ephemeral prompt-cache breakpoint (Anthropic allows four a request;
+/// Wicket sets two: after the tools and system prompt, and on the last message).
+fn cache_control() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 /// A tool call's arguments as the object `tool_use.input` must be. The
@@ -434,7 +456,10 @@ mod tests {
         };
         let body = request_body("claude-x", &req);
         assert_eq!(body["max_tokens"], 512);
-        assert_eq!(body["system"], "sys");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(
             body["messages"],
             json!([
@@ -447,7 +472,7 @@ mod tests {
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "out"},
                     {"type": "tool_result", "tool_use_id": "toolu_2", "content": "out", "is_error": true},
-                    {"type": "text", "text": "and then?"},
+                    {"type": "text", "text": "and then?", "cache_control": {"type": "ephemeral"}},
                 ]},
             ])
         );

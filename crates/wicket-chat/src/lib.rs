@@ -161,6 +161,28 @@ impl ChatError {
         }
     }
 
+    /// Whether the provider said the prompt does not fit the model's context
+    /// window: asking again unchanged cannot help, a smaller conversation can.
+    pub fn is_context_too_long(&self) -> bool {
+        let status = match self.kind {
+            ChatErrorKind::Http { status } => status,
+            _ => return false,
+        };
+        let message = self.message.to_ascii_lowercase();
+        matches!(status, 400 | 413 | 422)
+            && [
+                "prompt is too long",
+                "context_length_exceeded",
+                "maximum context length",
+                "context length",
+                "context window",
+                "too many tokens",
+                "input is too long",
+            ]
+            .iter()
+            .any(|needle| message.contains(needle))
+    }
+
     /// Whether asking again may help: rate limits, overload, server errors,
     /// dropped connections, timeouts and cut streams.
     pub fn is_retryable(&self) -> bool {

@@ -482,8 +482,10 @@ pub(crate) fn event_line(event: &Event) -> String {
             to_seq,
             tokens_before,
             tokens_after,
+            usage,
         } => format!(
-            "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens): {}",
+            "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens; {}): {}",
+            usage_line(usage),
             short(summary, 200)
         ),
         EventBody::Mcp {

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use wicket_tools::Workspace;
 
 use crate::error::{Error, Result};
+use crate::models::{ModelInfo, Prices, UNKNOWN, built_in};
 use crate::sandbox::{SandboxMode, SandboxSettings};
 
 /// The step limit when no config sets one: model replies per turn.
@@ -99,6 +100,39 @@ struct FileSandbox {
     required: Option<bool>,
 }
 
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileModel {
+    context_window: Option<u64>,
+    max_output_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePrices {
+    input: f64,
+    output: f64,
+    cached_input: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    max_cost_usd_per_turn: Option<f64>,
+    max_tokens_per_turn: Option<u64>,
+}
+
+/// A turn's budget (`[limits]`): it ends cleanly before the next request
+/// would pass either.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    /// USD a turn may spend.
+    pub max_cost_usd_per_turn: Option<f64>,
+    /// Tokens (in and out) a turn may use.
+    pub max_tokens_per_turn: Option<u64>,
+}
+
 /// One config file as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +147,9 @@ struct FileConfig {
     providers: Option<Providers>,
     chat: Option<Chat>,
     sandbox: Option<FileSandbox>,
+    models: Option<std::collections::BTreeMap<String, FileModel>>,
+    prices: Option<std::collections::BTreeMap<String, FilePrices>>,
+    limits: Option<FileLimits>,
 }
 
 /// The settings a session runs with, all layers applied.
@@ -145,6 +182,12 @@ pub struct Config {
     pub max_tokens: Option<u32>,
     /// `[sandbox]` (home only).
     pub sandbox: SandboxSettings,
+    /// `[models."P:N"]` (home only): windows and output limits.
+    pub models: std::collections::BTreeMap<String, (Option<u64>, Option<u32>)>,
+    /// `[prices."P:N"]` (home only), USD per million tokens.
+    pub prices: std::collections::BTreeMap<String, Prices>,
+    /// `[limits]` (home only).
+    pub limits: Limits,
 }
 
 /// A skill folder from a config.
@@ -172,6 +215,9 @@ impl Default for Config {
             max_attempts: None,
             max_tokens: None,
             sandbox: SandboxSettings::default(),
+            models: Default::default(),
+            prices: Default::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -246,8 +292,60 @@ impl Config {
         if let Some(sandbox) = file.sandbox.take() {
             self.sandbox = sandbox_settings(sandbox, path)?;
         }
+        for (model, entry) in file.models.take().unwrap_or_default() {
+            self.models
+                .insert(model, (entry.context_window, entry.max_output_tokens));
+        }
+        for (model, entry) in file.prices.take().unwrap_or_default() {
+            let prices = Prices {
+                input: entry.input,
+                output: entry.output,
+                cached_input: entry.cached_input.unwrap_or(entry.input),
+                cache_write: entry.cache_write.unwrap_or(entry.input),
+            };
+            if [
+                prices.input,
+                prices.output,
+                prices.cached_input,
+                prices.cache_write,
+            ]
+            .iter()
+            .any(|price| !price.is_finite() || *price < 0.0)
+            {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "[prices.\"{model}\"] prices must be USD per million tokens, 0 or more"
+                    ),
+                ));
+            }
+            self.prices.insert(model, prices);
+        }
+        if let Some(limits) = file.limits.take() {
+            self.limits = Limits {
+                max_cost_usd_per_turn: limits.max_cost_usd_per_turn,
+                max_tokens_per_turn: limits.max_tokens_per_turn,
+            };
+        }
         self.apply_common(file, Owner::Home);
         Ok(())
+    }
+
+    /// What Wicket knows of `model`: the built-in table under the config's entries.
+    pub fn model_info(&self, model: &str) -> ModelInfo {
+        let mut info = built_in(model).unwrap_or(UNKNOWN);
+        if let Some((window, output)) = self.models.get(model) {
+            if let Some(window) = window {
+                info.context_window = *window;
+            }
+            if let Some(output) = output {
+                info.max_output_tokens = *output;
+            }
+        }
+        if let Some(prices) = self.prices.get(model) {
+            info.prices = Some(*prices);
+        }
+        info
     }
 
     fn apply_workspace(&mut self, mut file: FileConfig, path: &Path) -> Result<()> {
@@ -261,6 +359,12 @@ impl Config {
             return Err(config_error(
                 path,
                 "[sandbox] may be set only in $WICKET_HOME/config.toml: a workspace's config can never loosen the sandbox",
+            ));
+        }
+        if file.models.is_some() || file.prices.is_some() || file.limits.is_some() {
+            return Err(config_error(
+                path,
+                "[models], [prices] and [limits] may be set only in $WICKET_HOME/config.toml: they decide what you pay",
             ));
         }
         for dir in std::mem::take(&mut file.skill_dirs) {

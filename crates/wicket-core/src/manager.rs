@@ -79,6 +79,9 @@ pub enum ManagerError {
     /// The turn's thread could not start.
     #[error("starting the turn: {0}")]
     Thread(std::io::Error),
+    /// A turn runs; what was asked needs the session idle.
+    #[error("a turn is running in session {0}; try again when it ends")]
+    Busy(String),
 }
 
 /// What is waiting for the person in a session.
@@ -369,6 +372,55 @@ impl Manager {
         Ok(Sent::Started)
     }
 
+    /// Compacts the session's conversation now: the model summarises its
+    /// older part (a `compacted` event). Refused while a turn runs.
+    pub fn compact(&self, id: &str) -> Result<(), ManagerError> {
+        let live = self.live(id)?;
+        let mut state = live.state();
+        if state.running {
+            return Err(ManagerError::Busy(id.to_string()));
+        }
+        state.running = true;
+        state.cancelled = false;
+        state.cancel = Cancel::default();
+        let cancel = state.cancel.clone();
+        drop(state);
+        let (setup, runtime, turn_live) = (self.setup.clone(), self.runtime.clone(), live.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("compact-{id}"))
+            .spawn(move || {
+                let live = turn_live;
+                let model = live.session.meta().model;
+                match setup(&live.workspace, model.as_deref()) {
+                    Ok((chat, settings)) => {
+                        let runner = Runner {
+                            tools: &live.tools,
+                            session: &live.session,
+                            chat: chat.as_ref(),
+                            settings: &settings,
+                            runtime: &runtime,
+                        };
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            runner.compact_now(&cancel)
+                        }));
+                    }
+                    Err(error) => {
+                        let _ = live.session.append(EventBody::error(error.to_string()));
+                    }
+                }
+                let mut state = live.state();
+                state.running = false;
+                live.changed.notify_all();
+                drop(state);
+                let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
+            });
+        if let Err(error) = spawned {
+            live.state().running = false;
+            return Err(ManagerError::Thread(error));
+        }
+        Ok(())
+    }
+
     /// Answers the open card.
     pub fn answer(&self, id: &str, card: &str, answer: Answer) -> Result<(), ManagerError> {
         self.give(id, card, Given::Answer(answer))
@@ -595,16 +647,22 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 path: workspace.display().to_string(),
                 message: error.message,
             })?;
+        let info = config.model_info(&model);
         let settings = Settings {
             step_limit: config.step_limit,
             max_stop_blocks: config.max_stop_blocks,
             stop_hooks: config.stop_hooks.clone(),
-            max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            max_tokens: config
+                .max_tokens
+                .unwrap_or(DEFAULT_MAX_TOKENS)
+                .min(info.max_output_tokens),
             skills: find_skills(&opened, &home, &config.skill_dirs),
             confinement: Confinement {
                 sandbox: config.sandbox.clone(),
                 home: home.clone(),
             },
+            model: info,
+            limits: config.limits,
         };
         Ok((chat, settings))
     })

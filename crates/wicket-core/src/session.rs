@@ -222,6 +222,57 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
     Ok(loaded)
 }
 
+/// The events a conversation is rebuilt from: those after the last
+/// compaction's `to_seq` and the compaction itself, or the whole log when
+/// there is none. Only that tail is parsed: a long session's turn does not
+/// start by reading 100,000 events it will never send.
+pub fn load_for_conversation(path: &Path) -> Result<Vec<Event>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(io(path)(error)),
+    };
+    let Some(at) = memchr::memmem::rfind(&bytes, br#""type":"compacted""#) else {
+        return Ok(load_log(path)?.events);
+    };
+    let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |n| n + 1);
+    let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+    let Ok(compacted) = serde_json::from_slice::<Event>(&bytes[line_start..line_end]) else {
+        return Ok(load_log(path)?.events);
+    };
+    let EventBody::Compacted { to_seq, .. } = compacted.body else {
+        return Ok(load_log(path)?.events);
+    };
+    // Back from the compaction to the first line past `to_seq`.
+    let mut start = line_start;
+    while start > 0 {
+        let previous = memchr::memrchr(b'\n', &bytes[..start - 1]).map_or(0, |n| n + 1);
+        match seq_of(&bytes[previous..start]) {
+            Some(seq) if seq > to_seq => start = previous,
+            _ => break,
+        }
+    }
+    let mut events = Vec::new();
+    for line in bytes[start..].split(|byte| *byte == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        // A torn tail or an unreadable line is left out here as it is
+        // shown elsewhere: the conversation needs only what parses.
+        if let Ok(event) = serde_json::from_slice::<Event>(line) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+/// The `seq` a log line starts with (`{"seq":N,`), without parsing the rest.
+fn seq_of(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(br#"{"seq":"#)?;
+    let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
 /// What a log says is unfinished: a turn, a card, a question, calls
 /// without results.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -17,10 +17,11 @@ use wicket_protocol::{
 };
 use wicket_tools::{Cancel, Tools, Workspace};
 
-use crate::config::{Owner, StopHook};
+use crate::config::{Limits, Owner, StopHook};
 use crate::gate::{Answerer, CommandRequest, Confinement, Gate};
 use crate::hooks::run_stop_hook;
-use crate::session::{Session, Status, load_log};
+use crate::models::{ModelInfo, estimate_tokens};
+use crate::session::{Session, Status, load_for_conversation, load_log};
 use crate::skills::{self, Skill};
 
 /// What a turn runs with.
@@ -38,6 +39,10 @@ pub struct Settings {
     pub skills: Vec<Skill>,
     /// The sandbox and the home its commands may not read.
     pub confinement: Confinement,
+    /// The model's window, output limit and prices.
+    pub model: ModelInfo,
+    /// The turn's budget.
+    pub limits: Limits,
 }
 
 /// Who answers for the person: cards and questions. `None` is a withdrawal
@@ -98,7 +103,144 @@ fn hook_feedback(stderr: &str) -> String {
 /// that has no result (a crash, a cancel) gets one, so the conversation
 /// stays valid for every provider; consecutive user messages are joined.
 pub fn conversation(events: &[Event]) -> Vec<Message> {
-    Rebuild::default().run(events)
+    // Only what follows the last compaction is rebuilt: its summary stands
+    // for everything up to its `to_seq`.
+    let last = events
+        .iter()
+        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }));
+    let Some(at) = last else {
+        return Rebuild::default().run(events);
+    };
+    let EventBody::Compacted {
+        summary, to_seq, ..
+    } = &events[at].body
+    else {
+        return Rebuild::default().run(events);
+    };
+    let mut rebuild = Rebuild::default();
+    rebuild.user(summary_message(summary));
+    let first = events
+        .iter()
+        .position(|event| event.seq > *to_seq)
+        .unwrap_or(events.len());
+    for (index, event) in events.iter().enumerate().skip(first) {
+        if index != at {
+            rebuild.event(&event.body);
+        }
+    }
+    rebuild.close_pending();
+    rebuild.messages
+}
+
+/// What the model is asked when the conversation is compacted.
+pub const COMPACT_PROMPT: &str = "The conversation is about to be shortened to fit your context window. \
+Write a summary of everything above that you will need to carry on: what the person asked for and decided, \
+what you have done (files read or changed, commands run and what they printed), what you found out, \
+what is still open and what you were about to do next. Keep exact paths, names, numbers and error messages. \
+Plain text, no more than 800 words. Do not call any tool.";
+
+/// How a summary is handed back to the model.
+pub fn summary_message(summary: &str) -> String {
+    format!(
+        "[The conversation before this point was summarised to fit the context window. The summary:]\n\n{summary}"
+    )
+}
+
+/// Where to cut for compaction: every event up to the returned seq is
+/// summarised; the rest (the last few exchanges, within a quarter of the
+/// window) stays verbatim. An exchange starts with a person's message or a
+/// model reply, so no reply is cut from its calls' results. `None` when
+/// there is nothing older to summarise.
+pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
+    const KEEP_EXCHANGES: usize = 3;
+    let floor = events
+        .iter()
+        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }))
+        .and_then(|at| match &events[at].body {
+            EventBody::Compacted { to_seq, .. } => Some(*to_seq),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let budget = window / 4;
+    let mut kept_tokens = 0u64;
+    let mut boundaries = 0usize;
+    let mut cut: Option<u64> = None;
+    for event in events.iter().rev() {
+        if event.seq <= floor {
+            break;
+        }
+        kept_tokens += estimate_tokens(event_bytes(&event.body));
+        let boundary = matches!(
+            event.body,
+            EventBody::UserMessage { .. } | EventBody::AssistantMessage { .. }
+        );
+        if boundary {
+            if kept_tokens > budget && cut.is_some() {
+                break;
+            }
+            cut = Some(event.seq);
+            boundaries += 1;
+            if boundaries >= KEEP_EXCHANGES {
+                break;
+            }
+        }
+    }
+    let keep_from = cut?;
+    let to_seq = events
+        .iter()
+        .rev()
+        .find(|event| event.seq < keep_from)
+        .map(|event| event.seq)?;
+    (to_seq > floor).then_some((1, to_seq))
+}
+
+/// About how much of a request an event becomes.
+fn event_bytes(body: &EventBody) -> usize {
+    match body {
+        EventBody::UserMessage { text } => text.len(),
+        EventBody::AssistantMessage {
+            text, tool_calls, ..
+        } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|call| call.arguments.len() + call.name.len() + call.id.len())
+                    .sum::<usize>()
+        }
+        EventBody::ToolResult { output, error, .. } => {
+            output
+                .as_ref()
+                .map(|o| serde_json::to_string(o).map(|t| t.len()).unwrap_or(0))
+                .unwrap_or(0)
+                + error.as_ref().map_or(0, |e| e.message.len())
+        }
+        EventBody::Hook { stderr, .. } => stderr.len(),
+        _ => 0,
+    }
+}
+
+/// About how large a request is, in bytes.
+fn request_bytes(request: &Request) -> usize {
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
+        .sum();
+    request.system.len() + tools + request.messages.iter().map(message_bytes).sum::<usize>()
+}
+
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::User { text } => text.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|call| call.arguments.len() + call.name.len() + call.id.len())
+                    .sum::<usize>()
+        }
+        Message::ToolResult { content, .. } => content.len(),
+    }
 }
 
 #[derive(Default)]
@@ -259,6 +401,21 @@ struct Turn {
     blocks: usize,
     /// Replies cut by the output limit in a row.
     cut: usize,
+    /// The provider's count of the last request plus its reply (0: none
+    /// yet, or the conversation changed shape since).
+    counted: u64,
+    /// Bytes added to the conversation since that count.
+    added_bytes: usize,
+    /// A "prompt too long" was already answered with a compaction.
+    compacted_for_error: bool,
+}
+
+impl Turn {
+    /// Adds a message to the conversation, and to the estimate.
+    fn push(&mut self, message: Message) {
+        self.added_bytes += message_bytes(&message);
+        self.history.push(message);
+    }
 }
 
 /// Runs turns of one session.
@@ -470,13 +627,42 @@ impl Runner<'_> {
         run_stop_hook(hook, cwd, input, confine, cancel)
     }
 
+    /// Compacts the session's conversation now (`/compact`, the API's
+    /// `compact`), between turns.
+    pub fn compact_now(&self, cancel: &Cancel) -> Outcome {
+        let _ = self
+            .session
+            .update_meta(|meta| meta.status = Status::Running);
+        let history = match load_for_conversation(self.session.log_path()) {
+            Ok(events) => conversation(&events),
+            Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
+        };
+        let (system, _) = system_prompt(self.tools.workspace(), &self.settings.skills);
+        let mut turn = Turn {
+            history,
+            system,
+            tools: tool_specs(),
+            usage: Usage::default(),
+            blocks: 0,
+            cut: 0,
+            counted: 0,
+            added_bytes: 0,
+            compacted_for_error: false,
+        };
+        let before = self.estimate(&turn, &self.request(&turn));
+        match self.compact(&mut turn, before, cancel) {
+            Ok(()) => self.end(Outcome::Finished(String::new())),
+            Err(outcome) => outcome,
+        }
+    }
+
     /// Runs one ask to its end.
     pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Running);
-        let mut history = match load_log(self.session.log_path()) {
-            Ok(loaded) => conversation(&loaded.events),
+        let mut history = match load_for_conversation(self.session.log_path()) {
+            Ok(events) => conversation(&events),
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
         self.log(EventBody::UserMessage { text: ask.into() });
@@ -493,6 +679,9 @@ impl Runner<'_> {
             usage: Usage::default(),
             blocks: 0,
             cut: 0,
+            counted: 0,
+            added_bytes: 0,
+            compacted_for_error: false,
         };
         for _ in 0..self.settings.step_limit {
             if let Flow::End(outcome) = self.step(&mut turn, person, cancel) {
@@ -510,27 +699,45 @@ impl Runner<'_> {
         if cancel.is_cancelled() {
             return Flow::End(self.cancelled(&[]));
         }
-        let request = Request {
-            system: turn.system.clone(),
-            messages: turn.history.clone(),
-            tools: turn.tools.clone(),
-            max_tokens: self.settings.max_tokens,
-        };
+        let mut request = self.request(turn);
+        let estimate = self.estimate(turn, &request);
+        let threshold = self.settings.model.context_window * 4 / 5;
+        if estimate > threshold {
+            if let Err(outcome) = self.compact(turn, estimate, cancel) {
+                return Flow::End(outcome);
+            }
+            request = self.request(turn);
+        }
+        if let Some(outcome) = self.over_budget(turn, self.estimate(turn, &request)) {
+            return Flow::End(outcome);
+        }
         let reply = match self.complete(&request, cancel) {
             Ok(reply) => reply,
             Err(Stop::Cancelled) => return Flow::End(self.cancelled(&[])),
+            Err(Stop::Chat(error)) if error.is_context_too_long() && !turn.compacted_for_error => {
+                // Compact once and ask again; never retry the same prompt blindly.
+                turn.compacted_for_error = true;
+                let estimate = self.estimate(turn, &request).max(threshold + 1);
+                if let Err(outcome) = self.compact(turn, estimate, cancel) {
+                    return Flow::End(outcome);
+                }
+                return Flow::Continue;
+            }
             Err(Stop::Chat(error)) => {
                 return Flow::End(
                     self.fail(format!("the model {} failed: {error}", self.chat.model())),
                 );
             }
         };
-        turn.usage.add(&reply.usage);
-        self.session.count_usage(&reply.usage);
+        let usage = self.priced(&reply.usage);
+        turn.usage.add(&usage);
+        turn.counted = reply.usage.input_tokens + reply.usage.output_tokens;
+        turn.added_bytes = 0;
+        self.session.count_usage(&usage);
         self.log(EventBody::AssistantMessage {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
-            usage: reply.usage,
+            usage,
             stop_reason: reply.stop_reason.clone(),
         });
         turn.history.push(Message::Assistant {
@@ -542,6 +749,128 @@ impl Runner<'_> {
         }
         turn.cut = 0;
         self.calls(turn, &reply.tool_calls, person, cancel)
+    }
+
+    fn request(&self, turn: &Turn) -> Request {
+        Request {
+            system: turn.system.clone(),
+            messages: turn.history.clone(),
+            tools: turn.tools.clone(),
+            max_tokens: self.settings.max_tokens,
+        }
+    }
+
+    /// The next request's size in tokens: the provider's count of the last
+    /// one plus an estimate of what was added since, or (with no count, or
+    /// a provider that counts nothing) an estimate of all of it.
+    fn estimate(&self, turn: &Turn, request: &Request) -> u64 {
+        if turn.counted == 0 {
+            return estimate_tokens(request_bytes(request));
+        }
+        turn.counted + estimate_tokens(turn.added_bytes)
+    }
+
+    /// A reply's usage with its cost (when the model's prices are known)
+    /// and how full the window was.
+    fn priced(&self, usage: &Usage) -> Usage {
+        let model = &self.settings.model;
+        let mut priced = *usage;
+        priced.cost_usd = model.prices.map(|prices| prices.cost(usage));
+        let used = (usage.input_tokens + usage.output_tokens) as f64;
+        priced.context_used_percent =
+            Some((used * 1000.0 / model.context_window.max(1) as f64).round() / 10.0);
+        priced
+    }
+
+    /// Ends the turn when the next request would pass a limit of `[limits]`.
+    fn over_budget(&self, turn: &Turn, next_input: u64) -> Option<Outcome> {
+        let limits = &self.settings.limits;
+        if let Some(max) = limits.max_tokens_per_turn {
+            let used = turn.usage.input_tokens + turn.usage.output_tokens;
+            if used + next_input > max {
+                return Some(self.fail(format!(
+                    "the turn stopped before its next request: it has used {used} tokens and the next request would take about {next_input} more, past [limits] max_tokens_per_turn = {max}"
+                )));
+            }
+        }
+        if let (Some(max), Some(prices)) =
+            (limits.max_cost_usd_per_turn, self.settings.model.prices)
+        {
+            let spent = turn.usage.cost_usd.unwrap_or(0.0);
+            let next = next_input as f64 * prices.input / 1_000_000.0;
+            if spent + next > max {
+                return Some(self.fail(format!(
+                    "the turn stopped before its next request: it has cost ${spent:.4} and the next request would cost about ${next:.4} more, past [limits] max_cost_usd_per_turn = {max}"
+                )));
+            }
+        }
+        None
+    }
+
+    /// Summarises the older part of the conversation with the model, logs
+    /// `compacted`, and rebuilds the conversation from the summary.
+    fn compact(&self, turn: &mut Turn, before: u64, cancel: &Cancel) -> Result<(), Outcome> {
+        let events = load_log(self.session.log_path())
+            .map_err(|error| self.fail(format!("the session's log cannot be read: {error}")))?
+            .events;
+        let Some((from_seq, to_seq)) = compaction_cut(&events, self.settings.model.context_window)
+        else {
+            return Err(self.fail(format!(
+                "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise; \
+                 start a new session, or set a larger context_window for the model in config.toml",
+                self.settings.model.context_window
+            )));
+        };
+        let upto = events.iter().filter(|event| event.seq <= to_seq).count();
+        let mut messages = conversation(&events[..upto]);
+        messages.push(Message::User {
+            text: COMPACT_PROMPT.into(),
+        });
+        let request = Request {
+            system: turn.system.clone(),
+            messages,
+            tools: turn.tools.clone(),
+            max_tokens: self.settings.max_tokens.min(4096),
+        };
+        let reply = match self.complete(&request, cancel) {
+            Ok(reply) => reply,
+            Err(Stop::Cancelled) => return Err(self.cancelled(&[])),
+            Err(Stop::Chat(error)) => {
+                return Err(self.fail(format!(
+                    "the conversation had to be compacted to fit the model's window, and the summary failed: {error}"
+                )));
+            }
+        };
+        let usage = self.priced(&reply.usage);
+        turn.usage.add(&usage);
+        self.session.count_usage(&usage);
+        let mut rebuilt_events = events;
+        rebuilt_events.push(Event {
+            seq: u64::MAX,
+            ts: String::new(),
+            body: EventBody::Compacted {
+                summary: reply.text.clone(),
+                from_seq,
+                to_seq,
+                tokens_before: before,
+                tokens_after: 0,
+                usage,
+            },
+        });
+        turn.history = conversation(&rebuilt_events);
+        turn.counted = 0;
+        turn.added_bytes = 0;
+        let after = estimate_tokens(request_bytes(&self.request(turn)));
+        self.log(EventBody::Compacted {
+            summary: reply.text,
+            from_seq,
+            to_seq,
+            tokens_before: before,
+            tokens_after: after,
+            usage,
+        });
+        let _ = self.session.sync();
+        Ok(())
     }
 
     /// A reply with no tool call ends the turn, its text the result, once
@@ -562,7 +891,7 @@ impl Runner<'_> {
                         .into(),
                 ));
             }
-            turn.history.push(Message::User {
+            turn.push(Message::User {
                 text: CUT_NOTICE.into(),
             });
             return Flow::Continue;
@@ -574,7 +903,7 @@ impl Runner<'_> {
                 if turn.blocks >= self.settings.max_stop_blocks {
                     return Flow::End(self.too_many_blocks(turn.blocks));
                 }
-                turn.history.push(Message::User {
+                turn.push(Message::User {
                     text: hook_feedback(&feedback),
                 });
                 Flow::Continue
@@ -629,7 +958,7 @@ impl Runner<'_> {
                 ),
             };
             let (content, is_error) = result_content(&result);
-            turn.history.push(Message::ToolResult {
+            turn.push(Message::ToolResult {
                 call_id: call.id.clone(),
                 content,
                 is_error,

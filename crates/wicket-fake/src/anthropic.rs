@@ -93,8 +93,8 @@ fn message_start(reply: &FakeReply, exchange: &Exchange) -> String {
         "stop_sequence": null,
         "usage": {
             "input_tokens": reply.input_tokens,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": reply.cache_creation_input_tokens,
+            "cache_read_input_tokens": reply.cache_read_input_tokens,
             "output_tokens": 1,
         },
     });

@@ -40,7 +40,7 @@ pub(crate) fn events(reply: &FakeReply, exchange: &Exchange) -> Vec<String> {
     let finish = reply.stop_reason_or("tool_calls", "stop");
     events.push(chunks.choice(json!({}), Some(finish)));
     if exchange.include_usage {
-        events.push(chunks.usage(reply.input_tokens, reply.output_tokens));
+        events.push(chunks.usage(reply));
     }
     events.push("data: [DONE]\n\n".to_owned());
     events
@@ -102,12 +102,13 @@ impl Chunks {
     }
 
     /// The trailing chunk `include_usage` asks for: no choices, the counts.
-    fn usage(&self, input: u64, output: u64) -> String {
+    fn usage(&self, reply: &FakeReply) -> String {
         let mut chunk = self.chunk(Vec::new());
         chunk["usage"] = json!({
-            "prompt_tokens": input,
-            "completion_tokens": output,
-            "total_tokens": input + output,
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_input_tokens},
         });
         data(&chunk)
     }

@@ -95,6 +95,11 @@ pub struct FakeReply {
     pub input_tokens: u64,
     /// The output tokens its usage reports.
     pub output_tokens: u64,
+    /// Input tokens read from the prompt cache (Anthropic:
+    /// `cache_read_input_tokens`; OpenAI: `prompt_tokens_details.cached_tokens`).
+    pub cache_read_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic only).
+    pub cache_creation_input_tokens: u64,
     /// `None` is the natural one: `tool_calls`/`stop` for OpenAI,
     /// `tool_use`/`end_turn` for Anthropic.
     pub stop_reason: Option<String>,
@@ -166,6 +171,15 @@ impl FakeReply {
         FakeReply {
             input_tokens,
             output_tokens,
+            ..self
+        }
+    }
+
+    /// Sets the prompt-cache counts its usage reports.
+    pub fn cache(self, read: u64, creation: u64) -> FakeReply {
+        FakeReply {
+            cache_read_input_tokens: read,
+            cache_creation_input_tokens: creation,
             ..self
         }
     }

@@ -253,6 +253,9 @@ pub enum EventBody {
         tokens_before: u64,
         /// The estimated tokens after.
         tokens_after: u64,
+        /// What the summary itself cost.
+        #[serde(default)]
+        usage: Usage,
     },
     /// What an MCP server did.
     Mcp {

@@ -77,6 +77,7 @@ impl From<ManagerError> for ApiError {
             },
             ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ManagerError::Busy(_) => (StatusCode::CONFLICT, "busy"),
         };
         ApiError::new(status, kind, message)
     }
@@ -299,6 +300,19 @@ pub async fn reply_question(
     })
     .await?;
     Ok(Json(serde_json::json!({"ok": true})))
+}
+
+/// `POST /api/sessions/{id}/compact`: the model summarises the older part
+/// of the conversation now; 202, then a `compacted` event.
+pub async fn compact_session(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    blocking(&server.manager, move |manager| manager.compact(&id)).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "state": "compacting" })),
+    ))
 }
 
 /// `POST /api/sessions/{id}/cancel`.

@@ -86,6 +86,7 @@ pub fn app(server: Shared) -> Router {
         .route("/sessions/{id}/cards/{card}", post(api::answer_card))
         .route("/sessions/{id}/questions/{qid}", post(api::reply_question))
         .route("/sessions/{id}/cancel", post(api::cancel_turn))
+        .route("/sessions/{id}/compact", post(api::compact_session))
         .route("/sessions/{id}/events", get(events::events))
         .route("/sessions/{id}/log", get(events::log))
         .fallback(api::not_found)

@@ -134,9 +134,10 @@ const ROW_GUESS = 26; // px per item of a block never drawn yet
 const MARGIN = 1200;  // px above and below the viewport that stay drawn
 
 function resetTranscript() {
+  $("usage").textContent = "";
   if (state.observer) state.observer.disconnect();
   Object.assign(state, {
-    lastSeq: 0, blocks: [], calls: new Map(), cards: new Map(), questions: new Map(),
+    lastSeq: 0, blocks: [], calls: new Map(), cards: new Map(), questions: new Map(), context: undefined, cost: undefined,
     open: new Set(), pending: [], stick: true,
     observer: new IntersectionObserver(onVisibility, { root: $("transcript"), rootMargin: `${MARGIN}px 0px` }),
   });
@@ -248,12 +249,24 @@ function flush() {
 }
 
 // One event into the transcript's data, and into its row when it has one.
+// Context used and what the session cost so far, from the replies' usage.
+function showUsage(usage) {
+  if (!usage) return;
+  if (usage.context_used_percent !== undefined) state.context = usage.context_used_percent;
+  if (usage.cost_usd !== undefined) state.cost = (state.cost || 0) + usage.cost_usd;
+  const parts = [];
+  if (state.context !== undefined) parts.push(`context ${state.context}%`);
+  if (state.cost !== undefined) parts.push(`$${state.cost.toFixed(4)}`);
+  $("usage").textContent = parts.join(" · ");
+}
+
 function ingest(event) {
   switch (event.type) {
     case "user_message": setStatus("running"); break;
     case "result": case "cancelled": setStatus("idle"); break;
     case "error": if (event.ends_turn) setStatus("idle"); break;
-    case "assistant_message": if (!event.text || !event.text.trim()) return; break;
+    case "compacted": showUsage(event.usage); break;
+    case "assistant_message": showUsage(event.usage); if (!event.text || !event.text.trim()) return; break;
     case "tool_result": {
       for (const item of [...state.open]) if (item.event.call_id === event.call_id) close(item, null);
       const call = state.calls.get(event.call_id);
@@ -275,7 +288,7 @@ function ingest(event) {
       return;
     }
     case "session_started": case "tool_call": case "card": case "question":
-    case "queued": case "retry": case "hook":
+    case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "unreadable":
       break;
     default:
       return;
@@ -423,6 +436,18 @@ function row(item) {
       break;
     case "cancelled":
       node.append(el("div", "error", "cancelled"));
+      break;
+    case "interrupted":
+      node.append(el("div", "error", "interrupted: the process running this turn ended" + (event.card ? `; card ${event.card} can no longer be answered` : "")));
+      break;
+    case "compacted":
+      node.append(el("div", "note", `The conversation up to event ${event.to_seq} was summarised to fit the model (~${event.tokens_before} → ~${event.tokens_after} tokens).`));
+      break;
+    case "mcp":
+      node.append(el("div", "note", `MCP server ${event.server}: ${event.state}${event.message ? " — " + event.message : ""}`));
+      break;
+    case "unreadable":
+      node.append(el("div", "error", `log line ${event.line} could not be read: ${event.error}`));
       break;
     case "queued":
       node.append(el("div", "note", "queued: " + event.text));

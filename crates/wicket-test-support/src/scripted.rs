@@ -5,15 +5,19 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use wicket_chat::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, Completion, Request, StreamEvent,
+    ChatClient, ChatError, ChatErrorKind, ChatFuture, Completion, Message, Request, StreamEvent,
 };
 use wicket_protocol::{ToolCallRequest, Usage};
 
-/// Replies in order; records each request.
+/// Replies in order; records each request. Its usage counts a request's
+/// bytes (four a token), as a provider would count its tokens; when told
+/// the summarising prompt, it answers requests ending with it with a summary
+/// of its own, outside the script.
 #[derive(Default)]
 pub struct ScriptedClient {
     replies: Mutex<VecDeque<Result<Completion, ChatError>>>,
     requests: Mutex<Vec<Request>>,
+    summarising: Mutex<Option<String>>,
 }
 
 impl ScriptedClient {
@@ -22,7 +26,14 @@ impl ScriptedClient {
         Arc::new(ScriptedClient {
             replies: Mutex::new(replies.into_iter().map(Ok).collect()),
             requests: Mutex::new(Vec::new()),
+            summarising: Mutex::new(None),
         })
+    }
+
+    /// Answers every request whose last message is `prompt` with a summary.
+    pub fn summarising(self: Arc<Self>, prompt: &str) -> Arc<Self> {
+        *self.summarising.lock().unwrap() = Some(prompt.to_string());
+        self
     }
 
     /// Adds a reply (or a failure) at the end.
@@ -54,12 +65,23 @@ impl ChatClient for Shared {
         _on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
     ) -> ChatFuture<'a> {
         self.0.requests.lock().unwrap().push(req.clone());
-        let next = self.0.replies.lock().unwrap().pop_front();
+        let bytes = request_bytes(req);
+        let summarise = self.0.summarising.lock().unwrap().as_ref().is_some_and(
+            |prompt| matches!(req.messages.last(), Some(Message::User { text }) if text == prompt),
+        );
+        let next = if summarise {
+            let count = self.0.requests.lock().unwrap().len();
+            Some(Ok(text(&format!("summary #{count}: the work so far"))))
+        } else {
+            self.0.replies.lock().unwrap().pop_front()
+        };
         Box::pin(async move {
-            next.unwrap_or(Err(ChatError::new(
+            let mut reply = next.unwrap_or(Err(ChatError::new(
                 ChatErrorKind::Script,
                 "the test's replies ran out",
-            )))
+            )))?;
+            reply.usage.input_tokens = bytes.div_ceil(4) as u64;
+            Ok(reply)
         })
     }
 }
@@ -97,4 +119,29 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> Completion {
         stop_reason: Some("tool_use".into()),
         ..text("")
     }
+}
+
+/// A request's size in bytes, as the runtime estimates it.
+pub fn request_bytes(request: &Request) -> usize {
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
+        .sum();
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User { text } => text.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|call| call.arguments.len() + call.name.len() + call.id.len())
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, .. } => content.len(),
+        })
+        .sum();
+    request.system.len() + tools + messages
 }

@@ -215,7 +215,10 @@ async fn anthropic_is_sent_blocks_with_the_tool_results_in_one_user_message() {
     assert_eq!(body["model"], "claude-test");
     assert_eq!(body["max_tokens"], 2048);
     assert_eq!(body["stream"], true);
-    assert_eq!(body["system"], "You work in /ws.");
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You work in /ws.", "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(
         body["messages"],
         json!([
@@ -232,7 +235,7 @@ async fn anthropic_is_sent_blocks_with_the_tool_results_in_one_user_message() {
                 {"type": "tool_result", "tool_use_id": "call_1", "content": "fn main() {}"},
                 {"type": "tool_result", "tool_use_id": "call_2",
                  "content": "not_found: lib.rs does not exist", "is_error": true},
-                {"type": "text", "text": "Then make lib.rs."},
+                {"type": "text", "text": "Then make lib.rs.", "cache_control": {"type": "ephemeral"}},
             ]},
         ])
     );

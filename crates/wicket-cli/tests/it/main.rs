@@ -6,6 +6,7 @@
     clippy::new_without_default
 )]
 
+mod context;
 mod crash;
 mod exec;
 mod output;

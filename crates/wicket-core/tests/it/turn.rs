@@ -31,6 +31,11 @@ fn settings() -> Settings {
             },
             home: std::path::PathBuf::from("/nonexistent-home"),
         },
+        model: wicket_core::models::ModelInfo {
+            context_window: 1_000_000,
+            ..wicket_core::models::UNKNOWN
+        },
+        limits: wicket_core::config::Limits::default(),
     }
 }
 
@@ -183,7 +188,13 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
         panic!()
     };
     assert_eq!(text, "changed two to 2");
-    assert_eq!((usage.input_tokens, usage.output_tokens), (40, 20));
+    let input: u64 = w
+        .replay
+        .requests()
+        .iter()
+        .map(|r| wicket_test_support::scripted::request_bytes(r).div_ceil(4) as u64)
+        .sum();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (input, 20));
     // The model saw each result: the last request has the run's stdout.
     let requests = w.requests();
     let Some(Message::ToolResult { content, .. }) = requests[3].last() else {
@@ -769,4 +780,182 @@ fn a_card_blocks_messages_from_the_moment_its_event_is_seen() {
         w.manager.wait_idle(&id).unwrap();
     }
     assert_eq!(queued, 0, "a message got past an open card");
+}
+
+fn small_window(window: u64) -> Settings {
+    let mut s = settings();
+    s.model.context_window = window;
+    s
+}
+
+/// 500 turns, each reading a 2 KB file, in a 4,000-token window: the
+/// conversation is compacted again and again, and no request the model
+/// gets is ever over the window.
+#[test]
+fn a_500_turn_session_stays_under_the_window_for_its_whole_life() {
+    const TURNS: usize = 500;
+    let f = Fixture::new();
+    f.write(
+        "page.txt",
+        &"the quick brown fox jumps over the lazy dog\n".repeat(48),
+    );
+    let mut replies = Vec::new();
+    for turn in 0..TURNS {
+        replies.push(calls(&[("read_file", json!({"path": "page.txt"}))]));
+        replies.push(text(&format!("done {turn}")));
+    }
+    let w = world_in(f, replies, small_window(4000));
+    let replay = w
+        .replay
+        .clone()
+        .summarising(wicket_core::turn::COMPACT_PROMPT);
+    let id = w.open("s");
+    for turn in 0..TURNS {
+        w.manager.send(&id, &format!("turn {turn}")).unwrap();
+        w.manager.wait_idle(&id).unwrap();
+    }
+    let events = w.events(&id);
+    let results = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::Result { .. }))
+        .count();
+    assert_eq!(results, TURNS, "every turn finished");
+    let compactions = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::Compacted { .. }))
+        .count();
+    assert!(compactions > 10, "{compactions} compactions");
+    let largest = replay
+        .requests()
+        .iter()
+        .map(|r| wicket_test_support::scripted::request_bytes(r).div_ceil(4))
+        .max()
+        .unwrap();
+    assert!(largest <= 4000, "a request of about {largest} tokens");
+    // The log keeps every event: each turn's read result is there.
+    let reads = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::ToolResult { ok: true, .. }))
+        .count();
+    assert!(reads >= TURNS);
+}
+
+/// A provider's "prompt is too long" compacts once and asks again once.
+#[test]
+fn prompt_too_long_compacts_and_retries_exactly_once() {
+    let w = world(vec![text("early")], small_window(100_000));
+    let replay = w
+        .replay
+        .clone()
+        .summarising(wicket_core::turn::COMPACT_PROMPT);
+    let id = w.open("s");
+    w.manager.send(&id, "first").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    replay.push(Err(wicket_chat::ChatError::new(
+        wicket_chat::ChatErrorKind::Http { status: 400 },
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    )));
+    replay.push(Ok(text("answered after compacting")));
+    w.manager.send(&id, "second").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    let compactions = events
+        .iter()
+        .filter(|e| matches!(e, EventBody::Compacted { .. }))
+        .count();
+    assert_eq!(compactions, 1, "{events:#?}");
+    // first turn, then: the refused request, the summary, the retry.
+    assert_eq!(replay.requests().len(), 1 + 3);
+    assert!(
+        matches!(events.last(), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
+    );
+    // A second refusal in the same turn is not retried blindly.
+    replay.push(Err(wicket_chat::ChatError::new(
+        wicket_chat::ChatErrorKind::Http { status: 400 },
+        "prompt is too long",
+    )));
+    replay.push(Err(wicket_chat::ChatError::new(
+        wicket_chat::ChatErrorKind::Http { status: 400 },
+        "prompt is too long",
+    )));
+    w.manager.send(&id, "third").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert!(matches!(
+        w.events(&id).last(),
+        Some(EventBody::Error {
+            ends_turn: true,
+            ..
+        })
+    ));
+    assert_eq!(
+        replay.requests().len(),
+        4 + 3,
+        "refused, summary, refused: then it stops"
+    );
+}
+
+/// `[limits]` ends a turn before the request that would pass it.
+#[test]
+fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
+    let mut s = settings();
+    s.limits.max_tokens_per_turn = Some(6_000);
+    let replies = (0..10).map(|_| calls(&[("list_dir", json!({}))])).collect();
+    let w = world(replies, s);
+    let id = w.open("s");
+    w.manager.send(&id, "loop").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    let Some(EventBody::Error {
+        ends_turn: true,
+        message,
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert!(message.contains("max_tokens_per_turn = 6000"), "{message}");
+    let used: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::AssistantMessage { usage, .. } => {
+                Some(usage.input_tokens + usage.output_tokens)
+            }
+            _ => None,
+        })
+        .sum();
+    assert!(used <= 6_000, "the limit was passed: {used}");
+    assert!(w.requests().len() < 10);
+
+    let mut s = settings();
+    s.model.prices = Some(wicket_core::models::Prices {
+        input: 3.0,
+        output: 15.0,
+        cached_input: 0.3,
+        cache_write: 3.75,
+    });
+    s.limits.max_cost_usd_per_turn = Some(0.02);
+    let replies = (0..10).map(|_| calls(&[("list_dir", json!({}))])).collect();
+    let w = world(replies, s);
+    let id = w.open("s");
+    w.manager.send(&id, "loop").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    let Some(EventBody::Error {
+        ends_turn: true,
+        message,
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert!(
+        message.contains("max_cost_usd_per_turn = 0.02"),
+        "{message}"
+    );
+    let spent: f64 = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::AssistantMessage { usage, .. } => usage.cost_usd,
+            _ => None,
+        })
+        .sum();
+    assert!(spent > 0.0 && spent <= 0.02, "{spent}");
 }

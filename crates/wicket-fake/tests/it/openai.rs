@@ -195,7 +195,8 @@ fn include_usage_adds_a_usage_chunk_and_null_usage_everywhere_else() {
     assert_eq!(usage["id"], "chatcmpl-fake1");
     assert_eq!(
         usage["usage"],
-        json!({"prompt_tokens": 12, "completion_tokens": 34, "total_tokens": 46})
+        json!({"prompt_tokens": 12, "completion_tokens": 34, "total_tokens": 46,
+               "prompt_tokens_details": {"cached_tokens": 0}})
     );
 }
 

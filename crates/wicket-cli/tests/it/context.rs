@@ -1,0 +1,237 @@
+//! Long sessions against the fake providers, through the binary: the
+//! context window, compaction, prompt caching, cost and its sums.
+
+use serde_json::Value;
+use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+
+use crate::*;
+
+fn config(f: &Fixture, text: &str) {
+    std::fs::write(f.home.join("config.toml"), text).unwrap();
+}
+
+fn exec_against(
+    f: &Fixture,
+    fake: &FakeServer,
+    model: &str,
+    ask: &str,
+    session: &str,
+) -> (Vec<Value>, i32) {
+    let (base, key) = if model.starts_with("openai:") {
+        ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+    } else {
+        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+    };
+    let output = crate::exec::exec(
+        f,
+        ask,
+        &[
+            "--model",
+            model,
+            "--session",
+            session,
+            "--json",
+            "--answers",
+            "deny",
+        ],
+    )
+    .env(base, fake.base_url())
+    .env(key, "test-key")
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    (lines(&output), output.status.code().unwrap_or(-1))
+}
+
+fn body_tokens(body: &Value) -> usize {
+    body.to_string().len().div_ceil(4)
+}
+
+/// With a 4,000-token window and tool results that fill it, the turn
+/// compacts: a `compacted` event, the next request is under the window,
+/// the turn finishes, the log keeps every event, and the session resumed
+/// later starts from the summary.
+#[test]
+fn a_turn_compacts_when_the_window_fills_and_resumes_from_the_summary() {
+    let f = Fixture::new();
+    config(&f, "[models.\"openai:gpt-test\"]\ncontext_window = 4000\n");
+    f.write("a.txt", &"alpha alpha alpha alpha\n".repeat(120));
+    f.write("b.txt", &"bravo bravo bravo bravo\n".repeat(120));
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(Step::Reply(
+        FakeReply::tool_call("c1", "read_file", r#"{"path": "a.txt"}"#).usage(1000, 10),
+    ));
+    fake.push(Step::Reply(
+        FakeReply::tool_call("c2", "read_file", r#"{"path": "b.txt"}"#).usage(3000, 10),
+    ));
+    fake.push(Step::Reply(
+        FakeReply::text("SUMMARY: read a.txt (alphas) and b.txt (bravos).").usage(3500, 20),
+    ));
+    fake.push(Step::Reply(
+        FakeReply::text("Both files read.").usage(900, 5),
+    ));
+    let (events, code) = exec_against(&f, &fake, "openai:gpt-test", "read both", "long");
+    assert_eq!(code, 0, "{events:#?}");
+    let compacted = events
+        .iter()
+        .find(|e| e["type"] == "compacted")
+        .expect("a compacted event");
+    assert!(
+        compacted["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("SUMMARY")
+    );
+    assert!(
+        compacted["tokens_after"].as_u64().unwrap() < compacted["tokens_before"].as_u64().unwrap()
+    );
+    assert_eq!(events.last().unwrap()["type"], "result");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    let summary_request = &requests[2].body;
+    let last_message = summary_request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("summary"),
+        "{last_message}"
+    );
+    let after = &requests[3].body;
+    assert!(body_tokens(after) < 4000, "{} tokens", body_tokens(after));
+    let after_text = after.to_string();
+    assert!(after_text.contains("SUMMARY: read a.txt"));
+    assert!(
+        !after_text.contains("alpha alpha alpha"),
+        "the summarised read is gone from the request"
+    );
+    // The log keeps every event, compaction or not.
+    let log = f.log("long");
+    assert!(log.iter().any(|e| {
+        e["type"] == "tool_result"
+            && e["output"]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("alpha"))
+    }));
+    let readable = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["log", "long"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&readable.stdout).contains("compacted events 1–"));
+    // Resumed, the session starts from the summary.
+    fake.push(Step::Reply(FakeReply::text("Still here.").usage(900, 5)));
+    let (events, code) = exec_against(&f, &fake, "openai:gpt-test", "and now?", "long");
+    assert_eq!(code, 0, "{events:#?}");
+    let resumed = fake.requests().last().unwrap().body.to_string();
+    assert!(resumed.contains("SUMMARY: read a.txt"));
+    assert!(!resumed.contains("alpha alpha alpha"));
+}
+
+/// Anthropic requests carry cache breakpoints after the tools and system
+/// prompt and on the last message; two consecutive requests share their
+/// prefix byte for byte; reported cache tokens give exact usage and cost sums.
+#[test]
+fn anthropic_caching_usage_and_cost_add_up_exactly() {
+    let f = Fixture::new();
+    config(
+        &f,
+        "[prices.\"anthropic:claude-test\"]\ninput = 3.0\noutput = 15.0\ncached_input = 0.3\ncache_write = 3.75\n",
+    );
+    let fake = FakeServer::start(Wire::Anthropic);
+    fake.push(Step::Reply(
+        FakeReply::tool_call("t1", "list_dir", "{}")
+            .usage(100, 20)
+            .cache(0, 4000),
+    ));
+    fake.push(Step::Reply(
+        FakeReply::text("done").usage(50, 10).cache(4000, 120),
+    ));
+    let (events, code) = exec_against(&f, &fake, "anthropic:claude-test", "look", "cached");
+    assert_eq!(code, 0, "{events:#?}");
+    let requests = fake.requests();
+    let (first, second) = (&requests[0].body, &requests[1].body);
+    // The breakpoints, pinned.
+    let marks = |body: &Value| -> Vec<String> {
+        let mut found = Vec::new();
+        if body["system"][0]["cache_control"].is_object() {
+            found.push("system".to_string());
+        }
+        for (i, message) in body["messages"].as_array().unwrap().iter().enumerate() {
+            for block in message["content"].as_array().unwrap() {
+                if block["cache_control"].is_object() {
+                    found.push(format!("messages[{i}].{}", block["type"].as_str().unwrap()));
+                }
+            }
+        }
+        found
+    };
+    insta::assert_snapshot!(format!("{:?}\n{:?}", marks(first), marks(second)), @r#"
+    ["system", "messages[0].text"]
+    ["system", "messages[2].tool_result"]
+    "#);
+    // Tools and system prompt: the same bytes.
+    assert_eq!(first["tools"].to_string(), second["tools"].to_string());
+    assert_eq!(first["system"].to_string(), second["system"].to_string());
+    // The first request's messages begin the second's, but for where the
+    // last breakpoint sits.
+    let strip = |message: &Value| {
+        let mut message = message.clone();
+        for block in message["content"].as_array_mut().unwrap() {
+            block.as_object_mut().unwrap().remove("cache_control");
+        }
+        message.to_string()
+    };
+    let before: Vec<String> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(strip)
+        .collect();
+    let after: Vec<String> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(strip)
+        .collect();
+    assert_eq!(before[..], after[..before.len()]);
+    // Usage: Anthropic's input excludes cached tokens; Wicket's includes them.
+    let replies: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant_message")
+        .collect();
+    assert_eq!(replies[0]["usage"]["input_tokens"], 4100);
+    assert_eq!(replies[0]["usage"]["cache_creation_input_tokens"], 4000);
+    assert_eq!(replies[1]["usage"]["input_tokens"], 4170);
+    assert_eq!(replies[1]["usage"]["cache_read_input_tokens"], 4000);
+    let first_cost = (100.0 * 3.0 + 4000.0 * 3.75 + 20.0 * 15.0) / 1e6;
+    let second_cost = (50.0 * 3.0 + 4000.0 * 0.3 + 120.0 * 3.75 + 10.0 * 15.0) / 1e6;
+    let cost = |v: &Value| v.as_f64().unwrap();
+    assert!((cost(&replies[0]["usage"]["cost_usd"]) - first_cost).abs() < 1e-12);
+    assert!((cost(&replies[1]["usage"]["cost_usd"]) - second_cost).abs() < 1e-12);
+    let result = events.last().unwrap();
+    assert_eq!(result["usage"]["input_tokens"], 8270);
+    assert_eq!(result["usage"]["output_tokens"], 30);
+    assert!((cost(&result["usage"]["cost_usd"]) - (first_cost + second_cost)).abs() < 1e-12);
+    let meta = f.meta("cached");
+    assert!((cost(&meta["usage"]["cost_usd"]) - (first_cost + second_cost)).abs() < 1e-12);
+    assert!(replies[1]["usage"]["context_used_percent"].is_number());
+}
+
+/// A model with no known price shows tokens only, never a made-up cost.
+#[test]
+fn an_unknown_model_has_tokens_and_no_cost() {
+    let f = Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(Step::Reply(FakeReply::text("hi").usage(10, 2)));
+    let (events, code) = exec_against(&f, &fake, "openai:gpt-unknown-test", "hi", "free");
+    assert_eq!(code, 0);
+    let result = events.last().unwrap();
+    assert_eq!(result["usage"]["input_tokens"], 10);
+    assert!(result["usage"].get("cost_usd").is_none(), "{result}");
+}
