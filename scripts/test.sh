@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: the Rust tests (cargo-nextest: each test in its own
-# process, one that hangs is killed after 2 minutes and fails), then the
-# page in headless Chromium. Installs what it needs when it can (Debian's
-# chromium as root), and otherwise says the one command to run.
+# process, one that hangs is killed after 2 minutes and fails; the MCP tests
+# run real npm servers from tests/mcp), then the page in headless Chromium.
+# Installs what it needs when it can (Debian's chromium as root, the npm
+# packages), and otherwise says the one command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,9 @@ if [ ! -x "$chromium" ]; then
     need "the browser tests need Chromium at $chromium: run 'sudo apt-get install chromium' (or set CHROMIUM=/path)"
   fi
 fi
-command -v npm >/dev/null || need "the browser tests need Node.js with npm: run 'sudo apt-get install nodejs npm'"
+command -v npm >/dev/null || need "the browser and MCP tests need Node.js with npm: run 'sudo apt-get install nodejs npm'"
+# The MCP servers the tests run against, at the versions package-lock.json pins.
+(cd tests/mcp && npm ci --no-audit --no-fund --silent)
 
 cargo nextest run --workspace --locked --profile ci
 cargo build --locked -p wicket-cli

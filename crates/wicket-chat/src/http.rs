@@ -26,6 +26,7 @@ pub(crate) struct Http {
 
 impl Http {
     pub(crate) fn new(provider: &'static str, config: &ClientConfig) -> Result<Self, ChatError> {
+        crate::tls::install();
         let client = reqwest::Client::builder()
             .connect_timeout(config.request_timeout.min(Duration::from_secs(30)))
             .build()

@@ -18,6 +18,7 @@ mod openai;
 mod replay;
 mod retry;
 mod sse;
+pub mod tls;
 
 use std::future::Future;
 use std::path::Path;

@@ -119,6 +119,7 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
             printer.print(&event);
             if let Some(code) = react(&event, &asks, &interrupted) {
                 let _ = manager.wait_idle(&id);
+                manager.shutdown();
                 let _ = std::io::stdout().flush();
                 return Ok(ExitCode::from(code));
             }

@@ -4,6 +4,7 @@
 
 mod answer;
 mod exec;
+mod mcp;
 mod serve;
 mod show;
 
@@ -45,6 +46,40 @@ enum ExecAnswers {
     Deny,
     AllowOnce,
     Stdin,
+}
+
+#[derive(Subcommand)]
+enum McpCommand {
+    /// Start each configured server and list whether it started and its tools.
+    List {
+        /// The workspace whose config adds servers (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// One JSON object per server.
+        #[arg(long)]
+        json: bool,
+        /// How cards (a workspace server's start) are answered; default a prompt on a terminal, else deny.
+        #[arg(long, value_enum)]
+        answers: Option<Answers>,
+    },
+    /// Call one tool of one server through the gate and print its card and result as JSON lines.
+    Call {
+        /// The server's name in the config.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// The arguments as a JSON object, or @PATH to read them from a file.
+        args: String,
+        /// The workspace (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Continue this session (created when it does not exist); default a throwaway one.
+        #[arg(long)]
+        session: Option<String>,
+        /// How cards are answered; default a prompt on a terminal, else deny.
+        #[arg(long, value_enum)]
+        answers: Option<Answers>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -97,6 +132,11 @@ enum Command {
         /// Listen on this address (IP:PORT) instead; every request still needs the token.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+    },
+    /// The MCP servers of the configs: list them and their tools, or make one call through the gate.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
     },
     /// List the sessions: id, workspace, status, last update.
     Sessions {
@@ -167,6 +207,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workspace,
             listen,
         }),
+        Command::Mcp { command } => match command {
+            McpCommand::List {
+                workspace,
+                json,
+                answers,
+            } => {
+                let setup = mcp::Setup::load(workspace, None)?;
+                mcp::list(&setup, json, answerer_for(answers).as_mut())
+            }
+            McpCommand::Call {
+                server,
+                tool,
+                args,
+                workspace,
+                session,
+                answers,
+            } => {
+                let arguments = match json_arguments(&args)? {
+                    Ok(value) => value,
+                    Err(message) => return usage_error(message),
+                };
+                let setup = mcp::Setup::load(workspace, session)?;
+                mcp::call(
+                    &setup,
+                    &server,
+                    &tool,
+                    arguments,
+                    answerer_for(answers).as_mut(),
+                )
+            }
+        },
         Command::Sessions { json } => {
             let sessions = session::list(&session::home());
             let mut out = std::io::stdout().lock();
@@ -206,7 +277,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn usage_error(message: String) -> anyhow::Result<ExitCode> {
+/// Arguments given as JSON, or as @PATH to a file of JSON; the inner error
+/// is the usage message when it is not JSON.
+fn json_arguments(args: &str) -> anyhow::Result<Result<serde_json::Value, String>> {
+    let text = match args.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading the arguments from {path}"))?,
+        None => args.to_string(),
+    };
+    Ok(serde_json::from_str(&text)
+        .map_err(|error| format!("the arguments are not valid JSON: {error}")))
+}
+
+pub(crate) fn usage_error(message: String) -> anyhow::Result<ExitCode> {
     let line = result_line(&Err(WireError {
         kind: ErrorKind::InvalidArgs,
         message: message.clone(),
@@ -223,14 +306,9 @@ fn tool(
     session_id: Option<String>,
     answers: Option<Answers>,
 ) -> anyhow::Result<ExitCode> {
-    let text = match args.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading the arguments from {path}"))?,
-        None => args.to_string(),
-    };
-    let arguments: serde_json::Value = match serde_json::from_str(&text) {
+    let arguments = match json_arguments(args)? {
         Ok(value) => value,
-        Err(error) => return usage_error(format!("the arguments are not valid JSON: {error}")),
+        Err(message) => return usage_error(message),
     };
     if !wicket_protocol::TOOL_NAMES.contains(&name) {
         return usage_error(format!(

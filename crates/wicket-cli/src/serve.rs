@@ -147,8 +147,8 @@ async fn shutdown_signal() {
     }
 }
 
-/// Cancels every running turn and waits for it to end, so no command the
-/// server started outlives it.
+/// Cancels every running turn and waits for it to end, then stops every
+/// MCP server, so no command the server started outlives it.
 fn stop_turns(manager: &Manager) {
     let running = manager.running();
     for id in &running {
@@ -157,4 +157,5 @@ fn stop_turns(manager: &Manager) {
     for id in &running {
         let _ = manager.wait_idle(id);
     }
+    manager.shutdown();
 }

@@ -610,6 +610,25 @@ mod tests {
     }
 
     #[test]
+    fn an_mcp_card_shows_the_arguments_and_the_servers_claim() {
+        let arguments = serde_json::json!({"path": "/srv/notes\u{1b}[2Jx.txt", "head": 3});
+        let mcp = Card {
+            id: "card-4".into(),
+            tool: "read_text_file".into(),
+            kind: CardKind::Mcp(McpCard {
+                server: "fs".into(),
+                arguments_text: serde_json::to_string_pretty(&arguments).unwrap(),
+                arguments,
+                arguments_truncated: false,
+                annotations: Some(serde_json::json!({"readOnlyHint": true})),
+            }),
+        };
+        let shown = card(&mcp, false);
+        assert!(!shown.contains('\x1b'));
+        insta::assert_snapshot!(shown);
+    }
+
+    #[test]
     fn a_spoofing_diff_is_shown_with_its_controls_visible() {
         let diff = "--- a/notes\n+++ b/notes\n@@ -1 +1,2 @@\n+echo pwned > ~/.bashrc\x1b[1A\x1b[2K\r+# just a comment\n".to_string();
         let bytes = diff.len() as u64;

@@ -150,6 +150,7 @@ struct FileConfig {
     models: Option<std::collections::BTreeMap<String, FileModel>>,
     prices: Option<std::collections::BTreeMap<String, FilePrices>>,
     limits: Option<FileLimits>,
+    mcp_servers: Option<std::collections::BTreeMap<String, crate::mcp::FileServer>>,
 }
 
 /// The settings a session runs with, all layers applied.
@@ -188,6 +189,9 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, Prices>,
     /// `[limits]` (home only).
     pub limits: Limits,
+    /// `[mcp_servers.NAME]`: the home config's, then the workspace's
+    /// (untrusted; a name the home config uses stays the home's).
+    pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
 }
 
 /// A skill folder from a config.
@@ -218,6 +222,7 @@ impl Default for Config {
             models: Default::default(),
             prices: Default::default(),
             limits: Limits::default(),
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -327,6 +332,9 @@ impl Config {
                 max_tokens_per_turn: limits.max_tokens_per_turn,
             };
         }
+        if let Some(servers) = file.mcp_servers.take() {
+            self.mcp_servers = crate::mcp::server_specs(servers, Owner::Home, path)?;
+        }
         self.apply_common(file, Owner::Home);
         Ok(())
     }
@@ -382,6 +390,13 @@ impl Config {
                 ));
             }
             self.skill_dirs.push(SkillDir::Workspace(dir));
+        }
+        if let Some(servers) = file.mcp_servers.take() {
+            for spec in crate::mcp::server_specs(servers, Owner::Workspace, path)? {
+                if !self.mcp_servers.iter().any(|home| home.name == spec.name) {
+                    self.mcp_servers.push(spec);
+                }
+            }
         }
         self.apply_common(file, Owner::Workspace);
         Ok(())

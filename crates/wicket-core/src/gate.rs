@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
 use wicket_protocol::{
-    Answer, Card, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, OutsideReadCard, Reach,
-    ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary, SearchReplaceArgs, ToolCall,
+    Answer, Card, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard, OutsideReadCard,
+    Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary, SearchReplaceArgs, ToolCall,
     ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
 use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
@@ -24,7 +24,7 @@ use wicket_tools::{Cancel, Location, Tools};
 
 use crate::diff;
 use crate::sandbox::SandboxSettings;
-use crate::session::{OutsideKey, RunKey, Session, Status};
+use crate::session::{McpKey, OutsideKey, RunKey, Session, Status};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -110,6 +110,21 @@ pub struct CommandRequest<'r> {
     pub network: bool,
     /// Who wants it run.
     pub source: RunSource,
+}
+
+/// An MCP call to put through [`Gate::allow_mcp`].
+#[derive(Debug, Clone)]
+pub struct McpRequest<'r> {
+    /// The server.
+    pub server: &'r str,
+    /// The tool's own name on it.
+    pub tool: &'r str,
+    /// The exact arguments.
+    pub arguments: &'r serde_json::Map<String, serde_json::Value>,
+    /// The server's hints about the tool.
+    pub annotations: Option<&'r serde_json::Value>,
+    /// The person's own config lets this tool skip its card.
+    pub auto_allowed: bool,
 }
 
 /// The gate over one session's tools.
@@ -349,10 +364,57 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// How a command of the person's own config (a home Stop hook) starts:
-    /// no card, the same sandbox.
-    pub fn home_command(&self) -> Result<Confine, WireError> {
-        self.confine(&self.confinement.sandbox.summary(false))
+    /// How a command of the person's own config (a home Stop hook, a home
+    /// MCP server) starts: no card, the same sandbox, with the network when
+    /// the config gives it.
+    pub fn home_command(&self, network: bool) -> Result<Confine, WireError> {
+        self.confine(&self.confinement.sandbox.summary(network))
+    }
+
+    /// Asks for one MCP call unless the person's own config lets the tool
+    /// skip its card, or the same server, tool and exact arguments were
+    /// allowed for the session. The server's annotations ride on the card as
+    /// its claim; they never skip it.
+    pub fn allow_mcp(
+        &self,
+        call_id: &str,
+        request: &McpRequest<'_>,
+        answerer: &mut dyn Answerer,
+    ) -> Result<(), WireError> {
+        if request.auto_allowed {
+            return Ok(());
+        }
+        let arguments = serde_json::Value::Object(request.arguments.clone());
+        let key = McpKey {
+            server: request.server.to_string(),
+            tool: request.tool.to_string(),
+            arguments: crate::mcp::canonical(&arguments),
+        };
+        if self.session.meta().allowed.mcp.contains(&key) {
+            return Ok(());
+        }
+        let shown = diff::for_card(serde_json::to_string_pretty(&arguments).unwrap_or_default());
+        let card = Card {
+            id: String::new(),
+            tool: request.tool.to_string(),
+            kind: CardKind::Mcp(McpCard {
+                server: request.server.to_string(),
+                arguments,
+                arguments_text: shown.text,
+                arguments_truncated: shown.truncated,
+                annotations: request.annotations.cloned(),
+            }),
+        };
+        match self.ask(call_id, card, answerer)? {
+            Answer::Deny => Err(denied("this call; the server was never called")),
+            Answer::AllowOnce => Ok(()),
+            Answer::AllowSession => self
+                .session
+                .update_meta(|meta| {
+                    meta.allowed.mcp.insert(key);
+                })
+                .map_err(internal),
+        }
     }
 
     fn confine(&self, summary: &SandboxSummary) -> Result<Confine, WireError> {

@@ -9,6 +9,7 @@ pub mod error;
 pub mod gate;
 pub mod hooks;
 pub mod manager;
+pub mod mcp;
 pub mod models;
 pub mod sandbox;
 pub mod session;

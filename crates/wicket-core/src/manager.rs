@@ -177,6 +177,8 @@ struct State {
 struct Live {
     session: Session,
     tools: Tools,
+    /// The session's MCP servers, started at its first turn.
+    mcp: wicket_mcp::Hub,
     workspace: PathBuf,
     state: Arc<Mutex<State>>,
     changed: Arc<Condvar>,
@@ -326,6 +328,7 @@ impl Manager {
         let live = Arc::new(Live {
             session,
             tools,
+            mcp: wicket_mcp::Hub::new(self.runtime.clone()),
             workspace,
             state,
             changed,
@@ -399,6 +402,7 @@ impl Manager {
                             chat: chat.as_ref(),
                             settings: &settings,
                             runtime: &runtime,
+                            mcp: Some(&live.mcp),
                         };
                         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             runner.compact_now(&cancel)
@@ -531,6 +535,15 @@ impl Manager {
             .collect()
     }
 
+    /// Stops every session's MCP servers (`wicket serve` or `exec` is
+    /// exiting): each gets its session closed, then TERM, then KILL.
+    pub fn shutdown(&self) {
+        let lives: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
+        for live in lives {
+            live.mcp.stop();
+        }
+    }
+
     /// Blocks until the session has no running turn and nothing queued.
     pub fn wait_idle(&self, id: &str) -> Result<(), ManagerError> {
         let live = self.live(id)?;
@@ -563,6 +576,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     chat: chat.as_ref(),
                     settings: &settings,
                     runtime: &runtime,
+                    mcp: Some(&live.mcp),
                 };
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.
@@ -663,6 +677,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             },
             model: info,
             limits: config.limits,
+            mcp_servers: config.mcp_servers.clone(),
         };
         Ok((chat, settings))
     })

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StreamEvent};
 use wicket_os::spawn::Cwd;
-use wicket_protocol::limits::PROMPT_FILE_MAX_BYTES;
+use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, RUN_STREAM_MAX_BYTES};
 use wicket_protocol::{
     Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
     HookOutcome, ReplyOutput, RunSource, SkillOutput, ToolCall, ToolCallRequest, ToolOutput,
@@ -43,6 +43,8 @@ pub struct Settings {
     pub model: ModelInfo,
     /// The turn's budget.
     pub limits: Limits,
+    /// The MCP servers the session starts at its first turn.
+    pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
 }
 
 /// Who answers for the person: cards and questions. `None` is a withdrawal
@@ -74,9 +76,20 @@ impl Answerer for Asker<'_> {
 }
 
 /// The text a tool result gives the model.
+/// The same for a live call and for one rebuilt from the log. An MCP
+/// result (and an MCP error, which carries the server's text) is cut to
+/// `run`'s 64 KiB; the log keeps every byte.
 fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
     match result {
+        Ok(ToolOutput::Mcp(mcp)) => (mcp.model_text(), false),
         Ok(output) => (serde_json::to_string(output).unwrap_or_default(), false),
+        Err(error) if error.kind == ErrorKind::Mcp => {
+            let cut = WireError::new(
+                ErrorKind::Mcp,
+                wicket_protocol::text::head_tail(&error.message, RUN_STREAM_MAX_BYTES),
+            );
+            (serde_json::json!({ "error": cut }).to_string(), true)
+        }
         Err(error) => (serde_json::json!({ "error": error }).to_string(), true),
     }
 }
@@ -430,6 +443,8 @@ pub struct Runner<'a> {
     pub settings: &'a Settings,
     /// The runtime the chat client runs on.
     pub runtime: &'a tokio::runtime::Handle,
+    /// The session's MCP servers (`None`: this turn offers no MCP tools).
+    pub mcp: Option<&'a wicket_mcp::Hub>,
 }
 
 impl Runner<'_> {
@@ -615,7 +630,7 @@ impl Runner<'_> {
                 }
                 Err(error) => return failed(error.message),
             },
-            Owner::Home => match gate.home_command() {
+            Owner::Home => match gate.home_command(false) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },
@@ -641,7 +656,7 @@ impl Runner<'_> {
         let mut turn = Turn {
             history,
             system,
-            tools: tool_specs(),
+            tools: self.tool_specs(),
             usage: Usage::default(),
             blocks: 0,
             cut: 0,
@@ -672,10 +687,11 @@ impl Runner<'_> {
         if let Some(warning) = warning {
             self.log(EventBody::error(warning));
         }
+        self.start_servers(person);
         let mut turn = Turn {
             history,
             system,
-            tools: tool_specs(),
+            tools: self.tool_specs(),
             usage: Usage::default(),
             blocks: 0,
             cut: 0,
@@ -931,7 +947,12 @@ impl Runner<'_> {
                 );
                 continue;
             }
-            let result = match Call::parse(&call.name, &call.arguments, &|_| None) {
+            let mcp_tool = |name: &str| {
+                self.mcp
+                    .and_then(|hub| hub.find(name))
+                    .map(|offered| (offered.server, offered.tool))
+            };
+            let result = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
                 Err((arguments, error)) => self.refused(call, arguments, error),
                 Ok(Call::Tool(tool_call)) => self.tool(call, &tool_call, person, cancel),
                 Ok(Call::Core(CoreCall::Ask(args))) => match self.ask(call, &args, person) {
@@ -948,14 +969,7 @@ impl Runner<'_> {
                     result
                 }
                 Ok(Call::Core(CoreCall::UseSkill(args))) => self.use_skill(call, &args),
-                Ok(Call::Mcp(mcp)) => self.refused(
-                    call,
-                    serde_json::Value::Object(mcp.arguments.clone()),
-                    WireError::invalid(format!(
-                        "there is no MCP tool '{}' in this session",
-                        mcp.name
-                    )),
-                ),
+                Ok(Call::Mcp(mcp)) => self.mcp_call(call, &mcp, person, cancel),
             };
             let (content, is_error) = result_content(&result);
             turn.push(Message::ToolResult {
@@ -1089,6 +1103,52 @@ impl Runner<'_> {
             .map_err(|message| WireError::new(ErrorKind::NotFound, message));
         self.log_result(call, &result);
         result
+    }
+
+    /// The six tools, ask, finish, use_skill, and the MCP servers' tools.
+    fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs = tool_specs();
+        if let Some(hub) = self.mcp {
+            specs.extend(crate::mcp::tool_specs(hub));
+        }
+        specs
+    }
+
+    fn mcp_session(&self) -> Option<crate::mcp::McpSession<'_>> {
+        Some(crate::mcp::McpSession {
+            tools: self.tools,
+            session: self.session,
+            confinement: &self.settings.confinement,
+            hub: self.mcp?,
+        })
+    }
+
+    /// Starts the session's MCP servers not tried yet (at its first turn).
+    fn start_servers(&self, person: &mut dyn Person) {
+        if let Some(mcp) = self.mcp_session() {
+            mcp.start(&self.settings.mcp_servers, &mut Asker(person));
+        }
+    }
+
+    /// One MCP tool, through the gate's `mcp` card, then to its server.
+    fn mcp_call(
+        &self,
+        call: &ToolCallRequest,
+        mcp: &wicket_protocol::McpCall,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        match self.mcp_session() {
+            Some(session) => session.call(&call.id, mcp, &mut Asker(person), cancel),
+            None => self.refused(
+                call,
+                serde_json::Value::Object(mcp.arguments.clone()),
+                WireError::invalid(format!(
+                    "there is no MCP tool '{}' in this session",
+                    mcp.name
+                )),
+            ),
+        }
     }
 
     /// One of the six tools, through the gate.

@@ -16,6 +16,29 @@ pub fn visible_line(text: &str) -> String {
     escape(text, false)
 }
 
+/// `text` whole when it fits in `max` bytes, else its first and last
+/// `max / 2` bytes (on character boundaries) around a marker that says how
+/// many bytes were cut: what a model is given of a long result.
+pub fn head_tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut head = max / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - max / 2;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes cut …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
 fn needs_escape(c: char, multiline: bool) -> bool {
     match c {
         '\n' | '\t' => !multiline,
@@ -52,6 +75,16 @@ fn escape(text: &str, multiline: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn head_tail_keeps_both_ends_and_counts_the_cut() {
+        assert_eq!(head_tail("short", 10), "short");
+        let text = format!("{}{}{}", "a".repeat(10), "é".repeat(50), "z".repeat(10));
+        let cut = head_tail(&text, 20);
+        assert!(cut.starts_with("aaaaaaaaaa\n[…"), "{cut}");
+        assert!(cut.ends_with("\nzzzzzzzzzz"), "{cut}");
+        assert!(cut.contains("[… 100 bytes cut …]"), "{cut}");
+    }
 
     #[test]
     fn escapes_and_overrides_become_visible() {

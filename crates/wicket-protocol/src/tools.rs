@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorKind, WireError};
-use crate::limits::ARGUMENTS_MAX_DEPTH;
+use crate::limits::{ARGUMENTS_MAX_DEPTH, RUN_STREAM_MAX_BYTES};
 
 /// read_file's arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -473,6 +473,47 @@ pub struct McpOutput {
     /// Its structured content, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<serde_json::Value>,
+}
+
+impl McpOutput {
+    /// What the model is given: [`McpOutput::full_text`] cut to
+    /// [`RUN_STREAM_MAX_BYTES`] head and tail, as `run` output is. The log
+    /// keeps the whole result.
+    pub fn model_text(&self) -> String {
+        crate::text::head_tail(&self.full_text(), RUN_STREAM_MAX_BYTES)
+    }
+
+    /// The text blocks, a line for each image, sound or link, and the
+    /// structured content when no text stands for it.
+    pub fn full_text(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for block in &self.content {
+            parts.push(match block {
+                McpContent::Text { text } => text.clone(),
+                McpContent::Image { data, mime_type } => format!(
+                    "[an image ({mime_type}, {} bytes of base64); this conversation takes text only, so it is not shown]",
+                    data.len()
+                ),
+                McpContent::Audio { data, mime_type } => format!(
+                    "[audio ({mime_type}, {} bytes of base64), not shown]",
+                    data.len()
+                ),
+                McpContent::ResourceLink { uri, name } => format!("[resource link: {uri} ({name})]"),
+                McpContent::Resource { uri, text } => match text {
+                    Some(text) => format!("[resource {uri}]\n{text}"),
+                    None => format!("[resource {uri}: binary, not shown]"),
+                },
+            });
+        }
+        let has_text = self
+            .content
+            .iter()
+            .any(|block| matches!(block, McpContent::Text { .. }));
+        if let (Some(structured), false) = (&self.structured, has_text) {
+            parts.push(structured.to_string());
+        }
+        parts.join("\n")
+    }
 }
 
 /// What a call returns when it ran. The wire shape is the output's own

@@ -33,6 +33,7 @@ pub struct Reply {
 impl Api {
     /// A client for the server on `port`.
     pub fn new(port: u16, token: &str) -> Api {
+        wicket_chat::tls::install();
         Api {
             port,
             token: token.to_string(),

@@ -9,6 +9,7 @@
 mod context;
 mod crash;
 mod exec;
+mod mcp;
 mod output;
 mod sandbox;
 mod serve;

@@ -36,6 +36,7 @@ fn settings() -> Settings {
             ..wicket_core::models::UNKNOWN
         },
         limits: wicket_core::config::Limits::default(),
+        mcp_servers: Vec::new(),
     }
 }
 

@@ -54,11 +54,13 @@ pub fn validate(workspace: &Workspace, args: &RunArgs) -> Result<RunDir> {
     if args.argv.iter().any(|arg| arg.contains('\0')) {
         return Err(Error::invalid("an argv element contains a NUL byte"));
     }
-    let (_, dir) = open_cwd(workspace, args)?;
+    let (_, dir) = open_dir(workspace, args)?;
     Ok(dir)
 }
 
-fn open_cwd(workspace: &Workspace, args: &RunArgs) -> Result<(std::os::fd::OwnedFd, RunDir)> {
+/// Opens a run's folder (its `cwd`, which must be a folder inside the
+/// workspace) through the resolver: the folder itself, and how it is named.
+pub fn open_dir(workspace: &Workspace, args: &RunArgs) -> Result<(std::os::fd::OwnedFd, RunDir)> {
     let cwd_shown = args.cwd.as_deref().unwrap_or(".");
     let location = workspace.classify(cwd_shown)?;
     let Location::Inside(relative) = &location else {
@@ -89,7 +91,7 @@ pub fn run(
     cancel: &Cancel,
 ) -> Result<RunOutput> {
     let timeout = Duration::from_secs(timeout_of(args)?);
-    let (fd, dir) = open_cwd(workspace, args)?;
+    let (fd, dir) = open_dir(workspace, args)?;
     if &dir != approved {
         return Err(Error::new(
             ErrorKind::Stale,
