@@ -6,12 +6,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+
+mod mcp;
 use wicket_core::diff;
 use wicket_core::session::Session;
 use wicket_protocol::EventBody;
 
 /// One row of the table.
-struct Row {
+pub(crate) struct Row {
     name: String,
     wicket: String,
     reference: String,
@@ -31,7 +33,7 @@ fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     Ok(times[runs / 2])
 }
 
-fn ms(d: Duration) -> String {
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
@@ -306,7 +308,7 @@ fn read_rows(rows: &mut Vec<Row>) -> Result<()> {
 }
 
 /// The release `wicket` binary, built when missing or stale.
-fn wicket_binary() -> Result<std::path::PathBuf> {
+pub(crate) fn wicket_binary() -> Result<std::path::PathBuf> {
     let status = Command::new("cargo")
         .args(["build", "--release", "--quiet", "-p", "wicket-cli"])
         .status()
@@ -833,7 +835,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 11] = [
+    let workloads: [(&str, Workload); 12] = [
+        ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),
         ("launcher", launcher_rows),
         ("crash", crash_rows),
