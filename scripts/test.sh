@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the Rust tests (cargo-nextest: each test in its own
-# process, one that hangs is killed after 2 minutes and fails; the MCP tests
-# run real npm servers from tests/mcp), then the page in headless Chromium.
+# process, one that hangs is killed after 2 minutes and fails; the MCP and
+# ACP tests run real npm peers from tests/mcp and tests/acp), then the page
+# in headless Chromium.
 # Installs what it needs when it can (Debian's chromium as root, the npm
 # packages), and otherwise says the one command to run.
 set -euo pipefail
@@ -25,8 +26,10 @@ if [ ! -x "$chromium" ]; then
   fi
 fi
 command -v npm >/dev/null || need "the browser and MCP tests need Node.js with npm: run 'sudo apt-get install nodejs npm'"
-# The MCP servers the tests run against, at the versions package-lock.json pins.
+# The MCP servers and the ACP client the tests run against, at the versions
+# their package-lock.json files pin.
 (cd tests/mcp && npm ci --no-audit --no-fund --silent)
+(cd tests/acp && npm ci --no-audit --no-fund --silent)
 
 cargo nextest run --workspace --locked --profile ci
 cargo build --locked -p wicket-cli

@@ -109,7 +109,10 @@ pub(crate) fn mcp_rows(rows: &mut Vec<Row>) -> Result<()> {
     wicket_os::spawn::install_launcher(crate::wicket_binary()?);
     let index = everything()?;
     let world = World::new()?;
-    let three: Vec<ServerSpec> = ["a", "b", "c"].iter().map(|name| spec(name, &index)).collect();
+    let three: Vec<ServerSpec> = ["a", "b", "c"]
+        .iter()
+        .map(|name| spec(name, &index))
+        .collect();
     let (mut alone, mut together) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         let mut sum = Duration::ZERO;

@@ -133,6 +133,12 @@ enum Command {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
     },
+    /// Speak the Agent Client Protocol on stdin and stdout, so an editor hosts Wicket.
+    Acp {
+        /// PROVIDER:NAME for the sessions this editor opens (default: WICKET_MODEL, then config.toml).
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// The MCP servers of the configs: list them and their tools, or make one call through the gate.
     Mcp {
         #[command(subcommand)]
@@ -207,6 +213,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workspace,
             listen,
         }),
+        Command::Acp { model } => {
+            let home = session::home();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            let manager = std::sync::Arc::new(wicket_core::manager::Manager::new(
+                &home,
+                runtime.handle().clone(),
+                wicket_core::manager::standard_setup(&home),
+            ));
+            match runtime.block_on(wicket_acp::serve(manager, model)) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(error) => {
+                    eprintln!("wicket acp: {error}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         Command::Mcp { command } => match command {
             McpCommand::List {
                 workspace,

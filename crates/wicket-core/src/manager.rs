@@ -179,10 +179,14 @@ struct Live {
     tools: Tools,
     /// The session's MCP servers, started at its first turn.
     mcp: wicket_mcp::Hub,
+    /// Servers a front end added (an editor's, over ACP), beside the configs'.
+    extra_mcp: Mutex<Vec<wicket_mcp::ServerSpec>>,
     workspace: PathBuf,
     state: Arc<Mutex<State>>,
     changed: Arc<Condvar>,
     events: broadcast::Sender<Event>,
+    /// Pieces of the reply's text as they stream in; not logged.
+    text: broadcast::Sender<String>,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -194,6 +198,23 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 impl Live {
     fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// The front end's servers after the configs' (whose names win).
+    fn add_extra_servers(&self, settings: &mut crate::turn::Settings) {
+        let extra = self
+            .extra_mcp
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for server in extra.iter() {
+            if !settings
+                .mcp_servers
+                .iter()
+                .any(|known| known.name == server.name)
+            {
+                settings.mcp_servers.push(server.clone());
+            }
+        }
     }
 
     /// Waits for what is given for the open card or question (the session's
@@ -302,6 +323,7 @@ impl Manager {
             session.update_meta(|meta| meta.model = Some(model))?;
         }
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (text, _) = broadcast::channel(EVENT_BUFFER);
         let state = Arc::new(Mutex::new(State::default()));
         let changed = Arc::new(Condvar::new());
         {
@@ -329,10 +351,12 @@ impl Manager {
             session,
             tools,
             mcp: wicket_mcp::Hub::new(self.runtime.clone()),
+            extra_mcp: Mutex::new(Vec::new()),
             workspace,
             state,
             changed,
             events,
+            text,
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
@@ -403,6 +427,7 @@ impl Manager {
                             settings: &settings,
                             runtime: &runtime,
                             mcp: Some(&live.mcp),
+                            on_text: None,
                         };
                         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             runner.compact_now(&cancel)
@@ -474,6 +499,11 @@ impl Manager {
         Ok(true)
     }
 
+    /// The pieces of a session's replies as they stream in, from now on.
+    pub fn subscribe_text(&self, id: &str) -> Result<broadcast::Receiver<String>, ManagerError> {
+        Ok(self.live(id)?.text.subscribe())
+    }
+
     /// Live events of a session from now on.
     pub fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Event>, ManagerError> {
         Ok(self.live(id)?.events.subscribe())
@@ -535,6 +565,27 @@ impl Manager {
             .collect()
     }
 
+    /// Adds MCP servers a front end was given for the session (an editor's,
+    /// over ACP); they start with the configs' at its first turn. A name the
+    /// configs use stays theirs.
+    pub fn add_mcp_servers(
+        &self,
+        id: &str,
+        servers: Vec<wicket_mcp::ServerSpec>,
+    ) -> Result<(), ManagerError> {
+        let live = self.live(id)?;
+        let mut extra = live
+            .extra_mcp
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for server in servers {
+            if !extra.iter().any(|known| known.name == server.name) {
+                extra.push(server);
+            }
+        }
+        Ok(())
+    }
+
     /// Stops every session's MCP servers (`wicket serve` or `exec` is
     /// exiting): each gets its session closed, then TERM, then KILL.
     pub fn shutdown(&self) {
@@ -569,7 +620,8 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
         }
         let model = live.session.meta().model;
         match setup(&live.workspace, model.as_deref()) {
-            Ok((chat, settings)) => {
+            Ok((chat, mut settings)) => {
+                live.add_extra_servers(&mut settings);
                 let runner = Runner {
                     tools: &live.tools,
                     session: &live.session,
@@ -577,6 +629,9 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     settings: &settings,
                     runtime: &runtime,
                     mcp: Some(&live.mcp),
+                    on_text: Some(&|delta: &str| {
+                        let _ = live.text.send(delta.to_string());
+                    }),
                 };
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.

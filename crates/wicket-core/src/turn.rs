@@ -24,6 +24,10 @@ use crate::models::{ModelInfo, estimate_tokens};
 use crate::session::{Session, Status, load_for_conversation, load_log};
 use crate::skills::{self, Skill};
 
+/// How the error that ends a turn at its step limit starts (a front end
+/// tells it apart: ACP's `max_turn_requests`).
+pub const STEP_LIMIT_MESSAGE: &str = "the turn reached its step limit";
+
 /// What a turn runs with.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -445,6 +449,9 @@ pub struct Runner<'a> {
     pub runtime: &'a tokio::runtime::Handle,
     /// The session's MCP servers (`None`: this turn offers no MCP tools).
     pub mcp: Option<&'a wicket_mcp::Hub>,
+    /// Each piece of a reply's text as it streams in (the log gets the whole
+    /// reply once it is done).
+    pub on_text: Option<&'a (dyn Fn(&str) + Send + Sync)>,
 }
 
 impl Runner<'_> {
@@ -499,6 +506,7 @@ impl Runner<'_> {
         let wake = notify.clone();
         let listener = cancel.on_cancel(Box::new(move || wake.notify_one()));
         let session = self.session;
+        let on_text = self.on_text;
         let mut on_event = move |event: StreamEvent| match event {
             StreamEvent::Retry {
                 attempt,
@@ -511,7 +519,11 @@ impl Runner<'_> {
                     reason,
                 });
             }
-            StreamEvent::Text(_) => {}
+            StreamEvent::Text(delta) => {
+                if let Some(on_text) = on_text {
+                    on_text(&delta);
+                }
+            }
         };
         let outcome = self.runtime.block_on(async {
             tokio::select! {
@@ -705,7 +717,7 @@ impl Runner<'_> {
             }
         }
         self.fail(format!(
-            "the turn reached its step limit of {} model replies and was stopped; raise step_limit in config.toml if the task needs more",
+            "{STEP_LIMIT_MESSAGE} of {} model replies and was stopped; raise step_limit in config.toml if the task needs more",
             self.settings.step_limit
         ))
     }

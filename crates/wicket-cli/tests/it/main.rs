@@ -6,6 +6,7 @@
     clippy::new_without_default
 )]
 
+mod acp;
 mod context;
 mod crash;
 mod exec;

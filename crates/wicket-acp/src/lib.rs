@@ -1,0 +1,470 @@
+//! `wicket acp`: Wicket as an agent an editor hosts over the Agent Client
+//! Protocol (v1, JSON-RPC on stdin and stdout), on the official SDK and over
+//! the same [`Manager`] the server and `wicket exec` use. A session made here
+//! is an ordinary Wicket session: its log, meta.json and cards are the same.
+//!
+//! Each card becomes a `session/request_permission` ([`map::options`]); a
+//! question ends the prompt turn, and the editor's next prompt is the reply.
+//! Stdout is the protocol's: everything else goes to stderr.
+
+pub mod map;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, EmbeddedResourceResource, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionId, SessionNotification, StopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Stdio};
+use tokio::sync::broadcast::error::RecvError;
+use wicket_core::manager::{Manager, ManagerError, Open, Sent};
+use wicket_mcp::{ServerSpec, Transport};
+use wicket_protocol::limits::WRITE_EXISTING_MAX_BYTES;
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
+
+use crate::map::Mapper;
+
+/// A session opened over this connection.
+struct Known {
+    workspace: PathBuf,
+    /// The last event the editor was shown.
+    seen: u64,
+    /// Wakes a prompt waiting on a permission request when the editor cancels.
+    cancelled: Arc<tokio::sync::Notify>,
+}
+
+/// The agent's state: the manager and the sessions this editor opened.
+struct Acp {
+    manager: Arc<Manager>,
+    model: Option<String>,
+    sessions: Mutex<HashMap<String, Known>>,
+}
+
+fn session_not_found(id: &SessionId) -> Error {
+    agent_client_protocol::v1::schema::Error::session_not_found(id.clone()).into()
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params().data(serde_json::Value::String(message.into()))
+}
+
+fn failed(error: ManagerError) -> Error {
+    Error::internal_error().data(serde_json::Value::String(error.to_string()))
+}
+
+impl Acp {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn remember(&self, id: &str, workspace: PathBuf, seen: u64) {
+        self.known().insert(
+            id.to_string(),
+            Known {
+                workspace,
+                seen,
+                cancelled: Arc::new(tokio::sync::Notify::new()),
+            },
+        );
+    }
+
+    fn new_session(&self, request: &NewSessionRequest) -> Result<SessionId, Error> {
+        if !request.cwd.is_absolute() {
+            return Err(invalid(format!(
+                "cwd '{}' must be an absolute path (the workspace)",
+                request.cwd.display()
+            )));
+        }
+        let servers = servers_of(&request.mcp_servers)?;
+        let id = self
+            .manager
+            .open(None, &request.cwd, self.model.as_deref())
+            .map_err(|error| invalid(error.to_string()))?;
+        self.manager.add_mcp_servers(&id, servers).map_err(failed)?;
+        let workspace = PathBuf::from(self.manager.meta(&id).map_err(failed)?.workspace);
+        let seen = self
+            .manager
+            .events_after(&id, 0)
+            .map_err(failed)?
+            .last()
+            .map_or(0, |event| event.seq);
+        self.remember(&id, workspace, seen);
+        Ok(SessionId::new(id))
+    }
+
+    /// The session's history as updates, for `session/load`.
+    fn load(&self, request: &LoadSessionRequest) -> Result<Vec<SessionNotification>, Error> {
+        let id = request.session_id.0.to_string();
+        let meta = match self.manager.meta(&id) {
+            Ok(meta) => meta,
+            Err(ManagerError::NoSuchSession(_)) => {
+                return Err(session_not_found(&request.session_id));
+            }
+            Err(error) => return Err(failed(error)),
+        };
+        if let Some(model) = &self.model {
+            let model = model.clone();
+            let _ = self
+                .manager
+                .open(Some(&id), Path::new(&meta.workspace), Some(&model));
+        }
+        self.manager
+            .add_mcp_servers(&id, servers_of(&request.mcp_servers)?)
+            .map_err(failed)?;
+        let workspace = PathBuf::from(&meta.workspace);
+        let events = self.manager.events_after(&id, 0).map_err(failed)?;
+        let mut mapper = Mapper::new(&workspace, true);
+        let updates = events
+            .iter()
+            .flat_map(|event| mapper.updates(event))
+            .map(|update| SessionNotification::new(request.session_id.clone(), update))
+            .collect();
+        self.remember(&id, workspace, events.last().map_or(0, |event| event.seq));
+        Ok(updates)
+    }
+
+    fn cancel(&self, id: &SessionId) {
+        let id = id.0.to_string();
+        if let Some(known) = self.known().get(&id) {
+            known.cancelled.notify_waiters();
+        }
+        let _ = self.manager.cancel(&id);
+    }
+}
+
+/// The editor's MCP servers, which join the session's: the editor is the
+/// person's own tool, so they start like the home config's (no run card,
+/// sandboxed, no provider keys), and no tool of theirs skips its card.
+fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
+    let mut specs = Vec::new();
+    for server in servers {
+        let (name, transport) = match server {
+            McpServer::Stdio(stdio) => (
+                stdio.name.clone(),
+                Transport::Stdio {
+                    argv: std::iter::once(stdio.command.display().to_string())
+                        .chain(stdio.args.iter().cloned())
+                        .collect(),
+                    env: stdio
+                        .env
+                        .iter()
+                        .map(|var| (var.name.clone(), var.value.clone()))
+                        .collect(),
+                    cwd: None,
+                    network: false,
+                },
+            ),
+            McpServer::Http(http) => (
+                http.name.clone(),
+                Transport::Http {
+                    url: http.url.clone(),
+                    headers: http
+                        .headers
+                        .iter()
+                        .map(|header| (header.name.clone(), header.value.clone()))
+                        .collect(),
+                },
+            ),
+            _ => {
+                return Err(invalid(
+                    "only stdio and HTTP MCP servers are supported (initialize says so: mcpCapabilities.sse is false)",
+                ));
+            }
+        };
+        if !wicket_mcp::names::valid_server_name(&name) {
+            return Err(invalid(format!(
+                "the MCP server name '{name}' is not usable: use up to 32 letters, digits, '-' and single '_'s"
+            )));
+        }
+        specs.push(ServerSpec {
+            name,
+            transport,
+            enabled_tools: None,
+            disabled_tools: Default::default(),
+            auto_allow: Default::default(),
+            startup_timeout: Duration::from_secs(wicket_mcp::server::DEFAULT_STARTUP_TIMEOUT_S),
+            tool_timeout: Duration::from_secs(wicket_mcp::server::DEFAULT_TOOL_TIMEOUT_S),
+            from_workspace: false,
+        });
+    }
+    Ok(specs)
+}
+
+/// The prompt as the text of one message: text blocks, linked and embedded
+/// resources named (an embedded text resource's content included).
+fn prompt_text(prompt: &[ContentBlock]) -> String {
+    let mut parts = Vec::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text(text) => parts.push(text.text.clone()),
+            ContentBlock::ResourceLink(link) => {
+                parts.push(format!("[{}]({})", link.name, link.uri))
+            }
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(resource) => parts.push(format!(
+                    "<context uri=\"{}\">\n{}\n</context>",
+                    resource.uri, resource.text
+                )),
+                _ => parts.push("[an embedded binary resource, not shown]".into()),
+            },
+            _ => parts.push("[content this agent does not take, not shown]".into()),
+        }
+    }
+    parts.join("\n")
+}
+
+/// The file a write card would change, as it is now (the write waits for the
+/// answer), read through the resolver like every runtime read of the workspace.
+fn current_text(workspace: &Path, card: &Card) -> Option<String> {
+    let CardKind::Write(write) = &card.kind else {
+        return None;
+    };
+    let relative = Path::new(&write.path).strip_prefix(workspace).ok()?;
+    let opened = wicket_tools::Workspace::open(workspace).ok()?;
+    let bytes = opened
+        .read_runtime_file(relative, WRITE_EXISTING_MAX_BYTES)
+        .ok()??;
+    String::from_utf8(bytes).ok()
+}
+
+/// Waits until the session's turn has wound down (its last event is logged
+/// a moment before), so the editor's next prompt finds the session free.
+async fn idle(manager: &Arc<Manager>, id: &str) {
+    let (manager, id) = (manager.clone(), id.to_string());
+    let _ = tokio::task::spawn_blocking(move || manager.wait_idle(&id)).await;
+}
+
+/// One `session/prompt`, to the end of its turn (or of the turn's part that
+/// ends with a question).
+async fn prompt(
+    acp: Arc<Acp>,
+    cx: ConnectionTo<Client>,
+    request: PromptRequest,
+) -> Result<StopReason, Error> {
+    let session = request.session_id.clone();
+    let id = session.0.to_string();
+    let (workspace, mut seen, cancelled) = match acp.known().get(&id) {
+        Some(known) => (known.workspace.clone(), known.seen, known.cancelled.clone()),
+        None => return Err(session_not_found(&session)),
+    };
+    let text = prompt_text(&request.prompt);
+    let manager = acp.manager.clone();
+    let mut events = manager.subscribe(&id).map_err(failed)?;
+    let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
+    match manager.open_item(&id).map_err(failed)? {
+        Some(Open::Question { id: question, .. }) => {
+            manager.reply(&id, &question, &text).map_err(failed)?;
+        }
+        Some(Open::Card(card)) => {
+            return Err(
+                Error::invalid_request().data(serde_json::Value::String(format!(
+                    "the card {} is still open; answer its permission request first",
+                    card.id
+                ))),
+            );
+        }
+        None if manager.is_running(&id).map_err(failed)? => {
+            return Err(Error::invalid_request().data(serde_json::Value::String(
+                "a prompt is already running in this session; wait for its end, or cancel it"
+                    .into(),
+            )));
+        }
+        None => match manager.send(&id, &text) {
+            Ok(Sent::Started | Sent::Queued) => {}
+            Err(error @ ManagerError::Blocked { .. }) => {
+                return Err(
+                    Error::invalid_request().data(serde_json::Value::String(error.to_string()))
+                );
+            }
+            Err(error) => return Err(failed(error)),
+        },
+    }
+    let mut mapper = Mapper::new(&workspace, false);
+    loop {
+        // Pieces of text first: each was sent before its reply's event.
+        let received = tokio::select! {
+            biased;
+            Ok(delta) = pieces.recv() => {
+                cx.send_notification(SessionNotification::new(session.clone(), mapper.delta(&delta)))?;
+                continue;
+            }
+            received = events.recv() => received,
+        };
+        let batch: Vec<Event> = match received {
+            Ok(event) => vec![event],
+            Err(RecvError::Lagged(_)) => manager.events_after(&id, seen).map_err(failed)?,
+            Err(RecvError::Closed) => {
+                return Err(Error::internal_error().data(serde_json::Value::String(
+                    "the session's event stream ended".into(),
+                )));
+            }
+        };
+        for event in batch {
+            if event.seq <= seen {
+                continue;
+            }
+            seen = event.seq;
+            if let Some(known) = acp.known().get_mut(&id) {
+                known.seen = seen;
+            }
+            for update in mapper.updates(&event) {
+                cx.send_notification(SessionNotification::new(session.clone(), update))?;
+            }
+            match &event.body {
+                EventBody::Card {
+                    call_id,
+                    card,
+                    proposed,
+                } => {
+                    let old = current_text(&workspace, card);
+                    let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
+                    let answer = tokio::select! {
+                        response = cx.send_request(ask).block_task() => match response {
+                            Ok(response) => map::answer(&response.outcome),
+                            Err(_) => Answer::Deny,
+                        },
+                        () = cancelled.notified() => Answer::Deny,
+                    };
+                    // Not open any more (the turn was cancelled): nothing to answer.
+                    let _ = manager.answer(&id, &card.id, answer);
+                }
+                // The turn waits for the reply: the editor's next prompt.
+                EventBody::Question { .. } => return Ok(StopReason::EndTurn),
+                EventBody::Result { .. } => {
+                    idle(&manager, &id).await;
+                    return Ok(StopReason::EndTurn);
+                }
+                EventBody::Cancelled {} => {
+                    idle(&manager, &id).await;
+                    return Ok(StopReason::Cancelled);
+                }
+                EventBody::Error {
+                    message,
+                    ends_turn: true,
+                } => {
+                    idle(&manager, &id).await;
+                    if message.starts_with(wicket_core::turn::STEP_LIMIT_MESSAGE) {
+                        return Ok(StopReason::MaxTurnRequests);
+                    }
+                    return Err(
+                        Error::internal_error().data(serde_json::Value::String(message.clone()))
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Serves ACP on stdin and stdout until the editor closes stdin; then every
+/// running turn is cancelled (its session stays resumable) and the MCP
+/// servers stop.
+pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), Error> {
+    let acp = Arc::new(Acp {
+        manager: manager.clone(),
+        model,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let (for_new, for_load, for_prompt, for_cancel) =
+        (acp.clone(), acp.clone(), acp.clone(), acp.clone());
+    let served = Agent
+        .v1()
+        .name("wicket")
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                let _ = request;
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().embedded_context(true),
+                                )
+                                .mcp_capabilities(McpCapabilities::new().http(true)),
+                        )
+                        .agent_info(Implementation::new("wicket", env!("CARGO_PKG_VERSION"))),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest,
+                        responder: Responder<NewSessionResponse>,
+                        _cx: ConnectionTo<Client>| {
+                match for_new.new_session(&request) {
+                    Ok(id) => responder.respond(NewSessionResponse::new(id)),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                match for_load.load(&request) {
+                    Ok(updates) => {
+                        // The same queue as the response: the history arrives first.
+                        for update in updates {
+                            cx.send_notification(update)?;
+                        }
+                        responder.respond(LoadSessionResponse::new())
+                    }
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                // Never in the handler: the loop must stay free to take the
+                // answers to our permission requests, and session/cancel.
+                let acp = for_prompt.clone();
+                tokio::spawn(async move {
+                    let _ = match prompt(acp, cx, request).await {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(error) => responder.respond_with_error(error),
+                    };
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                for_cancel.cancel(&notification.session_id);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await;
+    // The editor is gone: end what runs, keep what was logged.
+    let running = manager.running();
+    for id in &running {
+        let _ = manager.cancel(id);
+    }
+    let waiting = manager.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        for id in &running {
+            let _ = waiting.wait_idle(id);
+        }
+        waiting.shutdown();
+    })
+    .await;
+    served
+}

@@ -1,0 +1,751 @@
+//! Wicket's events as ACP: each log event becomes the `session/update`s an
+//! editor shows, and each card a `session/request_permission`. The same
+//! mapping serves a live turn and the replay of `session/load`, so an
+//! editor sees a loaded session as it saw it happen.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentChunk, Diff, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId, SessionUpdate, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, RunSource, ToolOutput, WireError};
+
+/// The option ids a permission request offers, one per answer.
+pub const ALLOW_ONCE: &str = "allow_once";
+/// See [`ALLOW_ONCE`].
+pub const ALLOW_SESSION: &str = "allow_session";
+/// See [`ALLOW_ONCE`].
+pub const DENY: &str = "deny";
+
+/// The three options every card offers. Wicket's allow_session ends with the
+/// session, so the `allow_always` option says so.
+pub fn options() -> Vec<PermissionOption> {
+    vec![
+        PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            ALLOW_SESSION,
+            "Allow for this session",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new(DENY, "Deny", PermissionOptionKind::RejectOnce),
+    ]
+}
+
+/// The answer a permission outcome gives: the chosen option's, and deny for
+/// a cancelled request or an option Wicket did not offer.
+pub fn answer(outcome: &RequestPermissionOutcome) -> Answer {
+    match outcome {
+        RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
+            ALLOW_ONCE => Answer::AllowOnce,
+            ALLOW_SESSION => Answer::AllowSession,
+            _ => Answer::Deny,
+        },
+        // Cancelled, and whatever a later schema adds: never an allow.
+        _ => Answer::Deny,
+    }
+}
+
+/// The kind of tool an editor shows for a call.
+pub fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "read_file" | "list_dir" | "use_skill" => ToolKind::Read,
+        "grep" => ToolKind::Search,
+        "write_file" | "search_replace" => ToolKind::Edit,
+        "run" => ToolKind::Execute,
+        _ => ToolKind::Other,
+    }
+}
+
+/// Calls that are not shown as tool calls: `ask` is a message and the end
+/// of the prompt, `finish` is the turn's result.
+fn shown_as_tool(name: &str) -> bool {
+    !matches!(name, "ask" | "finish")
+}
+
+fn text_of(arguments: &serde_json::Value, key: &str) -> Option<String> {
+    arguments.get(key)?.as_str().map(str::to_string)
+}
+
+/// A one-line title: the tool and what it works on.
+pub fn title(name: &str, arguments: &serde_json::Value) -> String {
+    let what = match name {
+        "run" => arguments
+            .get("argv")
+            .and_then(|argv| argv.as_array())
+            .map(|argv| {
+                argv.iter()
+                    .map(|arg| arg.as_str().unwrap_or("?"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+        "grep" => text_of(arguments, "pattern"),
+        "use_skill" => text_of(arguments, "name"),
+        "list_dir" => text_of(arguments, "path").or(Some(".".into())),
+        _ => text_of(arguments, "path"),
+    };
+    match what {
+        Some(what) => format!("{name} {what}"),
+        None => name.to_string(),
+    }
+}
+
+/// What one session's events have shown so far.
+pub struct Mapper {
+    workspace: PathBuf,
+    replay: bool,
+    /// The calls shown as tool calls (not ask or finish).
+    calls: HashSet<String>,
+    /// What a write card showed, for the call's final update: the old and
+    /// new text live, the card's diff in a replay (the old text is gone).
+    diffs: HashMap<String, ToolCallContent>,
+    last_text: String,
+    /// The reply being streamed was already sent in pieces.
+    streamed: bool,
+    /// The call each open card is for.
+    cards: HashMap<String, String>,
+}
+
+impl Mapper {
+    /// A mapper for a session in `workspace`; `replay` for `session/load`,
+    /// which also shows what the person said.
+    pub fn new(workspace: &Path, replay: bool) -> Mapper {
+        Mapper {
+            workspace: workspace.to_path_buf(),
+            replay,
+            calls: HashSet::new(),
+            diffs: HashMap::new(),
+            last_text: String::new(),
+            streamed: false,
+            cards: HashMap::new(),
+        }
+    }
+
+    /// A path as the editor wants it: absolute.
+    fn absolute(&self, path: &str) -> PathBuf {
+        let path = Path::new(path);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.workspace.join(path)
+        }
+    }
+
+    fn location(&self, name: &str, arguments: &serde_json::Value) -> Option<PathBuf> {
+        let key = match name {
+            "read_file" | "write_file" | "search_replace" | "grep" | "list_dir" => "path",
+            "run" => "cwd",
+            _ => return None,
+        };
+        match text_of(arguments, key) {
+            Some(path) => Some(self.absolute(&path)),
+            None if matches!(name, "run" | "list_dir") => Some(self.workspace.clone()),
+            None => None,
+        }
+    }
+
+    /// A piece of the reply as it streams in; the reply's whole text is
+    /// then not sent again.
+    pub fn delta(&mut self, text: &str) -> SessionUpdate {
+        self.streamed = true;
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(text.to_string().into()))
+    }
+
+    /// The updates `event` becomes.
+    pub fn updates(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        let message =
+            |text: String| SessionUpdate::AgentMessageChunk(ContentChunk::new(text.into()));
+        let thought =
+            |text: String| SessionUpdate::AgentThoughtChunk(ContentChunk::new(text.into()));
+        match &event.body {
+            EventBody::SessionStarted { .. } => Vec::new(),
+            EventBody::Answer { card, answer, .. } => {
+                // Allowed: the call is under way.
+                match (self.cards.remove(card), answer) {
+                    (Some(call_id), Answer::AllowOnce | Answer::AllowSession) => {
+                        vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            call_id,
+                            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                        ))]
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            EventBody::UserMessage { text } | EventBody::Queued { text } if self.replay => {
+                vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
+                    text.clone().into(),
+                ))]
+            }
+            EventBody::UserMessage { .. } | EventBody::Queued { .. } => Vec::new(),
+            EventBody::AssistantMessage { text, .. } => {
+                let streamed = std::mem::take(&mut self.streamed);
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                self.last_text = text.clone();
+                if streamed {
+                    return Vec::new();
+                }
+                vec![message(text.clone())]
+            }
+            EventBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                if !shown_as_tool(name) {
+                    return Vec::new();
+                }
+                let path = self.location(name, arguments);
+                let mut call = ToolCall::new(call_id.clone(), title(name, arguments))
+                    .kind(tool_kind(name))
+                    .status(ToolCallStatus::Pending)
+                    .raw_input(arguments.clone());
+                if let Some(path) = &path {
+                    call = call.locations(vec![ToolCallLocation::new(path.clone())]);
+                }
+                self.calls.insert(call_id.clone());
+                vec![SessionUpdate::ToolCall(call)]
+            }
+            EventBody::Card {
+                call_id,
+                card,
+                proposed,
+            } => {
+                // A live card becomes a permission request (the agent sends
+                // it); in a replay the result says what became of it. A
+                // write card's text is kept for the call's final update.
+                if let CardKind::Write(write) = &card.kind
+                    && self.replay
+                {
+                    self.diffs
+                        .insert(call_id.clone(), write.diff.clone().into());
+                }
+                let _ = proposed;
+                if self.calls.contains(call_id) {
+                    self.cards.insert(card.id.clone(), call_id.clone());
+                }
+                Vec::new()
+            }
+            EventBody::ToolResult {
+                call_id,
+                ok,
+                output,
+                error,
+            } => self.result(call_id, *ok, output.as_ref(), error.as_ref()),
+            EventBody::Question { question, .. } => {
+                self.last_text = question.clone();
+                vec![message(question.clone())]
+            }
+            EventBody::Reply { reply, .. } if self.replay => {
+                vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
+                    reply.clone().into(),
+                ))]
+            }
+            EventBody::Reply { .. } => Vec::new(),
+            EventBody::Result { text, .. } => {
+                if text.is_empty() || *text == self.last_text {
+                    return Vec::new();
+                }
+                self.last_text = text.clone();
+                vec![message(text.clone())]
+            }
+            EventBody::Hook {
+                command,
+                outcome,
+                stderr,
+                ..
+            } => vec![thought(format!(
+                "Stop hook {}: {outcome:?}{}",
+                command.join(" "),
+                if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {stderr}")
+                }
+            ))],
+            EventBody::Retry {
+                attempt, reason, ..
+            } => {
+                vec![thought(format!(
+                    "The provider failed ({reason}); attempt {attempt}."
+                ))]
+            }
+            EventBody::Cancelled {} => {
+                if self.replay {
+                    vec![thought("The turn was cancelled.".into())]
+                } else {
+                    Vec::new()
+                }
+            }
+            EventBody::Interrupted { .. } => vec![thought(
+                "The process running this turn ended before the turn did.".into(),
+            )],
+            EventBody::Compacted {
+                to_seq,
+                tokens_before,
+                tokens_after,
+                ..
+            } => vec![thought(format!(
+                "The conversation up to event {to_seq} was summarised to fit the model (~{tokens_before} → ~{tokens_after} tokens)."
+            ))],
+            EventBody::Mcp {
+                server,
+                state,
+                message,
+            } => vec![thought(format!(
+                "MCP server {server}: {state:?}. {message}"
+            ))],
+            EventBody::Error {
+                message: text,
+                ends_turn,
+            } => {
+                // A live turn's last error is the prompt's JSON-RPC error.
+                if *ends_turn && !self.replay {
+                    Vec::new()
+                } else {
+                    vec![message(format!("Error: {text}"))]
+                }
+            }
+            EventBody::Unreadable { line, error } => {
+                vec![thought(format!(
+                    "Log line {line} could not be read: {error}"
+                ))]
+            }
+        }
+    }
+
+    fn result(
+        &mut self,
+        call_id: &str,
+        ok: bool,
+        output: Option<&ToolOutput>,
+        error: Option<&WireError>,
+    ) -> Vec<SessionUpdate> {
+        if !self.calls.contains(call_id) {
+            return Vec::new();
+        }
+        let diff = self.diffs.remove(call_id);
+        let content: Vec<ToolCallContent> = match (output, error, diff) {
+            (Some(ToolOutput::Write(_)), _, Some(shown)) => vec![shown],
+            (Some(output), _, _) => vec![output_text(output).into()],
+            (None, Some(error), _) => {
+                vec![format!("{}: {}", error.kind.as_str(), error.message).into()]
+            }
+            (None, None, _) => Vec::new(),
+        };
+        let mut fields = ToolCallUpdateFields::new()
+            .status(if ok {
+                ToolCallStatus::Completed
+            } else {
+                ToolCallStatus::Failed
+            })
+            .content(content);
+        if let Some(output) = output {
+            fields = fields.raw_output(serde_json::to_value(output).unwrap_or_default());
+        }
+        vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_string(),
+            fields,
+        ))]
+    }
+
+    /// The permission request for a live card on `call_id`. For a write,
+    /// `old_text` is the file as it is now (the write waits for the answer),
+    /// and the request and the call's final update carry the diff.
+    pub fn permission(
+        &mut self,
+        session: &SessionId,
+        call_id: &str,
+        card: &Card,
+        old_text: Option<String>,
+        proposed: Option<&str>,
+    ) -> RequestPermissionRequest {
+        let mut fields = ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Pending)
+            .kind(tool_kind(&card.tool));
+        match &card.kind {
+            CardKind::Write(write) => {
+                let path = self.absolute(&write.path);
+                fields = fields.title(format!("{} {}", card.tool, write.path));
+                let content = match proposed {
+                    Some(proposed) => {
+                        let diff = ToolCallContent::Diff(
+                            Diff::new(path.clone(), proposed.to_string()).old_text(old_text),
+                        );
+                        self.diffs.insert(call_id.to_string(), diff.clone());
+                        diff
+                    }
+                    None => write.diff.clone().into(),
+                };
+                fields = fields
+                    .content(vec![content])
+                    .locations(vec![ToolCallLocation::new(path)]);
+            }
+            CardKind::OutsideRead(read) => {
+                fields = fields
+                    .title(format!(
+                        "{} {} (outside the workspace)",
+                        card.tool, read.path
+                    ))
+                    .locations(vec![ToolCallLocation::new(PathBuf::from(&read.path))]);
+            }
+            CardKind::Run(run) => {
+                let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
+                let mut said = format!("in {}; sandbox: {}", run.cwd, mode.as_str().unwrap_or("?"));
+                if run.network {
+                    said.push_str("; network: asked for");
+                }
+                if let Some(note) = &run.sandbox.note {
+                    said.push_str(&format!("; {note}"));
+                }
+                let who = match run.source {
+                    RunSource::Tool => "run",
+                    RunSource::Hook => "the workspace's Stop hook:",
+                    RunSource::Mcp => "start the workspace's MCP server:",
+                };
+                fields = fields
+                    .title(format!("{who} {}", run.argv.join(" ")))
+                    .kind(ToolKind::Execute)
+                    .content(vec![said.into()])
+                    .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }));
+            }
+            CardKind::Mcp(mcp) => {
+                let mut said = mcp.arguments_text.clone();
+                if let Some(annotations) = &mcp.annotations {
+                    said.push_str(&format!(
+                        "\nThe server says (a claim, not a permission): {annotations}"
+                    ));
+                }
+                fields = fields
+                    .title(format!("MCP {} {}", mcp.server, card.tool))
+                    .content(vec![said.into()])
+                    .raw_input(mcp.arguments.clone());
+            }
+        }
+        RequestPermissionRequest::new(
+            session.clone(),
+            ToolCallUpdate::new(call_id.to_string(), fields),
+            options(),
+        )
+    }
+}
+
+/// What a call's output says in an editor: a read's text, a run's output.
+fn output_text(output: &ToolOutput) -> String {
+    match output {
+        ToolOutput::ReadFile(read) => read.content.clone(),
+        ToolOutput::Run(run) => {
+            let mut text = String::new();
+            for stream in [&run.stdout, &run.stderr] {
+                text.push_str(stream);
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+            let end = match (run.exit_code, run.signal, run.timed_out) {
+                (_, _, true) => "timed out".to_string(),
+                (Some(code), _, _) => format!("exit code {code}"),
+                (None, Some(signal), _) => format!("killed by signal {signal}"),
+                (None, None, false) => "ended".to_string(),
+            };
+            format!("{text}[{end}, {} ms]", run.duration_ms)
+        }
+        ToolOutput::Mcp(mcp) => mcp.model_text(),
+        ToolOutput::Grep(_)
+        | ToolOutput::ListDir(_)
+        | ToolOutput::Write(_)
+        | ToolOutput::Reply(_)
+        | ToolOutput::Finish(_)
+        | ToolOutput::Skill(_) => serde_json::to_string_pretty(output).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+    use serde_json::json;
+    use wicket_protocol::{
+        McpCard, OutsideReadCard, Reach, RunCard, RunOutput, RunSource, SandboxMode,
+        SandboxSummary, WriteCard, WriteOutput,
+    };
+
+    fn event(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq,
+            ts: "2026-12-03T00:00:00Z".into(),
+            body,
+        }
+    }
+
+    fn write_card() -> Card {
+        Card {
+            id: "card-1".into(),
+            tool: "write_file".into(),
+            kind: CardKind::Write(WriteCard {
+                path: "/ws/src/a.txt".into(),
+                diff: "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
+                diff_bytes: 52,
+                diff_truncated: false,
+                digest: "d".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn each_answer_has_its_own_option_and_anything_else_is_a_deny() {
+        let chosen = |id: &'static str| {
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
+        };
+        assert_eq!(answer(&chosen(ALLOW_ONCE)), Answer::AllowOnce);
+        assert_eq!(answer(&chosen(ALLOW_SESSION)), Answer::AllowSession);
+        assert_eq!(answer(&chosen(DENY)), Answer::Deny);
+        assert_eq!(answer(&chosen("allow_everything")), Answer::Deny);
+        assert_eq!(answer(&RequestPermissionOutcome::Cancelled), Answer::Deny);
+    }
+
+    #[test]
+    fn cards_become_permission_requests() {
+        let mut mapper = Mapper::new(Path::new("/ws"), false);
+        let session = SessionId::new("s1");
+        let run = Card {
+            id: "card-2".into(),
+            tool: "run".into(),
+            kind: CardKind::Run(RunCard {
+                argv: vec!["cargo".into(), "test".into()],
+                cwd: ".".into(),
+                timeout_s: None,
+                network: true,
+                sandbox: SandboxSummary {
+                    mode: SandboxMode::WorkspaceWrite,
+                    network: true,
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        };
+        let outside = Card {
+            id: "card-3".into(),
+            tool: "read_file".into(),
+            kind: CardKind::OutsideRead(OutsideReadCard {
+                path: "/etc/hosts".into(),
+                reach: Reach::Read,
+            }),
+        };
+        let mcp = Card {
+            id: "card-4".into(),
+            tool: "read_text_file".into(),
+            kind: CardKind::Mcp(McpCard {
+                server: "fs".into(),
+                arguments: json!({"path": "/srv/x"}),
+                arguments_text: "{\n  \"path\": \"/srv/x\"\n}".into(),
+                arguments_truncated: false,
+                annotations: Some(json!({"readOnlyHint": true})),
+            }),
+        };
+        let requests = vec![
+            mapper.permission(
+                &session,
+                "c1",
+                &write_card(),
+                Some("old\n".into()),
+                Some("new\n"),
+            ),
+            mapper.permission(&session, "c2", &run, None, None),
+            mapper.permission(&session, "c3", &outside, None, None),
+            mapper.permission(&session, "c4", &mcp, None, None),
+        ];
+        insta::assert_json_snapshot!(requests);
+    }
+
+    #[test]
+    fn a_turn_becomes_updates() {
+        let mut mapper = Mapper::new(Path::new("/ws"), false);
+        let events = vec![
+            event(
+                1,
+                EventBody::UserMessage {
+                    text: "fix it".into(),
+                },
+            ),
+            event(
+                2,
+                EventBody::AssistantMessage {
+                    text: "Looking.".into(),
+                    tool_calls: Vec::new(),
+                    usage: Default::default(),
+                    stop_reason: None,
+                },
+            ),
+            event(
+                3,
+                EventBody::ToolCall {
+                    call_id: "c1".into(),
+                    name: "write_file".into(),
+                    arguments: json!({"path": "src/a.txt", "content": "new\n"}),
+                    auto_allowed: None,
+                },
+            ),
+            event(
+                4,
+                EventBody::ToolResult {
+                    call_id: "c1".into(),
+                    ok: true,
+                    output: Some(ToolOutput::Write(WriteOutput {
+                        path: "/ws/src/a.txt".into(),
+                        bytes: 4,
+                    })),
+                    error: None,
+                },
+            ),
+            event(
+                5,
+                EventBody::ToolCall {
+                    call_id: "c2".into(),
+                    name: "run".into(),
+                    arguments: json!({"argv": ["cargo", "test"]}),
+                    auto_allowed: None,
+                },
+            ),
+            event(
+                6,
+                EventBody::ToolResult {
+                    call_id: "c2".into(),
+                    ok: true,
+                    output: Some(ToolOutput::Run(RunOutput {
+                        exit_code: Some(0),
+                        signal: None,
+                        timed_out: false,
+                        stdout: "ok\n".into(),
+                        stderr: String::new(),
+                        stdout_cut: 0,
+                        stderr_cut: 0,
+                        duration_ms: 12,
+                    })),
+                    error: None,
+                },
+            ),
+            event(
+                7,
+                EventBody::ToolCall {
+                    call_id: "c3".into(),
+                    name: "read_file".into(),
+                    arguments: json!({"path": "/etc/shadow"}),
+                    auto_allowed: None,
+                },
+            ),
+            event(
+                8,
+                EventBody::ToolResult {
+                    call_id: "c3".into(),
+                    ok: false,
+                    output: None,
+                    error: Some(WireError::new(
+                        wicket_protocol::ErrorKind::Denied,
+                        "the person denied it",
+                    )),
+                },
+            ),
+            event(
+                9,
+                EventBody::ToolCall {
+                    call_id: "c4".into(),
+                    name: "finish".into(),
+                    arguments: json!({"result": "fixed"}),
+                    auto_allowed: None,
+                },
+            ),
+            event(
+                10,
+                EventBody::Result {
+                    text: "fixed".into(),
+                    usage: Default::default(),
+                },
+            ),
+        ];
+        // The write card came first, live: its diff is the call's content.
+        mapper.permission(
+            &SessionId::new("s1"),
+            "c1",
+            &write_card(),
+            Some("old\n".into()),
+            Some("new\n"),
+        );
+        let updates: Vec<SessionUpdate> = events.iter().flat_map(|e| mapper.updates(e)).collect();
+        insta::assert_json_snapshot!(updates);
+    }
+
+    #[test]
+    fn a_replay_shows_what_the_person_said_and_the_cards_diff() {
+        let mut mapper = Mapper::new(Path::new("/ws"), true);
+        let events = [
+            event(
+                1,
+                EventBody::UserMessage {
+                    text: "fix it".into(),
+                },
+            ),
+            event(
+                2,
+                EventBody::ToolCall {
+                    call_id: "c1".into(),
+                    name: "write_file".into(),
+                    arguments: json!({"path": "src/a.txt", "content": "new\n"}),
+                    auto_allowed: None,
+                },
+            ),
+            event(
+                3,
+                EventBody::Card {
+                    call_id: "c1".into(),
+                    card: write_card(),
+                    proposed: Some("new\n".into()),
+                },
+            ),
+            event(
+                4,
+                EventBody::Answer {
+                    card: "card-1".into(),
+                    answer: Answer::AllowOnce,
+                    stale: false,
+                },
+            ),
+            event(
+                4,
+                EventBody::ToolResult {
+                    call_id: "c1".into(),
+                    ok: true,
+                    output: Some(ToolOutput::Write(WriteOutput {
+                        path: "/ws/src/a.txt".into(),
+                        bytes: 4,
+                    })),
+                    error: None,
+                },
+            ),
+            event(
+                5,
+                EventBody::Question {
+                    id: "q1".into(),
+                    call_id: "c2".into(),
+                    question: "Which?".into(),
+                },
+            ),
+            event(
+                6,
+                EventBody::Reply {
+                    question: "q1".into(),
+                    reply: "That one".into(),
+                },
+            ),
+            event(7, EventBody::Cancelled {}),
+        ];
+        let updates: Vec<SessionUpdate> = events.iter().flat_map(|e| mapper.updates(e)).collect();
+        insta::assert_json_snapshot!(updates);
+    }
+}
