@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 mod mcp;
+mod tui;
 use wicket_core::diff;
 use wicket_core::session::Session;
 use wicket_protocol::EventBody;
@@ -21,7 +22,7 @@ pub(crate) struct Row {
 }
 
 /// The median of `runs` timings of `f`, after one warm-up.
-fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
+pub(crate) fn median(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     f()?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -114,7 +115,7 @@ fn card_rows(rows: &mut Vec<Row>) -> Result<()> {
 }
 
 /// A typical event: a tool result of a small read.
-fn sample_event(i: u64) -> EventBody {
+pub(crate) fn sample_event(i: u64) -> EventBody {
     EventBody::ToolResult {
         call_id: format!("call-{i}"),
         ok: true,
@@ -835,7 +836,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 12] = [
+    let workloads: [(&str, Workload); 13] = [
+        ("tui", tui::tui_rows),
         ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),
         ("launcher", launcher_rows),

@@ -27,8 +27,9 @@ use wicket_tools::{Cancel, Tools};
     about = "A coding agent runtime: tools behind a permission gate, sessions on disk"
 )]
 struct Cli {
+    /// Without a command, on a terminal: `wicket chat` in the current folder.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -133,6 +134,18 @@ enum Command {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
     },
+    /// Hold a conversation in the terminal (the default on a terminal).
+    Chat {
+        /// The workspace of a new session (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// PROVIDER:NAME (default: the session's, WICKET_MODEL, then config.toml).
+        #[arg(long)]
+        model: Option<String>,
+        /// Go on with this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Speak the Agent Client Protocol on stdin and stdout, so an editor hosts Wicket.
     Acp {
         /// PROVIDER:NAME for the sessions this editor opens (default: WICKET_MODEL, then config.toml).
@@ -177,7 +190,40 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
+    let command = match cli.command {
+        Some(command) => command,
+        None if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => {
+            Command::Chat {
+                workspace: None,
+                model: None,
+                session: None,
+            }
+        }
+        None => {
+            eprintln!(
+                "wicket: no command; on a terminal `wicket` opens the chat. See `wicket --help` for exec, tool, serve, acp, mcp, sessions and log"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    match command {
+        Command::Chat {
+            workspace,
+            model,
+            session,
+        } => {
+            let workspace = match workspace {
+                Some(dir) => dir,
+                None => std::env::current_dir()?,
+            };
+            let code = wicket_tui::run(wicket_tui::Options {
+                home: session::home(),
+                workspace,
+                model,
+                session,
+            })?;
+            Ok(ExitCode::from(code))
+        }
         Command::Exec {
             ask,
             workspace,

@@ -12,7 +12,7 @@ use crate::process::wait_until;
 /// A running program on a pty.
 pub struct Pty {
     child: Child,
-    input: ChildStdin,
+    input: Option<ChildStdin>,
     screen: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -46,7 +46,7 @@ impl Pty {
         });
         Pty {
             child,
-            input,
+            input: Some(input),
             screen,
         }
     }
@@ -54,6 +54,27 @@ impl Pty {
     /// Everything the terminal showed so far, CRLF as LF.
     pub fn screen(&self) -> String {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).replace("\r\n", "\n")
+    }
+
+    /// The screen a full-screen program drew, as a terminal of `rows` x
+    /// `columns` shows it now (escape sequences applied).
+    pub fn grid(&self, rows: u16, columns: u16) -> String {
+        let mut parser = vt100::Parser::new(rows, columns, 0);
+        parser.process(&self.screen.lock().unwrap());
+        parser.screen().contents()
+    }
+
+    /// Waits until the drawn screen (see [`Pty::grid`]) shows `text`; panics
+    /// with it after 20 s.
+    pub fn expect_drawn(&self, rows: u16, columns: u16, text: &str) {
+        let shown = wait_until(Duration::from_secs(20), || {
+            self.grid(rows, columns).contains(text)
+        });
+        assert!(
+            shown,
+            "waited for {text:?} on the screen:\n{}",
+            self.grid(rows, columns)
+        );
     }
 
     /// Waits until the screen shows `text` `count` times; panics with the
@@ -74,17 +95,28 @@ impl Pty {
 
     /// Types `keys`.
     pub fn send(&mut self, keys: &str) {
-        self.input.write_all(keys.as_bytes()).unwrap();
-        self.input.flush().unwrap();
+        let input = self.input.as_mut().unwrap();
+        input.write_all(keys.as_bytes()).unwrap();
+        input.flush().unwrap();
     }
 
     /// Closes the keyboard and waits for the program; its exit code.
     pub fn finish(mut self) -> (Option<i32>, String) {
-        drop(self.input);
+        drop(self.input.take());
         let status = self.child.wait().unwrap();
         // Let the reader take the last output.
         std::thread::sleep(Duration::from_millis(50));
         let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).replace("\r\n", "\n");
         (status.code(), screen)
+    }
+}
+
+impl Drop for Pty {
+    /// A test that failed half-way leaves nothing running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

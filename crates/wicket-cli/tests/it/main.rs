@@ -7,6 +7,7 @@
 )]
 
 mod acp;
+mod chat;
 mod context;
 mod crash;
 mod exec;

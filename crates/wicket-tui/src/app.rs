@@ -1,0 +1,1345 @@
+//! The UI's state and what each key does; no terminal here, so every screen
+//! can be drawn on a test backend. The run loop feeds it the session's
+//! events, keys and text pieces, and carries out the [`Action`]s it returns
+//! through the session manager.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use wicket_protocol::text::{visible, visible_line};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
+
+use crate::composer::Composer;
+use crate::transcript::{Transcript, card_summary};
+
+/// What the run loop must do for a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing.
+    None,
+    /// Send a message (starts a turn, or queues behind the running one).
+    Send(String),
+    /// Answer the open card.
+    Answer {
+        /// The card.
+        card: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// Reply to the open question.
+    Reply {
+        /// The question.
+        question: String,
+        /// The reply.
+        text: String,
+    },
+    /// Cancel the running turn.
+    Cancel,
+    /// Leave (exit 0).
+    Quit,
+    /// Start a new session in the same workspace.
+    NewSession,
+    /// Show the session picker.
+    ListSessions,
+    /// Open this session.
+    OpenSession(String),
+    /// Use this model from the next turn on.
+    SetModel(String),
+    /// Compact the conversation now.
+    Compact,
+}
+
+/// A card on screen.
+#[derive(Debug, Clone)]
+pub struct CardView {
+    card: Card,
+    /// Keys count only once this is true: after the card was drawn and
+    /// everything typed before it was thrown away.
+    armed: bool,
+    /// The flush that arms it, once asked for.
+    epoch: Option<u64>,
+    scroll: u16,
+}
+
+/// What has the keyboard.
+#[derive(Debug, Clone)]
+enum Focus {
+    Input,
+    Card(Box<CardView>),
+    Question {
+        id: String,
+    },
+    Picker {
+        sessions: Vec<(String, String)>,
+        selected: usize,
+    },
+}
+
+/// Totals for the status line.
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    input: u64,
+    output: u64,
+    cost: Option<f64>,
+    context: Option<f64>,
+}
+
+/// The whole UI.
+pub struct App {
+    session: String,
+    workspace: String,
+    model: Option<String>,
+    /// Why no turn can run (no model): said on the first screen.
+    model_problem: Option<String>,
+    transcript: Transcript,
+    composer: Composer,
+    history: Vec<String>,
+    recall: Option<usize>,
+    focus: Focus,
+    running: bool,
+    queued: usize,
+    totals: Totals,
+    streaming: String,
+    spinner: usize,
+    next_epoch: u64,
+    /// Rows and columns of the transcript when last drawn.
+    view: (u16, u16),
+    /// Whether the terminal reports Shift+Enter apart from Enter.
+    enhanced_keys: bool,
+}
+
+const SPINNER: [&str; 4] = ["⠋", "⠙", "⠸", "⠴"];
+const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /help · /quit";
+
+impl App {
+    /// The UI for `session` in `workspace`.
+    pub fn new(
+        session: &str,
+        workspace: &str,
+        model: Option<String>,
+        model_problem: Option<String>,
+        enhanced_keys: bool,
+    ) -> App {
+        let mut app = App {
+            session: session.to_string(),
+            workspace: workspace.to_string(),
+            model,
+            model_problem,
+            transcript: Transcript::default(),
+            composer: Composer::default(),
+            history: Vec::new(),
+            recall: None,
+            focus: Focus::Input,
+            running: false,
+            queued: 0,
+            totals: Totals::default(),
+            streaming: String::new(),
+            spinner: 0,
+            next_epoch: 0,
+            view: (80, 20),
+            enhanced_keys,
+        };
+        app.welcome();
+        app
+    }
+
+    fn welcome(&mut self) {
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = vec![
+            Line::from(vec![
+                Span::styled("wicket", bold),
+                Span::raw(" — a conversation with the gate"),
+            ]),
+            Line::from(format!("workspace  {}", visible_line(&self.workspace))),
+            Line::from(format!("session    {}", visible_line(&self.session))),
+            Line::from(format!(
+                "model      {}",
+                self.model
+                    .as_deref()
+                    .map_or("none".to_string(), visible_line)
+            )),
+        ];
+        if let Some(problem) = &self.model_problem {
+            lines.push(Line::styled(
+                format!("no model: {}", visible_line(problem)),
+                Style::new().fg(Color::Red),
+            ));
+            lines.push(Line::styled(
+                "fix it with: /model openai:gpt-4o (or anthropic:…, ollama:…), or model = \"…\" in $WICKET_HOME/config.toml",
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+        lines.push(Line::styled(
+            "/help for keys and commands",
+            Style::new().fg(Color::DarkGray),
+        ));
+        lines.push(Line::default());
+        self.transcript.note(lines);
+    }
+
+    /// Whether the terminal tells Shift+Enter from Enter (the input's hint).
+    pub fn set_enhanced_keys(&mut self, enhanced: bool) {
+        self.enhanced_keys = enhanced;
+    }
+
+    /// Takes one event of the session.
+    pub fn on_event(&mut self, event: &Event) {
+        self.transcript.add(event);
+        match &event.body {
+            EventBody::UserMessage { .. } => {
+                self.running = true;
+                self.queued = self.queued.saturating_sub(1);
+            }
+            EventBody::Queued { .. } => self.queued += 1,
+            EventBody::AssistantMessage { usage, .. } => {
+                self.streaming.clear();
+                self.totals.input += usage.input_tokens;
+                self.totals.output += usage.output_tokens;
+                if let Some(cost) = usage.cost_usd {
+                    *self.totals.cost.get_or_insert(0.0) += cost;
+                }
+                if let Some(context) = usage.context_used_percent {
+                    self.totals.context = Some(context);
+                }
+            }
+            EventBody::Card { card, .. } => {
+                self.focus = Focus::Card(Box::new(CardView {
+                    card: card.clone(),
+                    armed: false,
+                    epoch: None,
+                    scroll: 0,
+                }));
+            }
+            EventBody::Question { id, .. } => self.focus = Focus::Question { id: id.clone() },
+            EventBody::Answer { .. } | EventBody::Reply { .. } => self.focus = Focus::Input,
+            EventBody::Result { .. } | EventBody::Cancelled {} | EventBody::Interrupted { .. } => {
+                self.end_of_turn();
+            }
+            EventBody::Error {
+                ends_turn: true, ..
+            } => self.end_of_turn(),
+            EventBody::SessionStarted { .. }
+            | EventBody::ToolCall { .. }
+            | EventBody::ToolResult { .. }
+            | EventBody::Hook { .. }
+            | EventBody::Retry { .. }
+            | EventBody::Compacted { .. }
+            | EventBody::Mcp { .. }
+            | EventBody::Error { .. }
+            | EventBody::Unreadable { .. } => {}
+        }
+    }
+
+    fn end_of_turn(&mut self) {
+        self.streaming.clear();
+        if self.queued == 0 {
+            self.running = false;
+        }
+        if matches!(self.focus, Focus::Card(_) | Focus::Question { .. }) {
+            self.focus = Focus::Input;
+        }
+    }
+
+    /// A piece of the reply as it streams in.
+    pub fn on_text(&mut self, piece: &str) {
+        self.streaming.push_str(piece);
+    }
+
+    /// The spinner moves on.
+    pub fn tick(&mut self) -> bool {
+        if self.running {
+            self.spinner = (self.spinner + 1) % SPINNER.len();
+            return true;
+        }
+        false
+    }
+
+    /// A card that is drawn and not armed yet needs the typed-ahead input
+    /// thrown away: the flush to ask for, once.
+    pub fn flush_needed(&mut self) -> Option<u64> {
+        let Focus::Card(view) = &mut self.focus else {
+            return None;
+        };
+        if view.armed || view.epoch.is_some() {
+            return None;
+        }
+        self.next_epoch += 1;
+        view.epoch = Some(self.next_epoch);
+        Some(self.next_epoch)
+    }
+
+    /// The flush `epoch` is done: the card takes keys from now on.
+    pub fn flushed(&mut self, epoch: u64) {
+        if let Focus::Card(view) = &mut self.focus
+            && view.epoch == Some(epoch)
+        {
+            view.armed = true;
+        }
+    }
+
+    /// Shows the session picker.
+    pub fn pick_session(&mut self, sessions: Vec<(String, String)>) {
+        if sessions.is_empty() {
+            self.transcript
+                .note(vec![Line::from("there are no sessions yet")]);
+            return;
+        }
+        self.focus = Focus::Picker {
+            sessions,
+            selected: 0,
+        };
+    }
+
+    /// Says something of the UI's own in the transcript.
+    pub fn say(&mut self, text: &str, color: Color) {
+        self.transcript.note(
+            visible(text)
+                .lines()
+                .map(|line| Line::styled(line.to_string(), Style::new().fg(color)))
+                .collect(),
+        );
+        self.transcript.end();
+    }
+
+    /// The model the next turn uses.
+    pub fn set_model(&mut self, model: &str) {
+        self.model = Some(model.to_string());
+        self.model_problem = None;
+    }
+
+    /// A paste: into the input, never sent.
+    pub fn on_paste(&mut self, text: &str) {
+        if matches!(self.focus, Focus::Input | Focus::Question { .. }) {
+            self.composer
+                .insert(&text.replace("\r\n", "\n").replace('\r', "\n"));
+        }
+    }
+
+    /// The mouse wheel scrolls the transcript (or the card's diff).
+    pub fn on_mouse(&mut self, kind: MouseEventKind) {
+        let rows = match kind {
+            MouseEventKind::ScrollUp => -3,
+            MouseEventKind::ScrollDown => 3,
+            _ => return,
+        };
+        if let Focus::Card(view) = &mut self.focus {
+            view.scroll = view.scroll.saturating_add_signed(rows as i16);
+            return;
+        }
+        self.transcript.scroll_by(rows, self.view.1, self.view.0);
+    }
+
+    /// One key.
+    pub fn on_key(&mut self, key: KeyEvent) -> Action {
+        if key.kind == KeyEventKind::Release {
+            return Action::None;
+        }
+        let control = key.modifiers.contains(KeyModifiers::CONTROL);
+        // Keys that work whatever has focus.
+        match key.code {
+            KeyCode::Char('c') if control => return self.cancel_or_nothing(),
+            KeyCode::Esc if !matches!(self.focus, Focus::Picker { .. }) => {
+                return self.cancel_or_nothing();
+            }
+            KeyCode::PageUp => {
+                return self.scroll(-i32::from(self.view.0.saturating_sub(2).max(1)));
+            }
+            KeyCode::PageDown => {
+                return self.scroll(i32::from(self.view.0.saturating_sub(2).max(1)));
+            }
+            KeyCode::Home if !control => {
+                self.transcript.home();
+                return Action::None;
+            }
+            KeyCode::End if !control => {
+                self.transcript.end();
+                return Action::None;
+            }
+            KeyCode::Char('o') if control => {
+                self.transcript.expanded = !self.transcript.expanded;
+                return Action::None;
+            }
+            _ => {}
+        }
+        match &mut self.focus {
+            Focus::Card(view) => {
+                // Nothing typed before the card was drawn answers it.
+                if !view.armed {
+                    return Action::None;
+                }
+                let answer = match key.code {
+                    KeyCode::Char('o') => Answer::AllowOnce,
+                    KeyCode::Char('s') => Answer::AllowSession,
+                    KeyCode::Char('d') => Answer::Deny,
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        view.scroll = view.scroll.saturating_sub(1);
+                        return Action::None;
+                    }
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        view.scroll = view.scroll.saturating_add(1);
+                        return Action::None;
+                    }
+                    _ => return Action::None,
+                };
+                Action::Answer {
+                    card: view.card.id.clone(),
+                    answer,
+                }
+            }
+            Focus::Picker { sessions, selected } => match key.code {
+                KeyCode::Up => {
+                    *selected = selected.saturating_sub(1);
+                    Action::None
+                }
+                KeyCode::Down => {
+                    *selected = (*selected + 1).min(sessions.len().saturating_sub(1));
+                    Action::None
+                }
+                KeyCode::Enter => {
+                    let id = sessions[*selected].0.clone();
+                    self.focus = Focus::Input;
+                    Action::OpenSession(id)
+                }
+                KeyCode::Esc => {
+                    self.focus = Focus::Input;
+                    Action::None
+                }
+                _ => Action::None,
+            },
+            Focus::Input | Focus::Question { .. } => self.edit(key),
+        }
+    }
+
+    fn cancel_or_nothing(&mut self) -> Action {
+        if self.running {
+            Action::Cancel
+        } else {
+            Action::None
+        }
+    }
+
+    fn scroll(&mut self, rows: i32) -> Action {
+        if let Focus::Card(view) = &mut self.focus {
+            view.scroll = view
+                .scroll
+                .saturating_add_signed(rows.clamp(-1000, 1000) as i16);
+        } else {
+            self.transcript.scroll_by(rows, self.view.1, self.view.0);
+        }
+        Action::None
+    }
+
+    fn edit(&mut self, key: KeyEvent) -> Action {
+        let control = key.modifiers.contains(KeyModifiers::CONTROL);
+        let newline = key
+            .modifiers
+            .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT | KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Enter if newline => self.composer.insert("\n"),
+            KeyCode::Char('j') if control => self.composer.insert("\n"),
+            KeyCode::Enter => return self.submit(),
+            KeyCode::Char('d') if control => {
+                if self.composer.is_empty() {
+                    return Action::Quit;
+                }
+                self.composer.delete();
+            }
+            KeyCode::Char('a') if control => self.composer.line_start(),
+            KeyCode::Char('e') if control => self.composer.line_end(),
+            KeyCode::Char('u') if control => self.composer.kill_to_start(),
+            KeyCode::Char(c) if !control => self.composer.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Backspace => self.composer.backspace(),
+            KeyCode::Delete => self.composer.delete(),
+            KeyCode::Left => self.composer.left(),
+            KeyCode::Right => self.composer.right(),
+            KeyCode::Up => self.recall(-1),
+            KeyCode::Down => self.recall(1),
+            KeyCode::Tab => self.composer.insert("    "),
+            _ => {}
+        }
+        Action::None
+    }
+
+    /// Up/Down walk the messages sent before.
+    fn recall(&mut self, step: i32) {
+        if self.history.is_empty() {
+            return;
+        }
+        let next = match (self.recall, step < 0) {
+            (None, true) => Some(self.history.len() - 1),
+            (None, false) => None,
+            (Some(at), true) => Some(at.saturating_sub(1)),
+            (Some(at), false) if at + 1 < self.history.len() => Some(at + 1),
+            (Some(_), false) => None,
+        };
+        self.recall = next;
+        match next {
+            Some(at) => {
+                let text = self.history[at].clone();
+                self.composer.set(&text);
+            }
+            None => {
+                self.composer.take();
+            }
+        }
+    }
+
+    fn submit(&mut self) -> Action {
+        let text = self.composer.text().trim_end().to_string();
+        if text.is_empty() {
+            return Action::None;
+        }
+        self.composer.take();
+        self.recall = None;
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        self.transcript.end();
+        if let Focus::Question { id } = &self.focus {
+            return Action::Reply {
+                question: id.clone(),
+                text,
+            };
+        }
+        if let Some(command) = text.strip_prefix('/') {
+            let mut words = command.split_whitespace();
+            return match (words.next(), words.next()) {
+                (Some("quit" | "exit"), _) => Action::Quit,
+                (Some("new"), _) => Action::NewSession,
+                (Some("sessions"), _) => Action::ListSessions,
+                (Some("compact"), _) => Action::Compact,
+                (Some("model"), Some(model)) => Action::SetModel(model.to_string()),
+                (Some("model"), None) => {
+                    self.say("give the model: /model PROVIDER:NAME, e.g. /model anthropic:claude-sonnet-4-5", Color::Yellow);
+                    Action::None
+                }
+                (Some("help"), _) => {
+                    self.say(HELP, Color::Gray);
+                    Action::None
+                }
+                _ => {
+                    self.say(
+                        &format!("there is no command /{command}; /help lists them"),
+                        Color::Yellow,
+                    );
+                    Action::None
+                }
+            };
+        }
+        Action::Send(text)
+    }
+
+    fn state(&self) -> String {
+        match &self.focus {
+            Focus::Card(_) => "waiting on a card".into(),
+            Focus::Question { .. } => "waiting on your reply".into(),
+            _ if self.running && self.queued > 0 => format!("running, queued {}", self.queued),
+            _ if self.running => "running".into(),
+            _ => "idle".into(),
+        }
+    }
+
+    fn status_line(&self) -> Line<'static> {
+        let mut text = format!(
+            " {} · {} · {} · {} in / {} out",
+            visible_line(&self.session),
+            self.model
+                .as_deref()
+                .map_or("no model".to_string(), visible_line),
+            self.state(),
+            self.totals.input,
+            self.totals.output
+        );
+        if let Some(cost) = self.totals.cost {
+            text.push_str(&format!(" · ${cost:.4}"));
+        }
+        if let Some(context) = self.totals.context {
+            text.push_str(&format!(" · context {context:.0}%"));
+        }
+        let mut spans = Vec::new();
+        if self.running {
+            spans.push(Span::styled(
+                format!(" {}", SPINNER[self.spinner]),
+                Style::new().fg(Color::Cyan),
+            ));
+        }
+        spans.push(Span::raw(text));
+        Line::from(spans).style(Style::new().bg(Color::DarkGray).fg(Color::White))
+    }
+
+    /// Draws everything.
+    pub fn render(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let input_rows = match &self.focus {
+            Focus::Card(_) => 0,
+            _ => (self.composer.lines() as u16).clamp(1, 6) + 2,
+        };
+        let card_rows = match &self.focus {
+            Focus::Card(_) => (area.height * 3 / 5)
+                .max(8)
+                .min(area.height.saturating_sub(2)),
+            Focus::Picker { sessions, .. } => (sessions.len() as u16 + 2).min(area.height / 2),
+            _ => 0,
+        };
+        let [transcript, streaming, panel, input, status] = Layout::vertical([
+            Constraint::Min(1),
+            Constraint::Length(u16::from(!self.streaming.is_empty()) * 3),
+            Constraint::Length(card_rows),
+            Constraint::Length(input_rows),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        self.view = (transcript.height, transcript.width);
+        self.transcript.render(transcript, frame.buffer_mut());
+        if !self.streaming.is_empty() {
+            let tail: Vec<&str> = self.streaming.lines().collect();
+            let shown = tail[tail.len().saturating_sub(3)..].join("\n");
+            frame.render_widget(
+                Paragraph::new(visible(&shown))
+                    .style(Style::new().fg(Color::Gray))
+                    .wrap(Wrap { trim: false }),
+                streaming,
+            );
+        }
+        match &mut self.focus {
+            Focus::Card(view) => {
+                let most = render_card(frame, panel, view);
+                view.scroll = view.scroll.min(most);
+            }
+            Focus::Picker { sessions, selected } => {
+                let lines: Vec<Line<'static>> = sessions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, label))| {
+                        let style = if i == *selected {
+                            Style::new().add_modifier(Modifier::REVERSED)
+                        } else {
+                            Style::new()
+                        };
+                        Line::styled(visible_line(label), style)
+                    })
+                    .collect();
+                frame.render_widget(Clear, panel);
+                frame.render_widget(
+                    Paragraph::new(lines).block(
+                        Block::default()
+                            .borders(Borders::ALL)
+                            .title(" sessions: Enter opens, Esc closes "),
+                    ),
+                    panel,
+                );
+            }
+            Focus::Input | Focus::Question { .. } => {}
+        }
+        if input_rows > 0 {
+            self.render_input(frame, input);
+        }
+        frame.render_widget(Paragraph::new(self.status_line()), status);
+    }
+
+    fn render_input(&self, frame: &mut Frame<'_>, area: Rect) {
+        let newline = if self.enhanced_keys {
+            "Shift+Enter"
+        } else {
+            "Alt+Enter"
+        };
+        let title = match &self.focus {
+            Focus::Question { .. } => " your reply to the question: Enter sends ".to_string(),
+            _ if self.running => format!(
+                " a message now is queued behind the turn · Esc cancels the turn · {newline}: new line "
+            ),
+            _ => format!(" message · Enter sends · {newline}: new line · /help "),
+        };
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(title)
+            .border_style(Style::new().fg(Color::DarkGray));
+        let inner = block.inner(area);
+        frame.render_widget(
+            Paragraph::new(visible(self.composer.text())).block(block),
+            area,
+        );
+        let (line, column) = self.composer.position();
+        let x = inner.x + (column as u16).min(inner.width.saturating_sub(1));
+        let y = inner.y + (line as u16).min(inner.height.saturating_sub(1));
+        frame.set_cursor_position((x, y));
+    }
+}
+
+/// Draws a card; the furthest it can scroll.
+fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
+    let card = &view.card;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    match &card.kind {
+        CardKind::Write(write) => {
+            lines.push(Line::styled(
+                format!(
+                    "{} wants to write {}",
+                    visible_line(&card.tool),
+                    visible_line(&write.path)
+                ),
+                bold,
+            ));
+            for line in visible(&write.diff).lines() {
+                let color = if line.starts_with('+') && !line.starts_with("+++") {
+                    Color::Green
+                } else if line.starts_with('-') && !line.starts_with("---") {
+                    Color::Red
+                } else if line.starts_with("@@") {
+                    Color::Cyan
+                } else {
+                    Color::Reset
+                };
+                lines.push(Line::styled(line.to_string(), Style::new().fg(color)));
+            }
+            if write.diff_truncated {
+                lines.push(Line::styled(
+                    format!(
+                        "[the diff is {} bytes; the card shows its first lines]",
+                        write.diff_bytes
+                    ),
+                    Style::new().fg(Color::Yellow),
+                ));
+            }
+        }
+        CardKind::OutsideRead(read) => {
+            let what = match read.reach {
+                wicket_protocol::Reach::Read => "read a file",
+                wicket_protocol::Reach::List => "list the names in a folder",
+                wicket_protocol::Reach::Grep => "search every file below a path",
+            };
+            lines.push(Line::styled(
+                format!(
+                    "{} wants to {what} outside the workspace",
+                    visible_line(&card.tool)
+                ),
+                bold,
+            ));
+            lines.push(Line::from(visible_line(&read.path)));
+        }
+        CardKind::Run(run) => {
+            let who = match run.source {
+                wicket_protocol::RunSource::Tool => "run wants to start a command",
+                wicket_protocol::RunSource::Hook => "the workspace's Stop hook wants to run",
+                wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
+            };
+            lines.push(Line::styled(who, bold));
+            let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
+            lines.push(Line::from(format!(
+                "argv     {}",
+                serde_json::to_string(&argv).unwrap_or_default()
+            )));
+            lines.push(Line::from(format!("cwd      {}", visible_line(&run.cwd))));
+            if let Some(timeout) = run.timeout_s {
+                lines.push(Line::from(format!("timeout  {timeout} s")));
+            }
+            let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
+            let warn = matches!(mode.as_str(), Some("off" | "unavailable"));
+            let mut sandbox = format!("sandbox  {}", mode.as_str().unwrap_or("?"));
+            sandbox.push_str(if run.network {
+                ", network: asked for"
+            } else {
+                ", no network"
+            });
+            if let Some(note) = &run.sandbox.note {
+                sandbox.push_str(&format!(" ({})", visible_line(note)));
+            }
+            lines.push(Line::styled(
+                sandbox,
+                Style::new().fg(if warn { Color::Red } else { Color::Reset }),
+            ));
+        }
+        CardKind::Mcp(mcp) => {
+            lines.push(Line::styled(
+                format!(
+                    "the MCP server {} wants to run its tool {}",
+                    visible_line(&mcp.server),
+                    visible_line(&card.tool)
+                ),
+                bold,
+            ));
+            for line in visible(&mcp.arguments_text).lines() {
+                lines.push(Line::from(format!("  {line}")));
+            }
+            if mcp.arguments_truncated {
+                lines.push(Line::styled(
+                    "[the arguments are longer; the card shows their start]",
+                    Style::new().fg(Color::Yellow),
+                ));
+            }
+            if let Some(annotations) = &mcp.annotations {
+                lines.push(Line::styled(
+                    format!(
+                        "the server says (a claim, not a permission): {}",
+                        visible_line(&annotations.to_string())
+                    ),
+                    Style::new().fg(Color::DarkGray),
+                ));
+            }
+        }
+    }
+    let keys = if view.armed {
+        " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn "
+    } else {
+        " … "
+    };
+    let most = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .scroll((view.scroll.min(most), 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(Style::new().fg(Color::Yellow))
+                    .title(format!(" card: {} ", card_summary(card)))
+                    .title_bottom(keys),
+            ),
+        area,
+    );
+    most
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use serde_json::json;
+    use wicket_protocol::{
+        ErrorKind, HookOutcome, McpState, Reach, ReadFileOutput, RunCard, RunOutput, RunSource,
+        SandboxMode, SandboxSummary, ToolOutput, Usage, WireError, WriteCard, WriteOutput,
+    };
+
+    fn event(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq,
+            ts: "2026-12-03T00:00:00Z".into(),
+            body,
+        }
+    }
+
+    fn app() -> App {
+        App::new(
+            "20261203-120000-abcdef12",
+            "/home/dev/project",
+            Some("anthropic:claude-sonnet-4-5".into()),
+            None,
+            false,
+        )
+    }
+
+    fn screen(app: &mut App, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| app.render(frame)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn call(seq: u64, id: &str, name: &str, arguments: serde_json::Value) -> Event {
+        event(
+            seq,
+            EventBody::ToolCall {
+                call_id: id.into(),
+                name: name.into(),
+                arguments,
+                auto_allowed: None,
+            },
+        )
+    }
+
+    fn run_card(id: &str) -> Card {
+        Card {
+            id: id.into(),
+            tool: "run".into(),
+            kind: CardKind::Run(RunCard {
+                argv: vec!["cargo".into(), "test".into()],
+                cwd: ".".into(),
+                timeout_s: Some(300),
+                network: false,
+                sandbox: SandboxSummary {
+                    mode: SandboxMode::WorkspaceWrite,
+                    network: false,
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        }
+    }
+
+    #[test]
+    fn an_empty_session() {
+        insta::assert_snapshot!(screen(&mut app(), 100, 16));
+    }
+
+    #[test]
+    fn a_session_without_a_model_says_how_to_set_one() {
+        let mut app = App::new(
+            "s1",
+            "/ws",
+            None,
+            Some("no model is configured".into()),
+            false,
+        );
+        insta::assert_snapshot!(screen(&mut app, 100, 14));
+    }
+
+    #[test]
+    fn a_transcript_with_every_event_kind() {
+        let mut app = app();
+        let events = vec![
+            event(
+                1,
+                EventBody::SessionStarted {
+                    session: "s1".into(),
+                    workspace: "/ws".into(),
+                },
+            ),
+            event(
+                2,
+                EventBody::UserMessage {
+                    text: "Fix the **failing** test".into(),
+                },
+            ),
+            event(
+                3,
+                EventBody::AssistantMessage {
+                    text:
+                        "Looking at `src/lib.rs`:\n\n```rust\nfn add(a: i32) -> i32 { a + 1 }\n```"
+                            .into(),
+                    tool_calls: Vec::new(),
+                    usage: Usage {
+                        input_tokens: 1200,
+                        output_tokens: 80,
+                        ..Usage::default()
+                    },
+                    stop_reason: None,
+                },
+            ),
+            call(4, "c1", "read_file", json!({"path": "src/lib.rs"})),
+            event(
+                5,
+                EventBody::ToolResult {
+                    call_id: "c1".into(),
+                    ok: true,
+                    output: Some(ToolOutput::ReadFile(ReadFileOutput {
+                        content: "fn add() {}\n".into(),
+                        size: 12,
+                        offset: 0,
+                        next_offset: None,
+                        next_line: None,
+                        binary: false,
+                    })),
+                    error: None,
+                },
+            ),
+            call(
+                6,
+                "c2",
+                "write_file",
+                json!({"path": "src/lib.rs", "content": "x"}),
+            ),
+            event(
+                7,
+                EventBody::Card {
+                    call_id: "c2".into(),
+                    card: Card {
+                        id: "card-1".into(),
+                        tool: "write_file".into(),
+                        kind: CardKind::Write(WriteCard {
+                            path: "/ws/src/lib.rs".into(),
+                            diff: "-a\n+b\n".into(),
+                            diff_bytes: 6,
+                            diff_truncated: false,
+                            digest: "d".into(),
+                        }),
+                    },
+                    proposed: None,
+                },
+            ),
+            event(
+                8,
+                EventBody::Answer {
+                    card: "card-1".into(),
+                    answer: Answer::AllowOnce,
+                    stale: false,
+                },
+            ),
+            event(
+                9,
+                EventBody::ToolResult {
+                    call_id: "c2".into(),
+                    ok: true,
+                    output: Some(ToolOutput::Write(WriteOutput {
+                        path: "/ws/src/lib.rs".into(),
+                        bytes: 1,
+                    })),
+                    error: None,
+                },
+            ),
+            call(10, "c3", "run", json!({"argv": ["cargo", "test"]})),
+            event(
+                11,
+                EventBody::ToolResult {
+                    call_id: "c3".into(),
+                    ok: true,
+                    output: Some(ToolOutput::Run(RunOutput {
+                        exit_code: Some(101),
+                        signal: None,
+                        timed_out: false,
+                        stdout:
+                            "running 3 tests\ntest a ... ok\ntest b ... FAILED\ntest c ... ok\n"
+                                .into(),
+                        stderr: String::new(),
+                        stdout_cut: 0,
+                        stderr_cut: 0,
+                        duration_ms: 2300,
+                    })),
+                    error: None,
+                },
+            ),
+            call(12, "c4", "read_file", json!({"path": "/etc/shadow"})),
+            event(
+                13,
+                EventBody::ToolResult {
+                    call_id: "c4".into(),
+                    ok: false,
+                    output: None,
+                    error: Some(WireError::new(ErrorKind::Denied, "the person denied it")),
+                },
+            ),
+            event(
+                14,
+                EventBody::Retry {
+                    attempt: 2,
+                    delay_ms: 1000,
+                    reason: "HTTP 529 overloaded".into(),
+                },
+            ),
+            event(
+                15,
+                EventBody::Hook {
+                    call_id: None,
+                    command: vec!["make".into(), "check".into()],
+                    outcome: HookOutcome::Block,
+                    exit_code: Some(2),
+                    stderr: "lint failed".into(),
+                },
+            ),
+            event(
+                16,
+                EventBody::Mcp {
+                    server: "fs".into(),
+                    state: McpState::Started,
+                    message: "14 tools offered".into(),
+                },
+            ),
+            event(
+                17,
+                EventBody::Compacted {
+                    summary: "s".into(),
+                    from_seq: 1,
+                    to_seq: 9,
+                    tokens_before: 150000,
+                    tokens_after: 9000,
+                    usage: Usage::default(),
+                },
+            ),
+            event(
+                18,
+                EventBody::Question {
+                    id: "q1".into(),
+                    call_id: "c5".into(),
+                    question: "Keep the old name?".into(),
+                },
+            ),
+            event(
+                19,
+                EventBody::Reply {
+                    question: "q1".into(),
+                    reply: "yes".into(),
+                },
+            ),
+            event(
+                20,
+                EventBody::Error {
+                    message: "the provider said no".into(),
+                    ends_turn: false,
+                },
+            ),
+            event(
+                21,
+                EventBody::Result {
+                    text: "Fixed: `add` adds one.".into(),
+                    usage: Usage {
+                        cost_usd: Some(0.0123),
+                        ..Usage::default()
+                    },
+                },
+            ),
+            event(
+                22,
+                EventBody::Unreadable {
+                    line: 23,
+                    error: "not JSON".into(),
+                },
+            ),
+            event(
+                23,
+                EventBody::Interrupted {
+                    card: Some("card-9".into()),
+                    question: None,
+                },
+            ),
+        ];
+        for e in &events {
+            app.on_event(e);
+        }
+        app.transcript.home();
+        insta::assert_snapshot!("every_event_kind_top", screen(&mut app, 100, 40));
+        app.transcript.end();
+        app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+        insta::assert_snapshot!("every_event_kind_expanded_end", screen(&mut app, 100, 40));
+    }
+
+    #[test]
+    fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
+        let mut app = app();
+        let diff: String =
+            std::iter::once("--- a/big.txt\n+++ b/big.txt\n@@ -1,400 +1,400 @@\n".to_string())
+                .chain((0..400).map(|i| format!("-old line {i}\n+new line {i}\n")))
+                .collect();
+        app.on_event(&event(
+            1,
+            EventBody::UserMessage {
+                text: "rewrite big.txt".into(),
+            },
+        ));
+        app.on_event(&call(2, "c1", "write_file", json!({"path": "big.txt"})));
+        app.on_event(&event(
+            3,
+            EventBody::Card {
+                call_id: "c1".into(),
+                card: Card {
+                    id: "card-1".into(),
+                    tool: "write_file".into(),
+                    kind: CardKind::Write(WriteCard {
+                        path: "/ws/big.txt".into(),
+                        diff,
+                        diff_bytes: 900_000,
+                        diff_truncated: true,
+                        digest: "d".into(),
+                    }),
+                },
+                proposed: None,
+            },
+        ));
+        // Before the card was drawn and the typed-ahead input thrown away, keys do nothing.
+        assert_eq!(app.on_key(key(KeyCode::Char('o'))), Action::None);
+        let epoch = app.flush_needed().unwrap();
+        assert_eq!(app.flush_needed(), None);
+        app.flushed(epoch);
+        insta::assert_snapshot!("long_diff_top", screen(&mut app, 100, 30));
+        for _ in 0..795 {
+            app.on_key(key(KeyCode::Down));
+        }
+        insta::assert_snapshot!("long_diff_scrolled_to_the_cut", screen(&mut app, 100, 30));
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('d'))),
+            Action::Answer {
+                card: "card-1".into(),
+                answer: Answer::Deny
+            }
+        );
+    }
+
+    #[test]
+    fn a_run_card() {
+        let mut app = app();
+        app.on_event(&event(
+            1,
+            EventBody::UserMessage {
+                text: "test it".into(),
+            },
+        ));
+        app.on_event(&call(
+            2,
+            "c1",
+            "run",
+            json!({"argv": ["cargo", "test"], "timeout_s": 300}),
+        ));
+        app.on_event(&event(
+            3,
+            EventBody::Card {
+                call_id: "c1".into(),
+                card: run_card("card-2"),
+                proposed: None,
+            },
+        ));
+        let epoch = app.flush_needed().unwrap();
+        app.flushed(epoch);
+        insta::assert_snapshot!(screen(&mut app, 100, 24));
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('s'))),
+            Action::Answer {
+                card: "card-2".into(),
+                answer: Answer::AllowSession
+            }
+        );
+    }
+
+    #[test]
+    fn a_question_takes_the_input() {
+        let mut app = app();
+        app.on_event(&event(
+            1,
+            EventBody::UserMessage {
+                text: "rename it".into(),
+            },
+        ));
+        app.on_event(&event(
+            2,
+            EventBody::Question {
+                id: "q1".into(),
+                call_id: "c1".into(),
+                question: "Which name?".into(),
+            },
+        ));
+        for c in "Bob".chars() {
+            app.on_key(key(KeyCode::Char(c)));
+        }
+        insta::assert_snapshot!(screen(&mut app, 100, 16));
+        assert_eq!(
+            app.on_key(key(KeyCode::Enter)),
+            Action::Reply {
+                question: "q1".into(),
+                text: "Bob".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_queued_message_and_a_cancelled_turn() {
+        let mut app = app();
+        app.on_event(&event(
+            1,
+            EventBody::UserMessage {
+                text: "first".into(),
+            },
+        ));
+        app.on_event(&event(
+            2,
+            EventBody::Queued {
+                text: "second, when you can".into(),
+            },
+        ));
+        app.on_text("Working on the fir");
+        insta::assert_snapshot!("queued", screen(&mut app, 100, 16));
+        assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Cancel);
+        app.on_event(&event(3, EventBody::Cancelled {}));
+        app.on_event(&event(
+            4,
+            EventBody::UserMessage {
+                text: "second, when you can".into(),
+            },
+        ));
+        app.on_event(&event(5, EventBody::Cancelled {}));
+        insta::assert_snapshot!("cancelled", screen(&mut app, 100, 16));
+    }
+
+    #[test]
+    fn eighty_columns_wrap_and_keys_edit() {
+        let mut app = app();
+        app.on_event(&event(
+            1,
+            EventBody::UserMessage {
+                text: "a long request ".repeat(12),
+            },
+        ));
+        app.on_event(&event(2, EventBody::AssistantMessage { text: "- one point\n- another point that is long enough to wrap past the eighty columns of this terminal".into(), tool_calls: Vec::new(), usage: Usage::default(), stop_reason: None }));
+        for c in "line one".chars() {
+            app.on_key(key(KeyCode::Char(c)));
+        }
+        app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT));
+        app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        for c in "line three".chars() {
+            app.on_key(key(KeyCode::Char(c)));
+        }
+        insta::assert_snapshot!(screen(&mut app, 80, 24));
+        assert_eq!(
+            app.on_key(key(KeyCode::Enter)),
+            Action::Send("line one\n\nline three".into())
+        );
+        assert_eq!(app.on_key(key(KeyCode::Up)), Action::None);
+        assert_eq!(app.composer.text(), "line one\n\nline three");
+        assert_eq!(
+            app.on_key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            Action::None
+        );
+        app.composer.take();
+        assert_eq!(
+            app.on_key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            Action::Quit
+        );
+    }
+
+    #[test]
+    fn slash_commands() {
+        let mut app = app();
+        let mut typed = |text: &str| {
+            for c in text.chars() {
+                app.on_key(key(KeyCode::Char(c)));
+            }
+            app.on_key(key(KeyCode::Enter))
+        };
+        assert_eq!(
+            typed("/model openai:gpt-4o"),
+            Action::SetModel("openai:gpt-4o".into())
+        );
+        assert_eq!(typed("/new"), Action::NewSession);
+        assert_eq!(typed("/sessions"), Action::ListSessions);
+        assert_eq!(typed("/compact"), Action::Compact);
+        assert_eq!(typed("/quit"), Action::Quit);
+        assert_eq!(typed("/help"), Action::None);
+        let _ = Reach::Read;
+    }
+
+    #[test]
+    fn ten_thousand_events_draw_only_what_is_on_screen() {
+        let mut app = app();
+        for i in 0..10_000u64 {
+            app.on_event(&event(
+                i + 1,
+                EventBody::AssistantMessage {
+                    text: format!("message {i}"),
+                    tool_calls: Vec::new(),
+                    usage: Usage::default(),
+                    stop_reason: None,
+                },
+            ));
+        }
+        let shown = screen(&mut app, 100, 20);
+        assert!(shown.contains("message 9999"), "{shown}");
+        app.on_key(key(KeyCode::Home));
+        let shown = screen(&mut app, 100, 20);
+        assert!(
+            shown.contains("message 0") && !shown.contains("message 9999"),
+            "{shown}"
+        );
+        app.on_key(key(KeyCode::PageDown));
+        let shown = screen(&mut app, 100, 20);
+        assert!(
+            shown.contains("message 5") && !shown.contains("message 0\n"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,631 @@
+//! The transcript: one item per thing that happened, built from the
+//! session's events. Items keep their unwrapped lines and a height cached
+//! per width, and only the items on screen are wrapped and drawn, so a
+//! session of 10,000 events scrolls as fast as one of ten.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+use wicket_protocol::text::{visible, visible_line};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, ToolOutput, WireError};
+
+use crate::markdown;
+
+/// Lines of a run's output shown under its one line.
+const RUN_HEAD_LINES: usize = 3;
+/// Lines of a result shown when a call is expanded.
+const EXPANDED_LINES: usize = 40;
+
+/// One thing in the transcript.
+pub struct Item {
+    lines: Vec<Line<'static>>,
+    /// Lines shown only when calls are expanded.
+    more: Vec<Line<'static>>,
+    height: Cell<Option<(u16, bool, u16)>>,
+}
+
+impl Item {
+    fn new(lines: Vec<Line<'static>>) -> Item {
+        Item {
+            lines,
+            more: Vec::new(),
+            height: Cell::new(None),
+        }
+    }
+
+    fn shown(&self, expanded: bool) -> Vec<Line<'static>> {
+        let mut lines = self.lines.clone();
+        if expanded {
+            lines.extend(self.more.iter().cloned());
+        }
+        lines
+    }
+
+    /// Rows at `width`, cached.
+    fn rows(&self, width: u16, expanded: bool) -> u16 {
+        if let Some((cached_width, cached_expanded, rows)) = self.height.get()
+            && cached_width == width
+            && cached_expanded == expanded
+        {
+            return rows;
+        }
+        let rows = Paragraph::new(self.shown(expanded))
+            .wrap(Wrap { trim: false })
+            .line_count(width);
+        let rows = u16::try_from(rows).unwrap_or(u16::MAX);
+        self.height.set(Some((width, expanded, rows)));
+        rows
+    }
+}
+
+/// Where the view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scroll {
+    /// The end, following what comes.
+    #[default]
+    Follow,
+    /// This item's row is the first on screen.
+    At {
+        /// The item.
+        item: usize,
+        /// Rows of it above the screen.
+        row: u16,
+    },
+}
+
+fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let mut cut: String = line.chars().take(max).collect();
+    if cut.len() < line.len() || text.lines().nth(1).is_some() {
+        cut.push('…');
+    }
+    visible_line(&cut)
+}
+
+fn plain_lines(text: &str, style: Style, max: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line<'static>> = visible(text)
+        .lines()
+        .take(max)
+        .map(|line| Line::styled(format!("    {line}"), style))
+        .collect();
+    let total = text.lines().count();
+    if total > max {
+        lines.push(Line::styled(
+            format!("    … {} more lines", total - max),
+            dim(),
+        ));
+    }
+    lines
+}
+
+/// A call's one-line summary of what its arguments name.
+pub fn call_title(name: &str, arguments: &serde_json::Value) -> String {
+    let text = |key: &str| {
+        arguments
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let what = match name {
+        "run" => arguments
+            .get("argv")
+            .and_then(|argv| argv.as_array())
+            .map(|argv| {
+                argv.iter()
+                    .map(|arg| arg.as_str().unwrap_or("?"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+        "grep" => text("pattern").map(|pattern| format!("{pattern:?}")),
+        "use_skill" => text("name"),
+        "list_dir" => text("path").or(Some(".".into())),
+        _ => text("path"),
+    };
+    match what {
+        Some(what) => format!("{name} {}", first_line(&what, 100)),
+        None => name.to_string(),
+    }
+}
+
+/// The transcript of one session.
+#[derive(Default)]
+pub struct Transcript {
+    items: Vec<Item>,
+    /// The item of each call, to fold its result into.
+    calls: HashMap<String, usize>,
+    /// The item of each card, for its answer.
+    cards: HashMap<String, usize>,
+    /// Results shown in full.
+    pub expanded: bool,
+    /// Where the view is.
+    pub scroll: Scroll,
+}
+
+impl Transcript {
+    /// How many items there are.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds lines of the UI's own (help, a notice).
+    pub fn note(&mut self, lines: Vec<Line<'static>>) {
+        self.items.push(Item::new(lines));
+    }
+
+    fn push(&mut self, lines: Vec<Line<'static>>) -> usize {
+        self.items.push(Item::new(lines));
+        self.items.len() - 1
+    }
+
+    /// Takes one event of the session.
+    pub fn add(&mut self, event: &Event) {
+        match &event.body {
+            EventBody::SessionStarted { session, workspace } => {
+                self.push(vec![Line::styled(
+                    format!(
+                        "session {} in {}",
+                        visible_line(session),
+                        visible_line(workspace)
+                    ),
+                    dim(),
+                )]);
+            }
+            EventBody::UserMessage { text } => {
+                let mut lines = vec![Line::from(Span::styled(
+                    "you",
+                    Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+                ))];
+                lines.extend(markdown::render(text));
+                lines.push(Line::default());
+                self.push(lines);
+            }
+            EventBody::Queued { text } => {
+                self.push(vec![Line::styled(
+                    format!("queued: {}", first_line(text, 200)),
+                    Style::new().fg(Color::Yellow),
+                )]);
+            }
+            EventBody::AssistantMessage { text, .. } => {
+                if !text.trim().is_empty() {
+                    let mut lines = markdown::render(text);
+                    lines.push(Line::default());
+                    self.push(lines);
+                }
+            }
+            EventBody::ToolCall {
+                call_id,
+                name,
+                arguments,
+                auto_allowed,
+            } => {
+                if matches!(name.as_str(), "ask" | "finish") {
+                    return;
+                }
+                let mut spans = vec![
+                    Span::styled("▸ ", Style::new().fg(Color::Blue)),
+                    Span::raw(call_title(name, arguments)),
+                ];
+                if auto_allowed.is_some() {
+                    spans.push(Span::styled(" (auto_allow)", dim()));
+                }
+                let index = self.push(vec![Line::from(spans)]);
+                self.calls.insert(call_id.clone(), index);
+            }
+            EventBody::Card { call_id, card, .. } => {
+                let index = match self.calls.get(call_id) {
+                    Some(&index) => index,
+                    None => self.push(Vec::new()),
+                };
+                self.items[index].lines.push(Line::styled(
+                    format!("  card: {}", card_summary(card)),
+                    Style::new().fg(Color::Yellow),
+                ));
+                self.items[index].height.set(None);
+                self.cards.insert(card.id.clone(), index);
+            }
+            EventBody::Answer {
+                card,
+                answer,
+                stale,
+            } => {
+                if let Some(&index) = self.cards.get(card) {
+                    let (word, color) = match answer {
+                        Answer::AllowOnce => ("allowed once", Color::Green),
+                        Answer::AllowSession => ("allowed for the session", Color::Green),
+                        Answer::Deny => ("denied", Color::Red),
+                    };
+                    let note = if *stale {
+                        " (stale: the file changed; asked again)"
+                    } else {
+                        ""
+                    };
+                    self.items[index].lines.push(Line::styled(
+                        format!("  → {word}{note}"),
+                        Style::new().fg(color),
+                    ));
+                    self.items[index].height.set(None);
+                }
+            }
+            EventBody::ToolResult {
+                call_id,
+                ok,
+                output,
+                error,
+            } => {
+                if let Some(&index) = self.calls.get(call_id) {
+                    let (head, more) = result_lines(*ok, output.as_ref(), error.as_ref());
+                    let item = &mut self.items[index];
+                    if let Some(first) = item.lines.first_mut() {
+                        first.spans.extend(head.spans);
+                    }
+                    item.more = more.1;
+                    item.lines.extend(more.0);
+                    item.height.set(None);
+                }
+            }
+            EventBody::Question { question, .. } => {
+                let mut lines = vec![Line::styled(
+                    "question",
+                    Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD),
+                )];
+                lines.extend(markdown::render(question));
+                self.push(lines);
+            }
+            EventBody::Reply { reply, .. } => {
+                self.push(vec![Line::styled(
+                    format!("you: {}", first_line(reply, 500)),
+                    Style::new().fg(Color::Green),
+                )]);
+            }
+            EventBody::Result { text, usage } => {
+                let mut lines = vec![Line::styled(
+                    "✓ done",
+                    Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+                )];
+                lines.extend(markdown::render(text));
+                if let Some(cost) = usage.cost_usd {
+                    lines.push(Line::styled(
+                        format!(
+                            "  {} in, {} out, ${cost:.4}",
+                            usage.input_tokens, usage.output_tokens
+                        ),
+                        dim(),
+                    ));
+                }
+                lines.push(Line::default());
+                self.push(lines);
+            }
+            EventBody::Hook {
+                command,
+                outcome,
+                stderr,
+                ..
+            } => {
+                self.push(vec![Line::styled(
+                    format!(
+                        "stop hook {}: {outcome:?}{}",
+                        first_line(&command.join(" "), 100),
+                        if stderr.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", first_line(stderr, 200))
+                        }
+                    ),
+                    dim(),
+                )]);
+            }
+            EventBody::Retry {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                self.push(vec![Line::styled(
+                    format!(
+                        "retrying in {delay_ms} ms (attempt {attempt}): {}",
+                        first_line(reason, 200)
+                    ),
+                    Style::new().fg(Color::Yellow),
+                )]);
+            }
+            EventBody::Cancelled {} => {
+                self.push(vec![Line::styled(
+                    "✗ cancelled: the running call was stopped (TERM, then KILL 2 s later) and the turn ended",
+                    Style::new().fg(Color::Red),
+                )]);
+            }
+            EventBody::Interrupted { card, question } => {
+                let left = match (card, question) {
+                    (Some(card), _) => format!("; card {card} can no longer be answered"),
+                    (None, Some(question)) => {
+                        format!("; question {question} can no longer be answered")
+                    }
+                    (None, None) => String::new(),
+                };
+                self.push(vec![Line::styled(
+                    format!("interrupted: the process running this turn ended{left}"),
+                    Style::new().fg(Color::Red),
+                )]);
+            }
+            EventBody::Compacted {
+                to_seq,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.push(vec![Line::styled(
+                    format!("the conversation up to event {to_seq} was summarised (~{tokens_before} → ~{tokens_after} tokens)"),
+                    dim(),
+                )]);
+            }
+            EventBody::Mcp {
+                server,
+                state,
+                message,
+            } => {
+                self.push(vec![Line::styled(
+                    format!(
+                        "MCP server {}: {state:?}. {}",
+                        visible_line(server),
+                        first_line(message, 300)
+                    ),
+                    dim(),
+                )]);
+            }
+            EventBody::Error { message, .. } => {
+                self.push(
+                    visible(message)
+                        .lines()
+                        .enumerate()
+                        .map(|(i, line)| {
+                            let prefix = if i == 0 { "error: " } else { "  " };
+                            Line::styled(format!("{prefix}{line}"), Style::new().fg(Color::Red))
+                        })
+                        .collect(),
+                );
+            }
+            EventBody::Unreadable { line, error } => {
+                self.push(vec![Line::styled(
+                    format!("log line {line} could not be read: {}", visible_line(error)),
+                    Style::new().fg(Color::Red),
+                )]);
+            }
+        }
+    }
+
+    /// Rows from the top of item `item` to the end, at most `limit`.
+    fn rows_from(&self, item: usize, width: u16, limit: u32) -> u32 {
+        let mut rows = 0u32;
+        for index in item..self.items.len() {
+            rows += u32::from(self.items[index].rows(width, self.expanded));
+            if rows >= limit {
+                break;
+            }
+        }
+        rows
+    }
+
+    /// The first row on screen for a view `height` rows tall.
+    fn top(&self, width: u16, height: u16) -> (usize, u16) {
+        match self.scroll {
+            Scroll::At { item, row } => (item.min(self.items.len()), row),
+            Scroll::Follow => {
+                let mut need = height;
+                let mut index = self.items.len();
+                while index > 0 && need > 0 {
+                    index -= 1;
+                    let rows = self.items[index].rows(width, self.expanded);
+                    if rows >= need {
+                        return (index, rows - need);
+                    }
+                    need -= rows;
+                }
+                (index, 0)
+            }
+        }
+    }
+
+    /// Moves the view by `rows` (up when negative); past the end it follows.
+    pub fn scroll_by(&mut self, rows: i32, width: u16, height: u16) {
+        let (mut item, mut row) = self.top(width, height);
+        if rows < 0 {
+            let mut up = rows.unsigned_abs();
+            while up > 0 {
+                if u32::from(row) >= up {
+                    row -= up as u16;
+                    up = 0;
+                } else if item == 0 {
+                    row = 0;
+                    up = 0;
+                } else {
+                    up -= u32::from(row);
+                    item -= 1;
+                    row = self.items[item].rows(width, self.expanded);
+                }
+            }
+        } else {
+            let mut down = rows as u32;
+            while down > 0 && item < self.items.len() {
+                let left = u32::from(
+                    self.items[item].rows(width, self.expanded)
+                        - row.min(self.items[item].rows(width, self.expanded)),
+                );
+                if left > down {
+                    row += down as u16;
+                    down = 0;
+                } else {
+                    down -= left;
+                    item += 1;
+                    row = 0;
+                }
+            }
+        }
+        // Nothing but the end would be below: follow it.
+        let rest = self.rows_from(item, width, u32::from(height) + u32::from(row) + 1);
+        self.scroll = if rest <= u32::from(height) + u32::from(row) {
+            Scroll::Follow
+        } else {
+            Scroll::At { item, row }
+        };
+    }
+
+    /// To the first line.
+    pub fn home(&mut self) {
+        self.scroll = Scroll::At { item: 0, row: 0 };
+    }
+
+    /// To the end, following it.
+    pub fn end(&mut self) {
+        self.scroll = Scroll::Follow;
+    }
+
+    /// Draws the items on screen, and only those.
+    pub fn render(&self, area: Rect, buffer: &mut Buffer) {
+        if area.height == 0 || area.width == 0 {
+            return;
+        }
+        let (mut index, mut skip) = self.top(area.width, area.height);
+        let mut y = area.y;
+        while y < area.bottom() && index < self.items.len() {
+            let item = &self.items[index];
+            let rows = item.rows(area.width, self.expanded).saturating_sub(skip);
+            let height = rows.min(area.bottom() - y);
+            if height > 0 {
+                Paragraph::new(item.shown(self.expanded))
+                    .wrap(Wrap { trim: false })
+                    .scroll((skip, 0))
+                    .render(Rect { y, height, ..area }, buffer);
+            }
+            y += height;
+            skip = 0;
+            index += 1;
+        }
+    }
+}
+
+/// What a card is about, in a few words.
+pub fn card_summary(card: &Card) -> String {
+    match &card.kind {
+        CardKind::Write(write) => format!("{} {}", card.tool, visible_line(&write.path)),
+        CardKind::OutsideRead(read) => format!(
+            "{} outside the workspace: {}",
+            card.tool,
+            visible_line(&read.path)
+        ),
+        CardKind::Run(run) => format!("run {}", first_line(&run.argv.join(" "), 120)),
+        CardKind::Mcp(mcp) => format!(
+            "MCP {} {}",
+            visible_line(&mcp.server),
+            visible_line(&card.tool)
+        ),
+    }
+}
+
+/// A result: what joins the call's line, lines always shown under it, and
+/// lines shown when calls are expanded.
+fn result_lines(
+    ok: bool,
+    output: Option<&ToolOutput>,
+    error: Option<&WireError>,
+) -> (Line<'static>, (Vec<Line<'static>>, Vec<Line<'static>>)) {
+    let tail = |text: String, color: Color| Line::from(Span::styled(text, Style::new().fg(color)));
+    match (ok, output, error) {
+        (_, _, Some(error)) => (
+            tail(format!(" — {}", error.kind.as_str()), Color::Red),
+            (
+                plain_lines(&error.message, Style::new().fg(Color::Red), 3),
+                Vec::new(),
+            ),
+        ),
+        (_, Some(ToolOutput::Run(run)), None) => {
+            let end = match (run.exit_code, run.signal, run.timed_out) {
+                (_, _, true) => "timed out".to_string(),
+                (Some(code), _, _) => format!("exit {code}"),
+                (None, Some(signal), _) => format!("signal {signal}"),
+                (None, None, false) => "ended".to_string(),
+            };
+            let color = if run.exit_code == Some(0) {
+                Color::Green
+            } else {
+                Color::Red
+            };
+            let output = format!("{}{}", run.stdout, run.stderr);
+            (
+                tail(
+                    format!(" — {end}, {:.1} s", run.duration_ms as f64 / 1000.0),
+                    color,
+                ),
+                (plain_lines(&output, dim(), RUN_HEAD_LINES), Vec::new()),
+            )
+        }
+        (_, Some(ToolOutput::ReadFile(read)), None) => (
+            tail(format!(" — {} bytes", read.content.len()), Color::DarkGray),
+            (
+                Vec::new(),
+                plain_lines(&read.content, dim(), EXPANDED_LINES),
+            ),
+        ),
+        (_, Some(ToolOutput::Grep(grep)), None) => (
+            tail(
+                format!(" — {} matches", grep.matches.len()),
+                Color::DarkGray,
+            ),
+            (
+                Vec::new(),
+                plain_lines(&grep.matches.join("\n"), dim(), EXPANDED_LINES),
+            ),
+        ),
+        (_, Some(ToolOutput::ListDir(list)), None) => {
+            let listed = serde_json::to_value(list).unwrap_or_default();
+            let names = listed
+                .get("entries")
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            (
+                tail(" — listed".into(), Color::DarkGray),
+                (Vec::new(), plain_lines(&names, dim(), EXPANDED_LINES)),
+            )
+        }
+        (_, Some(ToolOutput::Write(write)), None) => (
+            tail(
+                format!(
+                    " — wrote {} byte{}",
+                    write.bytes,
+                    if write.bytes == 1 { "" } else { "s" }
+                ),
+                Color::Green,
+            ),
+            (Vec::new(), Vec::new()),
+        ),
+        (_, Some(ToolOutput::Mcp(mcp)), None) => (
+            tail(" — done".into(), Color::Green),
+            (
+                Vec::new(),
+                plain_lines(&mcp.model_text(), dim(), EXPANDED_LINES),
+            ),
+        ),
+        (_, Some(ToolOutput::Skill(skill)), None) => (
+            tail(
+                format!(" — {} loaded", visible_line(&skill.name)),
+                Color::DarkGray,
+            ),
+            (Vec::new(), Vec::new()),
+        ),
+        (_, Some(ToolOutput::Reply(_) | ToolOutput::Finish(_)), None) | (_, None, None) => {
+            (Line::default(), (Vec::new(), Vec::new()))
+        }
+    }
+}
