@@ -71,24 +71,11 @@ fn text_of(arguments: &serde_json::Value, key: &str) -> Option<String> {
 
 /// A one-line title: the tool and what it works on.
 pub fn title(name: &str, arguments: &serde_json::Value) -> String {
-    let what = match name {
-        "run" => arguments
-            .get("argv")
-            .and_then(|argv| argv.as_array())
-            .map(|argv| {
-                argv.iter()
-                    .map(|arg| arg.as_str().unwrap_or("?"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }),
-        "grep" => text_of(arguments, "pattern"),
-        "use_skill" => text_of(arguments, "name"),
-        "list_dir" => text_of(arguments, "path").or(Some(".".into())),
-        _ => text_of(arguments, "path"),
-    };
-    match what {
-        Some(what) => format!("{name} {what}"),
-        None => name.to_string(),
+    let what = wicket_protocol::call_summary(name, arguments);
+    if what.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} {what}")
     }
 }
 

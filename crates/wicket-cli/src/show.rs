@@ -175,33 +175,6 @@ fn short(text: &str, max: usize) -> String {
     }
 }
 
-/// What a tool call is about, in a few words: its path, argv or pattern.
-fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
-    let field = |key: &str| arguments.get(key).and_then(|v| v.as_str());
-    let summary = match name {
-        "run" => arguments
-            .get("argv")
-            .and_then(|argv| argv.as_array())
-            .map(|argv| {
-                argv.iter()
-                    .map(|arg| arg.as_str().unwrap_or("?").to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default(),
-        "grep" => format!(
-            "{:?} {}",
-            field("pattern").unwrap_or(""),
-            field("path").unwrap_or("")
-        ),
-        "ask" => field("question").unwrap_or("").to_string(),
-        "finish" => String::new(),
-        "use_skill" => field("name").unwrap_or("").to_string(),
-        _ => field("path").unwrap_or(".").to_string(),
-    };
-    short(&summary, 200)
-}
-
 /// A result in a few words.
 fn output_summary(output: &ToolOutput) -> String {
     match output {
@@ -294,7 +267,11 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
         EventBody::AssistantMessage { .. } => return None,
         EventBody::ToolCall {
             name, arguments, ..
-        } => format!("→ {} {}", visible_line(name), call_summary(name, arguments)),
+        } => format!(
+            "→ {} {}",
+            visible_line(name),
+            short(&wicket_protocol::call_summary(name, arguments), 200)
+        ),
         EventBody::ToolResult {
             ok: true, output, ..
         } => format!(

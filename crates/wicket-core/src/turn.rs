@@ -665,17 +665,7 @@ impl Runner<'_> {
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
         let (system, _) = system_prompt(self.tools.workspace(), &self.settings.skills);
-        let mut turn = Turn {
-            history,
-            system,
-            tools: self.tool_specs(),
-            usage: Usage::default(),
-            blocks: 0,
-            cut: 0,
-            counted: 0,
-            added_bytes: 0,
-            compacted_for_error: false,
-        };
+        let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn, &self.request(&turn));
         match self.compact(&mut turn, before, cancel) {
             Ok(()) => self.end(Outcome::Finished(String::new())),
@@ -700,17 +690,7 @@ impl Runner<'_> {
             self.log(EventBody::error(warning));
         }
         self.start_servers(person);
-        let mut turn = Turn {
-            history,
-            system,
-            tools: self.tool_specs(),
-            usage: Usage::default(),
-            blocks: 0,
-            cut: 0,
-            counted: 0,
-            added_bytes: 0,
-            compacted_for_error: false,
-        };
+        let mut turn = self.new_turn(history, system);
         for _ in 0..self.settings.step_limit {
             if let Flow::End(outcome) = self.step(&mut turn, person, cancel) {
                 return outcome;
@@ -1115,6 +1095,21 @@ impl Runner<'_> {
             .map_err(|message| WireError::new(ErrorKind::NotFound, message));
         self.log_result(call, &result);
         result
+    }
+
+    /// A turn over `history` that has sent nothing yet.
+    fn new_turn(&self, history: Vec<Message>, system: String) -> Turn {
+        Turn {
+            history,
+            system,
+            tools: self.tool_specs(),
+            usage: Usage::default(),
+            blocks: 0,
+            cut: 0,
+            counted: 0,
+            added_bytes: 0,
+            compacted_for_error: false,
+        }
     }
 
     /// The six tools, ask, finish, use_skill, and the MCP servers' tools.

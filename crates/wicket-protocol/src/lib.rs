@@ -25,5 +25,5 @@ pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,
     ListDirArgs, ListDirOutput, MCP_PREFIX, McpCall, McpContent, McpOutput, ReadFileArgs,
     ReadFileOutput, ReplyOutput, RunArgs, RunOutput, SearchReplaceArgs, SkillOutput, TOOL_NAMES,
-    ToolCall, ToolOutput, UseSkillArgs, WriteFileArgs, WriteOutput, result_line,
+    ToolCall, ToolOutput, UseSkillArgs, WriteFileArgs, WriteOutput, call_summary, result_line,
 };

@@ -541,6 +541,36 @@ pub enum ToolOutput {
     Mcp(McpOutput),
 }
 
+/// What a call is about, in a few words, for every front end's one-line
+/// view of it: a run's argv, a grep's pattern and path, a question, a
+/// skill's name, else the path. Raw text: a printer makes it visible.
+pub fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
+    let field = |key: &str| arguments.get(key).and_then(|v| v.as_str());
+    match name {
+        "run" => arguments
+            .get("argv")
+            .and_then(|argv| argv.as_array())
+            .map(|argv| {
+                argv.iter()
+                    .map(|arg| arg.as_str().unwrap_or("?").to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default(),
+        "grep" => format!(
+            "{:?} {}",
+            field("pattern").unwrap_or(""),
+            field("path").unwrap_or("")
+        )
+        .trim_end()
+        .to_string(),
+        "ask" => field("question").unwrap_or("").to_string(),
+        "finish" => String::new(),
+        "use_skill" => field("name").unwrap_or("").to_string(),
+        _ => field("path").unwrap_or(".").to_string(),
+    }
+}
+
 /// The result line of `wicket tool`: `{"type":"result","ok":true,...}` or
 /// `{"type":"result","ok":false,"error":{...}}`.
 pub fn result_line(result: &Result<ToolOutput, WireError>) -> serde_json::Value {

@@ -109,31 +109,11 @@ fn plain_lines(text: &str, style: Style, max: usize) -> Vec<Line<'static>> {
 
 /// A call's one-line summary of what its arguments name.
 pub fn call_title(name: &str, arguments: &serde_json::Value) -> String {
-    let text = |key: &str| {
-        arguments
-            .get(key)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    };
-    let what = match name {
-        "run" => arguments
-            .get("argv")
-            .and_then(|argv| argv.as_array())
-            .map(|argv| {
-                argv.iter()
-                    .map(|arg| arg.as_str().unwrap_or("?"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }),
-        "grep" => text("pattern").map(|pattern| format!("{pattern:?}")),
-        "use_skill" => text("name"),
-        "list_dir" => text("path").or(Some(".".into())),
-        _ => text("path"),
-    };
-    match what {
-        Some(what) => format!("{name} {}", first_line(&what, 100)),
-        None => name.to_string(),
+    let what = wicket_protocol::call_summary(name, arguments);
+    if what.is_empty() {
+        return visible_line(name);
     }
+    format!("{} {}", visible_line(name), first_line(&what, 100))
 }
 
 /// The transcript of one session.
