@@ -243,6 +243,57 @@ async fn idle(manager: &Arc<Manager>, id: &str) {
     let _ = tokio::task::spawn_blocking(move || manager.wait_idle(&id)).await;
 }
 
+/// Hands a prompt's text to the session: the reply to its open question,
+/// or a new message. An open card or a running prompt refuses it.
+fn begin(manager: &Manager, id: &str, text: &str) -> Result<(), Error> {
+    let refuse =
+        |message: String| Err(Error::invalid_request().data(serde_json::Value::String(message)));
+    match manager.open_item(id).map_err(failed)? {
+        Some(Open::Question { id: question, .. }) => {
+            manager.reply(id, &question, text).map_err(failed)
+        }
+        Some(Open::Card(card)) => refuse(format!(
+            "the card {} is still open; answer its permission request first",
+            card.id
+        )),
+        None if manager.is_running(id).map_err(failed)? => refuse(
+            "a prompt is already running in this session; wait for its end, or cancel it".into(),
+        ),
+        None => match manager.send(id, text) {
+            Ok(Sent::Started | Sent::Queued) => Ok(()),
+            Err(error @ ManagerError::Blocked { .. }) => refuse(error.to_string()),
+            Err(error) => Err(failed(error)),
+        },
+    }
+}
+
+/// How the prompt ends, when `body` ends it. A question ends it too: the
+/// turn waits for the reply, which is the editor's next prompt.
+async fn ended(
+    manager: &Arc<Manager>,
+    id: &str,
+    body: &EventBody,
+) -> Option<Result<StopReason, Error>> {
+    let stop = match body {
+        EventBody::Question { .. } => return Some(Ok(StopReason::EndTurn)),
+        EventBody::Result { .. } => Ok(StopReason::EndTurn),
+        EventBody::Cancelled {} => Ok(StopReason::Cancelled),
+        EventBody::Error {
+            message,
+            ends_turn: true,
+        } => {
+            if message.starts_with(wicket_core::turn::STEP_LIMIT_MESSAGE) {
+                Ok(StopReason::MaxTurnRequests)
+            } else {
+                Err(Error::internal_error().data(serde_json::Value::String(message.clone())))
+            }
+        }
+        _ => return None,
+    };
+    idle(manager, id).await;
+    Some(stop)
+}
+
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
 /// ends with a question).
 async fn prompt(
@@ -260,34 +311,7 @@ async fn prompt(
     let manager = acp.manager.clone();
     let mut events = manager.subscribe(&id).map_err(failed)?;
     let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
-    match manager.open_item(&id).map_err(failed)? {
-        Some(Open::Question { id: question, .. }) => {
-            manager.reply(&id, &question, &text).map_err(failed)?;
-        }
-        Some(Open::Card(card)) => {
-            return Err(
-                Error::invalid_request().data(serde_json::Value::String(format!(
-                    "the card {} is still open; answer its permission request first",
-                    card.id
-                ))),
-            );
-        }
-        None if manager.is_running(&id).map_err(failed)? => {
-            return Err(Error::invalid_request().data(serde_json::Value::String(
-                "a prompt is already running in this session; wait for its end, or cancel it"
-                    .into(),
-            )));
-        }
-        None => match manager.send(&id, &text) {
-            Ok(Sent::Started | Sent::Queued) => {}
-            Err(error @ ManagerError::Blocked { .. }) => {
-                return Err(
-                    Error::invalid_request().data(serde_json::Value::String(error.to_string()))
-                );
-            }
-            Err(error) => return Err(failed(error)),
-        },
-    }
+    begin(&manager, &id, &text)?;
     let mut mapper = Mapper::new(&workspace, false);
     loop {
         // Pieces of text first: each was sent before its reply's event.
@@ -319,47 +343,25 @@ async fn prompt(
             for update in mapper.updates(&event) {
                 cx.send_notification(SessionNotification::new(session.clone(), update))?;
             }
-            match &event.body {
-                EventBody::Card {
-                    call_id,
-                    card,
-                    proposed,
-                } => {
-                    let old = current_text(&workspace, card);
-                    let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
-                    let answer = tokio::select! {
-                        response = cx.send_request(ask).block_task() => match response {
-                            Ok(response) => map::answer(&response.outcome),
-                            Err(_) => Answer::Deny,
-                        },
-                        () = cancelled.notified() => Answer::Deny,
-                    };
-                    // Not open any more (the turn was cancelled): nothing to answer.
-                    let _ = manager.answer(&id, &card.id, answer);
-                }
-                // The turn waits for the reply: the editor's next prompt.
-                EventBody::Question { .. } => return Ok(StopReason::EndTurn),
-                EventBody::Result { .. } => {
-                    idle(&manager, &id).await;
-                    return Ok(StopReason::EndTurn);
-                }
-                EventBody::Cancelled {} => {
-                    idle(&manager, &id).await;
-                    return Ok(StopReason::Cancelled);
-                }
-                EventBody::Error {
-                    message,
-                    ends_turn: true,
-                } => {
-                    idle(&manager, &id).await;
-                    if message.starts_with(wicket_core::turn::STEP_LIMIT_MESSAGE) {
-                        return Ok(StopReason::MaxTurnRequests);
-                    }
-                    return Err(
-                        Error::internal_error().data(serde_json::Value::String(message.clone()))
-                    );
-                }
-                _ => {}
+            if let EventBody::Card {
+                call_id,
+                card,
+                proposed,
+            } = &event.body
+            {
+                let old = current_text(&workspace, card);
+                let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
+                let answer = tokio::select! {
+                    response = cx.send_request(ask).block_task() => match response {
+                        Ok(response) => map::answer(&response.outcome),
+                        Err(_) => Answer::Deny,
+                    },
+                    () = cancelled.notified() => Answer::Deny,
+                };
+                // Not open any more (the turn was cancelled): nothing to answer.
+                let _ = manager.answer(&id, &card.id, answer);
+            } else if let Some(end) = ended(&manager, &id, &event.body).await {
+                return end;
             }
         }
     }
@@ -384,18 +386,7 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         responder: Responder<InitializeResponse>,
                         _cx: ConnectionTo<Client>| {
                 let _ = request;
-                responder.respond(
-                    InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(
-                            AgentCapabilities::new()
-                                .load_session(true)
-                                .prompt_capabilities(
-                                    PromptCapabilities::new().embedded_context(true),
-                                )
-                                .mcp_capabilities(McpCapabilities::new().http(true)),
-                        )
-                        .agent_info(Implementation::new("wicket", env!("CARGO_PKG_VERSION"))),
-                )
+                responder.respond(initialized())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -453,18 +444,34 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
         )
         .connect_to(Stdio::new())
         .await;
-    // The editor is gone: end what runs, keep what was logged.
+    end_all(manager).await;
+    served
+}
+
+/// What Wicket can do, as `initialize` answers.
+fn initialized() -> InitializeResponse {
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .mcp_capabilities(McpCapabilities::new().http(true)),
+        )
+        .agent_info(Implementation::new("wicket", env!("CARGO_PKG_VERSION")))
+}
+
+/// The editor is gone: end what runs, keep what was logged, stop the MCP
+/// servers.
+async fn end_all(manager: Arc<Manager>) {
     let running = manager.running();
     for id in &running {
         let _ = manager.cancel(id);
     }
-    let waiting = manager.clone();
     let _ = tokio::task::spawn_blocking(move || {
         for id in &running {
-            let _ = waiting.wait_idle(id);
+            let _ = manager.wait_idle(id);
         }
-        waiting.shutdown();
+        manager.shutdown();
     })
     .await;
-    served
 }

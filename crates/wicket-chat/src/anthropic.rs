@@ -174,25 +174,31 @@ fn request_body(name: &str, req: &Request) -> Value {
             json!([{"type": "text", "text": req.system, "cache_control": cache_control()}]);
     }
     if !req.tools.is_empty() {
-        let mut tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
-            })
-            .collect();
-        if req.system.is_empty()
-            && let Some(last) = tools.last_mut()
-        {
-            last["cache_control"] = cache_control();
-        }
-        body["tools"] = Value::Array(tools);
+        body["tools"] = Value::Array(tools(req));
     }
     body
+}
+
+/// The tools, in the request's order; with no system prompt, the cache
+/// breakpoint goes on the last of them.
+fn tools(req: &Request) -> Vec<Value> {
+    let mut tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            })
+        })
+        .collect();
+    if req.system.is_empty()
+        && let Some(last) = tools.last_mut()
+    {
+        last["cache_control"] = cache_control();
+    }
+    tools
 }
 
 /// An ephemeral prompt-cache breakpoint (Anthropic allows four a request;

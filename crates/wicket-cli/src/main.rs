@@ -259,93 +259,105 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workspace,
             listen,
         }),
-        Command::Acp { model } => {
-            let home = session::home();
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()?;
-            let manager = std::sync::Arc::new(wicket_core::manager::Manager::new(
-                &home,
-                runtime.handle().clone(),
-                wicket_core::manager::standard_setup(&home),
-            ));
-            match runtime.block_on(wicket_acp::serve(manager, model)) {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(error) => {
-                    eprintln!("wicket acp: {error}");
-                    Ok(ExitCode::from(1))
-                }
-            }
-        }
-        Command::Mcp { command } => match command {
-            McpCommand::List {
-                workspace,
-                json,
-                answers,
-            } => {
-                let setup = mcp::Setup::load(workspace, None)?;
-                mcp::list(&setup, json, answerer_for(answers).as_mut())
-            }
-            McpCommand::Call {
-                server,
-                tool,
-                args,
-                workspace,
-                session,
-                answers,
-            } => {
-                let arguments = match json_arguments(&args)? {
-                    Ok(value) => value,
-                    Err(message) => return usage_error(message),
-                };
-                let setup = mcp::Setup::load(workspace, session)?;
-                mcp::call(
-                    &setup,
-                    &server,
-                    &tool,
-                    arguments,
-                    answerer_for(answers).as_mut(),
-                )
-            }
-        },
-        Command::Sessions { json } => {
-            let sessions = session::list(&session::home());
-            let mut out = std::io::stdout().lock();
-            for meta in sessions {
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&meta)?)?;
-                } else {
-                    writeln!(
-                        out,
-                        "{}  {:<7}  {}  {}",
-                        meta.id,
-                        meta.status.as_str(),
-                        meta.updated,
-                        wicket_protocol::text::visible_line(&meta.workspace)
-                    )?;
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Log { id, json } => {
-            let (_, loaded) = Session::load_existing(&session::home(), &id)?;
-            let mut out = std::io::stdout().lock();
-            for event in &loaded.events {
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(event)?)?;
-                } else {
-                    writeln!(out, "{}", show::event_line(event))?;
-                }
-            }
-            if loaded.torn_tail.is_some() {
-                eprintln!(
-                    "wicket: the log's last line was torn (a crash mid-write) and was skipped"
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::Acp { model } => acp(model),
+        Command::Mcp { command } => mcp_command(command),
+        Command::Sessions { json } => sessions(json),
+        Command::Log { id, json } => log(&id, json),
+    }
+}
+
+/// `wicket acp`: ACP on stdin and stdout until the editor closes it.
+fn acp(model: Option<String>) -> anyhow::Result<ExitCode> {
+    let home = session::home();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let manager = std::sync::Arc::new(wicket_core::manager::Manager::new(
+        &home,
+        runtime.handle().clone(),
+        wicket_core::manager::standard_setup(&home),
+    ));
+    match runtime.block_on(wicket_acp::serve(manager, model)) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(error) => {
+            eprintln!("wicket acp: {error}");
+            Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `wicket mcp list|call`.
+fn mcp_command(command: McpCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        McpCommand::List {
+            workspace,
+            json,
+            answers,
+        } => {
+            let setup = mcp::Setup::load(workspace, None)?;
+            mcp::list(&setup, json, answerer_for(answers).as_mut())
+        }
+        McpCommand::Call {
+            server,
+            tool,
+            args,
+            workspace,
+            session,
+            answers,
+        } => {
+            let arguments = match json_arguments(&args)? {
+                Ok(value) => value,
+                Err(message) => return usage_error(message),
+            };
+            let setup = mcp::Setup::load(workspace, session)?;
+            mcp::call(
+                &setup,
+                &server,
+                &tool,
+                arguments,
+                answerer_for(answers).as_mut(),
+            )
+        }
+    }
+}
+
+/// `wicket sessions`: one line (or JSON object) a session, newest first.
+fn sessions(json: bool) -> anyhow::Result<ExitCode> {
+    let sessions = session::list(&session::home());
+    let mut out = std::io::stdout().lock();
+    for meta in sessions {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(&meta)?)?;
+        } else {
+            writeln!(
+                out,
+                "{}  {:<7}  {}  {}",
+                meta.id,
+                meta.status.as_str(),
+                meta.updated,
+                wicket_protocol::text::visible_line(&meta.workspace)
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `wicket log ID`: every event of a session, as a line or as JSON.
+fn log(id: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let (_, loaded) = Session::load_existing(&session::home(), id)?;
+    let mut out = std::io::stdout().lock();
+    for event in &loaded.events {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(event)?)?;
+        } else {
+            writeln!(out, "{}", show::event_line(event))?;
+        }
+    }
+    if loaded.torn_tail.is_some() {
+        eprintln!("wicket: the log's last line was torn (a crash mid-write) and was skipped");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments given as JSON, or as @PATH to a file of JSON; the inner error

@@ -92,7 +92,7 @@ pub(crate) fn server_specs(
     path: &Path,
 ) -> Result<Vec<ServerSpec>> {
     let mut specs = Vec::new();
-    for (name, file) in servers {
+    for (name, mut file) in servers {
         if !names::valid_server_name(&name) {
             return Err(invalid(
                 path,
@@ -101,79 +101,9 @@ pub(crate) fn server_specs(
             ));
         }
         let workspace = owner == Owner::Workspace;
-        let transport = match (file.command, file.url) {
-            (Some(command), None) => {
-                if command.is_empty() {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "command is empty; name the program to start",
-                    ));
-                }
-                if workspace && !file.env.is_empty() {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "env may be set only in $WICKET_HOME/config.toml: the card shows a workspace server's argv, and variables would change what it runs unseen",
-                    ));
-                }
-                if let Some(cwd) = &file.cwd
-                    && workspace
-                    && (cwd.is_absolute()
-                        || cwd
-                            .components()
-                            .any(|c| matches!(c, std::path::Component::ParentDir)))
-                {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "cwd must be a folder inside the workspace, given relative to it",
-                    ));
-                }
-                if !file.headers.is_empty() {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "headers are for url servers; a command server takes env",
-                    ));
-                }
-                let mut argv = vec![command];
-                argv.extend(file.args);
-                Transport::Stdio {
-                    argv,
-                    env: file.env.into_iter().collect(),
-                    cwd: file.cwd,
-                    network: file.network,
-                }
-            }
-            (None, Some(url)) => {
-                if workspace {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "a url server may be declared only in $WICKET_HOME/config.toml: connecting would tell a host of the repository's choosing that you opened it",
-                    ));
-                }
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        format!("url '{url}' must start with http:// or https://"),
-                    ));
-                }
-                if !file.env.is_empty() || !file.args.is_empty() || file.cwd.is_some() {
-                    return Err(invalid(
-                        path,
-                        &name,
-                        "args, env and cwd are for command servers; a url server takes headers",
-                    ));
-                }
-                let mut headers = Vec::new();
-                for (header, value) in file.headers {
-                    headers.push((header, expand(path, &name, &value)?));
-                }
-                Transport::Http { url, headers }
-            }
+        let transport = match (file.command.take(), file.url.take()) {
+            (Some(command), None) => stdio_transport(path, &name, command, &mut file, workspace)?,
+            (None, Some(url)) => http_transport(path, &name, url, &mut file, workspace)?,
             (Some(_), Some(_)) => {
                 return Err(invalid(path, &name, "has both command and url; give one"));
             }
@@ -208,6 +138,95 @@ pub(crate) fn server_specs(
         });
     }
     Ok(specs)
+}
+
+/// A command server: its argv, and for a workspace's, no variables and a
+/// cwd inside the workspace.
+fn stdio_transport(
+    path: &Path,
+    name: &str,
+    command: String,
+    file: &mut FileServer,
+    workspace: bool,
+) -> Result<Transport> {
+    if command.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "command is empty; name the program to start",
+        ));
+    }
+    if workspace && !file.env.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "env may be set only in $WICKET_HOME/config.toml: the card shows a workspace server's argv, and variables would change what it runs unseen",
+        ));
+    }
+    if let Some(cwd) = &file.cwd
+        && workspace
+        && (cwd.is_absolute()
+            || cwd
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir)))
+    {
+        return Err(invalid(
+            path,
+            name,
+            "cwd must be a folder inside the workspace, given relative to it",
+        ));
+    }
+    if !file.headers.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "headers are for url servers; a command server takes env",
+        ));
+    }
+    let mut argv = vec![command];
+    argv.append(&mut file.args);
+    Ok(Transport::Stdio {
+        argv,
+        env: std::mem::take(&mut file.env).into_iter().collect(),
+        cwd: file.cwd.take(),
+        network: file.network,
+    })
+}
+
+/// A Streamable HTTP server: the person's own only, its headers expanded.
+fn http_transport(
+    path: &Path,
+    name: &str,
+    url: String,
+    file: &mut FileServer,
+    workspace: bool,
+) -> Result<Transport> {
+    if workspace {
+        return Err(invalid(
+            path,
+            name,
+            "a url server may be declared only in $WICKET_HOME/config.toml: connecting would tell a host of the repository's choosing that you opened it",
+        ));
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(invalid(
+            path,
+            name,
+            format!("url '{url}' must start with http:// or https://"),
+        ));
+    }
+    if !file.env.is_empty() || !file.args.is_empty() || file.cwd.is_some() {
+        return Err(invalid(
+            path,
+            name,
+            "args, env and cwd are for command servers; a url server takes headers",
+        ));
+    }
+    let mut headers = Vec::new();
+    for (header, value) in std::mem::take(&mut file.headers) {
+        headers.push((header, expand(path, name, &value)?));
+    }
+    Ok(Transport::Http { url, headers })
 }
 
 /// The tools a hub offers, as the model is told of them.

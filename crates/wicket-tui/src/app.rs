@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use wicket_protocol::text::{visible, visible_line};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, McpCard, RunCard, WriteCard};
 
 use crate::composer::Composer;
 use crate::transcript::{Transcript, card_summary};
@@ -673,115 +673,26 @@ impl App {
 fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
     let card = &view.card;
     let bold = Style::new().add_modifier(Modifier::BOLD);
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    match &card.kind {
-        CardKind::Write(write) => {
-            lines.push(Line::styled(
-                format!(
-                    "{} wants to write {}",
-                    visible_line(&card.tool),
-                    visible_line(&write.path)
-                ),
-                bold,
-            ));
-            for line in visible(&write.diff).lines() {
-                let color = if line.starts_with('+') && !line.starts_with("+++") {
-                    Color::Green
-                } else if line.starts_with('-') && !line.starts_with("---") {
-                    Color::Red
-                } else if line.starts_with("@@") {
-                    Color::Cyan
-                } else {
-                    Color::Reset
-                };
-                lines.push(Line::styled(line.to_string(), Style::new().fg(color)));
-            }
-            if write.diff_truncated {
-                lines.push(Line::styled(
-                    format!(
-                        "[the diff is {} bytes; the card shows its first lines]",
-                        write.diff_bytes
-                    ),
-                    Style::new().fg(Color::Yellow),
-                ));
-            }
-        }
+    let tool = visible_line(&card.tool);
+    let lines = match &card.kind {
+        CardKind::Write(write) => write_lines(&tool, write, bold),
         CardKind::OutsideRead(read) => {
             let what = match read.reach {
                 wicket_protocol::Reach::Read => "read a file",
                 wicket_protocol::Reach::List => "list the names in a folder",
                 wicket_protocol::Reach::Grep => "search every file below a path",
             };
-            lines.push(Line::styled(
-                format!(
-                    "{} wants to {what} outside the workspace",
-                    visible_line(&card.tool)
+            vec![
+                Line::styled(
+                    format!("{tool} wants to {what} outside the workspace"),
+                    bold,
                 ),
-                bold,
-            ));
-            lines.push(Line::from(visible_line(&read.path)));
+                Line::from(visible_line(&read.path)),
+            ]
         }
-        CardKind::Run(run) => {
-            let who = match run.source {
-                wicket_protocol::RunSource::Tool => "run wants to start a command",
-                wicket_protocol::RunSource::Hook => "the workspace's Stop hook wants to run",
-                wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
-            };
-            lines.push(Line::styled(who, bold));
-            let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
-            lines.push(Line::from(format!(
-                "argv     {}",
-                serde_json::to_string(&argv).unwrap_or_default()
-            )));
-            lines.push(Line::from(format!("cwd      {}", visible_line(&run.cwd))));
-            if let Some(timeout) = run.timeout_s {
-                lines.push(Line::from(format!("timeout  {timeout} s")));
-            }
-            let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
-            let warn = matches!(mode.as_str(), Some("off" | "unavailable"));
-            let mut sandbox = format!("sandbox  {}", mode.as_str().unwrap_or("?"));
-            sandbox.push_str(if run.network {
-                ", network: asked for"
-            } else {
-                ", no network"
-            });
-            if let Some(note) = &run.sandbox.note {
-                sandbox.push_str(&format!(" ({})", visible_line(note)));
-            }
-            lines.push(Line::styled(
-                sandbox,
-                Style::new().fg(if warn { Color::Red } else { Color::Reset }),
-            ));
-        }
-        CardKind::Mcp(mcp) => {
-            lines.push(Line::styled(
-                format!(
-                    "the MCP server {} wants to run its tool {}",
-                    visible_line(&mcp.server),
-                    visible_line(&card.tool)
-                ),
-                bold,
-            ));
-            for line in visible(&mcp.arguments_text).lines() {
-                lines.push(Line::from(format!("  {line}")));
-            }
-            if mcp.arguments_truncated {
-                lines.push(Line::styled(
-                    "[the arguments are longer; the card shows their start]",
-                    Style::new().fg(Color::Yellow),
-                ));
-            }
-            if let Some(annotations) = &mcp.annotations {
-                lines.push(Line::styled(
-                    format!(
-                        "the server says (a claim, not a permission): {}",
-                        visible_line(&annotations.to_string())
-                    ),
-                    Style::new().fg(Color::DarkGray),
-                ));
-            }
-        }
-    }
+        CardKind::Run(run) => run_lines(run, bold),
+        CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
+    };
     let keys = if view.armed {
         " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn "
     } else {
@@ -802,6 +713,103 @@ fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
         area,
     );
     most
+}
+
+/// A write card: the path, then the diff whole, in colour.
+fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!("{tool} wants to write {}", visible_line(&write.path)),
+        bold,
+    )];
+    for line in visible(&write.diff).lines() {
+        let color = if line.starts_with('+') && !line.starts_with("+++") {
+            Color::Green
+        } else if line.starts_with('-') && !line.starts_with("---") {
+            Color::Red
+        } else if line.starts_with("@@") {
+            Color::Cyan
+        } else {
+            Color::Reset
+        };
+        lines.push(Line::styled(line.to_string(), Style::new().fg(color)));
+    }
+    if write.diff_truncated {
+        lines.push(Line::styled(
+            format!(
+                "[the diff is {} bytes; the card shows its first lines]",
+                write.diff_bytes
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    lines
+}
+
+/// A run card: who asks, the argv, cwd, timeout and the sandbox line.
+fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
+    let who = match run.source {
+        wicket_protocol::RunSource::Tool => "run wants to start a command",
+        wicket_protocol::RunSource::Hook => "the workspace's Stop hook wants to run",
+        wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
+    };
+    let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
+    let mut lines = vec![
+        Line::styled(who, bold),
+        Line::from(format!(
+            "argv     {}",
+            serde_json::to_string(&argv).unwrap_or_default()
+        )),
+        Line::from(format!("cwd      {}", visible_line(&run.cwd))),
+    ];
+    if let Some(timeout) = run.timeout_s {
+        lines.push(Line::from(format!("timeout  {timeout} s")));
+    }
+    let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
+    let warn = matches!(mode.as_str(), Some("off" | "unavailable"));
+    let mut sandbox = format!("sandbox  {}", mode.as_str().unwrap_or("?"));
+    sandbox.push_str(if run.network {
+        ", network: asked for"
+    } else {
+        ", no network"
+    });
+    if let Some(note) = &run.sandbox.note {
+        sandbox.push_str(&format!(" ({})", visible_line(note)));
+    }
+    lines.push(Line::styled(
+        sandbox,
+        Style::new().fg(if warn { Color::Red } else { Color::Reset }),
+    ));
+    lines
+}
+
+/// An MCP card: the server, the tool, its arguments and the server's claims.
+fn mcp_lines(tool: &str, mcp: &McpCard, bold: Style) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!(
+            "the MCP server {} wants to run its tool {tool}",
+            visible_line(&mcp.server)
+        ),
+        bold,
+    )];
+    for line in visible(&mcp.arguments_text).lines() {
+        lines.push(Line::from(format!("  {line}")));
+    }
+    if mcp.arguments_truncated {
+        lines.push(Line::styled(
+            "[the arguments are longer; the card shows their start]",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if let Some(annotations) = &mcp.annotations {
+        lines.push(Line::styled(
+            format!(
+                "the server says (a claim, not a permission): {}",
+                visible_line(&annotations.to_string())
+            ),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    lines
 }
 
 #[cfg(test)]

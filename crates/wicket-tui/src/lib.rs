@@ -143,146 +143,83 @@ fn show(
     ))
 }
 
-/// Runs the UI until the person leaves; the exit code.
-pub fn run(options: Options) -> anyhow::Result<u8> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let setup = standard_setup(&options.home);
-    let manager = Arc::new(Manager::new(
-        &options.home,
-        runtime.handle().clone(),
-        setup.clone(),
-    ));
-    let (to, from) = mpsc::channel::<Message>();
-    // A session another process holds is refused here, before the screen
-    // is taken, with the holder's pid.
-    let (mut shown, mut app) = match show(
-        &manager,
-        &setup,
-        &options,
-        options.session.as_deref(),
-        &options.workspace,
-        false,
-        &to,
-    ) {
-        Ok(opened) => opened,
-        Err(error) => {
-            eprintln!("wicket: {error}");
-            return Ok(1);
-        }
-    };
-    let signals_to = to.clone();
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ])?;
-    std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            let _ = signals_to.send(Message::Signal);
-        }
-    });
-    let (mut terminal, enhanced) = terminal::enter()?;
-    let _guard = terminal::Guard;
-    app.set_enhanced_keys(enhanced);
-    let (flush_to, flushes) = mpsc::channel::<u64>();
-    terminal::input_thread(to.clone(), flushes)?;
-    let mut dirty = true;
-    let code = loop {
-        if dirty {
-            terminal.draw(|frame| app.render(frame))?;
-            if let Some(epoch) = app.flush_needed() {
-                let _ = flush_to.send(epoch);
-            }
-        }
-        let message = match from.recv_timeout(Duration::from_millis(120)) {
-            Ok(message) => message,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                dirty = app.tick();
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break 0,
-        };
-        dirty = true;
+/// The loop's state: the session on screen, its UI, and what opens others.
+struct Ui {
+    manager: Arc<Manager>,
+    setup: TurnSetup,
+    options: Options,
+    to: mpsc::Sender<Message>,
+    enhanced: bool,
+    shown: Shown,
+    app: App,
+}
+
+impl Ui {
+    /// Takes one message; the exit code when it ends the UI.
+    fn handle(&mut self, message: Message) -> Option<u8> {
         let action = match message {
-            Message::Input(Input::Event(TermEvent::Key(key))) => app.on_key(key),
+            Message::Input(Input::Event(TermEvent::Key(key))) => self.app.on_key(key),
             Message::Input(Input::Event(TermEvent::Paste(text))) => {
-                app.on_paste(&text);
+                self.app.on_paste(&text);
                 Action::None
             }
             Message::Input(Input::Event(TermEvent::Mouse(mouse))) => {
-                app.on_mouse(mouse.kind);
+                self.app.on_mouse(mouse.kind);
                 Action::None
             }
             Message::Input(Input::Event(_)) => Action::None,
             Message::Input(Input::Flushed(epoch)) => {
-                app.flushed(epoch);
+                self.app.flushed(epoch);
                 Action::None
             }
-            Message::Input(Input::Closed) => break 0,
+            Message::Input(Input::Closed) => return Some(0),
             Message::Event(id, event) => {
-                if id == shown.id && event.seq > shown.last_seq {
-                    shown.last_seq = event.seq;
-                    app.on_event(&event);
+                if id == self.shown.id && event.seq > self.shown.last_seq {
+                    self.shown.last_seq = event.seq;
+                    self.app.on_event(&event);
                 }
                 Action::None
             }
             Message::Text(id, piece) => {
-                if id == shown.id {
-                    app.on_text(&piece);
+                if id == self.shown.id {
+                    self.app.on_text(&piece);
                 }
                 Action::None
             }
             Message::Lagged(id) => {
-                if id == shown.id
-                    && let Ok(events) = manager.events_after(&shown.id, shown.last_seq)
+                if id == self.shown.id
+                    && let Ok(events) = self.manager.events_after(&id, self.shown.last_seq)
                 {
                     for event in events {
-                        shown.last_seq = event.seq;
-                        app.on_event(&event);
+                        self.shown.last_seq = event.seq;
+                        self.app.on_event(&event);
                     }
                 }
                 Action::None
             }
-            Message::Signal => break 143,
+            Message::Signal => return Some(143),
         };
-        match action {
-            Action::None => {}
-            Action::Quit => break 0,
-            Action::Send(text) => {
-                if let Err(error) = manager.send(&shown.id, &text) {
-                    app.say(&error.to_string(), Color::Yellow);
-                }
-            }
-            Action::Answer { card, answer } => {
-                if let Err(error) = manager.answer(&shown.id, &card, answer) {
-                    app.say(&error.to_string(), Color::Yellow);
-                }
-            }
-            Action::Reply { question, text } => {
-                if let Err(error) = manager.reply(&shown.id, &question, &text) {
-                    app.say(&error.to_string(), Color::Yellow);
-                }
-            }
+        self.perform(action)
+    }
+
+    /// Carries out what the UI asked for; the exit code when it is to leave.
+    fn perform(&mut self, action: Action) -> Option<u8> {
+        let (manager, id) = (&self.manager, &self.shown.id);
+        let done = match action {
+            Action::None => Ok(()),
+            Action::Quit => return Some(0),
+            Action::Send(text) => manager.send(id, &text).map(drop),
+            Action::Answer { card, answer } => manager.answer(id, &card, answer),
+            Action::Reply { question, text } => manager.reply(id, &question, &text),
             Action::Cancel => {
-                let _ = manager.cancel(&shown.id);
+                let _ = manager.cancel(id);
+                Ok(())
             }
-            Action::Compact => {
-                if let Err(error) = manager.compact(&shown.id) {
-                    app.say(&error.to_string(), Color::Yellow);
-                }
+            Action::Compact => manager.compact(id),
+            Action::SetModel(model) => {
+                self.set_model(&model);
+                Ok(())
             }
-            Action::SetModel(model) => match setup(&shown.workspace, Some(&model)) {
-                Err(error) => app.say(&format!("{model}: {error}"), Color::Yellow),
-                Ok(_) => match manager.open(Some(&shown.id), &shown.workspace, Some(&model)) {
-                    Ok(_) => {
-                        app.set_model(&model);
-                        app.say(&format!("the next turn uses {model}"), Color::Green);
-                    }
-                    Err(error) => app.say(&error.to_string(), Color::Yellow),
-                },
-            },
             Action::ListSessions => {
                 let sessions = manager
                     .list()
@@ -298,35 +235,134 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
                         (summary.id, label)
                     })
                     .collect();
-                app.pick_session(sessions);
+                self.app.pick_session(sessions);
+                Ok(())
             }
-            Action::NewSession | Action::OpenSession(_) => {
-                let (id, workspace) = match &action {
-                    Action::OpenSession(id) => match manager.meta(id) {
-                        Ok(meta) => (Some(id.clone()), PathBuf::from(meta.workspace)),
-                        Err(error) => {
-                            app.say(&error.to_string(), Color::Yellow);
-                            continue;
-                        }
-                    },
-                    _ => (None, shown.workspace.clone()),
-                };
-                match show(
-                    &manager,
-                    &setup,
-                    &options,
-                    id.as_deref(),
-                    &workspace,
-                    enhanced,
-                    &to,
-                ) {
-                    Ok((next, next_app)) => {
-                        shown = next;
-                        app = next_app;
-                    }
-                    Err(error) => app.say(&error.to_string(), Color::Yellow),
+            Action::NewSession => self.open(None, self.shown.workspace.clone()),
+            Action::OpenSession(id) => match manager.meta(&id) {
+                Ok(meta) => self.open(Some(&id), PathBuf::from(meta.workspace)),
+                Err(error) => Err(error),
+            },
+        };
+        if let Err(error) = done {
+            self.app.say(&error.to_string(), Color::Yellow);
+        }
+        None
+    }
+
+    /// `/model P:N`: the next turn uses `model`, if it can be set up.
+    fn set_model(&mut self, model: &str) {
+        if let Err(error) = (self.setup)(&self.shown.workspace, Some(model)) {
+            self.app.say(&format!("{model}: {error}"), Color::Yellow);
+            return;
+        }
+        match self
+            .manager
+            .open(Some(&self.shown.id), &self.shown.workspace, Some(model))
+        {
+            Ok(_) => {
+                self.app.set_model(model);
+                self.app
+                    .say(&format!("the next turn uses {model}"), Color::Green);
+            }
+            Err(error) => self.app.say(&error.to_string(), Color::Yellow),
+        }
+    }
+
+    /// Puts session `id` (or a new one in `workspace`) on screen.
+    fn open(&mut self, id: Option<&str>, workspace: PathBuf) -> Result<(), ManagerError> {
+        let (shown, app) = show(
+            &self.manager,
+            &self.setup,
+            &self.options,
+            id,
+            &workspace,
+            self.enhanced,
+            &self.to,
+        )?;
+        self.shown = shown;
+        self.app = app;
+        Ok(())
+    }
+}
+
+/// SIGTERM or SIGHUP becomes a message: the loop ends and the terminal is
+/// restored before the process exits.
+fn on_signal(to: mpsc::Sender<Message>) -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = to.send(Message::Signal);
+        }
+    });
+    Ok(())
+}
+
+/// Runs the UI until the person leaves; the exit code.
+pub fn run(options: Options) -> anyhow::Result<u8> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let setup = standard_setup(&options.home);
+    let manager = Arc::new(Manager::new(
+        &options.home,
+        runtime.handle().clone(),
+        setup.clone(),
+    ));
+    let (to, from) = mpsc::channel::<Message>();
+    // A session another process holds is refused here, before the screen
+    // is taken, with the holder's pid.
+    let (shown, app) = match show(
+        &manager,
+        &setup,
+        &options,
+        options.session.as_deref(),
+        &options.workspace,
+        false,
+        &to,
+    ) {
+        Ok(opened) => opened,
+        Err(error) => {
+            eprintln!("wicket: {error}");
+            return Ok(1);
+        }
+    };
+    on_signal(to.clone())?;
+    let (mut terminal, enhanced) = terminal::enter()?;
+    let _guard = terminal::Guard;
+    let (flush_to, flushes) = mpsc::channel::<u64>();
+    terminal::input_thread(to.clone(), flushes)?;
+    let mut ui = Ui {
+        manager: manager.clone(),
+        setup,
+        options,
+        to,
+        enhanced,
+        shown,
+        app,
+    };
+    ui.app.set_enhanced_keys(enhanced);
+    let mut dirty = true;
+    let code = loop {
+        if dirty {
+            terminal.draw(|frame| ui.app.render(frame))?;
+            if let Some(epoch) = ui.app.flush_needed() {
+                let _ = flush_to.send(epoch);
+            }
+        }
+        match from.recv_timeout(Duration::from_millis(120)) {
+            Ok(message) => {
+                dirty = true;
+                if let Some(code) = ui.handle(message) {
+                    break code;
                 }
             }
+            Err(mpsc::RecvTimeoutError::Timeout) => dirty = ui.app.tick(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break 0,
         }
     };
     // What runs ends with the UI; the session stays resumable.

@@ -141,130 +141,7 @@ pub fn render(text: &str) -> Vec<Line<'static>> {
     };
     let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES);
     for event in parser {
-        if let Some((language, code)) = &mut writer.code {
-            match event {
-                Event::Text(text) => code.push_str(&text),
-                Event::End(TagEnd::CodeBlock) => {
-                    let (language, code) = (language.clone(), code.clone());
-                    writer.code = None;
-                    writer.flush();
-                    for line in highlight(&code, &language) {
-                        let mut spans = vec![Span::styled("  ", Style::new())];
-                        spans.extend(line.spans);
-                        writer.lines.push(Line::from(spans));
-                    }
-                    writer.blank();
-                }
-                _ => {}
-            }
-            continue;
-        }
-        match event {
-            Event::Start(Tag::Heading { level, .. }) => {
-                writer.blank();
-                let marks = match level {
-                    HeadingLevel::H1 => "# ",
-                    HeadingLevel::H2 => "## ",
-                    _ => "### ",
-                };
-                let style = Style::new().add_modifier(Modifier::BOLD);
-                writer.styles.push(style);
-                writer.current.push(Span::styled(marks, style));
-            }
-            Event::End(TagEnd::Heading(_)) => {
-                writer.styles.pop();
-                writer.blank();
-            }
-            Event::Start(Tag::Paragraph) => {}
-            Event::End(TagEnd::Paragraph) => writer.blank(),
-            Event::Start(Tag::Emphasis) => {
-                let style = writer.style().add_modifier(Modifier::ITALIC);
-                writer.styles.push(style);
-            }
-            Event::Start(Tag::Strong) => {
-                let style = writer.style().add_modifier(Modifier::BOLD);
-                writer.styles.push(style);
-            }
-            Event::Start(Tag::Strikethrough) => {
-                let style = writer.style().add_modifier(Modifier::CROSSED_OUT);
-                writer.styles.push(style);
-            }
-            Event::Start(Tag::Link { .. }) => {
-                let style = writer
-                    .style()
-                    .fg(Color::Cyan)
-                    .add_modifier(Modifier::UNDERLINED);
-                writer.styles.push(style);
-            }
-            Event::End(
-                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link,
-            ) => {
-                writer.styles.pop();
-            }
-            Event::Start(Tag::BlockQuote(_)) => writer.prefixes.push("> ".into()),
-            Event::End(TagEnd::BlockQuote(_)) => {
-                writer.flush();
-                writer.prefixes.pop();
-            }
-            Event::Start(Tag::List(start)) => {
-                writer.flush();
-                writer.lists.push(start);
-            }
-            Event::End(TagEnd::List(_)) => {
-                writer.flush();
-                writer.lists.pop();
-                if writer.lists.is_empty() {
-                    writer.blank();
-                }
-            }
-            Event::Start(Tag::Item) => {
-                writer.flush();
-                let depth = writer.lists.len().saturating_sub(1);
-                let marker = match writer.lists.last_mut() {
-                    Some(Some(number)) => {
-                        *number += 1;
-                        format!("{}. ", *number - 1)
-                    }
-                    _ => "• ".to_string(),
-                };
-                writer
-                    .current
-                    .push(Span::raw(format!("{}{marker}", "  ".repeat(depth))));
-            }
-            Event::End(TagEnd::Item) => writer.flush(),
-            Event::Start(Tag::CodeBlock(kind)) => {
-                let language = match kind {
-                    CodeBlockKind::Fenced(info) => info
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                    CodeBlockKind::Indented => String::new(),
-                };
-                writer.code = Some((language, String::new()));
-            }
-            Event::Code(code) => {
-                let style = writer.style().fg(Color::Cyan);
-                writer
-                    .current
-                    .push(Span::styled(visible_line(&code), style));
-            }
-            Event::Text(text) => writer.push_text(&text),
-            Event::SoftBreak => writer.push_text(" "),
-            Event::HardBreak => writer.end_line(),
-            Event::Rule => {
-                writer.blank();
-                writer
-                    .lines
-                    .push(Line::styled("———", Style::new().fg(Color::DarkGray)));
-                writer.blank();
-            }
-            Event::Start(Tag::TableCell) => writer.push_text("| "),
-            Event::End(TagEnd::TableCell) => writer.push_text(" "),
-            Event::End(TagEnd::TableRow | TagEnd::TableHead) => writer.flush(),
-            Event::Html(html) | Event::InlineHtml(html) => writer.push_text(&html),
-            _ => {}
-        }
+        writer.event(event);
     }
     writer.flush();
     while writer
@@ -275,6 +152,139 @@ pub fn render(text: &str) -> Vec<Line<'static>> {
         writer.lines.pop();
     }
     writer.lines
+}
+
+impl Writer {
+    /// Takes one event of the parser.
+    fn event(&mut self, event: Event<'_>) {
+        if let Some((language, code)) = &mut self.code {
+            match event {
+                Event::Text(text) => code.push_str(&text),
+                Event::End(TagEnd::CodeBlock) => {
+                    let (language, code) = (std::mem::take(language), std::mem::take(code));
+                    self.code = None;
+                    self.flush();
+                    for line in highlight(&code, &language) {
+                        let mut spans = vec![Span::styled("  ", Style::new())];
+                        spans.extend(line.spans);
+                        self.lines.push(Line::from(spans));
+                    }
+                    self.blank();
+                }
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Code(code) => {
+                let style = self.style().fg(Color::Cyan);
+                self.current.push(Span::styled(visible_line(&code), style));
+            }
+            Event::Text(text) => self.push_text(&text),
+            Event::SoftBreak => self.push_text(" "),
+            Event::HardBreak => self.end_line(),
+            Event::Rule => {
+                self.blank();
+                self.lines
+                    .push(Line::styled("———", Style::new().fg(Color::DarkGray)));
+                self.blank();
+            }
+            Event::Html(html) | Event::InlineHtml(html) => self.push_text(&html),
+            _ => {}
+        }
+    }
+
+    /// A tag opens: a style, a prefix, a list or a code block begins.
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Heading { level, .. } => {
+                self.blank();
+                let marks = match level {
+                    HeadingLevel::H1 => "# ",
+                    HeadingLevel::H2 => "## ",
+                    _ => "### ",
+                };
+                let style = Style::new().add_modifier(Modifier::BOLD);
+                self.styles.push(style);
+                self.current.push(Span::styled(marks, style));
+            }
+            Tag::Emphasis => self
+                .styles
+                .push(self.style().add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self.styles.push(self.style().add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self
+                .styles
+                .push(self.style().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { .. } => {
+                let style = self
+                    .style()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::UNDERLINED);
+                self.styles.push(style);
+            }
+            Tag::BlockQuote(_) => self.prefixes.push("> ".into()),
+            Tag::List(start) => {
+                self.flush();
+                self.lists.push(start);
+            }
+            Tag::Item => {
+                self.flush();
+                let depth = self.lists.len().saturating_sub(1);
+                let marker = match self.lists.last_mut() {
+                    Some(Some(number)) => {
+                        *number += 1;
+                        format!("{}. ", *number - 1)
+                    }
+                    _ => "• ".to_string(),
+                };
+                self.current
+                    .push(Span::raw(format!("{}{marker}", "  ".repeat(depth))));
+            }
+            Tag::CodeBlock(kind) => {
+                let language = match kind {
+                    CodeBlockKind::Fenced(info) => info
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code = Some((language, String::new()));
+            }
+            Tag::TableCell => self.push_text("| "),
+            _ => {}
+        }
+    }
+
+    /// A tag closes: its style, prefix or list ends.
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Heading(_) => {
+                self.styles.pop();
+                self.blank();
+            }
+            TagEnd::Paragraph => self.blank(),
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link => {
+                self.styles.pop();
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.prefixes.pop();
+            }
+            TagEnd::List(_) => {
+                self.flush();
+                self.lists.pop();
+                if self.lists.is_empty() {
+                    self.blank();
+                }
+            }
+            TagEnd::Item | TagEnd::TableRow | TagEnd::TableHead => self.flush(),
+            TagEnd::TableCell => self.push_text(" "),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 use wicket_protocol::text::{visible, visible_line};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, ToolOutput, WireError};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, ToolOutput, Usage, WireError};
 
 use crate::markdown;
 
@@ -210,11 +210,13 @@ impl Transcript {
                     Some(&index) => index,
                     None => self.push(Vec::new()),
                 };
-                self.items[index].lines.push(Line::styled(
-                    format!("  card: {}", card_summary(card)),
-                    Style::new().fg(Color::Yellow),
-                ));
-                self.items[index].height.set(None);
+                self.extend(
+                    index,
+                    Line::styled(
+                        format!("  card: {}", card_summary(card)),
+                        Style::new().fg(Color::Yellow),
+                    ),
+                );
                 self.cards.insert(card.id.clone(), index);
             }
             EventBody::Answer {
@@ -223,21 +225,7 @@ impl Transcript {
                 stale,
             } => {
                 if let Some(&index) = self.cards.get(card) {
-                    let (word, color) = match answer {
-                        Answer::AllowOnce => ("allowed once", Color::Green),
-                        Answer::AllowSession => ("allowed for the session", Color::Green),
-                        Answer::Deny => ("denied", Color::Red),
-                    };
-                    let note = if *stale {
-                        " (stale: the file changed; asked again)"
-                    } else {
-                        ""
-                    };
-                    self.items[index].lines.push(Line::styled(
-                        format!("  → {word}{note}"),
-                        Style::new().fg(color),
-                    ));
-                    self.items[index].height.set(None);
+                    self.extend(index, answer_line(*answer, *stale));
                 }
             }
             EventBody::ToolResult {
@@ -272,22 +260,7 @@ impl Transcript {
                 )]);
             }
             EventBody::Result { text, usage } => {
-                let mut lines = vec![Line::styled(
-                    "✓ done",
-                    Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
-                )];
-                lines.extend(markdown::render(text));
-                if let Some(cost) = usage.cost_usd {
-                    lines.push(Line::styled(
-                        format!(
-                            "  {} in, {} out, ${cost:.4}",
-                            usage.input_tokens, usage.output_tokens
-                        ),
-                        dim(),
-                    ));
-                }
-                lines.push(Line::default());
-                self.push(lines);
+                self.push(done_lines(text, usage));
             }
             EventBody::Hook {
                 command,
@@ -336,7 +309,10 @@ impl Transcript {
                     (None, None) => String::new(),
                 };
                 self.push(vec![Line::styled(
-                    format!("interrupted: the process running this turn ended{left}"),
+                    format!(
+                        "interrupted: the process running this turn ended{}",
+                        visible_line(&left)
+                    ),
                     Style::new().fg(Color::Red),
                 )]);
             }
@@ -384,6 +360,12 @@ impl Transcript {
                 )]);
             }
         }
+    }
+
+    /// Adds a line under an item already shown (a call's card or answer).
+    fn extend(&mut self, index: usize, line: Line<'static>) {
+        self.items[index].lines.push(line);
+        self.items[index].height.set(None);
     }
 
     /// Rows from the top of item `item` to the end, at most `limit`.
@@ -515,6 +497,41 @@ pub fn card_summary(card: &Card) -> String {
 }
 
 /// A result: what joins the call's line, lines always shown under it, and
+/// How a card was answered, under its call.
+fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
+    let (word, color) = match answer {
+        Answer::AllowOnce => ("allowed once", Color::Green),
+        Answer::AllowSession => ("allowed for the session", Color::Green),
+        Answer::Deny => ("denied", Color::Red),
+    };
+    let note = if stale {
+        " (stale: the file changed; asked again)"
+    } else {
+        ""
+    };
+    Line::styled(format!("  → {word}{note}"), Style::new().fg(color))
+}
+
+/// A finished turn: its result, and what it cost when the price is known.
+fn done_lines(text: &str, usage: &Usage) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        "✓ done",
+        Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
+    )];
+    lines.extend(markdown::render(text));
+    if let Some(cost) = usage.cost_usd {
+        lines.push(Line::styled(
+            format!(
+                "  {} in, {} out, ${cost:.4}",
+                usage.input_tokens, usage.output_tokens
+            ),
+            dim(),
+        ));
+    }
+    lines.push(Line::default());
+    lines
+}
+
 /// lines shown when calls are expanded.
 fn result_lines(
     ok: bool,
