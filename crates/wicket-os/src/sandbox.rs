@@ -9,7 +9,8 @@
 //!   network) network namespace and starts stage 2 in it; it forwards
 //!   TERM and mirrors stage 2's end, a signal as a signal. An unconfined
 //!   command is `execve`d directly.
-//! - **stage 2** (PID 1 of the new namespace): applies Landlock to itself
+//! - **stage 2** (PID 1 of the new namespace): asks to die with stage 1 and
+//!   checks stage 1 is still its parent, applies Landlock to itself
 //!   (writes only to the workspace and the private TMPDIR, reads anywhere
 //!   but the denied paths, no TCP without network, no signals or abstract
 //!   sockets out of the sandbox), starts the argv, forwards TERM to every
@@ -203,12 +204,8 @@ fn stage1(args: &[OsString]) -> u8 {
         Err(message) => return fail(message),
     };
     // Die with Wicket, even by SIGKILL; if Wicket is already gone, stop here.
-    if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
-        return fail(format!("PR_SET_PDEATHSIG: {error}"));
-    }
-    let parent = rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get() as u32);
-    if parent != launch.parent {
-        return fail("Wicket ended before the command could start");
+    if let Err(message) = die_with_parent(launch.parent) {
+        return fail(message);
     }
     let Some(policy) = launch.policy.clone() else {
         return exec(&argv);
@@ -228,9 +225,14 @@ fn stage1(args: &[OsString]) -> u8 {
         Ok(signals) => signals,
         Err(error) => return fail(format!("signal handlers: {error}")),
     };
+    // Stage 2 must die with this stage: it checks its parent is this pid.
+    let init = Launch {
+        parent: std::process::id(),
+        ..launch
+    };
     let mut child = match Command::new("/proc/self/exe")
         .arg(INIT_ARG)
-        .arg(launch.to_arg())
+        .arg(init.to_arg())
         .arg("--")
         .args(&argv)
         .spawn()
@@ -264,6 +266,32 @@ fn stage1(args: &[OsString]) -> u8 {
         return mirror(signalled, status);
     }
     fail("the signal loop ended")
+}
+
+/// Asks for SIGKILL when the parent dies, then checks the parent is still
+/// `expected`: if it died before the request, nothing would ever come.
+/// The parent is read from `/proc/self/status`, not `getppid()`, because
+/// stage 2 is PID 1 of a new namespace, where `getppid()` is 0; the `/proc`
+/// mount is still the outer one, so it names stage 1 by its outer pid (or
+/// whoever adopted the orphan).
+fn die_with_parent(expected: u32) -> Result<(), String> {
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|error| format!("PR_SET_PDEATHSIG: {error}"))?;
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|error| format!("reading /proc/self/status: {error}"))?;
+    if parent_in(&status) == Some(expected) {
+        Ok(())
+    } else {
+        Err("Wicket ended before the command could start".to_owned())
+    }
+}
+
+/// The `PPid:` of a `/proc/PID/status` text.
+fn parent_in(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("PPid:"))
+        .and_then(|pid| pid.trim().parse().ok())
 }
 
 /// Stage 2's name when its command died of a signal: `wkt-signal-N`.
@@ -329,8 +357,8 @@ fn stage2(args: &[OsString]) -> u8 {
         Ok(signals) => signals,
         Err(error) => return fail(format!("signal handlers: {error}")),
     };
-    if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
-        return fail(format!("PR_SET_PDEATHSIG: {error}"));
+    if let Err(message) = die_with_parent(launch.parent) {
+        return fail(message);
     }
     if let Some(policy) = &launch.policy
         && let Err(message) = apply_landlock(policy)

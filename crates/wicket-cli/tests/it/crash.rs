@@ -390,3 +390,32 @@ fn a_stale_server_file_is_replaced_and_a_live_one_refuses() {
         String::from_utf8_lossy(&second.stderr)
     );
 }
+
+/// Each launcher stage asks to die with its parent and then checks the
+/// parent is the one it was started by: a stage whose parent died before
+/// it asked would otherwise run its command as an orphan. Stage 2 is PID 1
+/// of its namespace, where `getppid()` says 0, so its check must read the
+/// outer pid; here each stage is told a parent it does not have.
+#[test]
+fn a_launcher_stage_whose_parent_is_gone_runs_nothing() {
+    let f = Fixture::new();
+    let ran = f.ws.join("ran");
+    let script = format!("touch {}", ran.display());
+    for stage in ["__wicket-launch", "__wicket-init"] {
+        for (parent, runs) in [(std::process::id(), true), (1, false)] {
+            let _ = std::fs::remove_file(&ran);
+            let launch = json!({"parent": parent, "policy": null, "isolate": false});
+            let out = wicket()
+                .args([stage, &launch.to_string(), "--", "sh", "-c", &script])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(ran.exists(), runs, "{stage} told parent {parent}: {stderr}");
+            if !runs {
+                assert!(!out.status.success(), "{stage}: {stderr}");
+                assert!(stderr.contains("Wicket ended before"), "{stage}: {stderr}");
+            }
+        }
+    }
+}
