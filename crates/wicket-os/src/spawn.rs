@@ -662,8 +662,36 @@ mod tests {
         assert!(text.contains("[… 1 bytes cut …]"));
     }
 
+    /// The keys set in the parent's environment, as a user's shell would.
+    const KEYS: [(&str, &str); 3] = [
+        ("OPENAI_API_KEY", "sk-openai"),
+        ("ANTHROPIC_API_KEY", "sk-ant"),
+        ("OPENROUTER_API_KEY", "sk-or"),
+    ];
+
     #[test]
     fn a_command_gets_no_provider_key_and_its_input() {
+        // A test cannot set its own environment without `unsafe`, so it runs
+        // itself again with the keys set, and the copy does the looking.
+        if std::env::var_os("OPENAI_API_KEY").is_none() {
+            let name = "spawn::tests::a_command_gets_no_provider_key_and_its_input";
+            let out = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+                .envs(KEYS)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("1 passed"), "the copy ran no test: {text}");
+            return;
+        }
+        for (name, value) in KEYS {
+            assert_eq!(std::env::var(name).as_deref(), Ok(value));
+        }
         let spec = Spec {
             argv: vec![
                 "sh".into(),
@@ -681,8 +709,6 @@ mod tests {
         };
         let finished = run(spec, limits, &Cancel::default()).unwrap();
         assert_eq!(finished.code(), Some(0));
-        // The keys are not set in a unit test's environment; the binary's
-        // tests set them and look (crates/wicket-cli/tests/it/keys.rs).
         assert_eq!(finished.stdout.0, "input\nnone none none extra\n");
     }
 }

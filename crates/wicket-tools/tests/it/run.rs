@@ -106,8 +106,12 @@ fn output_is_cut_to_head_and_tail_with_the_count() {
 fn a_timeout_kills_a_term_ignoring_group_two_seconds_after_term() {
     let f = fixture();
     let marker = marker("term");
+    // The first grandchild leaves a file when TERM reaches it (it starts
+    // before the shell ignores TERM: an ignored signal cannot be trapped
+    // again); the second ignores TERM and keeps the marker.
     let script = format!(
-        "trap '' TERM; sh -c 'trap \"\" TERM; sleep 300; : {marker}' & sleep 300; : {marker}"
+        "sh -c 'trap \"touch termed; exit 0\" TERM; sleep 300 & wait' & \
+         trap '' TERM; sh -c 'trap \"\" TERM; sleep 300; : {marker}' & sleep 300; : {marker}"
     );
     let started = Instant::now();
     let out = run(&f.tools(), &["sh", "-c", &script], Some(1));
@@ -119,6 +123,10 @@ fn a_timeout_kills_a_term_ignoring_group_two_seconds_after_term() {
         "{took:?}"
     );
     assert!(!alive(&marker), "a process of the group outlived the call");
+    assert!(
+        f.ws.join("termed").exists(),
+        "TERM went to the command alone, not to its group"
+    );
 }
 
 #[test]
