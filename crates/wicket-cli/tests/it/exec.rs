@@ -283,15 +283,7 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
         "go on",
         &["--model", &model, "--session", "c", "--json"],
     )
-    .stdin(Stdio::null())
-    .output()
-    .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    .succeeds();
     let events = lines(&output);
     assert_eq!(
         events.last().unwrap()["text"],

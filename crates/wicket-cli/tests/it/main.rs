@@ -29,6 +29,25 @@ pub fn wicket() -> Command {
 
 pub use wicket_test_support::Fixture;
 
+/// Runs a command with no input, checks it exited 0 (showing its stderr
+/// if not), and gives its output.
+pub trait Succeeds {
+    fn succeeds(&mut self) -> Output;
+}
+
+impl Succeeds for Command {
+    fn succeeds(&mut self) -> Output {
+        let output = self.stdin(Stdio::null()).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+}
+
 /// `wicket tool` on a fixture's workspace and home.
 pub trait ToolRunner {
     /// Runs `wicket tool NAME ARGS --workspace WS EXTRA…` with no stdin;
