@@ -161,6 +161,7 @@ fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
                         .collect(),
                     cwd: None,
                     network: false,
+                    write_git: false,
                 },
             ),
             McpServer::Http(http) => (

@@ -386,8 +386,14 @@ impl Mapper {
                 if run.network {
                     said.push_str("; network: asked for");
                 }
+                if run.git {
+                    said.push_str(&format!("; git: {}", wicket_protocol::GIT_WRITE_WARNING));
+                }
                 if let Some(note) = &run.sandbox.note {
                     said.push_str(&format!("; {note}"));
+                }
+                for layer in &run.sandbox.layers {
+                    said.push_str(&format!("\n· {layer}"));
                 }
                 let who = match run.source {
                     RunSource::Tool => "run",
@@ -509,9 +515,11 @@ mod tests {
                 cwd: ".".into(),
                 timeout_s: None,
                 network: true,
+                git: false,
                 sandbox: SandboxSummary {
                     mode: SandboxMode::WorkspaceWrite,
                     network: true,
+                    layers: Vec::new(),
                     note: None,
                 },
                 source: RunSource::Tool,

@@ -561,15 +561,20 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         );
         Ok(())
     };
-    let unconfined = median(50, || start(Confine::None))?;
+    let unconfined = median(50, || start(Confine::none()))?;
     let policy = wicket_os::sandbox::Policy {
         workspace: ws.clone(),
         read_only: false,
         writable: Vec::new(),
         deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
         network: false,
+        write_git: false,
+        limits: wicket_os::limits::ResourceLimits {
+            max_processes: 1024,
+            max_memory_mb: 4096,
+        },
     };
-    let sandboxed = median(50, || start(Confine::Sandbox(policy.clone())))?;
+    let sandboxed = median(50, || start(Confine::sandbox(policy.clone())))?;
     let available = wicket_os::sandbox::availability();
     for (name, took) in [
         ("run true: through the launcher, unconfined", unconfined),

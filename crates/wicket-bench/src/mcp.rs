@@ -35,6 +35,7 @@ fn spec(name: &str, index: &std::path::Path) -> ServerSpec {
             env: Vec::new(),
             cwd: None,
             network: false,
+            write_git: false,
         },
         enabled_tools: None,
         disabled_tools: BTreeSet::new(),

@@ -5,8 +5,8 @@
 
 use wicket_protocol::text::{visible, visible_line};
 use wicket_protocol::{
-    Card, CardKind, Event, EventBody, HookOutcome, McpCard, OutsideReadCard, Reach, RunCard,
-    RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
+    Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, HookOutcome, McpCard, OutsideReadCard,
+    Reach, RunCard, RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
 };
 
 const RED: &str = "\x1b[31m";
@@ -128,12 +128,22 @@ fn run_card(run: &RunCard, color: bool) -> String {
     if run.network {
         out.push_str(&paint("  network: asked for\n", BOLD, color));
     }
+    if run.git {
+        out.push_str(&paint(
+            &format!("  git: {GIT_WRITE_WARNING}\n"),
+            BOLD,
+            color,
+        ));
+    }
     let line = format!("  sandbox: {}\n", sandbox_line(&run.sandbox));
     let warn = matches!(
         run.sandbox.mode,
         SandboxMode::Off | SandboxMode::Unavailable
     );
     out.push_str(&paint(&line, if warn { RED } else { "" }, color));
+    for layer in &run.sandbox.layers {
+        out.push_str(&format!("    · {}\n", visible_line(layer)));
+    }
     out
 }
 
@@ -524,6 +534,7 @@ mod tests {
                 cwd: "crates/core".into(),
                 timeout_s: Some(300),
                 network,
+                git: false,
                 sandbox,
                 source,
             }),
@@ -558,9 +569,28 @@ mod tests {
         let sandbox = SandboxSummary {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
+            layers: Vec::new(),
             note: None,
         };
         insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Tool, false), false));
+    }
+
+    #[test]
+    fn a_run_card_that_asks_for_git_names_each_layer() {
+        let sandbox = SandboxSummary {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            layers: vec![
+                "mount namespace: the workspace writable, .git too".into(),
+                "seccomp: no UNIX sockets".into(),
+            ],
+            note: None,
+        };
+        let mut git = run_card_of(sandbox, RunSource::Tool, false);
+        if let CardKind::Run(run) = &mut git.kind {
+            run.git = true;
+        }
+        insta::assert_snapshot!(card(&git, false));
     }
 
     #[test]
@@ -568,6 +598,7 @@ mod tests {
         let sandbox = SandboxSummary {
             mode: SandboxMode::Unavailable,
             network: true,
+            layers: Vec::new(),
             note: Some("this kernel has no Landlock: the command would run unconfined".into()),
         };
         insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Hook, true), false));

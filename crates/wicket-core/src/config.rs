@@ -98,6 +98,9 @@ struct FileSandbox {
     #[serde(default)]
     extra_write: Vec<PathBuf>,
     required: Option<bool>,
+    env_pass: Option<Vec<String>>,
+    max_processes: Option<u64>,
+    max_memory_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -483,6 +486,9 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
             settings.deny_read.push(expanded);
         }
     }
+    let home = path
+        .parent()
+        .and_then(|home| std::fs::canonicalize(home).ok());
     for entry in file.extra_write {
         let expanded = expand_home(&entry);
         if !expanded.is_absolute() || !expanded.exists() {
@@ -494,7 +500,63 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
                 ),
             ));
         }
+        let real = std::fs::canonicalize(&expanded).unwrap_or_else(|_| expanded.clone());
+        if let Some(home) = &home
+            && (real.starts_with(home) || home.starts_with(&real))
+        {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] extra_write entry '{}' would let a command write Wicket's own folder {} \
+                     (its config, sessions and grants); choose a folder outside it",
+                    entry.display(),
+                    home.display()
+                ),
+            ));
+        }
         settings.extra_write.push(expanded);
+    }
+    for name in file.env_pass.unwrap_or_default() {
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] env_pass entry {name:?} is not a variable name; \
+                     use names like \"GOPATH\" (letters, digits and _, not starting with a digit)"
+                ),
+            ));
+        }
+        settings.env_pass.push(name);
+    }
+    for (key, value, slot) in [
+        (
+            "max_processes",
+            file.max_processes,
+            &mut settings.max_processes,
+        ),
+        (
+            "max_memory_mb",
+            file.max_memory_mb,
+            &mut settings.max_memory_mb,
+        ),
+    ] {
+        match value {
+            Some(0) => {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "[sandbox] {key} = 0 would let no command run; give a number above 0, or leave it out for the default"
+                    ),
+                ));
+            }
+            Some(limit) => *slot = limit,
+            None => {}
+        }
     }
     if let Some(required) = file.required {
         settings.required = required;
@@ -657,5 +719,50 @@ timeout_s = 300
         assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
         assert!(config.sandbox.required);
         assert_eq!(config.sandbox.deny_read, vec![secrets]);
+    }
+
+    #[test]
+    fn bad_jail_settings_name_the_file_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("sessions")).unwrap();
+        let cases = [
+            (
+                "[sandbox]\nenv_pass = [\"GOOD\", \"BAD NAME\"]\n",
+                "env_pass entry \"BAD NAME\"",
+            ),
+            ("[sandbox]\nenv_pass = [\"1X\"]\n", "not a variable name"),
+            ("[sandbox]\nmax_processes = 0\n", "max_processes = 0"),
+            ("[sandbox]\nmax_memory_mb = 0\n", "max_memory_mb = 0"),
+            (
+                &format!(
+                    "[sandbox]\nextra_write = [\"{}\"]\n",
+                    home.join("sessions").display()
+                ),
+                "Wicket's own folder",
+            ),
+            (
+                &format!("[sandbox]\nextra_write = [\"{}\"]\n", dir.path().display()),
+                "Wicket's own folder",
+            ),
+        ];
+        for (text, expected) in cases {
+            write(&home.join("config.toml"), text);
+            let error = error_of(&home, dir.path());
+            assert!(
+                error.contains(expected) && error.contains("config.toml"),
+                "{text}: {error}"
+            );
+        }
+        write(
+            &home.join("config.toml"),
+            "[sandbox]\nenv_pass = [\"GOPATH\", \"_X1\"]\nmax_processes = 64\nmax_memory_mb = 512\n",
+        );
+        let config = Config::load(&home, dir.path()).unwrap();
+        assert_eq!(config.sandbox.env_pass, ["GOPATH", "_X1"]);
+        assert_eq!(
+            (config.sandbox.max_processes, config.sandbox.max_memory_mb),
+            (64, 512)
+        );
     }
 }

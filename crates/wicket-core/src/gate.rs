@@ -23,7 +23,7 @@ use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
 use crate::diff;
-use crate::sandbox::SandboxSettings;
+use crate::sandbox::{Access, SandboxSettings};
 use crate::session::{McpKey, OutsideKey, RunKey, Session, Status};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
@@ -108,6 +108,8 @@ pub struct CommandRequest<'r> {
     pub timeout_s: Option<u64>,
     /// Whether it asked for the network.
     pub network: bool,
+    /// Whether it asked to write `.git`.
+    pub git: bool,
     /// Who wants it run.
     pub source: RunSource,
 }
@@ -304,6 +306,7 @@ impl<'a> Gate<'a> {
                 dir: &dir,
                 timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
                 network: args.network,
+                git: args.git,
                 source: RunSource::Tool,
             },
             answerer,
@@ -331,10 +334,15 @@ impl<'a> Gate<'a> {
             argv: request.argv.to_vec(),
             cwd: request.dir.absolute.display().to_string(),
             network: request.network,
+            git: request.git,
         };
-        let sandbox = self.confinement.sandbox.summary(request.network);
+        let access = Access {
+            network: request.network,
+            git: request.git,
+        };
+        let sandbox = self.confinement.sandbox.summary(access);
         // Refused before any card when it could never start.
-        let confine = self.confine(&sandbox)?;
+        let confine = self.confine(&sandbox, access)?;
         if self.session.meta().allowed.run.contains(&key) {
             return Ok(Allowed { confine });
         }
@@ -346,6 +354,7 @@ impl<'a> Gate<'a> {
                 cwd: request.dir.shown.clone(),
                 timeout_s: request.timeout_s,
                 network: request.network,
+                git: request.git,
                 sandbox,
                 source: request.source,
             }),
@@ -367,8 +376,8 @@ impl<'a> Gate<'a> {
     /// How a command of the person's own config (a home Stop hook, a home
     /// MCP server) starts: no card, the same sandbox, with the network when
     /// the config gives it.
-    pub fn home_command(&self, network: bool) -> Result<Confine, WireError> {
-        self.confine(&self.confinement.sandbox.summary(network))
+    pub fn home_command(&self, access: Access) -> Result<Confine, WireError> {
+        self.confine(&self.confinement.sandbox.summary(access), access)
     }
 
     /// Asks for one MCP call unless the person's own config lets the tool
@@ -417,11 +426,12 @@ impl<'a> Gate<'a> {
         }
     }
 
-    fn confine(&self, summary: &SandboxSummary) -> Result<Confine, WireError> {
+    fn confine(&self, summary: &SandboxSummary, access: Access) -> Result<Confine, WireError> {
         self.confinement.sandbox.confine(
             self.tools.workspace().root(),
             &self.confinement.home,
             summary,
+            access,
         )
     }
 

@@ -117,7 +117,7 @@ mod tests {
             hook,
             Cwd::Path(std::env::temp_dir()),
             &input,
-            Confine::None,
+            Confine::none(),
             &Cancel::default(),
         )
     }

@@ -22,6 +22,7 @@ use wicket_tools::{Cancel, Tools, Workspace};
 use crate::config::Owner;
 use crate::error::{Error, Result};
 use crate::gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
+use crate::sandbox::Access;
 use crate::session::Session;
 
 /// One `[mcp_servers.NAME]` table as written.
@@ -36,6 +37,8 @@ pub(crate) struct FileServer {
     cwd: Option<PathBuf>,
     #[serde(default)]
     network: bool,
+    #[serde(default)]
+    write_git: bool,
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
@@ -190,6 +193,7 @@ fn stdio_transport(
         env: std::mem::take(&mut file.env).into_iter().collect(),
         cwd: file.cwd.take(),
         network: file.network,
+        write_git: file.write_git,
     })
 }
 
@@ -243,12 +247,13 @@ pub fn tool_specs(hub: &Hub) -> Vec<ToolSpec> {
 
 /// The `run` arguments a stdio server's start is checked as: its argv, and
 /// its folder inside the workspace.
-pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>, network: bool) -> RunArgs {
+pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>, access: Access) -> RunArgs {
     RunArgs {
         argv: argv.to_vec(),
         cwd: cwd.map(|cwd| cwd.display().to_string()),
         timeout_s: None,
-        network,
+        network: access.network,
+        git: access.git,
     }
 }
 
@@ -351,17 +356,25 @@ impl McpSession<'_> {
 
     fn approve(&self, spec: &ServerSpec, answerer: &mut dyn Answerer) -> Approval {
         let Transport::Stdio {
-            argv, cwd, network, ..
+            argv,
+            cwd,
+            network,
+            write_git,
+            ..
         } = &spec.transport
         else {
             return Approval::Connect;
         };
         let workspace = self.tools.workspace();
         let gate = self.gate();
-        let args = start_args(argv, cwd.as_deref(), *network);
+        let access = Access {
+            network: *network,
+            git: *write_git,
+        };
+        let args = start_args(argv, cwd.as_deref(), access);
         let opener = open_cwd(workspace.root(), cwd.as_deref(), args.clone());
         if !spec.from_workspace {
-            return match gate.home_command(*network) {
+            return match gate.home_command(access) {
                 Ok(confine) => Approval::Launch(Launch {
                     confine,
                     cwd: opener,
@@ -379,6 +392,7 @@ impl McpSession<'_> {
             dir: &dir,
             timeout_s: None,
             network: *network,
+            git: *write_git,
             source: RunSource::Mcp,
         };
         match gate.allow_command(&wicket_os::ids::new_id("mcp"), &request, answerer) {

@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+use wicket_os::limits::{ResourceLimits, half_the_memory_mb};
 use wicket_os::sandbox::{Availability, Policy, availability};
-use wicket_os::spawn::Confine;
+use wicket_os::spawn::{Confine, PASSED_ENV};
 pub use wicket_protocol::SandboxMode;
 use wicket_protocol::{ErrorKind, SandboxSummary, WireError};
 
@@ -22,6 +23,24 @@ pub struct SandboxSettings {
     pub extra_write: Vec<PathBuf>,
     /// Refuse a command that cannot be confined.
     pub required: bool,
+    /// Variables of Wicket's environment a command gets besides the allowlist.
+    pub env_pass: Vec<String>,
+    /// Processes a command may have at once.
+    pub max_processes: u64,
+    /// Memory a command may use, in MiB.
+    pub max_memory_mb: u64,
+}
+
+/// The default `[sandbox] max_processes`.
+pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+
+/// What one command may ask for beyond the defaults, as its card shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Access {
+    /// The network.
+    pub network: bool,
+    /// A writable `.git` (commits, branches, hooks, config).
+    pub git: bool,
 }
 
 /// The secret stores a command may not read unless the config says otherwise.
@@ -45,33 +64,39 @@ impl Default for SandboxSettings {
                 .unwrap_or_default(),
             extra_write: Vec::new(),
             required: false,
+            env_pass: Vec::new(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            max_memory_mb: half_the_memory_mb(),
         }
     }
 }
 
 impl SandboxSettings {
-    /// What a card says about a command with or without network, on this kernel.
-    pub fn summary(&self, network: bool) -> SandboxSummary {
-        self.summary_with(availability(), network)
+    /// What a card says about a command with `access`, on this kernel.
+    pub fn summary(&self, access: Access) -> SandboxSummary {
+        self.summary_with(availability(), access)
     }
 
     /// [`SandboxSettings::summary`] for a kernel that can do `available`.
-    pub fn summary_with(&self, available: &Availability, network: bool) -> SandboxSummary {
+    pub fn summary_with(&self, available: &Availability, access: Access) -> SandboxSummary {
         match self.mode {
             SandboxMode::Off => SandboxSummary {
                 mode: SandboxMode::Off,
                 network: true,
+                layers: self.hygiene(available),
                 note: Some("the sandbox is off in your config: the command runs unconfined".into()),
             },
             SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => match available.missing() {
                 None => SandboxSummary {
                     mode: self.mode,
-                    network,
+                    network: access.network,
+                    layers: self.layers(available, access),
                     note: available.note(),
                 },
                 Some(why) => SandboxSummary {
                     mode: SandboxMode::Unavailable,
                     network: true,
+                    layers: self.hygiene(available),
                     note: Some(if self.required {
                         format!("{why}; [sandbox] required is set, so it will not run")
                     } else {
@@ -82,20 +107,106 @@ impl SandboxSettings {
             SandboxMode::Unavailable => SandboxSummary {
                 mode: SandboxMode::Unavailable,
                 network: true,
+                layers: self.hygiene(available),
                 note: None,
             },
         }
     }
 
-    /// How a command allowed with this summary starts. `home` is never readable.
+    /// The environment line every command's card carries.
+    fn environment(&self) -> String {
+        let mut names: Vec<&str> = PASSED_ENV.to_vec();
+        names.push("LC_*");
+        names.extend(self.env_pass.iter().map(String::as_str));
+        format!(
+            "its own session: no terminal, no descriptor of Wicket's, and only {} from your environment",
+            names.join(" ")
+        )
+    }
+
+    /// What an unconfined command still gets.
+    fn hygiene(&self, available: &Availability) -> Vec<String> {
+        let mut layers = vec![self.environment()];
+        if available.mounts {
+            layers.push(
+                "$WICKET_HOME read-only (in a user namespace: sudo and other setuid programs do not work)"
+                    .into(),
+            );
+        }
+        layers
+    }
+
+    /// Each layer in force, in words a person understands.
+    fn layers(&self, available: &Availability, access: Access) -> Vec<String> {
+        let mut layers = vec![self.environment()];
+        if available.namespaces && available.mounts {
+            let workspace = match (self.mode, access.git) {
+                (SandboxMode::ReadOnly, _) => "the workspace read-only",
+                (_, false) => "the workspace writable except .git and .wicket",
+                (_, true) => "the workspace writable, .git too; .wicket read-only",
+            };
+            layers.push(format!(
+                "mount namespace: the system read-only, {workspace}, private /tmp, /run and /dev/shm, \
+                 a /dev with only null, zero, full, random and urandom, its own /proc, \
+                 $WICKET_HOME and the deny_read paths hidden"
+            ));
+        }
+        if let Some(abi) = available.landlock_abi {
+            let tcp = if access.network || abi < 4 {
+                ""
+            } else {
+                ", no TCP"
+            };
+            layers.push(format!(
+                "Landlock (ABI {abi}): writes only where the mounts allow, no reads of $WICKET_HOME \
+                 or the deny_read paths, no signals or abstract sockets out{tcp}"
+            ));
+        }
+        if available.seccomp {
+            layers.push(if access.network {
+                "seccomp: no mounts, no typing into a terminal".into()
+            } else {
+                "seccomp: no UNIX sockets (tmux, docker, agents), no io_uring, no mounts, no typing into a terminal".into()
+            });
+        }
+        if available.namespaces {
+            layers.push(
+                "PID namespace: nothing it starts outlives it, no other process is visible".into(),
+            );
+            if !access.network {
+                layers.push("network namespace: no network".into());
+            }
+        }
+        let enforcer = if available.cgroup && available.namespaces {
+            "a cgroup"
+        } else if available.root {
+            "rlimits (the process count does not hold for root)"
+        } else {
+            "rlimits"
+        };
+        layers.push(format!(
+            "at most {} processes and {} MB of memory, by {enforcer}",
+            self.max_processes, self.max_memory_mb
+        ));
+        layers
+    }
+
+    /// How a command allowed with this summary starts. `home` is never
+    /// readable in the sandbox, and never writable in any mode.
     pub fn confine(
         &self,
         workspace: &Path,
         home: &Path,
         summary: &SandboxSummary,
+        access: Access,
     ) -> Result<Confine, WireError> {
+        let unconfined = Confine {
+            env_pass: self.env_pass.clone(),
+            protect: vec![home.to_path_buf()],
+            sandbox: None,
+        };
         match summary.mode {
-            SandboxMode::Off => Ok(Confine::None),
+            SandboxMode::Off => Ok(unconfined),
             SandboxMode::Unavailable if self.required => Err(WireError::new(
                 ErrorKind::Unsandboxed,
                 format!(
@@ -104,17 +215,25 @@ impl SandboxSettings {
                     summary.note.as_deref().unwrap_or("no sandbox")
                 ),
             )),
-            SandboxMode::Unavailable => Ok(Confine::None),
+            SandboxMode::Unavailable => Ok(unconfined),
             SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => {
                 let mut deny_read = vec![home.to_path_buf()];
                 deny_read.extend(self.deny_read.iter().cloned());
-                Ok(Confine::Sandbox(Policy {
-                    workspace: workspace.to_path_buf(),
-                    read_only: summary.mode == SandboxMode::ReadOnly,
-                    writable: self.extra_write.clone(),
-                    deny_read,
-                    network: summary.network,
-                }))
+                Ok(Confine {
+                    sandbox: Some(Policy {
+                        workspace: workspace.to_path_buf(),
+                        read_only: summary.mode == SandboxMode::ReadOnly,
+                        writable: self.extra_write.clone(),
+                        deny_read,
+                        network: summary.network,
+                        write_git: access.git,
+                        limits: ResourceLimits {
+                            max_processes: self.max_processes,
+                            max_memory_mb: self.max_memory_mb,
+                        },
+                    }),
+                    ..unconfined
+                })
             }
         }
     }
@@ -128,38 +247,49 @@ mod tests {
     fn a_kernel_that_cannot_confine_is_said_on_the_card_and_required_refuses() {
         let none = Availability::default();
         let mut settings = SandboxSettings::default();
-        let summary = settings.summary_with(&none, false);
+        let summary = settings.summary_with(&none, Access::default());
         assert_eq!(summary.mode, SandboxMode::Unavailable);
         assert!(
             summary.note.as_deref().unwrap_or("").contains("unconfined"),
             "{summary:?}"
         );
         let workspace = Path::new("/ws");
-        assert!(matches!(
-            settings.confine(workspace, Path::new("/home"), &summary),
-            Ok(Confine::None)
-        ));
+        let unconfined = settings
+            .confine(workspace, Path::new("/home"), &summary, Access::default())
+            .unwrap();
+        assert!(unconfined.sandbox.is_none());
+        assert_eq!(unconfined.protect, vec![PathBuf::from("/home")]);
         settings.required = true;
-        let summary = settings.summary_with(&none, false);
+        let summary = settings.summary_with(&none, Access::default());
         assert!(summary.note.as_deref().unwrap_or("").contains("required"));
-        let refused = settings.confine(workspace, Path::new("/home"), &summary);
+        let refused = settings.confine(workspace, Path::new("/home"), &summary, Access::default());
         assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::Unsandboxed));
         let full = Availability {
             launcher: true,
             landlock_abi: Some(9),
             namespaces: true,
+            mounts: true,
+            seccomp: true,
+            cgroup: true,
+            root: false,
         };
-        let summary = settings.summary_with(&full, true);
+        let access = Access {
+            network: true,
+            git: true,
+        };
+        let summary = settings.summary_with(&full, access);
         assert_eq!(
             (summary.mode, summary.network, summary.note.clone()),
             (SandboxMode::WorkspaceWrite, true, None)
         );
-        let Ok(Confine::Sandbox(policy)) =
-            settings.confine(workspace, Path::new("/home"), &summary)
+        let Ok(Confine {
+            sandbox: Some(policy),
+            ..
+        }) = settings.confine(workspace, Path::new("/home"), &summary, access)
         else {
             panic!("a sandbox");
         };
-        assert!(policy.network && !policy.read_only);
+        assert!(policy.network && !policy.read_only && policy.write_git);
         assert_eq!(policy.deny_read[0], Path::new("/home"));
     }
 }

@@ -108,6 +108,9 @@ pub struct RunKey {
     /// Whether it has network.
     #[serde(default)]
     pub network: bool,
+    /// Whether it may write `.git`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub git: bool,
 }
 
 /// An MCP call allowed for the session: server, tool and the exact arguments.

@@ -610,6 +610,7 @@ impl Runner<'_> {
                 cwd: None,
                 timeout_s: None,
                 network: false,
+                git: false,
             },
         ) {
             Ok(dir) => dir,
@@ -627,6 +628,7 @@ impl Runner<'_> {
                     dir: &root,
                     timeout_s: hook.timeout_s,
                     network: false,
+                    git: false,
                     source: RunSource::Hook,
                 },
                 &mut Asker(person),
@@ -642,7 +644,7 @@ impl Runner<'_> {
                 }
                 Err(error) => return failed(error.message),
             },
-            Owner::Home => match gate.home_command(false) {
+            Owner::Home => match gate.home_command(crate::sandbox::Access::default()) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },

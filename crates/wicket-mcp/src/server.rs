@@ -28,6 +28,8 @@ pub enum Transport {
         cwd: Option<PathBuf>,
         /// Whether its sandbox lets it reach the network.
         network: bool,
+        /// Whether it may write `.git` (a git server: `write_git = true`).
+        write_git: bool,
     },
     /// A Streamable HTTP endpoint.
     Http {

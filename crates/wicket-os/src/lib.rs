@@ -8,6 +8,8 @@
 pub mod cancel;
 pub mod files;
 pub mod ids;
+pub mod jail;
+pub mod limits;
 pub mod process;
 pub mod sandbox;
 pub mod spawn;

@@ -3,18 +3,24 @@
 //! called first thing in `main` (before any thread exists: `unshare` of a
 //! user namespace needs a single-threaded process), runs one of:
 //!
-//! - **stage 1** (the launcher, Wicket's child): asks to be killed when
-//!   Wicket dies (`PR_SET_PDEATHSIG`), checks Wicket is still its parent,
-//!   then for a sandboxed command unshares a user, PID and (without
-//!   network) network namespace and starts stage 2 in it; it forwards
-//!   TERM and mirrors stage 2's end, a signal as a signal. An unconfined
-//!   command is `execve`d directly.
+//! - **stage 1** (the launcher, Wicket's child), for every command: marks
+//!   every inherited descriptor above 2 close-on-exec, starts a session of
+//!   its own (`setsid`: no controlling terminal), asks to be killed when
+//!   Wicket dies (`PR_SET_PDEATHSIG`) and checks Wicket is still its parent.
+//!   An unconfined command is `execve`d directly, `$WICKET_HOME` read-only
+//!   around it ([`jail::protect`]). For a sandboxed one it makes the
+//!   command's cgroup ([`Cgroup`]), unshares a user, PID and (without
+//!   network) network namespace, passes `CAP_SYS_ADMIN` to stage 2 as an
+//!   ambient capability, starts stage 2 in them, forwards TERM and mirrors
+//!   stage 2's end, a signal as a signal, then removes the cgroup.
 //! - **stage 2** (PID 1 of the new namespace): asks to die with stage 1 and
-//!   checks stage 1 is still its parent, applies Landlock to itself
-//!   (writes only to the workspace and the private TMPDIR, reads anywhere
-//!   but the denied paths, no TCP without network, no signals or abstract
-//!   sockets out of the sandbox), starts the argv, forwards TERM to every
-//!   process of the namespace, reaps, and exits when the argv does —
+//!   checks stage 1 is still its parent, builds the jail's file tree in a
+//!   mount namespace ([`jail::build`]), drops every capability, sets the
+//!   rlimits when there is no cgroup, applies Landlock (writes only where
+//!   the mounts allow, reads anywhere but the denied paths, no TCP without
+//!   network, no signals or abstract sockets out of the sandbox) and the
+//!   seccomp filter ([`jail::seccomp`]), starts the argv, forwards TERM to
+//!   every process of the namespace, reaps, and exits when the argv does —
 //!   which kills everything the command left behind, `setsid` or not.
 //! - **the probe**, which tells Wicket what this kernel can do.
 //!
@@ -37,12 +43,16 @@ use serde::{Deserialize, Serialize};
 use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use crate::jail::{self, Namespaces};
+use crate::limits::{Cgroup, ResourceLimits};
 use crate::spawn::{LAUNCH_ARG, launcher};
 
 /// The first argument of stage 2.
 pub const INIT_ARG: &str = "__wicket-init";
 /// The first argument of the probe.
 pub const PROBE_ARG: &str = "__wicket-probe";
+/// The first argument of the probe's second stage, in its namespaces.
+const PROBE_MOUNTS_ARG: &str = "__wicket-probe-mounts";
 
 /// The Landlock ABI Wicket's rules are written for; older kernels get the
 /// part they support (best effort), and the card says what is missing.
@@ -64,6 +74,11 @@ pub struct Policy {
     pub deny_read: Vec<PathBuf>,
     /// Whether the command may use the network.
     pub network: bool,
+    /// Whether `.git` stays writable (the call asked, and the card said so).
+    #[serde(default)]
+    pub write_git: bool,
+    /// How many processes and how much memory.
+    pub limits: ResourceLimits,
 }
 
 /// What the launcher is told.
@@ -76,6 +91,18 @@ pub struct Launch {
     /// Whether to use namespaces (the probe found them usable).
     #[serde(default)]
     pub isolate: bool,
+    /// Whether to build the jail's own file tree (a mount namespace).
+    #[serde(default)]
+    pub mounts: bool,
+    /// Whether to apply the seccomp filter.
+    #[serde(default)]
+    pub seccomp: bool,
+    /// Whether to give the command a cgroup for its limits (else rlimits).
+    #[serde(default)]
+    pub cgroup: bool,
+    /// For a command with no policy: paths it may not write all the same.
+    #[serde(default)]
+    pub protect: Vec<PathBuf>,
 }
 
 impl Launch {
@@ -95,6 +122,18 @@ pub struct Availability {
     pub landlock_abi: Option<u32>,
     /// User, PID and network namespaces can be made.
     pub namespaces: bool,
+    /// A mount namespace can be built in them (tmpfs, binds, a fresh `/proc`).
+    #[serde(default)]
+    pub mounts: bool,
+    /// The kernel filters system calls (seccomp).
+    #[serde(default)]
+    pub seccomp: bool,
+    /// A cgroup can be made for each command.
+    #[serde(default)]
+    pub cgroup: bool,
+    /// Wicket runs as root (rlimits cannot hold root to a process count).
+    #[serde(default)]
+    pub root: bool,
 }
 
 impl Availability {
@@ -120,8 +159,14 @@ impl Availability {
         if self.landlock_abi.is_some_and(|abi| abi < 4) {
             gaps.push("Landlock before ABI 4 cannot block TCP");
         }
-        if self.landlock_abi.is_some_and(|abi| abi < 9) {
-            gaps.push("connecting to a UNIX socket file outside the workspace is not blocked before Landlock ABI 9");
+        if self.namespaces && !self.mounts {
+            gaps.push("no mount namespace: .git and .wicket are writable, /tmp, /dev and /proc are the host's");
+        }
+        if !self.seccomp {
+            gaps.push("no seccomp: a UNIX socket file outside the workspace can be reached");
+        }
+        if !self.cgroup && self.root {
+            gaps.push("no process limit: running as root without a cgroup");
         }
         (!gaps.is_empty()).then(|| gaps.join("; "))
     }
@@ -159,6 +204,7 @@ pub fn dispatch(args: &[OsString]) -> Option<u8> {
         LAUNCH_ARG => Some(stage1(rest)),
         INIT_ARG => Some(stage2(rest)),
         PROBE_ARG => Some(probe()),
+        PROBE_MOUNTS_ARG => Some(probe_mounts()),
         _ => None,
     }
 }
@@ -203,11 +249,24 @@ fn stage1(args: &[OsString]) -> u8 {
         Ok(parsed) => parsed,
         Err(message) => return fail(message),
     };
+    // Nothing Wicket inherited goes further (fds 0-2 are the command's pipes).
+    close_fds::set_fds_cloexec(3, &[]);
+    // A session of its own: no controlling terminal, so no /dev/tty to
+    // type into and no way to get the person's one back.
+    if let Err(error) = rustix::process::setsid() {
+        return fail(format!("setsid: {error}"));
+    }
     // Die with Wicket, even by SIGKILL; if Wicket is already gone, stop here.
     if let Err(message) = die_with_parent(launch.parent) {
         return fail(message);
     }
     let Some(policy) = launch.policy.clone() else {
+        if launch.mounts
+            && !launch.protect.is_empty()
+            && let Err(message) = jail::protect(&launch.protect)
+        {
+            return fail(message);
+        }
         return exec(&argv);
     };
     if !launch.isolate {
@@ -216,36 +275,64 @@ fn stage1(args: &[OsString]) -> u8 {
         if let Err(message) = apply_landlock(&policy) {
             return fail(message);
         }
+        if launch.seccomp
+            && let Err(message) = jail::seccomp(policy.network)
+        {
+            return fail(message);
+        }
         return exec(&argv);
     }
-    if let Err(message) = enter_namespaces(policy.network) {
-        return fail(message);
-    }
-    let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD]) {
-        Ok(signals) => signals,
-        Err(error) => return fail(format!("signal handlers: {error}")),
+    let cgroup = if launch.cgroup {
+        let made = Cgroup::make(std::process::id(), &policy.limits);
+        match made.and_then(|cgroup| cgroup.join().map(|()| cgroup)) {
+            Ok(cgroup) => Some(cgroup),
+            Err(message) => return fail(message),
+        }
+    } else {
+        None
     };
+    let ended = supervise_init(&launch, policy.network, cgroup.is_some(), &argv);
+    if let Some(cgroup) = cgroup {
+        cgroup.remove();
+    }
+    match ended {
+        Ok((signalled, status)) => mirror(signalled, status),
+        Err(message) => fail(message),
+    }
+}
+
+/// Enters the namespaces, starts stage 2 in them, forwards signals to it,
+/// and returns how it ended (the signal its command died of, if any).
+fn supervise_init(
+    launch: &Launch,
+    network: bool,
+    limited_by_cgroup: bool,
+    argv: &[OsString],
+) -> Result<(Option<i32>, std::io::Result<ExitStatus>), String> {
+    enter_namespaces(Namespaces::Sandbox { network })?;
+    if launch.mounts {
+        jail::pass_mount_capability()?;
+    }
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD])
+        .map_err(|error| format!("signal handlers: {error}"))?;
     // Stage 2 must die with this stage: it checks its parent is this pid.
     let init = Launch {
         parent: std::process::id(),
-        ..launch
+        cgroup: limited_by_cgroup,
+        ..launch.clone()
     };
-    let mut child = match Command::new("/proc/self/exe")
+    let mut child = Command::new("/proc/self/exe")
         .arg(INIT_ARG)
         .arg(init.to_arg())
         .arg("--")
-        .args(&argv)
+        .args(argv)
         .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => return fail(format!("starting the namespace's init: {error}")),
-    };
-    let Some(pid) = Pid::from_raw(child.id() as i32) else {
-        return fail("the init has no pid");
-    };
+        .map_err(|error| format!("starting the namespace's init: {error}"))?;
+    let pid = Pid::from_raw(child.id() as i32).ok_or("the init has no pid")?;
     for signal in signals.forever() {
         if signal != SIGCHLD {
             if let Some(signal) = Signal::from_named_raw(signal) {
+                // The init may be gone already; nothing to forward to then.
                 let _ = rustix::process::kill_process(pid, signal);
             }
             continue;
@@ -262,10 +349,9 @@ fn stage1(args: &[OsString]) -> u8 {
         let signalled = std::fs::read_to_string(format!("/proc/{}/comm", child.id()))
             .ok()
             .and_then(|comm| comm.trim().strip_prefix(SIGNAL_NAME)?.parse::<i32>().ok());
-        let status = child.wait();
-        return mirror(signalled, status);
+        return Ok((signalled, child.wait()));
     }
-    fail("the signal loop ended")
+    Err("the signal loop ended".into())
 }
 
 /// Asks for SIGKILL when the parent dies, then checks the parent is still
@@ -328,16 +414,21 @@ fn die_of(signal: i32) {
 
 const SIGKILL_RAW: i32 = 9;
 
-/// Unshares the user, PID and (without network) network namespaces,
-/// mapping this uid and gid to themselves.
-fn enter_namespaces(network: bool) -> Result<(), String> {
+/// Unshares a user namespace and `which` others, mapping this uid and gid
+/// to themselves.
+pub(crate) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
     use nix::sched::CloneFlags;
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
-    if !network {
-        flags |= CloneFlags::CLONE_NEWNET;
-    }
+    let flags = match which {
+        Namespaces::Mount => CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS,
+        Namespaces::Sandbox { network: true } => {
+            CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID
+        }
+        Namespaces::Sandbox { network: false } => {
+            CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET
+        }
+    };
     nix::sched::unshare(flags).map_err(|error| format!("unshare: {error}"))?;
     std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))
@@ -361,7 +452,7 @@ fn stage2(args: &[OsString]) -> u8 {
         return fail(message);
     }
     if let Some(policy) = &launch.policy
-        && let Err(message) = apply_landlock(policy)
+        && let Err(message) = confine_init(&launch, policy)
     {
         return fail(message);
     }
@@ -398,6 +489,7 @@ fn stage2(args: &[OsString]) -> u8 {
                     }
                     let signal = status.terminating_signal().unwrap_or(0);
                     if let Ok(name) = CString::new(format!("{SIGNAL_NAME}{signal}")) {
+                        // Only a name: stage 1 then reads 128+N, less exact.
                         let _ = rustix::thread::set_name(&name);
                     }
                     return 128u8.saturating_add(signal as u8);
@@ -410,8 +502,71 @@ fn stage2(args: &[OsString]) -> u8 {
     fail("the signal loop ended")
 }
 
-/// The probe: what Landlock and namespaces this kernel gives, as JSON on stdout.
+/// Stage 2's layers, in order: the file tree (it needs the capability
+/// stage 1 passed), every capability dropped, the limits, Landlock, seccomp.
+fn confine_init(launch: &Launch, policy: &Policy) -> Result<(), String> {
+    let mut policy = policy.clone();
+    let deny = canonical(&policy.deny_read);
+    if launch.mounts {
+        let built = jail::build(&policy, &deny)?;
+        policy.writable.extend(built.private);
+    }
+    jail::drop_capabilities()?;
+    if !launch.cgroup {
+        crate::limits::set_rlimits(&policy.limits)?;
+    }
+    apply_landlock(&policy)?;
+    if launch.seccomp {
+        jail::seccomp(policy.network)?;
+    }
+    Ok(())
+}
+
+/// The paths as they really are (a link judged where it leads); those that do not exist drop out.
+fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .collect()
+}
+
+/// The probe's second stage, in the namespaces the first one made: can the
+/// jail's file tree be built here (a tmpfs, a fresh `/proc`)?
+fn probe_mounts() -> u8 {
+    let tried = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(|error| error.to_string())
+        .and_then(|()| {
+            use nix::mount::{MsFlags, mount};
+            let none: Option<&str> = None;
+            mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
+                .and_then(|()| mount(Some("tmpfs"), "/tmp", Some("tmpfs"), MsFlags::empty(), none))
+                .and_then(|()| mount(Some("proc"), "/proc", Some("proc"), MsFlags::empty(), none))
+                .map_err(|error| error.to_string())
+        });
+    match tried {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("wicket probe: {message}");
+            1
+        }
+    }
+}
+
+/// The probe: what this kernel gives, as JSON on stdout. Landlock is tried
+/// last: once this process is restricted, it can no longer mount.
 fn probe() -> u8 {
+    Cgroup::sweep();
+    let cgroup = Cgroup::can_make();
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|status| status.lines().any(|line| line.starts_with("Seccomp:")));
+    let namespaces = enter_namespaces(Namespaces::Sandbox { network: false }).is_ok();
+    let mounts = namespaces
+        && jail::pass_mount_capability().is_ok()
+        && Command::new("/proc/self/exe")
+            .arg(PROBE_MOUNTS_ARG)
+            .stdin(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
     let landlock_abi = match RestrictSelf::default().no_new_privs(false).apply() {
         Ok(status) => match status.landlock {
             LandlockStatus::Available { effective_abi, .. } => Some(effective_abi as u32),
@@ -419,11 +574,14 @@ fn probe() -> u8 {
         },
         Err(_) => None,
     };
-    let namespaces = enter_namespaces(false).is_ok();
     let found = Availability {
         launcher: true,
         landlock_abi,
         namespaces,
+        mounts,
+        seccomp,
+        cgroup,
+        root: rustix::process::getuid().is_root(),
     };
     println!("{}", serde_json::to_string(&found).unwrap_or_default());
     0
@@ -483,14 +641,14 @@ fn readable(deny: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (allowed, ancestors.into_iter().collect())
 }
 
-/// The devices every program expects to write.
-const DEVICES: [&str; 6] = [
+/// The devices every program expects to write (never `/dev/tty`: a
+/// command has no terminal).
+const DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
 ];
 
 /// Restricts this process (and all it starts) to the policy.

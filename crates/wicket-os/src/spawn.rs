@@ -37,13 +37,20 @@ use crate::sandbox::{Launch, Policy};
 /// process it starts ever sees them.
 pub const HIDDEN_ENV: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"];
 
-/// Variables naming local sockets, dropped for a sandboxed command.
-pub const SANDBOX_HIDDEN_ENV: [&str; 4] = [
-    "SSH_AUTH_SOCK",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "DOCKER_HOST",
-    "WAYLAND_DISPLAY",
+/// The variables a command gets from Wicket's environment (and every
+/// `LC_*`); anything else only when the person's `[sandbox] env_pass` names
+/// it. No tokens, no passwords, no socket addresses by default.
+pub const PASSED_ENV: [&str; 8] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TZ",
 ];
+
+/// Whether Wicket's variable `name` reaches a command.
+pub fn passes(name: &str, env_pass: &[String]) -> bool {
+    !HIDDEN_ENV.contains(&name)
+        && (PASSED_ENV.contains(&name)
+            || name.starts_with("LC_")
+            || env_pass.iter().any(|passed| passed == name))
+}
 
 /// Between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_millis(RUN_KILL_GRACE_MS);
@@ -88,14 +95,33 @@ pub enum Input {
     Bytes(Vec<u8>),
 }
 
-/// How a command is confined.
-#[derive(Debug, Clone)]
-pub enum Confine {
-    /// Unconfined (the person turned the sandbox off, or it is unavailable
-    /// and not required); still tied to Wicket's life through the launcher.
-    None,
-    /// Inside the sandbox this policy describes.
-    Sandbox(Policy),
+/// How a command is confined. Every command, sandboxed or not, starts in a
+/// session of its own with no terminal, no inherited descriptor and only
+/// the allowlisted environment.
+#[derive(Debug, Clone, Default)]
+pub struct Confine {
+    /// Wicket's variables passed on besides [`PASSED_ENV`].
+    pub env_pass: Vec<String>,
+    /// Paths the command may not write even unsandboxed (`$WICKET_HOME`).
+    pub protect: Vec<PathBuf>,
+    /// The sandbox, if any: `None` when the person turned it off, or it is
+    /// unavailable and not required.
+    pub sandbox: Option<Policy>,
+}
+
+impl Confine {
+    /// No sandbox, nothing protected, nothing passed beyond the allowlist.
+    pub fn none() -> Confine {
+        Confine::default()
+    }
+
+    /// Inside the sandbox `policy` describes.
+    pub fn sandbox(policy: Policy) -> Confine {
+        Confine {
+            sandbox: Some(policy),
+            ..Confine::default()
+        }
+    }
 }
 
 /// A command to start.
@@ -121,7 +147,7 @@ impl Spec {
             cwd,
             env: Vec::new(),
             input: Input::Null,
-            confine: Confine::None,
+            confine: Confine::none(),
         }
     }
 }
@@ -159,8 +185,36 @@ impl Drop for PrivateTmp {
     }
 }
 
+/// Where a sandboxed command's temporary files go: a private tmpfs at
+/// `/tmp` when the launcher builds the jail's file tree, else a private
+/// folder Wicket makes and removes.
+enum Tmp {
+    Jail,
+    Folder(PrivateTmp),
+}
+
+impl Tmp {
+    fn for_spec(spec: &Spec) -> Result<Option<Tmp>, WireError> {
+        if spec.confine.sandbox.is_none() {
+            return Ok(None);
+        }
+        let available = crate::sandbox::availability();
+        if launcher().is_some() && available.namespaces && available.mounts {
+            return Ok(Some(Tmp::Jail));
+        }
+        Ok(Some(Tmp::Folder(PrivateTmp::make()?)))
+    }
+
+    fn path(&self) -> PathBuf {
+        match self {
+            Tmp::Jail => PathBuf::from("/tmp"),
+            Tmp::Folder(folder) => folder.0.clone(),
+        }
+    }
+}
+
 /// The std `Command` for a spec: through the launcher when there is one.
-fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> {
+fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, WireError> {
     let Some(program) = spec.argv.first() else {
         return Err(WireError::invalid(
             "argv is empty; give the program and its arguments",
@@ -168,20 +222,22 @@ fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> 
     };
     let mut command = match launcher() {
         Some(exe) => {
+            let available = crate::sandbox::availability();
+            let sandboxed = spec.confine.sandbox.is_some();
+            let isolate = sandboxed && available.namespaces;
             let launch = Launch {
                 parent: std::process::id(),
-                isolate: matches!(spec.confine, Confine::Sandbox(_))
-                    && crate::sandbox::availability().namespaces,
-                policy: match &spec.confine {
-                    Confine::None => None,
-                    Confine::Sandbox(policy) => {
-                        let mut policy = policy.clone();
-                        if let Some(tmp) = tmp {
-                            policy.writable.push(tmp.0.clone());
-                        }
-                        Some(policy)
+                isolate,
+                mounts: available.mounts && (isolate || !sandboxed),
+                seccomp: sandboxed && available.seccomp,
+                cgroup: isolate && available.cgroup,
+                protect: spec.confine.protect.clone(),
+                policy: spec.confine.sandbox.clone().map(|mut policy| {
+                    if let Some(Tmp::Folder(folder)) = tmp {
+                        policy.writable.push(folder.0.clone());
                     }
-                },
+                    policy
+                }),
             };
             let mut command = Command::new(exe);
             command
@@ -192,7 +248,7 @@ fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> 
             command
         }
         None => {
-            if matches!(spec.confine, Confine::Sandbox(_)) {
+            if spec.confine.sandbox.is_some() {
                 return Err(WireError::new(
                     ErrorKind::Unsandboxed,
                     format!(
@@ -202,6 +258,8 @@ fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> 
             }
             let mut command = Command::new(program);
             command.args(&spec.argv[1..]);
+            // No launcher to call setsid: at least a group of its own.
+            command.process_group(0);
             command
         }
     };
@@ -210,21 +268,24 @@ fn command(spec: &Spec, tmp: Option<&PrivateTmp>) -> Result<Command, WireError> 
         Cwd::Fd(fd) => command.current_dir(format!("/proc/self/fd/{}", fd.as_raw_fd())),
         Cwd::Path(path) => command.current_dir(path),
     };
-    for name in HIDDEN_ENV {
-        command.env_remove(name);
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|name| passes(name, &spec.confine.env_pass))
+        {
+            command.env(name, value);
+        }
     }
     for (name, value) in &spec.env {
         command.env(name, value);
     }
     if let Some(tmp) = tmp {
-        command.env("TMPDIR", &tmp.0);
-        // Sockets a sandboxed command should not find by accident (Landlock
-        // before ABI 9 cannot stop a connect to a socket file by its path).
-        for name in SANDBOX_HIDDEN_ENV {
-            command.env_remove(name);
-        }
+        command.env("TMPDIR", tmp.path());
     }
-    command.process_group(0);
+    for name in HIDDEN_ENV {
+        command.env_remove(name);
+    }
     Ok(command)
 }
 
@@ -257,8 +318,13 @@ fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
 }
 
+/// Signals the command's group; before the launcher's `setsid` made that
+/// group, the launcher itself.
 fn signal_group(pid: Pid, signal: Signal) {
-    let _ = rustix::process::kill_process_group(pid, signal);
+    if rustix::process::kill_process_group(pid, signal).is_err() {
+        // Gone already, or not yet a group: then the launcher is all there is.
+        let _ = rustix::process::kill_process(pid, signal);
+    }
 }
 
 /// The first and last bytes of a stream, and how many were dropped between.
@@ -428,10 +494,7 @@ struct Progress {
 /// cancel, and whatever it leaves in its group is killed when it exits.
 pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, WireError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
-    let tmp = match spec.confine {
-        Confine::Sandbox(_) => Some(PrivateTmp::make()?),
-        Confine::None => None,
-    };
+    let tmp = Tmp::for_spec(&spec)?;
     let mut command = command(&spec, tmp.as_ref())?;
     command
         .stdin(match spec.input {
@@ -558,22 +621,19 @@ fn supervise(
 pub struct Running {
     child: Child,
     pid: Pid,
-    _tmp: Option<PrivateTmp>,
+    _tmp: Option<Tmp>,
 }
 
-impl std::fmt::Debug for PrivateTmp {
+impl std::fmt::Debug for Tmp {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_tuple("PrivateTmp").field(&self.0).finish()
+        formatter.debug_tuple("Tmp").field(&self.path()).finish()
     }
 }
 
 /// Starts a long-lived command with stdin, stdout and stderr piped.
 pub fn start(spec: Spec) -> Result<Running, WireError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
-    let tmp = match spec.confine {
-        Confine::Sandbox(_) => Some(PrivateTmp::make()?),
-        Confine::None => None,
-    };
+    let tmp = Tmp::for_spec(&spec)?;
     let mut command = command(&spec, tmp.as_ref())?;
     command
         .stdin(Stdio::piped())
@@ -701,7 +761,7 @@ mod tests {
             cwd: Cwd::Path(std::env::temp_dir()),
             env: vec![("EXTRA".into(), "extra".into())],
             input: Input::Bytes(b"input".to_vec()),
-            confine: Confine::None,
+            confine: Confine::none(),
         };
         let limits = Limits {
             timeout: Duration::from_secs(10),

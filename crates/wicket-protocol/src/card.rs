@@ -159,10 +159,17 @@ pub struct SandboxSummary {
     pub mode: SandboxMode,
     /// Whether the command may use the network.
     pub network: bool,
+    /// Each layer in force, in words (the environment, the mounts, Landlock, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
     /// In words, what the person should know (why it is unavailable, what is not covered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+/// What a run card says when the call asked to write `.git`, in every front end.
+pub const GIT_WRITE_WARNING: &str =
+    "may change .git: commits, branches, hooks, config that git runs later";
 
 /// A run card.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +184,9 @@ pub struct RunCard {
     /// Whether the call asked for the network.
     #[serde(default)]
     pub network: bool,
+    /// Whether the call asked to write `.git` (commits, branches, hooks, config).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub git: bool,
     /// The sandbox it would run in.
     pub sandbox: SandboxSummary,
     /// Who wants it run.
@@ -213,9 +223,11 @@ mod tests {
                 cwd: ".".into(),
                 timeout_s: None,
                 network: false,
+                git: false,
                 sandbox: SandboxSummary {
                     mode: SandboxMode::WorkspaceWrite,
                     network: false,
+                    layers: Vec::new(),
                     note: None,
                 },
                 source: RunSource::Tool,

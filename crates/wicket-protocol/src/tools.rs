@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// have none by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub network: bool,
+    /// Ask to write .git (needed for git commit, checkout, branch; the
+    /// person sees it on the card); .git is read-only by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub git: bool,
 }
 
 /// One call of one of the six tools, parsed from the model's JSON at the edge.

@@ -556,9 +556,11 @@ function renderCard(item) {
     card.append(el("div", "note", "in " + visible(event.cwd || ".")));
     if (event.timeout_s) card.append(el("div", "note", `timeout ${event.timeout_s} s`));
     if (event.network) card.append(el("div", "note warn", "network: asked for"));
+    if (event.git) card.append(el("div", "note warn", "git: may change .git: commits, branches, hooks, config that git runs later"));
     if (event.sandbox) {
       const warn = event.sandbox.mode === "off" || event.sandbox.mode === "unavailable";
       card.append(el("div", warn ? "note warn sandbox" : "note sandbox", sandboxLine(event.sandbox)));
+      for (const layer of event.sandbox.layers || []) card.append(el("div", "note layer", "· " + visible(layer)));
     }
   }
   const buttons = el("div", "buttons");

@@ -775,10 +775,19 @@ fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
     if let Some(note) = &run.sandbox.note {
         sandbox.push_str(&format!(" ({})", visible_line(note)));
     }
+    if run.git {
+        lines.push(Line::styled(
+            format!("git      {}", wicket_protocol::GIT_WRITE_WARNING),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
     lines.push(Line::styled(
         sandbox,
         Style::new().fg(if warn { Color::Red } else { Color::Reset }),
     ));
+    for layer in &run.sandbox.layers {
+        lines.push(Line::from(format!("         · {}", visible_line(layer))));
+    }
     lines
 }
 
@@ -874,9 +883,11 @@ mod tests {
                 cwd: ".".into(),
                 timeout_s: Some(300),
                 network: false,
+                git: false,
                 sandbox: SandboxSummary {
                     mode: SandboxMode::WorkspaceWrite,
                     network: false,
+                    layers: Vec::new(),
                     note: None,
                 },
                 source: RunSource::Tool,

@@ -53,12 +53,12 @@ fn a_command_writes_only_the_workspace_and_its_own_tmpdir() {
     assert!(stdout.contains("tmpdir-ok"), "{result:#}");
     assert_eq!(f.read("inside.txt"), "in\n");
     assert!(!home.join("x").exists());
+    // The command's /tmp is its own: what it wrote there never reaches the host's.
     assert!(!outside_tmp.exists());
     assert!(!f.outside.join("x").exists());
-    assert_eq!(stderr.matches("Permission denied").count(), 4, "{stderr}");
-    // The private TMPDIR is gone with the command.
-    let tmpdir = stdout.lines().next().unwrap_or_default();
-    assert!(!tmpdir.is_empty());
+    // The fixture lies in /tmp, which the command sees as its own empty
+    // tmpfs: the outside folders are not even there.
+    assert_eq!(stderr.matches("cannot create").count(), 3, "{stderr}");
 }
 
 #[test]
@@ -88,14 +88,323 @@ fn wicket_home_and_denied_paths_cannot_be_read() {
         stdout.contains("alpha"),
         "the workspace is readable: {result:#}"
     );
+    let stderr = result["stderr"].as_str().unwrap();
+    assert_eq!(stderr.matches("cat: ").count(), 2, "{result:#}");
+}
+
+/// A workspace that holds `$WICKET_HOME` and a denied folder (as `$HOME`
+/// does when Wicket starts there): neither can be read or written.
+#[test]
+fn wicket_home_and_a_denied_folder_inside_the_workspace_are_hidden() {
+    let f = Fixture::new();
+    let home = f.ws.join(".local/share/wicket");
+    let secrets = f.ws.join(".ssh");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!("[sandbox]\ndeny_read = [\"{}\"]\n", secrets.display()),
+    )
+    .unwrap();
+    std::fs::write(secrets.join("id_ed25519"), "PRIVATE KEY").unwrap();
+    let script = "cat .local/share/wicket/config.toml; cat .ssh/id_ed25519; \
+        echo '[sandbox]' >> .local/share/wicket/config.toml; echo k > .ssh/authorized_keys; \
+        mkdir -p .local/share/wicket/sessions/x && echo made; echo ok > src.txt";
+    let (out, code) = f
+        .command(
+            "run",
+            &json!({"argv": ["sh", "-c", script]}).to_string(),
+            &["--answers", "allow_once"],
+        )
+        .env("WICKET_HOME", &home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map(|output| (lines(&output), output.status.code()))
+        .unwrap();
+    assert_eq!(code, Some(0), "{out:#?}");
+    let result = out.last().unwrap();
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(
+        !stdout.contains("PRIVATE") && !stdout.contains("deny_read"),
+        "{result:#}"
+    );
+    assert!(!stdout.contains("made"), "{result:#}");
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.toml")).unwrap(),
+        format!("[sandbox]\ndeny_read = [\"{}\"]\n", secrets.display())
+    );
+    assert!(!secrets.join("authorized_keys").exists());
+    assert!(!home.join("sessions/x").exists());
+    assert_eq!(
+        f.read("src.txt"),
+        "ok\n",
+        "the rest of the workspace is writable"
+    );
+}
+
+#[test]
+fn git_and_wicket_folders_are_read_only_unless_the_card_said_git() {
+    let f = Fixture::new();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&f.ws)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "first"]);
+    std::fs::create_dir_all(f.ws.join(".wicket")).unwrap();
+    std::fs::create_dir_all(f.ws.join("src")).unwrap();
+    let config_before = std::fs::read_to_string(f.ws.join(".git/config")).unwrap();
+    let script = "echo x > .git/hooks/x; echo '[core] fsmonitor = evil' >> .git/config; \
+        echo 'model = \"x\"' > .wicket/config.toml; echo x > src/x && echo src-ok";
+    let result = sandboxed(&f, script, &[]);
+    assert!(
+        result["stdout"].as_str().unwrap().contains("src-ok"),
+        "{result:#}"
+    );
     assert_eq!(
         result["stderr"]
             .as_str()
             .unwrap()
-            .matches("Permission denied")
+            .matches("Read-only file system")
             .count(),
-        2,
+        3,
         "{result:#}"
+    );
+    assert!(!f.ws.join(".git/hooks/x").exists());
+    assert!(!f.ws.join(".wicket/config.toml").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join(".git/config")).unwrap(),
+        config_before
+    );
+    // A commit needs .git: asked for, and the card says so.
+    let commit = json!({"argv": ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "second"], "git": true});
+    std::fs::write(f.ws.join("a.txt"), "changed\n").unwrap();
+    let (out, code) = f.tool("run", &commit.to_string(), &["--answers", "allow_once"]);
+    assert_eq!(code, 0, "{out:#?}");
+    assert_eq!(out[0]["git"], true, "{:#}", out[0]);
+    let layers = out[0]["sandbox"]["layers"].to_string();
+    assert!(layers.contains(".git too"), "{layers}");
+    assert_eq!(out[1]["exit_code"], 0, "{:#}", out[1]);
+    let log = std::process::Command::new("git")
+        .args(["log", "--oneline"])
+        .current_dir(&f.ws)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 2);
+    // Without it, the same commit cannot write .git.
+    std::fs::write(f.ws.join("a.txt"), "again\n").unwrap();
+    let (out, _) = f.tool(
+        "run",
+        &json!({"argv": commit["argv"]}).to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_ne!(out[1]["exit_code"], 0, "{:#}", out[1]);
+}
+
+#[test]
+fn git_is_its_own_allow_session_key() {
+    let f = Fixture::new();
+    let ask = |git: bool, answer: &str| {
+        f.tool(
+            "run",
+            &json!({"argv": ["true"], "git": git}).to_string(),
+            &["--session", "git", "--answers", answer],
+        )
+        .0
+    };
+    assert_eq!(
+        ask(false, "allow_session").len(),
+        2,
+        "a card, then the result"
+    );
+    assert_eq!(
+        ask(false, "deny").len(),
+        1,
+        "allowed for the session: no card"
+    );
+    let with_git = ask(true, "deny");
+    assert_eq!(with_git.len(), 2, "the same argv with git asks again");
+    assert_eq!(with_git[1]["error"]["kind"], "denied");
+}
+
+/// A UNIX socket the test listens on, in `folder`; the command tries it.
+fn unix_socket_reached(f: &Fixture, folder: &std::path::Path, network: bool) -> Value {
+    std::fs::create_dir_all(folder).unwrap();
+    let path = folder.join(format!("{}.sock", marker("s")));
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let code = python(&format!(
+        "import socket\ntry:\n  s = socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"unix-connected\")\nexcept OSError as e: print(\"unix-refused\", e)",
+        path.display()
+    ));
+    let (out, code) = f.tool(
+        "run",
+        &json!({"argv": ["sh", "-c", code], "network": network}).to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:#?}");
+    let accepted = listener.accept().is_ok();
+    let result = out.last().unwrap().clone();
+    let connected = result["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("unix-connected");
+    assert_eq!(accepted, connected, "{result:#}");
+    result
+}
+
+#[test]
+fn no_unix_socket_outside_is_reachable_without_network() {
+    let f = Fixture::new();
+    // /tmp is the command's own; a folder under the real $HOME is visible
+    // to it, so there only the seccomp filter holds the socket.
+    let tmp = std::env::temp_dir().join(marker("sockets"));
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(marker("sockets"));
+    for folder in [&tmp, &home] {
+        let result = unix_socket_reached(&f, folder, false);
+        std::fs::remove_dir_all(folder).unwrap();
+        assert!(
+            result["stdout"].as_str().unwrap().contains("unix-refused"),
+            "{folder:?}: {result:#}"
+        );
+    }
+    let result = unix_socket_reached(&f, &home, true);
+    std::fs::remove_dir_all(&home).unwrap();
+    assert!(
+        result["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("unix-connected"),
+        "with network: {result:#}"
+    );
+}
+
+#[test]
+fn proc_shows_only_the_commands_own_processes() {
+    let f = Fixture::new();
+    let marker = marker("visible");
+    // A host process and a host socket, both named by the marker.
+    let mut outside = std::process::Command::new("python3")
+        .args(["-c", "import time; time.sleep(30)", &marker])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = f.outside.join(format!("{marker}.sock"));
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || std::fs::read_to_string(format!(
+            "/proc/{}/cmdline",
+            outside.id()
+        ))
+        .is_ok_and(|cmdline| cmdline.contains(&marker))),
+        "the host process is not up"
+    );
+    // The script names the marker in two halves, so no command line in
+    // the jail holds it whole.
+    let (head, tail) = marker.split_at(8);
+    let result = sandboxed(
+        &f,
+        &format!(
+            "a={head}; b={tail}; grep -l \"$a$b\" /proc/[0-9]*/cmdline /proc/net/unix; ls /proc | grep -c '^[0-9]'"
+        ),
+        &[],
+    );
+    outside.kill().unwrap();
+    outside.wait().unwrap();
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("/proc/"), "{result:#}");
+    let count: usize = stdout.trim().parse().unwrap();
+    assert!(count <= 5, "{count} processes visible: {result:#}");
+}
+
+#[test]
+fn an_inherited_descriptor_cannot_be_written() {
+    let f = Fixture::new();
+    let target = f.outside.join("fd7.txt");
+    let script = format!(
+        "exec {} tool run '{{\"argv\":[\"sh\",\"-c\",\"echo leaked >&7 || echo fd7-closed\"]}}' --workspace {} --answers allow_once 7>>{}",
+        env!("CARGO_BIN_EXE_wicket"),
+        f.ws.display(),
+        target.display()
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("WICKET_HOME", &f.home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = lines(&output);
+    assert!(
+        out.last().unwrap()["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("fd7-closed"),
+        "{out:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
+}
+
+#[test]
+fn a_fork_loop_stops_below_max_processes() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[sandbox]\nmax_processes = 64\n",
+    )
+    .unwrap();
+    let script = python(
+        "import os, signal, time\nchildren = []\nfor _ in range(300):\n  try:\n    pid = os.fork()\n  except OSError: break\n  if pid == 0:\n    time.sleep(30); os._exit(0)\n  children.append(pid)\nprint(len(children))\nfor pid in children: os.kill(pid, signal.SIGKILL)",
+    );
+    let (out, code) = f.tool(
+        "run",
+        &json!({"argv": ["sh", "-c", script], "timeout_s": 60}).to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:#?}");
+    let layers = out[0]["sandbox"]["layers"].to_string();
+    assert!(layers.contains("at most 64 processes"), "{layers}");
+    let result = out.last().unwrap();
+    let stdout = result["stdout"].as_str().unwrap();
+    let forked: usize = stdout.trim().parse().unwrap_or(usize::MAX);
+    // sh, python and the launcher's init count too.
+    assert!(
+        (1..64).contains(&forked),
+        "{forked} forks went through: {result:#}"
+    );
+}
+
+#[test]
+fn the_environment_is_an_allowlist_and_env_pass_adds_to_it() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[sandbox]\nenv_pass = [\"WICKET_TEST_PASSED\"]\n",
+    )
+    .unwrap();
+    let output = f
+        .command("run", r#"{"argv":["env"]}"#, &["--answers", "allow_once"])
+        .env("GITHUB_TOKEN", "ghp-SECRET")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-SECRET")
+        .env("SSH_AUTH_SOCK", "/tmp/agent.sock")
+        .env("WICKET_TEST_PASSED", "yes")
+        .env("LC_TIME", "C")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = lines(&output);
+    let env = out[1]["stdout"].as_str().unwrap();
+    assert!(env.contains("WICKET_TEST_PASSED=yes"), "{env}");
+    assert!(env.contains("LC_TIME=C") && env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains("SECRET") && !env.contains("SSH_AUTH_SOCK"),
+        "{env}"
     );
 }
 
@@ -244,37 +553,42 @@ fn a_stop_hook_runs_under_the_same_sandbox_and_without_provider_keys() {
 }
 
 #[test]
-fn no_provider_key_reaches_a_command() {
+fn no_provider_key_reaches_a_command_even_when_env_pass_names_it() {
     let f = Fixture::new();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[sandbox]\nenv_pass = [\"OPENAI_API_KEY\"]\n",
+    )
+    .unwrap();
     let output = f
         .command("run", r#"{"argv":["env"]}"#, &["--answers", "allow_once"])
         .env("OPENAI_API_KEY", "sk-openai-SECRET")
         .env("ANTHROPIC_API_KEY", "sk-ant-SECRET")
         .env("OPENROUTER_API_KEY", "sk-or-SECRET")
-        .env("WICKET_TEST_VISIBLE", "yes")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let out = lines(&output);
     let env = out[1]["stdout"].as_str().unwrap();
-    assert!(
-        env.contains("WICKET_TEST_VISIBLE=yes"),
-        "the environment is passed on: {env}"
-    );
+    assert!(env.contains("PATH="), "{out:#?}");
     assert!(!env.contains("SECRET"), "{env}");
 }
 
 #[test]
-fn the_private_tmpdir_is_removed_afterwards() {
+fn the_private_tmp_is_gone_with_the_command() {
     let f = Fixture::new();
-    let result = sandboxed(&f, "echo \"$TMPDIR\"; touch \"$TMPDIR/left\"", &[]);
-    let tmpdir = result["stdout"].as_str().unwrap().trim().to_string();
-    assert!(tmpdir.contains("wicket-run-"), "{result:#}");
-    assert!(
-        wait_until(Duration::from_secs(5), || !std::path::Path::new(&tmpdir)
-            .exists()),
-        "{tmpdir} is still there"
+    let name = marker("left");
+    let result = sandboxed(
+        &f,
+        &format!("echo \"$TMPDIR\"; touch \"$TMPDIR/{name}\" /tmp/{name}-2 && echo made"),
+        &[],
     );
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(stdout.contains("made"), "{result:#}");
+    let tmpdir = stdout.lines().next().unwrap();
+    assert_eq!(tmpdir, "/tmp", "{result:#}");
+    assert!(!std::env::temp_dir().join(&name).exists());
+    assert!(!std::env::temp_dir().join(format!("{name}-2")).exists());
 }
 
 /// The kernel must give what the tests above rely on; if this fails, the
@@ -306,5 +620,49 @@ fn this_kernel_sandboxes_commands() {
     let found: Value = serde_json::from_str(&text).unwrap();
     assert!(found["landlock_abi"].as_u64().unwrap_or(0) >= 4, "{found}");
     assert_eq!(found["namespaces"], true, "{found}");
+    assert_eq!(found["mounts"], true, "{found}");
+    assert_eq!(found["seccomp"], true, "{found}");
+    // Root is not held to RLIMIT_NPROC: the fork test needs a cgroup then.
+    assert!(found["cgroup"] == true || found["root"] == false, "{found}");
     let _ = std::io::stdout().flush();
+}
+
+/// What a command tries against the terminal: TIOCSTI on `/dev/tty` and on
+/// every pty it can find, typing `keys`. It reports each attempt.
+fn tiocsti(keys: &str) -> String {
+    python(&format!(
+        "import fcntl, glob, os, termios\nfor path in [\"/dev/tty\"] + glob.glob(\"/dev/pts/*\"):\n  try:\n    fd = os.open(path, os.O_RDWR)\n    for c in {keys:?}: fcntl.ioctl(fd, termios.TIOCSTI, c.encode())\n    print(\"typed-\" + \"into\", path)\n  except OSError as e: print(\"refused\", path, e)"
+    ))
+}
+
+#[test]
+fn a_command_cannot_type_into_the_persons_terminal() {
+    let f = Fixture::new();
+    let marker = marker("typed");
+    let args = f.root.join("tiocsti.json");
+    std::fs::write(
+        &args,
+        json!({"argv": ["sh", "-c", tiocsti(&format!("touch {marker}\n"))]}).to_string(),
+    )
+    .unwrap();
+    // Wicket on a real terminal, as a person runs it; the card is answered there.
+    let mut pty = wicket_test_support::pty::Pty::spawn(
+        &format!(
+            "{} tool run @{} --workspace {}; sleep 1",
+            env!("CARGO_BIN_EXE_wicket"),
+            args.display(),
+            f.ws.display()
+        ),
+        &[
+            ("WICKET_HOME", f.home.as_os_str()),
+            ("NO_COLOR", std::ffi::OsStr::new("1")),
+        ],
+    );
+    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.send("o\n");
+    pty.expect(r#""type":"result""#);
+    let (_, shown) = pty.finish();
+    assert!(shown.contains("refused /dev/tty"), "{shown}");
+    assert!(!shown.contains("typed-into"), "{shown}");
+    assert!(!f.ws.join(&marker).exists() && !std::path::Path::new(&marker).exists());
 }

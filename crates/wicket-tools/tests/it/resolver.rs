@@ -465,6 +465,7 @@ fn run_cwd_through_a_link_out_is_refused() {
         cwd: Some("out".into()),
         timeout_s: None,
         network: false,
+        git: false,
     };
     assert_eq!(
         kind(wicket_tools::tools::run::validate(

@@ -20,6 +20,7 @@ fn args(argv: &[&str], timeout_s: Option<u64>) -> RunArgs {
         cwd: None,
         timeout_s,
         network: false,
+        git: false,
     }
 }
 
@@ -29,7 +30,7 @@ fn run_with(
     cancel: &Cancel,
 ) -> Result<RunOutput, wicket_tools::Error> {
     let dir = validate(tools.workspace(), args)?;
-    tools.run(args, &dir, Confine::None, cancel)
+    tools.run(args, &dir, Confine::none(), cancel)
 }
 
 fn run(tools: &Tools, argv: &[&str], timeout_s: Option<u64>) -> RunOutput {
