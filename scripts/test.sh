@@ -30,6 +30,13 @@ command -v npm >/dev/null || need "the browser and MCP tests need Node.js with n
 # their package-lock.json files pin.
 (cd tests/mcp && npm ci --no-audit --no-fund --silent)
 (cd tests/acp && npm ci --no-audit --no-fund --silent)
+# mcp-server-git (a real git MCP server, for the jail's write_git), in a
+# venv of its own, at the versions requirements.txt pins.
+command -v python3 >/dev/null || need "the MCP tests need Python 3: run 'sudo apt-get install python3 python3-venv'"
+if [ ! -x tests/mcp/.venv/bin/mcp-server-git ]; then
+  python3 -m venv tests/mcp/.venv
+  tests/mcp/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
+fi
 
 cargo nextest run --workspace --locked --profile ci
 cargo build --locked -p wicket-cli

@@ -547,7 +547,9 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         anyhow::ensure!(status.success(), "true failed");
         Ok(())
     })?;
-    spawn::install_launcher(wicket_exe);
+    // What `wicket` itself installs: the small launcher beside it.
+    let small = wicket_exe.with_file_name("wicket-launch");
+    spawn::install_launcher(small.clone());
     let start = |confine: Confine| -> Result<()> {
         let spec = Spec {
             confine,
@@ -576,25 +578,128 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     };
     let sandboxed = median(50, || start(Confine::sandbox(policy.clone())))?;
     let available = wicket_os::sandbox::availability();
-    for (name, took) in [
-        ("run true: through the launcher, unconfined", unconfined),
+    let mut measured = vec![
         (
-            "run true: sandboxed (user+pid+net namespaces, Landlock)",
+            "run true: through the launcher, unconfined".to_string(),
+            unconfined,
+        ),
+        (
+            format!(
+                "run true: sandboxed, every layer [Landlock ABI {}, mounts {}, seccomp {}, cgroup {}]",
+                available.landlock_abi.unwrap_or(0),
+                available.mounts,
+                available.seccomp,
+                available.cgroup
+            ),
             sandboxed,
         ),
-    ] {
+    ];
+    measured.extend(layer_by_layer(&small, &ws, &policy, false)?);
+    measured.extend(layer_by_layer(&wicket_exe, &ws, &policy, true)?);
+    for (name, took) in measured {
         rows.push(Row {
-            name: format!(
-                "{name} [Landlock ABI {}, namespaces {}]",
-                available.landlock_abi.unwrap_or(0),
-                available.namespaces
-            ),
+            name,
             wicket: format!("{} (+{})", ms(took), ms(took.saturating_sub(direct))),
             reference: format!("direct {}", ms(direct)),
             ratio: Some(took.as_secs_f64() / direct.as_secs_f64()),
         });
     }
     Ok(())
+}
+
+/// The launcher (`exe`) started by hand with one layer more each time, so
+/// the table says where its time goes: what `wicket_os::spawn` would ask of
+/// it, minus the layers not yet added. `only_all`: just the last row, for
+/// the comparison with the big binary.
+fn layer_by_layer(
+    exe: &std::path::Path,
+    ws: &std::path::Path,
+    policy: &wicket_os::sandbox::Policy,
+    only_all: bool,
+) -> Result<Vec<(String, Duration)>> {
+    use wicket_os::sandbox::Launch;
+    let name = exe
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let home = std::env::temp_dir().join("wicket-bench-home");
+    std::fs::create_dir_all(&home)?;
+    let base = Launch {
+        parent: std::process::id(),
+        policy: None,
+        isolate: false,
+        mounts: false,
+        seccomp: false,
+        cgroup: false,
+        protect: Vec::new(),
+    };
+    let sandboxed = Launch {
+        policy: Some(policy.clone()),
+        ..base.clone()
+    };
+    let steps = [
+        ("layers: setsid, closed fds, PDEATHSIG, exec", base.clone()),
+        (
+            "layers: + $WICKET_HOME read-only (mode = off)",
+            Launch {
+                mounts: true,
+                protect: vec![home],
+                ..base.clone()
+            },
+        ),
+        ("layers: Landlock only, no namespaces", sandboxed.clone()),
+        (
+            "layers: + user, PID and network namespaces",
+            Launch {
+                isolate: true,
+                ..sandboxed.clone()
+            },
+        ),
+        (
+            "layers: + mount namespace",
+            Launch {
+                isolate: true,
+                mounts: true,
+                ..sandboxed.clone()
+            },
+        ),
+        (
+            "layers: + seccomp",
+            Launch {
+                isolate: true,
+                mounts: true,
+                seccomp: true,
+                ..sandboxed.clone()
+            },
+        ),
+        (
+            "layers: + cgroup (all of them)",
+            Launch {
+                isolate: true,
+                mounts: true,
+                seccomp: true,
+                cgroup: true,
+                ..sandboxed
+            },
+        ),
+    ];
+    let mut measured = Vec::new();
+    let skip = if only_all { steps.len() - 1 } else { 0 };
+    for (step, launch) in steps.into_iter().skip(skip) {
+        let label = format!("{name} {step}");
+        let took = median(50, || {
+            let status = Command::new(exe)
+                .arg(wicket_os::spawn::LAUNCH_ARG)
+                .arg(launch.to_arg())
+                .args(["--", "true"])
+                .current_dir(ws)
+                .status()?;
+            anyhow::ensure!(status.success(), "{label}: {status}");
+            Ok(())
+        })?;
+        measured.push((label, took));
+    }
+    Ok(measured)
 }
 
 /// Rebuilding the conversation a turn sends, for a session of 100,000

@@ -171,6 +171,17 @@ enum Command {
     },
 }
 
+/// The launcher every command starts through: `wicket-launch` beside this
+/// binary (small, so cheap to start twice per command), else this binary
+/// itself, which runs the same stages.
+fn launcher() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("wicket-launch"))
+        .filter(|path| std::fs::metadata(path).is_ok_and(|meta| meta.is_file()))
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
 fn main() -> ExitCode {
     // The sandbox launcher's stages run before anything else: a user
     // namespace can only be made by a process with one thread.
@@ -178,7 +189,7 @@ fn main() -> ExitCode {
     if let Some(code) = wicket_os::sandbox::dispatch(&args) {
         return ExitCode::from(code);
     }
-    wicket_os::spawn::install_launcher(PathBuf::from("/proc/self/exe"));
+    wicket_os::spawn::install_launcher(launcher());
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

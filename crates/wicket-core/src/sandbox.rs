@@ -293,3 +293,83 @@ mod tests {
         assert_eq!(policy.deny_read[0], Path::new("/home"));
     }
 }
+
+#[cfg(test)]
+mod layers {
+    use super::*;
+
+    fn layers_on(available: &Availability) -> (SandboxSummary, String) {
+        let summary = SandboxSettings::default().summary_with(available, Access::default());
+        let text = summary.layers.join("\n");
+        (summary, text)
+    }
+
+    #[test]
+    fn a_kernel_without_namespaces_says_what_is_missing_in_words() {
+        let landlock_only = Availability {
+            launcher: true,
+            landlock_abi: Some(3),
+            namespaces: false,
+            mounts: false,
+            seccomp: false,
+            cgroup: false,
+            root: true,
+        };
+        let (summary, text) = layers_on(&landlock_only);
+        assert_eq!(summary.mode, SandboxMode::WorkspaceWrite);
+        assert!(
+            !text.contains("mount namespace") && !text.contains("PID namespace"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the process count does not hold for root"),
+            "{text}"
+        );
+        let note = summary.note.unwrap_or_default();
+        for gap in [
+            "no PID or network namespace",
+            "cannot block TCP",
+            "no seccomp",
+            "no process limit",
+        ] {
+            assert!(note.contains(gap), "{gap}: {note}");
+        }
+    }
+
+    #[test]
+    fn every_layer_in_force_is_named() {
+        let full = Availability {
+            launcher: true,
+            landlock_abi: Some(7),
+            namespaces: true,
+            mounts: true,
+            seccomp: true,
+            cgroup: true,
+            root: false,
+        };
+        let (summary, text) = layers_on(&full);
+        assert_eq!(summary.note, None);
+        for layer in [
+            "no terminal",
+            "mount namespace",
+            "except .git and .wicket",
+            "Landlock (ABI 7)",
+            "no UNIX sockets",
+            "PID namespace",
+            "network namespace",
+            "by a cgroup",
+        ] {
+            assert!(text.contains(layer), "{layer}: {text}");
+        }
+        // The person turned it off: what still holds is said too.
+        let off = SandboxSettings {
+            mode: SandboxMode::Off,
+            ..SandboxSettings::default()
+        }
+        .summary_with(&full, Access::default());
+        assert!(
+            off.layers.join("\n").contains("$WICKET_HOME read-only"),
+            "{off:?}"
+        );
+    }
+}

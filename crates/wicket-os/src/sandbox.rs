@@ -1,5 +1,6 @@
-//! The sandbox launcher. The `wicket` binary re-executes itself with
-//! [`crate::spawn::LAUNCH_ARG`] as its first argument, and [`dispatch`],
+//! The sandbox launcher. Wicket starts its small sibling `wicket-launch`
+//! (or, without one, re-executes itself) with [`crate::spawn::LAUNCH_ARG`]
+//! as its first argument, and [`dispatch`],
 //! called first thing in `main` (before any thread exists: `unshare` of a
 //! user namespace needs a single-threaded process), runs one of:
 //!

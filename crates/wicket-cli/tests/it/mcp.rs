@@ -705,3 +705,62 @@ fn an_mcp_server_cannot_answer_a_card() {
     assert_eq!(code, Some(1), "the person's deny is the answer: {shown}");
     assert!(shown.contains(r#""kind":"denied""#), "{shown}");
 }
+
+/// A real git MCP server (mcp-server-git, from PyPI, in the venv
+/// scripts/test.sh makes): `.git` is read-only to it unless the person's
+/// own config says `write_git = true`.
+#[test]
+fn a_git_server_commits_only_with_write_git() {
+    let f = Fixture::new();
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/.venv/bin/mcp-server-git");
+    assert!(
+        server.exists(),
+        "mcp-server-git is not installed: run scripts/test.sh (it makes tests/mcp/.venv)"
+    );
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&f.ws)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.name", "t"]);
+    git(&["config", "user.email", "t@t"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "first"]);
+    std::fs::write(f.ws.join("a.txt"), "changed\n").unwrap();
+    let table = |write_git: bool| json!({"command": server, "args": ["--repository", &f.ws], "write_git": write_git});
+    home_config(&f, &[("git", table(false)), ("gitw", table(true))]);
+    let add = json!({"repo_path": &f.ws, "files": ["a.txt"]});
+    let (out, code) = call(
+        &f,
+        "git",
+        "git_add",
+        add.clone(),
+        &["--answers", "allow_once"],
+    );
+    let refused = out.last().unwrap().to_string();
+    assert_eq!(code, 1, "{out:#?}");
+    assert!(
+        refused.contains("index.lock': Read-only file system"),
+        "{refused}"
+    );
+    assert!(git(&["diff", "--cached", "--name-only"]).is_empty());
+    let (out, code) = call(&f, "gitw", "git_add", add, &["--answers", "allow_once"]);
+    assert_eq!(code, 0, "{out:#?}");
+    let commit = json!({"repo_path": &f.ws, "message": "second"});
+    let (out, code) = call(
+        &f,
+        "gitw",
+        "git_commit",
+        commit,
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:#?}");
+    assert_eq!(git(&["log", "--format=%s"]), "second\nfirst\n");
+}
