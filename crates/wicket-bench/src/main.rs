@@ -568,6 +568,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         workspace: ws.clone(),
         read_only: false,
         writable: Vec::new(),
+        visible: Vec::new(),
         deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
         network: false,
         write_git: false,

@@ -299,6 +299,14 @@ impl Printer {
     }
 
     fn print(&mut self, event: &Event) {
+        if let EventBody::Notice { message, .. } = &event.body {
+            // On stderr in every mode: a script reading --json sees it in the
+            // stream, and the person sees it either way.
+            eprintln!(
+                "wicket: notice: {}",
+                wicket_protocol::text::visible(message)
+            );
+        }
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
                 let mut out = std::io::stdout().lock();

@@ -41,7 +41,15 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
 
 fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
     let mut out = paint(
-        &format!("{tool} wants to write {}", visible_line(&write.path)),
+        &format!(
+            "{tool} wants to write {}{}",
+            visible_line(&write.path),
+            if write.outside {
+                " (outside the workspace)"
+            } else {
+                ""
+            }
+        ),
         BOLD,
         color,
     );
@@ -351,6 +359,7 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
                 format!(": {}", visible_line(message))
             }
         ),
+        EventBody::Notice { message, .. } => format!("notice: {}", visible(message)),
         EventBody::Error { message, .. } => format!("error: {}", visible(message)),
         EventBody::Unreadable { line, error } => {
             format!(
@@ -484,6 +493,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             visible_line(server),
             short(message, 400)
         ),
+        EventBody::Notice { message, .. } => format!("notice {}", short(message, 400)),
         EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
         EventBody::Unreadable { line, error } => {
             format!("unreadable line {line}: {}", visible_line(error))
@@ -507,6 +517,7 @@ mod tests {
                 diff,
                 diff_truncated: truncated,
                 digest: "absent".into(),
+                outside: false,
             }),
         }
     }

@@ -97,6 +97,8 @@ struct FileSandbox {
     deny_read: Option<Vec<PathBuf>>,
     #[serde(default)]
     extra_write: Vec<PathBuf>,
+    #[serde(default)]
+    extra_read: Vec<PathBuf>,
     required: Option<bool>,
     env_pass: Option<Vec<String>>,
     max_processes: Option<u64>,
@@ -195,6 +197,20 @@ pub struct Config {
     /// `[mcp_servers.NAME]`: the home config's, then the workspace's
     /// (untrusted; a name the home config uses stays the home's).
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
+    /// What of the workspace's config was ignored, and why: a repository's
+    /// config never stops Wicket, it is only not obeyed.
+    pub notices: Vec<ConfigNotice>,
+}
+
+/// A part of a workspace's config that was ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigNotice {
+    /// The file.
+    pub file: String,
+    /// The key or table (`model`, `[sandbox]`), or `None` for the whole file.
+    pub key: Option<String>,
+    /// What was ignored, why, and how to have it if the person wants it.
+    pub message: String,
 }
 
 /// A skill folder from a config.
@@ -226,6 +242,7 @@ impl Default for Config {
             prices: Default::default(),
             limits: Limits::default(),
             mcp_servers: Vec::new(),
+            notices: Vec::new(),
         }
     }
 }
@@ -273,8 +290,17 @@ impl Config {
         if let Some(file) = read_home(&home_path)? {
             config.apply_home(file, &home_path)?;
         }
-        if let Some(file) = read_workspace(workspace)? {
-            config.apply_workspace(file, &workspace.join(WORKSPACE_CONFIG))?;
+        let path = workspace.join(WORKSPACE_CONFIG);
+        match read_workspace(workspace) {
+            Ok(Some(file)) => config.apply_workspace(file, &path),
+            Ok(None) => {}
+            Err(error) => config.notices.push(ConfigNotice {
+                file: path.display().to_string(),
+                key: None,
+                message: format!(
+                    "ignored the workspace's config: {error}. Wicket runs with your own config alone"
+                ),
+            }),
         }
         Ok(config)
     }
@@ -359,24 +385,50 @@ impl Config {
         info
     }
 
-    fn apply_workspace(&mut self, mut file: FileConfig, path: &Path) -> Result<()> {
-        if file.providers.is_some() {
-            return Err(config_error(
-                path,
-                "[providers] may be set only in $WICKET_HOME/config.toml: a workspace's config could send your API key to another host",
-            ));
+    fn apply_workspace(&mut self, mut file: FileConfig, path: &Path) {
+        let mut ignore = |key: &str, why: &str, instead: &str| {
+            self.notices.push(ConfigNotice {
+                file: path.display().to_string(),
+                key: Some(key.to_string()),
+                message: format!("ignored {key} in {}: {why}. {instead}", path.display()),
+            });
+        };
+        if let Some(model) = file.model.take() {
+            ignore(
+                "model",
+                "a repository's config cannot choose the model (who receives your code, and what it costs)",
+                &format!(
+                    "To use it, pass --model {} or set model in $WICKET_HOME/config.toml",
+                    wicket_protocol::text::visible_line(&model)
+                ),
+            );
         }
-        if file.sandbox.is_some() {
-            return Err(config_error(
-                path,
-                "[sandbox] may be set only in $WICKET_HOME/config.toml: a workspace's config can never loosen the sandbox",
-            ));
+        if file.providers.take().is_some() {
+            ignore(
+                "[providers]",
+                "a repository's config could send your API key to another host",
+                "Set providers in $WICKET_HOME/config.toml",
+            );
         }
-        if file.models.is_some() || file.prices.is_some() || file.limits.is_some() {
-            return Err(config_error(
-                path,
-                "[models], [prices] and [limits] may be set only in $WICKET_HOME/config.toml: they decide what you pay",
-            ));
+        if file.sandbox.take().is_some() {
+            ignore(
+                "[sandbox]",
+                "a repository's config can never loosen (or change) the sandbox",
+                "Set it in $WICKET_HOME/config.toml",
+            );
+        }
+        for (key, present) in [
+            ("[models]", file.models.take().is_some()),
+            ("[prices]", file.prices.take().is_some()),
+            ("[limits]", file.limits.take().is_some()),
+        ] {
+            if present {
+                ignore(
+                    key,
+                    "it decides what you pay, so only your own config may set it",
+                    "Set it in $WICKET_HOME/config.toml",
+                );
+            }
         }
         for dir in std::mem::take(&mut file.skill_dirs) {
             let escapes = dir.is_absolute()
@@ -384,25 +436,35 @@ impl Config {
                     .components()
                     .any(|c| matches!(c, std::path::Component::ParentDir));
             if escapes {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "skill_dirs entry '{}' must be a folder inside the workspace, given relative to it",
+                ignore(
+                    "skill_dirs",
+                    &format!(
+                        "the entry '{}' is not a folder inside the workspace, given relative to it",
                         dir.display()
                     ),
-                ));
+                    "Give it relative to the workspace",
+                );
+                continue;
             }
             self.skill_dirs.push(SkillDir::Workspace(dir));
         }
         if let Some(servers) = file.mcp_servers.take() {
-            for spec in crate::mcp::server_specs(servers, Owner::Workspace, path)? {
-                if !self.mcp_servers.iter().any(|home| home.name == spec.name) {
-                    self.mcp_servers.push(spec);
+            match crate::mcp::server_specs(servers, Owner::Workspace, path) {
+                Ok(specs) => {
+                    for spec in specs {
+                        if !self.mcp_servers.iter().any(|home| home.name == spec.name) {
+                            self.mcp_servers.push(spec);
+                        }
+                    }
                 }
+                Err(error) => ignore(
+                    "[mcp_servers]",
+                    &error.to_string(),
+                    "Fix the table, or declare the server in $WICKET_HOME/config.toml",
+                ),
             }
         }
         self.apply_common(file, Owner::Workspace);
-        Ok(())
     }
 
     /// The keys both files may set.
@@ -516,6 +578,36 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         }
         settings.extra_write.push(expanded);
     }
+    for entry in file.extra_read {
+        let expanded = expand_home(&entry);
+        let real = std::fs::canonicalize(&expanded)
+            .ok()
+            .filter(|_| expanded.is_absolute());
+        let Some(real) = real else {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] extra_read entry '{}' must be an existing absolute path",
+                    entry.display()
+                ),
+            ));
+        };
+        let hidden = home.iter().chain(settings.deny_read.iter()).any(|secret| {
+            let secret = std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone());
+            real.starts_with(&secret) || secret.starts_with(&real)
+        });
+        if hidden {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] extra_read entry '{}' would show a command what the sandbox hides \
+                     ($WICKET_HOME or a deny_read path); choose a folder that holds neither",
+                    entry.display()
+                ),
+            ));
+        }
+        settings.extra_read.push(expanded);
+    }
     for name in file.env_pass.unwrap_or_default() {
         let valid = name
             .chars()
@@ -606,7 +698,17 @@ timeout_s = 300
 "#,
         );
         let config = Config::load(&home, &ws).unwrap();
-        assert_eq!(config.model.as_deref(), Some("anthropic:claude-sonnet-4-5"));
+        // The repository's model is ignored, and the person told how to use it.
+        assert_eq!(config.model.as_deref(), Some("openai:gpt-4o"));
+        assert_eq!(config.notices.len(), 1, "{:?}", config.notices);
+        assert_eq!(config.notices[0].key.as_deref(), Some("model"));
+        assert!(
+            config.notices[0]
+                .message
+                .contains("--model anthropic:claude-sonnet-4-5"),
+            "{:?}",
+            config.notices
+        );
         assert_eq!(config.step_limit, 10);
         assert_eq!(
             config.openai_base_url.as_deref(),
@@ -652,24 +754,56 @@ timeout_s = 300
         assert!(error.contains("unknown field `timeout`"), "{error}");
     }
 
-    #[test]
-    fn a_workspace_may_not_redirect_providers_or_loosen_the_sandbox() {
+    /// The notices a workspace config `text` gets, as (key, message).
+    fn notices_of(text: &str) -> (Config, Vec<(Option<String>, String)>) {
         let dir = tempfile::tempdir().unwrap();
         let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
-        write(
-            &ws.join(".wicket/config.toml"),
-            "[providers.openai]\nbase_url = \"https://elsewhere.example\"\n",
+        write(&ws.join(".wicket/config.toml"), text);
+        let config = Config::load(&home, &ws).unwrap();
+        let notices = config
+            .notices
+            .iter()
+            .map(|notice| (notice.key.clone(), notice.message.clone()))
+            .collect();
+        (config, notices)
+    }
+
+    #[test]
+    fn a_workspace_cannot_redirect_providers_or_touch_the_sandbox_and_cannot_stop_wicket() {
+        let (config, notices) =
+            notices_of("[providers.openai]\nbase_url = \"https://elsewhere.example\"\n");
+        assert_eq!(config.openai_base_url, None);
+        assert_eq!(notices[0].0.as_deref(), Some("[providers]"));
+        assert!(notices[0].1.contains("API key"), "{notices:?}");
+        let (config, notices) = notices_of("[sandbox]\nmode = \"off\"\n");
+        assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert_eq!(notices[0].0.as_deref(), Some("[sandbox]"));
+        assert!(notices[0].1.contains(".wicket/config.toml"), "{notices:?}");
+        for text in [
+            "[models.\"x:y\"]\ncontext_window = 1\n",
+            "[prices.\"x:y\"]\ninput = 0.0\noutput = 0.0\n",
+            "[limits]\nmax_tokens_per_turn = 1\n",
+        ] {
+            let (_, notices) = notices_of(text);
+            assert!(notices[0].1.contains("what you pay"), "{notices:?}");
+        }
+        let (config, notices) = notices_of("skill_dirs = [\"/etc\", \"ok\"]\n");
+        assert_eq!(
+            config.skill_dirs,
+            vec![SkillDir::Workspace(PathBuf::from("ok"))]
         );
-        assert!(error_of(&home, &ws).contains("API key"));
-        write(
-            &ws.join(".wicket/config.toml"),
-            "[sandbox]\nmode = \"off\"\n",
+        assert!(notices[0].1.contains("inside the workspace"), "{notices:?}");
+        let (_, notices) = notices_of("skill_dirs = [\"../x\"]\n");
+        assert!(notices[0].1.contains("inside the workspace"), "{notices:?}");
+        // Not even a broken file stops Wicket: the whole file is ignored.
+        let (config, notices) = notices_of("model = \"x:y\"\n[[[broken\n");
+        assert_eq!((config.model, notices[0].0.clone()), (None, None));
+        assert!(
+            notices[0].1.contains("ignored the workspace's config"),
+            "{notices:?}"
         );
-        assert!(error_of(&home, &ws).contains("never loosen the sandbox"));
-        write(&ws.join(".wicket/config.toml"), "skill_dirs = [\"/etc\"]\n");
-        assert!(error_of(&home, &ws).contains("inside the workspace"));
-        write(&ws.join(".wicket/config.toml"), "skill_dirs = [\"../x\"]\n");
-        assert!(error_of(&home, &ws).contains("inside the workspace"));
+        let (_, notices) = notices_of("modle = \"x:y\"\n");
+        assert!(notices[0].1.contains("modle"), "{notices:?}");
     }
 
     #[test]
@@ -683,7 +817,13 @@ timeout_s = 300
             ws.join(".wicket/config.toml"),
         )
         .unwrap();
-        assert!(error_of(&home, &ws).contains("leaves the workspace"));
+        let config = Config::load(&home, &ws).unwrap();
+        assert_eq!(config.model, None);
+        assert!(
+            config.notices[0].message.contains("leaves the workspace"),
+            "{:?}",
+            config.notices
+        );
     }
 
     #[test]

@@ -548,6 +548,7 @@ impl<'a> Gate<'a> {
     ) -> Result<ToolOutput, WireError> {
         for _ in 0..STALE_RETRIES {
             let target = self.tools.plan_write(location, shown)?;
+            self.never_wicket_home(&target.absolute)?;
             let content = new_content(target.current.as_deref())?;
             let key = target.absolute.display().to_string();
             let asked_digest = digest(target.current.as_deref());
@@ -573,6 +574,7 @@ impl<'a> Gate<'a> {
                 // The answer was about the bytes the card showed; are they still
                 // there? If not, the answer (an allow_session too) is spent.
                 let now = self.tools.plan_write(location, shown)?;
+                self.never_wicket_home(&now.absolute)?;
                 let stale = now.absolute != target.absolute
                     || digest(now.current.as_deref()) != asked_digest;
                 self.log_answer(&card_id, answer, stale)?;
@@ -613,6 +615,25 @@ impl<'a> Gate<'a> {
         ))
     }
 
+    /// A write into `$WICKET_HOME` (its config, sessions, grants) is never
+    /// carded: one allow there could turn the sandbox off for good.
+    fn never_wicket_home(&self, absolute: &Path) -> Result<(), WireError> {
+        let home = std::fs::canonicalize(&self.confinement.home)
+            .unwrap_or_else(|_| self.confinement.home.clone());
+        if absolute.starts_with(&home) {
+            return Err(WireError::new(
+                ErrorKind::Forbidden,
+                format!(
+                    "{} lies in Wicket's own folder {} (its config, sessions and grants), \
+                     which no tool call may write; the person can edit it themselves",
+                    absolute.display(),
+                    home.display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn write_card(
         &self,
         tool: &str,
@@ -622,8 +643,9 @@ impl<'a> Gate<'a> {
         digest: &str,
     ) -> Card {
         let path = absolute.display().to_string();
-        let label = absolute
-            .strip_prefix(self.tools.workspace().root())
+        let inside = absolute.strip_prefix(self.tools.workspace().root());
+        let outside = inside.is_err();
+        let label = inside
             .map(|relative| relative.display().to_string())
             .unwrap_or_else(|_| path.clone());
         let cut = diff::for_card(diff::unified(&label, current, content));
@@ -636,6 +658,7 @@ impl<'a> Gate<'a> {
                 diff_bytes: cut.bytes,
                 diff_truncated: cut.truncated,
                 digest: digest.to_string(),
+                outside,
             }),
         }
     }

@@ -733,6 +733,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             model: info,
             limits: config.limits,
             mcp_servers: config.mcp_servers.clone(),
+            notices: config.notices.clone(),
         };
         Ok((chat, settings))
     })

@@ -21,6 +21,8 @@ pub struct SandboxSettings {
     pub deny_read: Vec<PathBuf>,
     /// Paths a command may write besides the workspace and its TMPDIR.
     pub extra_write: Vec<PathBuf>,
+    /// Paths shown read-only even under the jail's private `/tmp` or `/run`.
+    pub extra_read: Vec<PathBuf>,
     /// Refuse a command that cannot be confined.
     pub required: bool,
     /// Variables of Wicket's environment a command gets besides the allowlist.
@@ -63,6 +65,7 @@ impl Default for SandboxSettings {
                 .map(|home| DEFAULT_DENY_READ.iter().map(|p| home.join(p)).collect())
                 .unwrap_or_default(),
             extra_write: Vec::new(),
+            extra_read: Vec::new(),
             required: false,
             env_pass: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
@@ -224,6 +227,7 @@ impl SandboxSettings {
                         workspace: workspace.to_path_buf(),
                         read_only: summary.mode == SandboxMode::ReadOnly,
                         writable: self.extra_write.clone(),
+                        visible: self.extra_read.clone(),
                         deny_read,
                         network: summary.network,
                         write_git: access.git,

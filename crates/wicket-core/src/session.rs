@@ -338,6 +338,7 @@ impl Unfinished {
                 | EventBody::Retry { .. }
                 | EventBody::Compacted { .. }
                 | EventBody::Mcp { .. }
+                | EventBody::Notice { .. }
                 | EventBody::Error {
                     ends_turn: false, ..
                 }

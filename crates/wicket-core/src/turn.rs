@@ -49,6 +49,8 @@ pub struct Settings {
     pub limits: Limits,
     /// The MCP servers the session starts at its first turn.
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
+    /// What of the workspace's config was ignored: a `notice` each, at the turn's start.
+    pub notices: Vec<crate::config::ConfigNotice>,
 }
 
 /// Who answers for the person: cards and questions. `None` is a withdrawal
@@ -357,6 +359,7 @@ impl Rebuild {
             | EventBody::Interrupted { .. }
             | EventBody::Compacted { .. }
             | EventBody::Mcp { .. }
+            | EventBody::Notice { .. }
             | EventBody::Error { .. }
             | EventBody::Unreadable { .. } => {}
         }
@@ -685,6 +688,13 @@ impl Runner<'_> {
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
         self.log(EventBody::UserMessage { text: ask.into() });
+        for notice in &self.settings.notices {
+            self.log(EventBody::Notice {
+                message: notice.message.clone(),
+                file: Some(notice.file.clone()),
+                key: notice.key.clone(),
+            });
+        }
         history.push(Message::User { text: ask.into() });
         let _ = self.session.sync();
         let (system, warning) = system_prompt(self.tools.workspace(), &self.settings.skills);

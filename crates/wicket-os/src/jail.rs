@@ -308,11 +308,14 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
         None,
     )?;
     let workspace = hold(&policy.workspace)?;
-    let writable: Vec<(PathBuf, OwnedFd)> = policy
-        .writable
-        .iter()
-        .filter_map(|path| Some((path.clone(), hold(path).ok()?)))
-        .collect();
+    let held = |paths: &[PathBuf]| -> Vec<(PathBuf, OwnedFd)> {
+        paths
+            .iter()
+            .filter_map(|path| Some((path.clone(), hold(path).ok()?)))
+            .collect()
+    };
+    let writable = held(&policy.writable);
+    let visible = held(&policy.visible);
     let devices: Vec<(&str, OwnedFd)> = DEVICES
         .iter()
         .map(|name| Ok((*name, hold(&Path::new("/dev").join(name))?)))
@@ -328,6 +331,9 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     }
     minimal_dev(&devices)?;
     built.private.push(PathBuf::from("/dev/shm"));
+    for (path, fd) in &visible {
+        bind(&fd_path(fd), path, false)?;
+    }
     bind(&fd_path(&workspace), &policy.workspace, !policy.read_only)?;
     for (path, fd) in &writable {
         bind(&fd_path(fd), path, true)?;

@@ -71,6 +71,10 @@ pub struct Policy {
     pub read_only: bool,
     /// Folders or files writable besides the workspace (the private TMPDIR, `extra_write`).
     pub writable: Vec<PathBuf>,
+    /// Folders or files shown read-only even where the jail's private tmpfs
+    /// covers them (`extra_read`: a tool or server kept under /tmp).
+    #[serde(default)]
+    pub visible: Vec<PathBuf>,
     /// Paths that may not be read ($WICKET_HOME, `deny_read`).
     pub deny_read: Vec<PathBuf>,
     /// Whether the command may use the network.

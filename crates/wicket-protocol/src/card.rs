@@ -79,6 +79,9 @@ pub struct WriteCard {
     pub diff_truncated: bool,
     /// SHA-256 (hex) of the bytes on disk when the card went up, or "absent".
     pub digest: String,
+    /// True when the path lies outside the workspace (every front end says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside: bool,
 }
 
 /// What an outside read reaches: a file's bytes, a folder's names, or

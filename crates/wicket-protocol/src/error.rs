@@ -34,6 +34,8 @@ pub enum ErrorKind {
     Unsandboxed,
     /// An MCP server failed, died or answered with an error.
     Mcp,
+    /// Never allowed, so never asked: a write into `$WICKET_HOME`.
+    Forbidden,
 }
 
 impl ErrorKind {
@@ -54,6 +56,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Unsandboxed => "unsandboxed",
             ErrorKind::Mcp => "mcp",
+            ErrorKind::Forbidden => "forbidden",
         }
     }
 }

@@ -267,6 +267,18 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         message: String,
     },
+    /// Something the person should know that changes nothing in the turn:
+    /// a part of the workspace's config that was ignored, and why.
+    Notice {
+        /// What, why, and what to do if the person wants it otherwise.
+        message: String,
+        /// The file it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+        /// The key or table it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+    },
     /// Something went wrong.
     Error {
         /// What, and what to do.

@@ -555,10 +555,8 @@ pub fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
             .get("argv")
             .and_then(|argv| argv.as_array())
             .map(|argv| {
-                argv.iter()
-                    .map(|arg| arg.as_str().unwrap_or("?").to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                let argv: Vec<&str> = argv.iter().map(|arg| arg.as_str().unwrap_or("?")).collect();
+                crate::text::shell_words(&argv)
             })
             .unwrap_or_default(),
         "grep" => format!(

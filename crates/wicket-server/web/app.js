@@ -21,13 +21,17 @@ const TOKEN = (() => {
 
 // Control characters and bidi overrides made visible, as the terminal
 // shows them: what a card says is what it shows.
+// The same rule as text::visible: C0 (but tab and newline), DEL, C1, the
+// line separators and every format character (Cf: zero-width, BOM, word
+// joiner, tags, bidi controls) shown as a marker. A run of more than 8
+// spaces shows as ␠×N, as on every card.
 function visible(text) {
-  return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\u2028\u2029]/g, (c) => {
-    const code = c.charCodeAt(0);
+  return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\p{Cf}]/gu, (c) => {
+    const code = c.codePointAt(0);
     if (code < 0x20) return String.fromCharCode(0x2400 + code);
     if (code === 0x7f) return "\u2421";
     return "<U+" + code.toString(16).toUpperCase().padStart(4, "0") + ">";
-  });
+  }).replace(/ {9,}/g, (run) => `␠×${run.length}`);
 }
 
 const state = {
@@ -431,8 +435,11 @@ function row(item) {
     case "result":
       node.append(el("div", "result", "✔ " + event.text));
       break;
+    case "notice":
+      node.append(el("div", "note", "notice: " + visible(event.message)));
+      break;
     case "error":
-      node.append(el("div", "error", "error: " + event.message));
+      node.append(el("div", "error", "error: " + visible(event.message)));
       break;
     case "cancelled":
       node.append(el("div", "error", "cancelled"));
@@ -501,8 +508,9 @@ function colour(text) {
 
 function renderDiff(diff) {
   const box = el("div", "diff");
-  for (const line of diff.split("\n")) {
-    if (line === "") continue;
+  for (const raw of diff.split("\n")) {
+    if (raw === "") continue;
+    const line = visible(raw);
     let cls = "";
     if (line.startsWith("+++") || line.startsWith("---")) cls = "file";
     else if (line.startsWith("@@")) cls = "hunk";
@@ -539,7 +547,7 @@ function renderCard(item) {
   card.dataset.kind = event.kind;
   const tool = visible(event.tool);
   if (event.kind === "write") {
-    card.append(el("h3", "", `${tool} wants to write`), el("span", "path", visible(event.path)));
+    card.append(el("h3", "", `${tool} wants to write${event.outside ? " outside the workspace" : ""}`), el("span", "path", visible(event.path)));
     if (event.diff) card.append(renderDiff(event.diff));
     if (event.diff_truncated) card.append(el("div", "note", `The whole diff is ${event.diff_bytes} bytes; the card shows its first lines.`));
   } else if (event.kind === "outside_read") {

@@ -227,6 +227,7 @@ impl App {
             | EventBody::Hook { .. }
             | EventBody::Retry { .. }
             | EventBody::Compacted { .. }
+            | EventBody::Notice { .. }
             | EventBody::Mcp { .. }
             | EventBody::Error { .. }
             | EventBody::Unreadable { .. } => {}
@@ -718,7 +719,15 @@ fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
 /// A write card: the path, then the diff whole, in colour.
 fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
-        format!("{tool} wants to write {}", visible_line(&write.path)),
+        format!(
+            "{tool} wants to write {}{}",
+            visible_line(&write.path),
+            if write.outside {
+                " (outside the workspace)"
+            } else {
+                ""
+            }
+        ),
         bold,
     )];
     for line in visible(&write.diff).lines() {
@@ -980,6 +989,7 @@ mod tests {
                             diff_bytes: 6,
                             diff_truncated: false,
                             digest: "d".into(),
+                            outside: false,
                         }),
                     },
                     proposed: None,
@@ -1157,6 +1167,7 @@ mod tests {
                         diff_bytes: 900_000,
                         diff_truncated: true,
                         digest: "d".into(),
+                        outside: false,
                     }),
                 },
                 proposed: None,

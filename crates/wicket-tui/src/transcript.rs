@@ -341,6 +341,12 @@ impl Transcript {
                     dim(),
                 )]);
             }
+            EventBody::Notice { message, .. } => {
+                self.push(vec![Line::styled(
+                    format!("notice: {}", visible_line(message)),
+                    Style::new().fg(Color::Yellow),
+                )]);
+            }
             EventBody::Error { message, .. } => {
                 self.push(
                     visible(message)

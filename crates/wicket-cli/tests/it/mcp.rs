@@ -53,26 +53,38 @@ fn toml_table(name: &str, table: &Value) -> String {
     text
 }
 
-/// The fixture's outside folder lies in /tmp, which a sandboxed server sees
-/// as its own empty tmpfs; `extra_write` binds the folder in, as a person
-/// would for a server that works on a folder there. The `[sandbox]` table
-/// it appended.
-fn outside_bound(f: &Fixture) -> String {
-    let table = format!(
-        "[sandbox]\nextra_write = [{:?}]\n",
-        f.outside.display().to_string()
-    );
-    let mut config = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
-    config.push_str(&table);
-    std::fs::write(f.home.join("config.toml"), config).unwrap();
-    table
+/// Adds `line` to the home config's `[sandbox]` table.
+fn sandbox_key(f: &Fixture, line: &str) {
+    let path = f.home.join("config.toml");
+    let config = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("[sandbox]\n", &format!("[sandbox]\n{line}\n"));
+    std::fs::write(path, config).unwrap();
 }
 
+/// The fixture's outside folder lies in /tmp, which a sandboxed server sees
+/// as its own empty tmpfs; `extra_write` binds the folder in, as a person
+/// would for a server that works on a folder there.
+fn outside_bound(f: &Fixture) {
+    sandbox_key(
+        f,
+        &format!("extra_write = [{:?}]", f.outside.display().to_string()),
+    );
+}
+
+/// The home config with these servers. Its `[sandbox]` shows the test
+/// servers' folder read-only (`extra_read`): a clone of this repository may
+/// lie under /tmp, which a sandboxed server sees as its own empty tmpfs.
 fn home_config(f: &Fixture, servers: &[(&str, Value)]) {
-    let text: String = servers
+    let mut text: String = servers
         .iter()
         .map(|(name, table)| toml_table(name, table))
         .collect();
+    let tests = packages().join("../..").canonicalize().unwrap();
+    text.push_str(&format!(
+        "[sandbox]\nextra_read = [{:?}]\n",
+        tests.display().to_string()
+    ));
     std::fs::write(f.home.join("config.toml"), text).unwrap();
 }
 
@@ -203,7 +215,7 @@ fn a_denied_write_never_reaches_the_server() {
             json!({"command": "node", "args": [index, &f.outside]}),
         )],
     );
-    let sandbox = outside_bound(&f);
+    outside_bound(&f);
     let target = f.outside.join("written.txt");
     let args = json!({"path": target, "content": "x"});
     let (out, code) = call(&f, "fs", "write_file", args.clone(), &["--answers", "deny"]);
@@ -212,10 +224,7 @@ fn a_denied_write_never_reaches_the_server() {
     assert!(!target.exists(), "the server was called");
     // The same call allowed: the server writes (outside the workspace, as the
     // server's own folder; the home config gave it that folder).
-    let sandbox_off = std::fs::read_to_string(f.home.join("config.toml"))
-        .unwrap()
-        .replace(&sandbox, &format!("{sandbox}mode = \"off\"\n"));
-    std::fs::write(f.home.join("config.toml"), sandbox_off).unwrap();
+    sandbox_key(&f, "mode = \"off\"");
     let (out, code) = call(&f, "fs", "write_file", args, &["--answers", "allow_once"]);
     assert_eq!(code, 0, "{out:#?}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x");
@@ -225,9 +234,7 @@ fn a_denied_write_never_reaches_the_server() {
 fn get_env_shows_no_provider_key_no_token_and_a_private_tmpdir() {
     let f = Fixture::new();
     home_config(&f, &[("everything", everything(&marker("env")))]);
-    let mut config = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
-    config.push_str("\n[sandbox]\nenv_pass = [\"WICKET_TEST_VISIBLE\"]\n");
-    std::fs::write(f.home.join("config.toml"), config).unwrap();
+    sandbox_key(&f, "env_pass = [\"WICKET_TEST_VISIBLE\"]");
     let output = mcp(
         &f,
         &[
@@ -269,6 +276,7 @@ fn a_workspace_server_starts_only_after_a_run_card_and_its_auto_allow_is_ignored
     let f = Fixture::new();
     let mut table = everything(&marker("ws"));
     table["auto_allow"] = json!(["echo"]);
+    home_config(&f, &[]);
     f.write(".wicket/config.toml", &toml_table("repo", &table));
 
     let output = mcp(&f, &["list", "--json", "--answers", "deny"])

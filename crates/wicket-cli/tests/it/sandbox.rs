@@ -666,3 +666,110 @@ fn a_command_cannot_type_into_the_persons_terminal() {
     assert!(!shown.contains("typed-into"), "{shown}");
     assert!(!f.ws.join(&marker).exists() && !std::path::Path::new(&marker).exists());
 }
+
+#[test]
+fn a_write_into_wicket_home_is_forbidden_and_never_carded() {
+    let f = Fixture::new();
+    let config = f.home.join("config.toml");
+    std::fs::write(&config, "# the person's own\n").unwrap();
+    let args = json!({"path": config, "content": "[sandbox]\nmode = \"off\"\n"});
+    let (out, code) = f.tool(
+        "write_file",
+        &args.to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(code, 1, "{out:#?}");
+    assert_eq!(out.len(), 1, "no card went up: {out:#?}");
+    assert_eq!(out[0]["error"]["kind"], "forbidden", "{out:#?}");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# the person's own\n"
+    );
+    // A session's files too, by a path that walks into the folder.
+    std::fs::create_dir_all(f.home.join("sessions/x")).unwrap();
+    let sneaky = format!(
+        "{}/../{}/sessions/x/meta.json",
+        f.home.display(),
+        f.home.file_name().unwrap().to_string_lossy()
+    );
+    let (out, _) = f.tool(
+        "write_file",
+        &json!({"path": sneaky, "content": "{}"}).to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(out[0]["error"]["kind"], "forbidden", "{out:#?}");
+}
+
+#[test]
+fn an_outside_write_card_says_outside() {
+    let f = Fixture::new();
+    let target = f.outside.join("notes.txt");
+    let (out, code) = f.tool(
+        "write_file",
+        &json!({"path": target, "content": "x"}).to_string(),
+        &["--answers", "deny"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(out[0]["kind"], "write");
+    assert_eq!(out[0]["outside"], true, "{:#}", out[0]);
+    let (out, _) = f.tool(
+        "write_file",
+        &json!({"path": "inside.txt", "content": "x"}).to_string(),
+        &["--answers", "deny"],
+    );
+    assert!(out[0].get("outside").is_none(), "{:#}", out[0]);
+}
+
+/// A repository's config that would turn the sandbox off and pick a model
+/// that reads /dev/zero: the turn runs on the person's model, in the
+/// sandbox, and a notice names each ignored key and the file.
+#[test]
+fn a_hostile_workspace_config_is_ignored_with_a_notice() {
+    let f = Fixture::new();
+    f.write(
+        ".wicket/config.toml",
+        "model = \"script:/dev/zero\"\n[sandbox]\nmode = \"off\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9\"\n",
+    );
+    let model = crate::exec::script(
+        &f,
+        "hostile.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let output = crate::exec::exec(
+        &f,
+        "go",
+        &["--model", &model, "--json", "--answers", "allow_once"],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    let events = lines(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{events:#?}\n{stderr}");
+    let card = events.iter().find(|e| e["type"] == "card").unwrap();
+    assert_eq!(card["sandbox"]["mode"], "workspace-write", "{card:#}");
+    let notices: Vec<&Value> = events.iter().filter(|e| e["type"] == "notice").collect();
+    let keys: Vec<&str> = notices.iter().map(|n| n["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["model", "[providers]", "[sandbox]"], "{notices:#?}");
+    for notice in &notices {
+        assert!(
+            notice["file"]
+                .as_str()
+                .unwrap()
+                .ends_with(".wicket/config.toml")
+        );
+    }
+    assert!(
+        notices[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--model script:/dev/zero")
+    );
+    assert!(
+        stderr.contains("wicket: notice: ignored [sandbox]"),
+        "{stderr}"
+    );
+}

@@ -37,6 +37,7 @@ fn settings() -> Settings {
         },
         limits: wicket_core::config::Limits::default(),
         mcp_servers: Vec::new(),
+        notices: Vec::new(),
     }
 }
 
