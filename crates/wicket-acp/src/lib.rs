@@ -8,6 +8,7 @@
 //! Stdout is the protocol's: everything else goes to stderr.
 
 pub mod map;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use agent_client_protocol::v1::schema::{
     PromptRequest, PromptResponse, SessionId, SessionNotification, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error, Stdio};
+use agent_client_protocol::{Agent, Client, Error};
 use tokio::sync::broadcast::error::RecvError;
 use wicket_core::manager::{Manager, ManagerError, Open, Sent};
 use wicket_mcp::{ServerSpec, Transport};
@@ -443,7 +444,7 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(transport::stdio())
         .await;
     end_all(manager).await;
     served

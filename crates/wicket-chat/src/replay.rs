@@ -38,6 +38,36 @@ fn empty_object() -> serde_json::Value {
     serde_json::json!({})
 }
 
+/// The most a script may hold: it is read whole, before any card.
+pub(crate) const SCRIPT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A script's text: a regular file (not a device like /dev/zero, not a
+/// FIFO) of at most [`SCRIPT_MAX_BYTES`], read no further than that.
+fn read_script(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|error| error.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file; give the path of a JSON file".into());
+    }
+    if meta.len() > SCRIPT_MAX_BYTES {
+        return Err(format!(
+            "it is {} bytes, over the {SCRIPT_MAX_BYTES} a script may be",
+            meta.len()
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(SCRIPT_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| error.to_string())?;
+    if bytes.len() as u64 > SCRIPT_MAX_BYTES {
+        return Err(format!(
+            "it grew past the {SCRIPT_MAX_BYTES} bytes a script may be"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8".to_string())
+}
+
 pub(crate) struct Replay {
     model: String,
     path: String,
@@ -47,11 +77,8 @@ pub(crate) struct Replay {
 impl Replay {
     pub(crate) fn load(model: &str, path: &Path) -> Result<Self, ChatError> {
         let config_error = |message: String| ChatError::new(ChatErrorKind::Config, message);
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            config_error(format!(
-                "cannot read the script {}: {error}",
-                path.display()
-            ))
+        let text = read_script(path).map_err(|why| {
+            config_error(format!("cannot read the script {}: {why}", path.display()))
         })?;
         let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|error| {
             config_error(format!(
@@ -131,6 +158,26 @@ impl ChatClient for Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_is_a_regular_file_of_at_most_16_mib() {
+        for (path, why) in [
+            ("/dev/zero", "not a regular file"),
+            ("/dev/null", "not a regular file"),
+            ("/no/such/script.json", "No such file"),
+        ] {
+            let error = Replay::load("script:x", Path::new(path)).err().unwrap();
+            assert!(error.message.contains(why), "{path}: {}", error.message);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(SCRIPT_MAX_BYTES + 1)
+            .unwrap();
+        let error = Replay::load("script:x", &big).err().unwrap();
+        assert!(error.message.contains("over the"), "{}", error.message);
+    }
 
     fn script(json: &str) -> Result<Replay, ChatError> {
         let dir = tempfile::tempdir()

@@ -59,17 +59,17 @@ impl Answerer for StdinLines {
             }
             let parsed: Result<serde_json::Value, _> = serde_json::from_str(&line);
             let Ok(value) = parsed else {
-                eprintln!(
-                    "wicket: an answer line is not JSON; send {{\"card\":\"{}\",\"answer\":\"allow_once|allow_session|deny\"}}",
+                show::say(format!(
+                    "an answer line is not JSON; send {{\"card\":\"{}\",\"answer\":\"allow_once|allow_session|deny\"}}",
                     card.id
-                );
+                ));
                 continue;
             };
             if value.get("card").and_then(|v| v.as_str()) != Some(card.id.as_str()) {
-                eprintln!(
-                    "wicket: that answer is not for the open card {}; ignored",
+                show::say(format!(
+                    "that answer is not for the open card {}; ignored",
                     card.id
-                );
+                ));
                 continue;
             }
             match value

@@ -74,7 +74,7 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     let setup = standard_setup(&home);
     // A missing model or key is said before any session is made.
     if let Err(error) = setup(&workspace, model.as_deref()) {
-        eprintln!("wicket: {error}");
+        show::say(error);
         return Ok(ExitCode::from(1));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -236,17 +236,19 @@ fn stdin_answer(
             Ask::Card(card) => match serde_json::from_value::<Answer>(value["answer"].clone()) {
                 Ok(answer) => manager.answer(id, &card.id, answer).is_ok(),
                 Err(_) => {
-                    eprintln!(
-                        "wicket: the answer for card {} must be allow_once, allow_session or deny",
+                    show::say(format!(
+                        "the answer for card {} must be allow_once, allow_session or deny",
                         card.id
-                    );
+                    ));
                     false
                 }
             },
             Ask::Question { id: qid, .. } => match value["reply"].as_str() {
                 Some(reply) => manager.reply(id, qid, reply).is_ok(),
                 None => {
-                    eprintln!("wicket: a reply line is {{\"question\":\"{qid}\",\"reply\":\"…\"}}");
+                    show::say(format!(
+                        "a reply line is {{\"question\":\"{qid}\",\"reply\":\"…\"}}"
+                    ));
                     false
                 }
             },
@@ -302,10 +304,7 @@ impl Printer {
         if let EventBody::Notice { message, .. } = &event.body {
             // On stderr in every mode: a script reading --json sees it in the
             // stream, and the person sees it either way.
-            eprintln!(
-                "wicket: notice: {}",
-                wicket_protocol::text::visible(message)
-            );
+            show::say(format!("notice: {message}"));
         }
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {

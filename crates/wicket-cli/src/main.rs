@@ -194,7 +194,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("wicket: {error:#}");
+            show::say(format!("{error:#}"));
             ExitCode::from(1)
         }
     }
@@ -292,7 +292,7 @@ fn acp(model: Option<String>) -> anyhow::Result<ExitCode> {
     match runtime.block_on(wicket_acp::serve(manager, model)) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(error) => {
-            eprintln!("wicket acp: {error}");
+            show::say(format!("acp: {error}"));
             Ok(ExitCode::from(1))
         }
     }
@@ -389,7 +389,7 @@ pub(crate) fn usage_error(message: String) -> anyhow::Result<ExitCode> {
         message: message.clone(),
     }));
     println!("{line}");
-    eprintln!("wicket: {message}");
+    show::say(&message);
     Ok(ExitCode::from(2))
 }
 
@@ -441,10 +441,10 @@ fn tool(
         Some(id) => {
             let (session, loaded) = Session::open_or_create(&home, &id, &root, None)?;
             if loaded.torn_tail.is_some() {
-                eprintln!(
-                    "wicket: the last line of {} was torn (a crash mid-write); it was skipped",
+                show::say(format!(
+                    "the last line of {} was torn (a crash mid-write); it was skipped",
                     session.log_path().display()
-                );
+                ));
             }
             session
         }

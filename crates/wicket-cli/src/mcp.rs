@@ -143,13 +143,23 @@ pub(crate) fn list(
             writeln!(out, "{line}")?;
             continue;
         }
-        writeln!(out, "{}  {state}  {}", spec.name, describe(&spec))?;
+        writeln!(
+            out,
+            "{}  {state}  {}",
+            visible_line(&spec.name),
+            visible_line(&describe(&spec))
+        )?;
         if !detail.is_empty() {
             writeln!(out, "  {}", visible_line(&detail))?;
         }
         for tool in &offered {
             let first_line = tool.description.lines().next().unwrap_or_default();
-            writeln!(out, "  {}  {}", tool.name, visible_line(first_line))?;
+            writeln!(
+                out,
+                "  {}  {}",
+                visible_line(&tool.name),
+                visible_line(first_line)
+            )?;
         }
     }
     drop(out);

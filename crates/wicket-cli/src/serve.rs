@@ -113,21 +113,21 @@ fn lock_home(home: &Path) -> anyhow::Result<Option<std::fs::File>> {
 
 fn already_running(home: &Path) -> ExitCode {
     match running_server(home) {
-        Some(file) => eprintln!(
-            "wicket: a server for {} already runs at {} (pid {}); open {}/#token=… with the token in {}, or stop it first",
+        Some(file) => crate::show::say(format!(
+            "a server for {} already runs at {} (pid {}); open {}/#token=… with the token in {}, or stop it first",
             home.display(),
             file.url,
             file.pid,
             file.url,
             home.join("server.json").display()
-        ),
-        None => eprintln!(
-            "wicket: another wicket serve{} holds {}; wait for it or stop it first",
+        )),
+        None => crate::show::say(format!(
+            "another wicket serve{} holds {}; wait for it or stop it first",
             wicket_os::files::holder(&home.join("server.lock"))
                 .map(|pid| format!(" (pid {pid})"))
                 .unwrap_or_default(),
             home.display()
-        ),
+        )),
     }
     ExitCode::from(1)
 }

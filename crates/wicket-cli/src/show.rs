@@ -271,6 +271,13 @@ pub(crate) fn usage_line(usage: &wicket_protocol::Usage) -> String {
     line
 }
 
+/// Says `message` on stderr as `wicket: …`, its control and format
+/// characters made visible: every message of Wicket's to a terminal goes
+/// through here (an error can quote a config line, a server's name, a path).
+pub(crate) fn say(message: impl std::fmt::Display) {
+    eprintln!("wicket: {}", visible(&message.to_string()));
+}
+
 /// One event as a line of the readable transcript of `wicket exec`; `None`
 /// for events a person need not see there.
 pub(crate) fn transcript_line(event: &Event) -> Option<String> {

@@ -193,6 +193,7 @@ impl Connection {
                 }
                 let client = reqwest::Client::builder()
                     .connect_timeout(timeout)
+                    .redirect(same_origin_redirects(url))
                     .build()
                     .map_err(|error| Failure::Error(format!("making an HTTP client: {error}")))?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
@@ -387,3 +388,23 @@ fn content(block: ContentBlock) -> Option<McpContent> {
         _ => return None,
     })
 }
+
+/// Redirects an HTTP server may send: only to the same origin (scheme,
+/// host and port), at most [`MAX_REDIRECTS`]. The config's headers (a
+/// token, most often) go with every request, so a redirect to another
+/// host would hand them over.
+fn same_origin_redirects(url: &str) -> reqwest::redirect::Policy {
+    let origin = reqwest::Url::parse(url).ok().map(|url| url.origin());
+    reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        match &origin {
+            Some(origin) if attempt.url().origin() == *origin => attempt.follow(),
+            _ => attempt.stop(),
+        }
+    })
+}
+
+/// Redirects followed within one origin.
+const MAX_REDIRECTS: usize = 5;

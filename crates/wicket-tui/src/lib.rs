@@ -327,7 +327,10 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
     ) {
         Ok(opened) => opened,
         Err(error) => {
-            eprintln!("wicket: {error}");
+            eprintln!(
+                "wicket: {}",
+                wicket_protocol::text::visible(&error.to_string())
+            );
             return Ok(1);
         }
     };

@@ -284,3 +284,19 @@ fn the_step_limit_is_max_turn_requests() {
         "{prompt}"
     );
 }
+
+#[test]
+fn a_line_over_16_mib_gets_an_error_and_the_agent_goes_on() {
+    let f = Fixture::new();
+    let model = script(&f, "none.json", json!([]));
+    let mut raw = Raw::start(&f, &model);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"initialize","params":{{"protocolVersion":1,"pad":"{}"}}}}"#,
+        "x".repeat(20 * 1024 * 1024)
+    );
+    raw.send(&huge);
+    let error = raw.read();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert!(error.to_string().contains("was dropped"), "{error}");
+    raw.initialize();
+}

@@ -244,3 +244,34 @@ fn sigterm_leaves_the_terminal_as_it_was() {
     assert_eq!(code, Some(143));
     restored(&raw);
 }
+
+/// A run card whose argv is longer than the screen is wide: the person
+/// reads it to its end (it wraps, nothing is cut) before pressing `o`.
+#[test]
+fn a_long_run_card_wraps_and_o_comes_after_its_tail_is_on_screen() {
+    let f = Fixture::new();
+    let script_text = format!(
+        "echo running the unit tests {}; echo ran > tail_was_seen.txt",
+        "x".repeat(400)
+    );
+    let model = script(
+        &f,
+        "long.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", script_text]}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "the tests ran"}}]}
+        ]),
+    );
+    let mut pty = chat(&f, &model, "");
+    pty.expect_drawn(ROWS, COLUMNS, "workspace");
+    pty.send("run the tests\r");
+    pty.expect_drawn(ROWS, COLUMNS, "run wants to start a command");
+    // The tail of the script, on screen, before any key.
+    pty.expect_drawn(ROWS, COLUMNS, "tail_was_seen.txt");
+    pty.expect_drawn(ROWS, COLUMNS, "[o]nce");
+    pty.send("o");
+    pty.expect_drawn(ROWS, COLUMNS, "the tests ran");
+    assert_eq!(f.read("tail_was_seen.txt"), "ran\n");
+    let (code, _) = leave(pty);
+    assert_eq!(code, Some(0));
+}

@@ -726,6 +726,13 @@ fn a_git_server_commits_only_with_write_git() {
         server.exists(),
         "mcp-server-git is not installed: run scripts/test.sh (it makes tests/mcp/.venv)"
     );
+    // No `..` through folders the jail does not show (a clone under /tmp).
+    let server = server
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap()
+        .join("mcp-server-git");
     let git = |args: &[&str]| {
         let output = std::process::Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
@@ -771,4 +778,55 @@ fn a_git_server_commits_only_with_write_git() {
     );
     assert_eq!(code, 0, "{out:#?}");
     assert_eq!(git(&["log", "--format=%s"]), "second\nfirst\n");
+}
+
+/// An HTTP MCP server that answers with a 307 to another origin: Wicket
+/// does not follow it, so the config's headers never reach that origin.
+#[test]
+fn a_cross_origin_redirect_is_not_followed() {
+    use std::io::{Read, Write};
+    let f = Fixture::new();
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    elsewhere.set_nonblocking(true).unwrap();
+    let redirecting = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!(
+        "http://127.0.0.1:{}/mcp",
+        elsewhere.local_addr().unwrap().port()
+    );
+    let url = format!(
+        "http://127.0.0.1:{}/mcp",
+        redirecting.local_addr().unwrap().port()
+    );
+    std::thread::spawn(move || {
+        for stream in redirecting.incoming().flatten().take(8) {
+            let mut stream = stream;
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let reply = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    home_config(
+        &f,
+        &[(
+            "moved",
+            json!({"url": url, "headers": {"X-Api-Token": "s3cret"}, "startup_timeout_s": 5}),
+        )],
+    );
+    let output = mcp(&f, &["list", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        elsewhere.accept().is_err(),
+        "the redirect was followed to another origin: {shown}"
+    );
+    assert!(shown.contains("307") || shown.contains("failed"), "{shown}");
 }
