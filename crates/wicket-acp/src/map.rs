@@ -518,24 +518,7 @@ mod tests {
     fn cards_become_permission_requests() {
         let mut mapper = Mapper::new(Path::new("/ws"), false);
         let session = SessionId::new("s1");
-        let run = Card {
-            id: "card-2".into(),
-            tool: "run".into(),
-            kind: CardKind::Run(RunCard {
-                argv: vec!["cargo".into(), "test".into()],
-                cwd: ".".into(),
-                timeout_s: None,
-                network: true,
-                git: false,
-                sandbox: SandboxSummary {
-                    mode: SandboxMode::WorkspaceWrite,
-                    network: true,
-                    layers: Vec::new(),
-                    note: None,
-                },
-                source: RunSource::Tool,
-            }),
-        };
+        let run = run_card("card-2", &["cargo", "test"], true);
         let outside = Card {
             id: "card-3".into(),
             tool: "read_file".into(),
@@ -570,26 +553,30 @@ mod tests {
         insta::assert_json_snapshot!(requests);
     }
 
-    /// A run card's title, as an editor's one-line list shows it.
-    fn run_title(argv: &[&str]) -> String {
-        let card = Card {
-            id: "card-9".into(),
+    fn run_card(id: &str, argv: &[&str], network: bool) -> Card {
+        Card {
+            id: id.into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
                 argv: argv.iter().map(|arg| arg.to_string()).collect(),
                 cwd: ".".into(),
                 timeout_s: None,
-                network: false,
+                network,
                 git: false,
                 sandbox: SandboxSummary {
                     mode: SandboxMode::WorkspaceWrite,
-                    network: false,
+                    network,
                     layers: Vec::new(),
                     note: None,
                 },
                 source: RunSource::Tool,
             }),
-        };
+        }
+    }
+
+    /// A run card's title, as an editor's one-line list shows it.
+    fn run_title(argv: &[&str]) -> String {
+        let card = run_card("card-9", argv, false);
         let request = Mapper::new(Path::new("/ws"), false).permission(
             &SessionId::new("s1"),
             "c9",

@@ -3,7 +3,7 @@
 //! `wicket_protocol::text::visible` here, so no escape sequence, carriage
 //! return or bidi override in it can redraw what the card says.
 
-use wicket_protocol::text::{visible, visible_line};
+use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
 use wicket_protocol::{
     Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, HookOutcome, McpCard, OutsideReadCard,
     Reach, RunCard, RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
@@ -66,7 +66,7 @@ fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
         } else {
             ""
         };
-        out.push_str(&paint(&visible_line(line), style, color));
+        out.push_str(&paint(&mark_blank_runs(&visible_line(line)), style, color));
         out.push('\n');
     }
     if write.diff_truncated {
@@ -119,7 +119,11 @@ fn run_card(run: &RunCard, color: bool) -> String {
     let quoted: Vec<String> = run
         .argv
         .iter()
-        .map(|arg| visible_line(&serde_json::to_string(arg).unwrap_or_default()))
+        .map(|arg| {
+            mark_blank_runs(&visible_line(
+                &serde_json::to_string(arg).unwrap_or_default(),
+            ))
+        })
         .collect();
     let who = match run.source {
         RunSource::Tool => "run wants to start a command",
@@ -609,6 +613,38 @@ mod tests {
             run.git = true;
         }
         insta::assert_snapshot!(card(&git, false));
+    }
+
+    #[test]
+    fn a_blank_run_in_a_diff_or_an_argv_shows_its_length() {
+        let hidden = format!("+DEBUG = False{}; import os", " ".repeat(150));
+        let write = write_card_of(
+            "/ws/settings.py",
+            format!("--- a/settings.py\n+++ b/settings.py\n@@ -1 +1 @@\n-DEBUG = True\n{hidden}\n"),
+            200,
+            false,
+            "write_file",
+        );
+        assert!(card(&write, false).contains("+DEBUG = False␠×150; import os"));
+        let sandbox = SandboxSummary {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            layers: Vec::new(),
+            note: None,
+        };
+        let mut run = run_card_of(sandbox, RunSource::Tool, false);
+        if let CardKind::Run(run) = &mut run.kind {
+            run.argv = vec![
+                "sh".into(),
+                "-c".into(),
+                format!("true{}; rm -rf ~", " ".repeat(40)),
+            ];
+        }
+        assert!(
+            card(&run, false).contains("\"true␠×40; rm -rf ~\""),
+            "{}",
+            card(&run, false)
+        );
     }
 
     #[test]

@@ -149,6 +149,17 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Nothing mounted in this namespace propagates back to the host's.
+fn no_propagation() -> Result<()> {
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None,
+    )
+}
+
 /// Every mount read-only. The root must take it; a mount below that will
 /// not (a hidden or special one) is still under Landlock's write rules.
 fn read_only_everything() -> Result<()> {
@@ -299,14 +310,7 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     let cwd = Cwd::record()?;
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
-    // Nothing mounted here propagates back to the host.
-    mount(
-        None,
-        Path::new("/"),
-        None,
-        MsFlags::MS_REC | MsFlags::MS_SLAVE,
-        None,
-    )?;
+    no_propagation()?;
     let workspace = hold(&policy.workspace)?;
     let held = |paths: &[PathBuf]| -> Vec<(PathBuf, OwnedFd)> {
         paths
@@ -359,13 +363,7 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
 /// mounts that even a command with every capability inside cannot undo.
 pub fn protect(protected: &[PathBuf]) -> Result<()> {
     crate::sandbox::enter_namespaces(Namespaces::Mount)?;
-    mount(
-        None,
-        Path::new("/"),
-        None,
-        MsFlags::MS_REC | MsFlags::MS_SLAVE,
-        None,
-    )?;
+    no_propagation()?;
     for path in protected {
         let Ok(real) = std::fs::canonicalize(path) else {
             continue;

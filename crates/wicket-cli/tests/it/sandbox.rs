@@ -208,32 +208,6 @@ fn git_and_wicket_folders_are_read_only_unless_the_card_said_git() {
     assert_ne!(out[1]["exit_code"], 0, "{:#}", out[1]);
 }
 
-#[test]
-fn git_is_its_own_allow_session_key() {
-    let f = Fixture::new();
-    let ask = |git: bool, answer: &str| {
-        f.tool(
-            "run",
-            &json!({"argv": ["true"], "git": git}).to_string(),
-            &["--session", "git", "--answers", answer],
-        )
-        .0
-    };
-    assert_eq!(
-        ask(false, "allow_session").len(),
-        2,
-        "a card, then the result"
-    );
-    assert_eq!(
-        ask(false, "deny").len(),
-        1,
-        "allowed for the session: no card"
-    );
-    let with_git = ask(true, "deny");
-    assert_eq!(with_git.len(), 2, "the same argv with git asks again");
-    assert_eq!(with_git[1]["error"]["kind"], "denied");
-}
-
 /// A UNIX socket the test listens on, in `folder`; the command tries it.
 fn unix_socket_reached(f: &Fixture, folder: &std::path::Path, network: bool) -> Value {
     std::fs::create_dir_all(folder).unwrap();
@@ -380,36 +354,44 @@ fn a_fork_loop_stops_below_max_processes() {
     );
 }
 
-#[test]
-fn the_environment_is_an_allowlist_and_env_pass_adds_to_it() {
-    let f = Fixture::new();
-    std::fs::write(
-        f.home.join("config.toml"),
-        "[sandbox]\nenv_pass = [\"WICKET_TEST_PASSED\"]\n",
-    )
-    .unwrap();
+fn python(code: &str) -> String {
+    format!("python3 -c '{code}'")
+}
+
+/// What `env` prints as a command, with `config` as the home config and
+/// `vars` set in Wicket's own environment.
+fn command_env(f: &Fixture, config: &str, vars: &[(&str, &str)]) -> String {
+    std::fs::write(f.home.join("config.toml"), config).unwrap();
     let output = f
         .command("run", r#"{"argv":["env"]}"#, &["--answers", "allow_once"])
-        .env("GITHUB_TOKEN", "ghp-SECRET")
-        .env("AWS_SECRET_ACCESS_KEY", "aws-SECRET")
-        .env("SSH_AUTH_SOCK", "/tmp/agent.sock")
-        .env("WICKET_TEST_PASSED", "yes")
-        .env("LC_TIME", "C")
+        .envs(vars.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let out = lines(&output);
-    let env = out[1]["stdout"].as_str().unwrap();
+    out[1]["stdout"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_environment_is_an_allowlist_and_env_pass_adds_to_it() {
+    let f = Fixture::new();
+    let env = command_env(
+        &f,
+        "[sandbox]\nenv_pass = [\"WICKET_TEST_PASSED\"]\n",
+        &[
+            ("GITHUB_TOKEN", "ghp-SECRET"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-SECRET"),
+            ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
+            ("WICKET_TEST_PASSED", "yes"),
+            ("LC_TIME", "C"),
+        ],
+    );
     assert!(env.contains("WICKET_TEST_PASSED=yes"), "{env}");
     assert!(env.contains("LC_TIME=C") && env.contains("PATH="), "{env}");
     assert!(
         !env.contains("SECRET") && !env.contains("SSH_AUTH_SOCK"),
         "{env}"
     );
-}
-
-fn python(code: &str) -> String {
-    format!("python3 -c '{code}'")
 }
 
 #[test]
@@ -448,14 +430,17 @@ try:\n  s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"leak\"
     assert!(stdout.contains("tcp-connected"), "{out:#?}");
 }
 
-#[test]
-fn network_is_its_own_allow_session_key() {
+/// `flag` (network, git) is part of a run's allow_session key: allowed
+/// without it, the same argv with it asks again.
+fn a_flag_is_its_own_allow_session_key(flag: &str) {
     let f = Fixture::new();
-    let ask = |network: bool, answer: &str| {
+    let ask = |with: bool, answer: &str| {
+        let mut args = json!({"argv": ["true"]});
+        args[flag] = json!(with);
         f.tool(
             "run",
-            &json!({"argv": ["true"], "network": network}).to_string(),
-            &["--session", "net", "--answers", answer],
+            &args.to_string(),
+            &["--session", "keys", "--answers", answer],
         )
         .0
     };
@@ -469,13 +454,20 @@ fn network_is_its_own_allow_session_key() {
         1,
         "allowed for the session: no card"
     );
-    let with_network = ask(true, "deny");
-    assert_eq!(
-        with_network.len(),
-        2,
-        "the same argv with network asks again"
-    );
-    assert_eq!(with_network[1]["error"]["kind"], "denied");
+    let with = ask(true, "deny");
+    assert_eq!(with.len(), 2, "the same argv with {flag} asks again");
+    assert_eq!(with[0][flag], true, "the card says {flag}");
+    assert_eq!(with[1]["error"]["kind"], "denied");
+}
+
+#[test]
+fn network_is_its_own_allow_session_key() {
+    a_flag_is_its_own_allow_session_key("network");
+}
+
+#[test]
+fn git_is_its_own_allow_session_key() {
+    a_flag_is_its_own_allow_session_key("git");
 }
 
 #[test]
@@ -555,22 +547,16 @@ fn a_stop_hook_runs_under_the_same_sandbox_and_without_provider_keys() {
 #[test]
 fn no_provider_key_reaches_a_command_even_when_env_pass_names_it() {
     let f = Fixture::new();
-    std::fs::write(
-        f.home.join("config.toml"),
+    let env = command_env(
+        &f,
         "[sandbox]\nenv_pass = [\"OPENAI_API_KEY\"]\n",
-    )
-    .unwrap();
-    let output = f
-        .command("run", r#"{"argv":["env"]}"#, &["--answers", "allow_once"])
-        .env("OPENAI_API_KEY", "sk-openai-SECRET")
-        .env("ANTHROPIC_API_KEY", "sk-ant-SECRET")
-        .env("OPENROUTER_API_KEY", "sk-or-SECRET")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let out = lines(&output);
-    let env = out[1]["stdout"].as_str().unwrap();
-    assert!(env.contains("PATH="), "{out:#?}");
+        &[
+            ("OPENAI_API_KEY", "sk-openai-SECRET"),
+            ("ANTHROPIC_API_KEY", "sk-ant-SECRET"),
+            ("OPENROUTER_API_KEY", "sk-or-SECRET"),
+        ],
+    );
+    assert!(env.contains("PATH="), "{env}");
     assert!(!env.contains("SECRET"), "{env}");
 }
 
