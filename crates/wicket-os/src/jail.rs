@@ -357,6 +357,26 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     Ok(built)
 }
 
+/// What the probe tries, in a mount namespace of its own that it then
+/// leaves: the steps of [`build`] that a kernel or a container might refuse
+/// (the root read-only with its locked flags kept, a tmpfs, a fresh
+/// `/proc`). Where one fails, commands get no mount namespace and the card
+/// says so, rather than every command failing to start.
+pub fn try_build() -> Result<()> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
+    no_propagation()?;
+    remount(Path::new("/"), false)?;
+    tmpfs(Path::new("/tmp"), "mode=1777")?;
+    mount(
+        Some(Path::new("proc")),
+        Path::new("/proc"),
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None,
+    )
+}
+
 /// For a command with no sandbox (`mode = "off"`, or a kernel that cannot
 /// confine): `protected` read-only, in a mount namespace of its own. The
 /// user namespace is made twice, so the second copies the binds as locked

@@ -536,19 +536,9 @@ fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The probe's second stage, in the namespaces the first one made: can the
-/// jail's file tree be built here (a tmpfs, a fresh `/proc`)?
+/// jail's file tree be built here?
 fn probe_mounts() -> u8 {
-    let tried = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
-        .map_err(|error| error.to_string())
-        .and_then(|()| {
-            use nix::mount::{MsFlags, mount};
-            let none: Option<&str> = None;
-            mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
-                .and_then(|()| mount(Some("tmpfs"), "/tmp", Some("tmpfs"), MsFlags::empty(), none))
-                .and_then(|()| mount(Some("proc"), "/proc", Some("proc"), MsFlags::empty(), none))
-                .map_err(|error| error.to_string())
-        });
-    match tried {
+    match jail::try_build() {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("wicket probe: {message}");
