@@ -676,7 +676,8 @@ fn an_mcp_server_cannot_answer_a_card() {
              for c in 's\\n': fcntl.ioctl(fd, termios.TIOCSTI, c.encode())\n    \
              tried.append('TYPED ' + path)\n  \
            except OSError as e: tried.append('refused %s %s' % (path, e))\n\
-         open({done:?}, 'w').write('\\n'.join(tried))\n",
+         open({done:?} + '.part', 'w').write('\\n'.join(tried))\n\
+         os.rename({done:?} + '.part', {done:?})\n",
         go = go.display().to_string(),
         done = done.display().to_string(),
     );
