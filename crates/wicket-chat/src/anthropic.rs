@@ -72,7 +72,7 @@ impl Anthropic {
             .await?;
         let mut reply = Assembly::default();
         while let Some(event) = events.next().await? {
-            let parsed: StreamMessage = serde_json::from_str(&event.data)
+            let parsed: StreamMessage = crate::http::parse_event(&event.data)
                 .map_err(|error| events.bad_event(&event.data, &error))?;
             if reply.add(parsed, on_event)? {
                 return Ok(reply.finish());
@@ -264,10 +264,15 @@ struct StartUsage {
     cache_read_input_tokens: u64,
 }
 
+/// Usage in `message_delta`: each count present is the total so far, and
+/// overrides `message_start`'s (LiteLLM sends zeros there and the real
+/// counts, cache reads included, only here).
 #[derive(Deserialize)]
 struct DeltaUsage {
     output_tokens: Option<u64>,
     input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -291,10 +296,20 @@ struct Assembly {
     text: String,
     blocks: Vec<(usize, Block)>,
     usage: Usage,
+    /// `input_tokens` as the server counts it: without the cached part.
+    uncached_input: u64,
     stop_reason: Option<String>,
 }
 
 impl Assembly {
+    /// Wicket's input count is all of it: Anthropic counts cached input
+    /// apart from `input_tokens`.
+    fn total_input(&mut self) {
+        self.usage.input_tokens = self.uncached_input
+            + self.usage.cache_creation_input_tokens
+            + self.usage.cache_read_input_tokens;
+    }
+
     /// Takes one event; `true` once the message is complete.
     fn add(
         &mut self,
@@ -304,17 +319,14 @@ impl Assembly {
         match message {
             StreamMessage::MessageStart { message } => {
                 if let Some(usage) = message.usage {
-                    // Anthropic counts cached input apart from `input_tokens`;
-                    // Wicket's input is all of it.
                     self.usage = Usage {
-                        input_tokens: usage.input_tokens
-                            + usage.cache_creation_input_tokens
-                            + usage.cache_read_input_tokens,
                         output_tokens: usage.output_tokens,
                         cache_creation_input_tokens: usage.cache_creation_input_tokens,
                         cache_read_input_tokens: usage.cache_read_input_tokens,
                         ..Usage::default()
                     };
+                    self.uncached_input = usage.input_tokens;
+                    self.total_input();
                 }
             }
             StreamMessage::ContentBlockStart {
@@ -354,15 +366,21 @@ impl Assembly {
                     self.stop_reason = Some(reason.to_string());
                 }
                 if let Some(usage) = usage {
-                    // Counts here are totals so far, not increments.
+                    // Counts here are totals so far, not increments; each
+                    // one present is taken, field by field.
                     if let Some(output) = usage.output_tokens {
                         self.usage.output_tokens = output;
                     }
                     if let Some(input) = usage.input_tokens.filter(|&input| input > 0) {
-                        self.usage.input_tokens = input
-                            + self.usage.cache_creation_input_tokens
-                            + self.usage.cache_read_input_tokens;
+                        self.uncached_input = input;
                     }
+                    if let Some(created) = usage.cache_creation_input_tokens {
+                        self.usage.cache_creation_input_tokens = created;
+                    }
+                    if let Some(read) = usage.cache_read_input_tokens {
+                        self.usage.cache_read_input_tokens = read;
+                    }
+                    self.total_input();
                 }
             }
             StreamMessage::MessageStop {} => return Ok(true),

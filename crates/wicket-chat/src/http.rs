@@ -210,16 +210,64 @@ impl Events {
     }
 
     /// The error for an event that is not the protocol.
-    pub(crate) fn bad_event(&self, data: &str, error: &serde_json::Error) -> ChatError {
-        let shown: String = data.chars().take(200).collect();
+    pub(crate) fn bad_event(&self, data: &str, error: &EventError) -> ChatError {
         ChatError::new(
-            ChatErrorKind::Stream,
-            format!(
-                "{}: the stream sent an event that is not JSON ({error}): {shown}",
-                self.provider
-            ),
+            ChatErrorKind::Protocol,
+            format!("{}: {}", self.provider, error.describe(data)),
         )
     }
+}
+
+/// Why one event could not be read: where in it (the field's path, when
+/// the JSON parsed but did not fit) and what serde said.
+pub(crate) struct EventError {
+    path: String,
+    error: serde_json::Error,
+}
+
+/// Parses one event's `data` as `T`, saying which field did not fit.
+pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(data: &str) -> Result<T, EventError> {
+    let mut deserializer = serde_json::Deserializer::from_str(data);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| EventError {
+        path: error.path().to_string(),
+        error: error.into_inner(),
+    })
+}
+
+impl EventError {
+    /// What went wrong, naming the field and showing the event around it.
+    pub(crate) fn describe(&self, data: &str) -> String {
+        let kind = match self.error.classify() {
+            serde_json::error::Category::Data => "does not fit the protocol",
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "is not JSON",
+            serde_json::error::Category::Io => "could not be read",
+        };
+        let field = if self.path.is_empty() || self.path == "." {
+            String::new()
+        } else {
+            format!(" at `{}`", self.path)
+        };
+        format!(
+            "the stream sent an event that {kind}{field} ({}): …{}…",
+            self.error,
+            around(data, self.error.column())
+        )
+    }
+}
+
+/// Up to 120 characters of `data` either side of `column` (1-based, in
+/// bytes, on the event's one line).
+fn around(data: &str, column: usize) -> String {
+    let at = column.saturating_sub(1).min(data.len());
+    let mut start = at.saturating_sub(120);
+    while !data.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (at + 120).min(data.len());
+    while !data.is_char_boundary(end) {
+        end += 1;
+    }
+    data[start..end].to_string()
 }
 
 #[cfg(test)]

@@ -146,8 +146,11 @@ pub enum ChatErrorKind {
     Timeout,
     /// The connection could not be made or broke.
     Connection,
-    /// The stream ended early or carried something that is not the protocol.
+    /// The stream ended early or broke.
     Stream,
+    /// The server sent something that is not the protocol (an event that
+    /// does not parse, an empty body): asking again would get the same.
+    Protocol,
     /// The script provider has no reply for this point of the conversation.
     Script,
 }
@@ -164,36 +167,47 @@ impl ChatError {
 
     /// Whether the provider said the prompt does not fit the model's context
     /// window: asking again unchanged cannot help, a smaller conversation can.
+    /// [`CONTEXT_TOO_LONG`] says how each server we know puts it.
     pub fn is_context_too_long(&self) -> bool {
         let status = match self.kind {
             ChatErrorKind::Http { status } => status,
             _ => return false,
         };
         let message = self.message.to_ascii_lowercase();
-        matches!(status, 400 | 413 | 422)
-            && [
-                "prompt is too long",
-                "context_length_exceeded",
-                "maximum context length",
-                "context length",
-                "context window",
-                "too many tokens",
-                "input is too long",
-            ]
+        CONTEXT_TOO_LONG
             .iter()
-            .any(|needle| message.contains(needle))
+            .any(|(_, statuses, needle)| statuses.contains(&status) && message.contains(needle))
     }
 
     /// Whether asking again may help: rate limits, overload, server errors,
     /// dropped connections, timeouts and cut streams.
     pub fn is_retryable(&self) -> bool {
+        if self.is_context_too_long() {
+            // Ollama says it with a 500; the same prompt gets the same answer.
+            return false;
+        }
         match self.kind {
             ChatErrorKind::Http { status } => matches!(status, 429 | 500..=504 | 529),
             ChatErrorKind::Timeout | ChatErrorKind::Connection | ChatErrorKind::Stream => true,
-            ChatErrorKind::Config | ChatErrorKind::Script => false,
+            ChatErrorKind::Config | ChatErrorKind::Script | ChatErrorKind::Protocol => false,
         }
     }
 }
+
+/// How each server says a prompt does not fit its window: the server, the
+/// statuses it uses, and a piece of its message (lower case). One test row
+/// per server's exact body keeps each honest (`tests::context_errors`).
+pub const CONTEXT_TOO_LONG: [(&str, &[u16], &str); 9] = [
+    ("OpenAI, vLLM", &[400], "maximum context length"),
+    ("OpenAI", &[400], "context_length_exceeded"),
+    ("Anthropic", &[400, 413], "prompt is too long"),
+    ("llama.cpp", &[400], "exceeds the available context size"),
+    ("Ollama", &[400, 500], "exceeds context length"),
+    ("Ollama", &[400, 500], "exceeds the context length"),
+    ("others", &[400, 413, 422], "context window"),
+    ("others", &[400, 413, 422], "too many tokens"),
+    ("others", &[400, 413, 422], "input is too long"),
+];
 
 /// Where the providers are and how patient to be with them.
 #[derive(Debug, Clone)]
@@ -329,6 +343,44 @@ fn ollama_url(host: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One row per server: its status and its body. llama.cpp's is the
+    /// recorded one (tests/real-servers); OpenAI's, Anthropic's and vLLM's
+    /// are as their issue reports quote them; Ollama's is its runner's
+    /// message ("input exceeds context length", from its logs in issue
+    /// reports) in Ollama's native error shape, not a recording.
+    #[test]
+    fn context_errors() {
+        let rows = [
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            ),
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210519 tokens > 200000 maximum"}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"request (8241 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8241,"n_ctx":8192}}"#,
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#,
+            ),
+            (500, r#"{"error":"input exceeds context length"}"#),
+        ];
+        for (status, body) in rows {
+            let error = ChatError::new(
+                ChatErrorKind::Http { status },
+                format!("{status}: {}", crate::http::server_message(body)),
+            );
+            assert!(error.is_context_too_long(), "{body}");
+            assert!(!error.is_retryable(), "{body}");
+        }
+        let other = ChatError::new(ChatErrorKind::Http { status: 400 }, "400: bad tool schema");
+        assert!(!other.is_context_too_long());
+    }
 
     fn error_of(model: &str, config: &ClientConfig) -> String {
         match client_for(model, config) {

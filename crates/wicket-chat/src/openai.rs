@@ -26,6 +26,9 @@ pub(crate) struct OpenAi {
     key: Option<String>,
     http: Http,
     retry: RetryPolicy,
+    /// The server refused `max_tokens` and asked for `max_completion_tokens`
+    /// (OpenAI's newer models); from then on the limit goes under that name.
+    completion_tokens: std::sync::atomic::AtomicBool,
 }
 
 impl OpenAi {
@@ -43,6 +46,7 @@ impl OpenAi {
             key,
             http: Http::new("openai", config)?,
             retry: config.retry.clone(),
+            completion_tokens: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -65,17 +69,31 @@ impl OpenAi {
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Completion, ChatError> {
-        let body = request_body(&self.name, req);
-        let mut events = self
+        use std::sync::atomic::Ordering;
+        let renamed = self.completion_tokens.load(Ordering::Relaxed);
+        let body = request_body(&self.name, req, limit_name(renamed));
+        let posted = self
             .http
             .post_events(&self.url, self.headers()?, &body)
-            .await?;
+            .await;
+        let mut events = match posted {
+            Err(error) if !renamed && asks_for_completion_tokens(&error) => {
+                self.completion_tokens.store(true, Ordering::Relaxed);
+                let body = request_body(&self.name, req, limit_name(true));
+                self.http
+                    .post_events(&self.url, self.headers()?, &body)
+                    .await?
+            }
+            posted => posted?,
+        };
         let mut reply = Assembly::default();
+        let mut seen = 0usize;
         while let Some(event) = events.next().await? {
+            seen += 1;
             if event.data.trim() == "[DONE]" {
                 return Ok(reply.finish());
             }
-            let chunk: Chunk = serde_json::from_str(&event.data)
+            let chunk: Chunk = crate::http::parse_event(&event.data)
                 .map_err(|error| events.bad_event(&event.data, &error))?;
             reply.add(chunk, on_event)?;
         }
@@ -83,6 +101,17 @@ impl OpenAi {
             // Some compatible servers end the body without `[DONE]` once the
             // last choice chunk is out; the reply is whole.
             return Ok(reply.finish());
+        }
+        if seen == 0 {
+            // A whole, empty 200: llama-cpp-python's answer when it cannot
+            // stream `tool_choice: "auto"`, or when the prompt passes its
+            // window. Asking again gets the same.
+            return Err(ChatError::new(
+                ChatErrorKind::Protocol,
+                "openai: the server answered 200 OK with an empty body: no reply and no error. \
+                 Some servers do this when the prompt is longer than their context window, \
+                 or when they cannot stream tool calls; check the server's log",
+            ));
         }
         Err(events.ended_early())
     }
@@ -112,10 +141,27 @@ impl ChatClient for OpenAi {
     }
 }
 
-/// The request body. `max_tokens` is left out: OpenAI's newer models refuse
-/// it (they take `max_completion_tokens`, which other servers do not know),
-/// and every server has its own sane default.
-fn request_body(name: &str, req: &Request) -> Value {
+/// The name the output limit goes under: `max_tokens`, which every
+/// OpenAI-compatible server knows, or `max_completion_tokens` once the
+/// server asked for it.
+fn limit_name(renamed: bool) -> &'static str {
+    if renamed {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    }
+}
+
+/// OpenAI's 400 for a model that takes only `max_completion_tokens`.
+fn asks_for_completion_tokens(error: &ChatError) -> bool {
+    error.kind == ChatErrorKind::Http { status: 400 }
+        && error.message.contains("max_completion_tokens")
+}
+
+/// The request body. The output limit is always sent (`limit` names it):
+/// local servers default to none, and a rambling model then fills its
+/// whole window.
+fn request_body(name: &str, req: &Request, limit: &str) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
     for message in &req.messages {
         messages.push(match message {
@@ -150,6 +196,7 @@ fn request_body(name: &str, req: &Request) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    body[limit] = json!(req.max_tokens);
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
@@ -169,9 +216,19 @@ fn request_body(name: &str, req: &Request) -> Value {
     body
 }
 
+/// `null` read as the field's default: real servers send `"tool_calls":
+/// null` (llama-cpp-python) where the field means "none".
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 #[derive(Deserialize)]
 struct Chunk {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     choices: Vec<Choice>,
     usage: Option<ChunkUsage>,
     /// Some servers report a failure inside the stream.
@@ -180,7 +237,7 @@ struct Chunk {
 
 #[derive(Deserialize)]
 struct Choice {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     delta: Delta,
     finish_reason: Option<String>,
 }
@@ -188,13 +245,13 @@ struct Choice {
 #[derive(Deserialize, Default)]
 struct Delta {
     content: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     tool_calls: Vec<ToolCallDelta>,
 }
 
 #[derive(Deserialize)]
 struct ToolCallDelta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     index: usize,
     id: Option<String>,
     function: Option<FunctionDelta>,
@@ -208,9 +265,9 @@ struct FunctionDelta {
 
 #[derive(Deserialize)]
 struct ChunkUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
@@ -218,7 +275,7 @@ struct ChunkUsage {
 
 #[derive(Deserialize)]
 struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     cached_tokens: u64,
 }
 
@@ -286,7 +343,9 @@ impl Assembly {
             call.id = id;
         }
         if let Some(function) = delta.function {
-            if let Some(name) = function.name {
+            // A name repeated in every chunk (llama-cpp-python, and LiteLLM
+            // passing it on) is the same name, not more of it.
+            if let Some(name) = function.name.filter(|name| *name != call.name) {
                 call.name.push_str(&name);
             }
             if let Some(arguments) = function.arguments {
@@ -356,7 +415,12 @@ mod tests {
             }],
             max_tokens: 100,
         };
-        let body = request_body("gpt-x", &req);
+        let body = request_body("gpt-x", &req, limit_name(false));
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(
+            request_body("gpt-x", &req, limit_name(true))["max_completion_tokens"],
+            100
+        );
         assert_eq!(
             body["messages"],
             json!([

@@ -109,6 +109,16 @@ pub fn cut_by_output_limit(stop_reason: Option<&str>) -> bool {
 pub const CUT_NOTICE: &str = "Your last reply was cut off at the output-token limit, so it is not taken as the result. \
 Continue: finish the work with tool calls, or give a shorter final answer.";
 
+/// What the model is told after a reply with no text and no tool call
+/// (LiteLLM's answer after an upstream crash, among others).
+pub const EMPTY_NOTICE: &str = "Your last reply was empty: no text and no tool call, so it is not taken as the result. \
+Continue: finish the work with tool calls, or give your final answer.";
+
+/// Whether a reply says nothing at all.
+pub fn empty_reply(text: &str, tool_calls: &[ToolCallRequest]) -> bool {
+    tool_calls.is_empty() && text.trim().is_empty()
+}
+
 /// The message a Stop hook's block becomes when the turn ended without `finish`.
 fn hook_feedback(stderr: &str) -> String {
     format!(
@@ -315,6 +325,8 @@ impl Rebuild {
                 });
                 if tool_calls.is_empty() && cut_by_output_limit(stop_reason.as_deref()) {
                     self.user(CUT_NOTICE.to_string());
+                } else if empty_reply(text, tool_calls) {
+                    self.user(EMPTY_NOTICE.to_string());
                 }
             }
             EventBody::ToolResult {
@@ -913,6 +925,21 @@ impl Runner<'_> {
             }
             turn.push(Message::User {
                 text: CUT_NOTICE.into(),
+            });
+            return Flow::Continue;
+        }
+        if empty_reply(&reply.text, &reply.tool_calls) {
+            // Counted with cut replies: both are replies not taken, in a row.
+            turn.cut += 1;
+            if turn.cut > 1 {
+                return Flow::End(self.fail(format!(
+                    "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
+                     so the turn has no result. The server may have failed upstream: check its log",
+                    reply.stop_reason.as_deref().unwrap_or("none")
+                )));
+            }
+            turn.push(Message::User {
+                text: EMPTY_NOTICE.into(),
             });
             return Flow::Continue;
         }

@@ -5,6 +5,7 @@
 
 mod conversation;
 mod faults;
+mod real_servers;
 
 use std::time::Duration;
 

@@ -706,6 +706,43 @@ fn a_reply_cut_by_the_output_limit_is_not_the_result() {
     assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
 }
 
+/// An empty reply (no text, no call: what LiteLLM sends after an upstream
+/// crash) is never the result: the model is told once, then the turn ends
+/// with an error that says what the server did.
+#[test]
+fn an_empty_reply_is_not_the_result() {
+    let w = world(vec![text(""), text("The answer is 42.")], settings());
+    let id = w.open("s");
+    w.manager.send(&id, "what is it").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    assert!(
+        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
+    );
+    let second = &w.requests()[1];
+    assert!(
+        matches!(second.last(), Some(Message::User { text }) if text.contains("was empty")),
+        "{second:?}"
+    );
+    let loaded = session::load_log(&w.home.join("sessions/s/log.jsonl")).unwrap();
+    let rebuilt = wicket_core::turn::conversation(&loaded.events);
+    assert!(
+        rebuilt
+            .iter()
+            .any(|m| matches!(m, Message::User { text } if text.contains("was empty")))
+    );
+
+    let w = world(vec![text(" "), text(""), text("never")], settings());
+    let id = w.open("s");
+    w.manager.send(&id, "what is it").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    assert!(
+        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("empty twice")),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+}
+
 /// AGENTS.md is read through the resolver: a link out of the workspace is
 /// not followed (nothing of it reaches the provider) and a FIFO does not
 /// hang the turn.
