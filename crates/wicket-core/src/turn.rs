@@ -179,9 +179,13 @@ pub fn summary_message(summary: &str) -> String {
 /// summarised; the rest (the last few exchanges, within a quarter of the
 /// window) stays verbatim. An exchange starts with a person's message or a
 /// model reply, so no reply is cut from its calls' results. `None` when
-/// there is nothing older to summarise.
+/// there is nothing older to summarise. The last three exchanges are kept
+/// when there is something before them; else only the last one.
 pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
-    const KEEP_EXCHANGES: usize = 3;
+    cut_keeping(events, window, 3).or_else(|| cut_keeping(events, window, 1))
+}
+
+fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(u64, u64)> {
     let floor = events
         .iter()
         .rposition(|event| matches!(event.body, EventBody::Compacted { .. }))
@@ -209,7 +213,7 @@ pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
             }
             cut = Some(event.seq);
             boundaries += 1;
-            if boundaries >= KEEP_EXCHANGES {
+            if boundaries >= keep_exchanges {
                 break;
             }
         }
@@ -220,7 +224,19 @@ pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
         .rev()
         .find(|event| event.seq < keep_from)
         .map(|event| event.seq)?;
-    (to_seq > floor).then_some((1, to_seq))
+    // Something of the conversation must be there to summarise: a session's
+    // first event alone is not.
+    let conversation = events.iter().any(|event| {
+        event.seq > floor
+            && event.seq <= to_seq
+            && matches!(
+                event.body,
+                EventBody::UserMessage { .. }
+                    | EventBody::AssistantMessage { .. }
+                    | EventBody::ToolResult { .. }
+            )
+    });
+    (to_seq > floor && conversation).then_some((1, to_seq))
 }
 
 /// About how much of a request an event becomes.
@@ -733,8 +749,17 @@ impl Runner<'_> {
         }
         let mut request = self.request(turn);
         let estimate = self.estimate(turn, &request);
-        let threshold = self.settings.model.context_window * 4 / 5;
-        if estimate > threshold {
+        let window = self.settings.model.context_window;
+        let threshold = window * 4 / 5;
+        // Past 80 % compacts, when there is something older to summarise;
+        // with nothing, a request that still fits the window goes as it is
+        // (a summary of nothing would only make it longer).
+        let compactable = || {
+            load_log(self.session.log_path())
+                .map(|loaded| compaction_cut(&loaded.events, window).is_some())
+                .unwrap_or(true)
+        };
+        if estimate > threshold && (estimate > window || compactable()) {
             if let Err(outcome) = self.compact(turn, estimate, cancel) {
                 return Flow::End(outcome);
             }
@@ -848,8 +873,9 @@ impl Runner<'_> {
         let Some((from_seq, to_seq)) = compaction_cut(&events, self.settings.model.context_window)
         else {
             return Err(self.fail(format!(
-                "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise; \
-                 start a new session, or set a larger context_window for the model in config.toml",
+                "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise: \
+                 the system prompt, the tools and the last exchange alone are too big for it. Use a model (or a server setting, \
+                 such as llama.cpp's --ctx-size) with a larger window, and set context_window for it in config.toml",
                 self.settings.model.context_window
             )));
         };

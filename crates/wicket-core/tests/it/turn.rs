@@ -879,6 +879,54 @@ fn a_500_turn_session_stays_under_the_window_for_its_whole_life() {
     assert!(reads >= TURNS);
 }
 
+/// A fresh session in a small window: the system prompt and the tools
+/// alone pass 80 % of it. There is nothing to summarise, so no summary is
+/// asked for (it would only make the prompt longer): a request that fits
+/// goes as it is, and one that does not ends the turn with an error that
+/// says why.
+#[test]
+fn a_fresh_session_is_never_compacted() {
+    let sized = world(vec![text("sized")], settings());
+    let id = sized.open("s");
+    sized.manager.send(&id, "hi").unwrap();
+    sized.manager.wait_idle(&id).unwrap();
+    let first = &sized.replay.requests()[0];
+    let tools: usize = first
+        .tools
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
+        .sum();
+    let estimate = (first.system.len() + tools + "hi".len()).div_ceil(4) as u64;
+
+    let fits = world(vec![text("fits")], small_window(estimate * 10 / 9));
+    let id = fits.open("s");
+    fits.manager.send(&id, "hi").unwrap();
+    fits.manager.wait_idle(&id).unwrap();
+    let events = fits.events(&id);
+    assert_eq!(
+        fits.replay.requests().len(),
+        1,
+        "no summary request: {events:#?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, EventBody::Compacted { .. }))
+    );
+    assert!(matches!(events.last(), Some(EventBody::Result { text, .. }) if text == "fits"));
+
+    let too_small = world(vec![text("never")], small_window(estimate / 2));
+    let id = too_small.open("s");
+    too_small.manager.send(&id, "hi").unwrap();
+    too_small.manager.wait_idle(&id).unwrap();
+    let events = too_small.events(&id);
+    assert!(too_small.replay.requests().is_empty(), "{events:#?}");
+    assert!(
+        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("the system prompt, the tools")),
+        "{events:#?}"
+    );
+}
+
 /// A provider's "prompt is too long" compacts once and asks again once.
 #[test]
 fn prompt_too_long_compacts_and_retries_exactly_once() {
