@@ -346,13 +346,7 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     for path in deny {
         mask(path, &null)?;
     }
-    mount(
-        Some(Path::new("proc")),
-        Path::new("/proc"),
-        Some("proc"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        None,
-    )?;
+    fresh_proc()?;
     cwd.restore()?;
     Ok(built)
 }
@@ -368,6 +362,11 @@ pub fn try_build() -> Result<()> {
     no_propagation()?;
     remount(Path::new("/"), false)?;
     tmpfs(Path::new("/tmp"), "mode=1777")?;
+    fresh_proc()
+}
+
+/// A `/proc` of this PID namespace: only its own processes, its own network.
+fn fresh_proc() -> Result<()> {
     mount(
         Some(Path::new("proc")),
         Path::new("/proc"),

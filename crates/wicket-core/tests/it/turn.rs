@@ -668,79 +668,58 @@ fn cut(text_: &str) -> Completion {
 
 /// A reply cut by the output limit is never the turn's result: the model
 /// is told and goes on once; a second cut in a row ends the turn.
-#[test]
-fn a_reply_cut_by_the_output_limit_is_not_the_result() {
-    let w = world(
-        vec![cut("The answer is"), text("The answer is 42.")],
-        settings(),
-    );
+/// A reply that is not taken (`first`, then `second` in a row): once, the
+/// model is told (`told`, in the live request and in the conversation
+/// rebuilt from the log) and answers; twice, the turn ends with an error
+/// that says `why`.
+fn a_reply_not_taken(first: Completion, second: Completion, told: &str, why: &str) {
+    let w = world(vec![first.clone(), text("The answer is 42.")], settings());
     let id = w.open("s");
     w.manager.send(&id, "what is it").unwrap();
     w.manager.wait_idle(&id).unwrap();
     assert!(
         matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
     );
-    let second = &w.requests()[1];
+    let asked = &w.requests()[1];
     assert!(
-        matches!(second.last(), Some(Message::User { text }) if text.contains("cut off")),
-        "{second:?}"
+        matches!(asked.last(), Some(Message::User { text }) if text.contains(told)),
+        "{asked:?}"
     );
-    // Rebuilt from the log, the conversation says the same.
     let loaded = session::load_log(&w.home.join("sessions/s/log.jsonl")).unwrap();
     let rebuilt = wicket_core::turn::conversation(&loaded.events);
     assert!(
         rebuilt
             .iter()
-            .any(|m| matches!(m, Message::User { text } if text.contains("cut off")))
+            .any(|m| matches!(m, Message::User { text } if text.contains(told)))
     );
 
-    let w = world(vec![cut("a"), cut("b"), text("never")], settings());
+    let w = world(vec![first, second, text("never")], settings());
     let id = w.open("s");
     w.manager.send(&id, "what is it").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
     assert!(
-        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("output-token limit")),
+        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains(why)),
         "{events:?}"
     );
     assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
 }
 
+#[test]
+fn a_reply_cut_by_the_output_limit_is_not_the_result() {
+    a_reply_not_taken(
+        cut("The answer is"),
+        cut("b"),
+        "cut off",
+        "output-token limit",
+    );
+}
+
 /// An empty reply (no text, no call: what LiteLLM sends after an upstream
-/// crash) is never the result: the model is told once, then the turn ends
-/// with an error that says what the server did.
+/// crash) is never the result either.
 #[test]
 fn an_empty_reply_is_not_the_result() {
-    let w = world(vec![text(""), text("The answer is 42.")], settings());
-    let id = w.open("s");
-    w.manager.send(&id, "what is it").unwrap();
-    w.manager.wait_idle(&id).unwrap();
-    assert!(
-        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
-    );
-    let second = &w.requests()[1];
-    assert!(
-        matches!(second.last(), Some(Message::User { text }) if text.contains("was empty")),
-        "{second:?}"
-    );
-    let loaded = session::load_log(&w.home.join("sessions/s/log.jsonl")).unwrap();
-    let rebuilt = wicket_core::turn::conversation(&loaded.events);
-    assert!(
-        rebuilt
-            .iter()
-            .any(|m| matches!(m, Message::User { text } if text.contains("was empty")))
-    );
-
-    let w = world(vec![text(" "), text(""), text("never")], settings());
-    let id = w.open("s");
-    w.manager.send(&id, "what is it").unwrap();
-    w.manager.wait_idle(&id).unwrap();
-    let events = w.events(&id);
-    assert!(
-        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("empty twice")),
-        "{events:?}"
-    );
-    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+    a_reply_not_taken(text(""), text(" "), "was empty", "empty twice");
 }
 
 /// AGENTS.md is read through the resolver: a link out of the workspace is
