@@ -79,6 +79,7 @@ impl Http {
             body: Box::pin(response.bytes_stream()),
             parser: SseParser::default(),
             ready: Vec::new().into_iter(),
+            ended: false,
             idle_timeout: self.idle_timeout,
             provider: self.provider,
         })
@@ -161,6 +162,8 @@ pub(crate) struct Events {
     body: Body,
     parser: SseParser,
     ready: std::vec::IntoIter<SseEvent>,
+    /// The body ended (it is not polled again).
+    ended: bool,
     idle_timeout: Duration,
     provider: &'static str,
 }
@@ -173,6 +176,9 @@ impl Events {
             if let Some(event) = self.ready.next() {
                 return Ok(Some(event));
             }
+            if self.ended {
+                return Ok(None);
+            }
             let chunk = match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
                 Err(_) => {
                     return Err(ChatError::new(
@@ -184,7 +190,12 @@ impl Events {
                         ),
                     ));
                 }
-                Ok(None) => return Ok(None),
+                Ok(None) => {
+                    // The body ended: a last line a final CR ended still counts.
+                    self.ended = true;
+                    self.ready = self.parser.end().into_iter();
+                    continue;
+                }
                 Ok(Some(Err(error))) => {
                     return Err(ChatError::new(
                         ChatErrorKind::Stream,

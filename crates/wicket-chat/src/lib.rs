@@ -17,7 +17,7 @@ mod http;
 mod openai;
 mod replay;
 mod retry;
-mod sse;
+pub mod sse;
 pub mod tls;
 
 use std::future::Future;
@@ -228,6 +228,29 @@ pub struct ClientConfig {
     pub idle_timeout: Duration,
     /// How failed requests are retried.
     pub retry: RetryPolicy,
+    /// `tool_choice` for `openai:` models, for servers that need it said
+    /// (`[providers.openai] tool_choice`); not sent when `None`.
+    pub openai_tool_choice: Option<ToolChoice>,
+}
+
+/// Whether a model must call a tool (`required`) or may (`auto`), for the
+/// OpenAI-compatible servers that want it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must call a tool.
+    Required,
+}
+
+impl ToolChoice {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+        }
+    }
 }
 
 /// OpenAI's API, when no base URL is set.
@@ -252,6 +275,7 @@ impl Default for ClientConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             retry: RetryPolicy::default(),
+            openai_tool_choice: None,
         }
     }
 }
@@ -301,9 +325,10 @@ pub fn client_for(model: &str, config: &ClientConfig) -> Result<Box<dyn ChatClie
             }
             let base_url = base_url.unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_string());
             let key = config.openai_api_key.clone();
-            Ok(Box::new(openai::OpenAi::new(
-                model, name, &base_url, key, config,
-            )?))
+            Ok(Box::new(
+                openai::OpenAi::new(model, name, &base_url, key, config)?
+                    .with_tool_choice(config.openai_tool_choice),
+            ))
         }
         "ollama" => {
             let host = config.ollama_host.as_deref().unwrap_or(OLLAMA_DEFAULT_HOST);

@@ -16,7 +16,7 @@ use crate::http::Http;
 use crate::retry::{Attempt, retrying};
 use crate::{
     ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Completion, Message, Request,
-    RetryPolicy, StreamEvent, ToolCallRequest, Usage,
+    RetryPolicy, StreamEvent, ToolCallRequest, ToolChoice, Usage,
 };
 
 pub(crate) struct OpenAi {
@@ -29,9 +29,17 @@ pub(crate) struct OpenAi {
     /// The server refused `max_tokens` and asked for `max_completion_tokens`
     /// (OpenAI's newer models); from then on the limit goes under that name.
     completion_tokens: std::sync::atomic::AtomicBool,
+    /// Sent with the tools when the person's config says so.
+    tool_choice: Option<ToolChoice>,
 }
 
 impl OpenAi {
+    /// The client with `tool_choice` sent beside the tools.
+    pub(crate) fn with_tool_choice(mut self, tool_choice: Option<ToolChoice>) -> Self {
+        self.tool_choice = tool_choice;
+        self
+    }
+
     pub(crate) fn new(
         model: &str,
         name: &str,
@@ -47,7 +55,16 @@ impl OpenAi {
             http: Http::new("openai", config)?,
             retry: config.retry.clone(),
             completion_tokens: std::sync::atomic::AtomicBool::new(false),
+            tool_choice: None,
         })
+    }
+
+    fn body(&self, req: &Request, renamed: bool) -> Value {
+        let mut body = request_body(&self.name, req, limit_name(renamed));
+        if let Some(choice) = self.tool_choice.filter(|_| !req.tools.is_empty()) {
+            body["tool_choice"] = json!(choice.as_str());
+        }
+        body
     }
 
     fn headers(&self) -> Result<HeaderMap, ChatError> {
@@ -71,7 +88,7 @@ impl OpenAi {
     ) -> Result<Completion, ChatError> {
         use std::sync::atomic::Ordering;
         let renamed = self.completion_tokens.load(Ordering::Relaxed);
-        let body = request_body(&self.name, req, limit_name(renamed));
+        let body = self.body(req, renamed);
         let posted = self
             .http
             .post_events(&self.url, self.headers()?, &body)
@@ -79,7 +96,7 @@ impl OpenAi {
         let mut events = match posted {
             Err(error) if !renamed && asks_for_completion_tokens(&error) => {
                 self.completion_tokens.store(true, Ordering::Relaxed);
-                let body = request_body(&self.name, req, limit_name(true));
+                let body = self.body(req, true);
                 self.http
                     .post_events(&self.url, self.headers()?, &body)
                     .await?

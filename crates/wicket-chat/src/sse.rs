@@ -1,42 +1,73 @@
 //! An incremental parser for server-sent events (the WHATWG event-stream
 //! format): bytes go in as the network delivers them, whole events come out.
-//! Lines are cut on bytes, so a UTF-8 character split across two reads is
-//! decoded only once both halves are here.
+//! Lines end at CR, LF or CRLF (a CR at the end of what has come so far waits
+//! for the next byte, which may be its LF); a BOM at the start is dropped;
+//! `:` lines are comments; `data:` lines of one event are joined with
+//! newlines. Lines are cut on bytes, so a UTF-8 character split across two
+//! reads is decoded only once both halves are here. The one parser for
+//! event streams: the chat clients' and the test support's.
 
 /// One dispatched event: its `event:` type (if any) and its `data:` lines
 /// joined with newlines.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
+    /// The `event:` field, if the event had one.
     pub event: Option<String>,
+    /// The `data:` lines, joined with `\n`.
     pub data: String,
 }
 
+/// The parser's state between reads.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     pending: Vec<u8>,
+    started: bool,
     event: Option<String>,
     data: Option<String>,
 }
 
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 impl SseParser {
     /// Feeds the next bytes of the stream; returns the events they complete.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         self.pending.extend_from_slice(bytes);
+        if !self.started {
+            if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
+                return Vec::new();
+            }
+            if self.pending.starts_with(BOM) {
+                self.pending.drain(..BOM.len());
+            }
+            self.started = true;
+        }
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(end) = memchr::memchr(b'\n', &self.pending[start..]) {
-            let line_end = start + end;
-            let mut line = &self.pending[start..line_end];
-            if let Some(stripped) = line.strip_suffix(b"\r") {
-                line = stripped;
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
-            start = line_end + 1;
-            if let Some(event) = self.line(&line) {
-                events.push(event);
-            }
+        while let Some(found) = memchr::memchr2(b'\r', b'\n', &self.pending[start..]) {
+            let end = start + found;
+            let next = match (self.pending[end], self.pending.get(end + 1)) {
+                (b'\r', Some(b'\n')) => end + 2,
+                (b'\r', None) => break,
+                _ => end + 1,
+            };
+            let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
+            start = next;
+            events.extend(self.line(&line));
         }
         self.pending.drain(..start);
+        events
+    }
+
+    /// The stream ended: a line that a final CR ended is taken, and any
+    /// event still without its blank line is dropped, as the spec says.
+    pub fn end(&mut self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        if self.pending.ends_with(b"\r") {
+            events = self.feed(b"\n");
+        }
+        self.pending.clear();
+        self.event = None;
+        self.data = None;
         events
     }
 
@@ -79,24 +110,41 @@ mod tests {
         }
     }
 
+    /// Every way of cutting `stream` into reads gives `expected`.
+    fn parses_in_any_pieces(stream: &[u8], expected: &[SseEvent]) {
+        for piece in 1..=stream.len().min(9) {
+            let mut parser = SseParser::default();
+            let mut events = Vec::new();
+            for chunk in stream.chunks(piece) {
+                events.extend(parser.feed(chunk));
+            }
+            events.extend(parser.end());
+            assert_eq!(events, expected, "pieces of {piece} bytes");
+        }
+    }
+
     #[test]
     fn events_split_anywhere_come_out_whole() {
         let stream = "event: a\ndata: {\"x\":\"日本\"}\n\n: comment\r\ndata: one\r\ndata: two\r\n\r\ndata: [DONE]\n\n";
-        let whole = SseParser::default().feed(stream.as_bytes());
-        let expected = vec![
-            event(Some("a"), "{\"x\":\"日本\"}"),
-            event(None, "one\ntwo"),
-            event(None, "[DONE]"),
-        ];
-        assert_eq!(whole, expected);
-        for piece in 1..8 {
-            let mut parser = SseParser::default();
-            let mut events = Vec::new();
-            for chunk in stream.as_bytes().chunks(piece) {
-                events.extend(parser.feed(chunk));
-            }
-            assert_eq!(events, expected, "pieces of {piece} bytes");
-        }
+        parses_in_any_pieces(
+            stream.as_bytes(),
+            &[
+                event(Some("a"), "{\"x\":\"日本\"}"),
+                event(None, "one\ntwo"),
+                event(None, "[DONE]"),
+            ],
+        );
+    }
+
+    /// The spec's line ends (CR, LF, CRLF, mixed), its comments, multi-line
+    /// data, a field with no colon, no space after the colon, and a BOM.
+    #[test]
+    fn the_specs_line_ends_comments_multiline_data_and_a_bom() {
+        parses_in_any_pieces(
+            b"\xEF\xBB\xBFdata: cr\r\rdata:lf\n\n:c1\r\n: c2\ndata: a\rdata\rdata: b\r\n\r\nevent:x\ndata: y\r",
+            &[event(None, "cr"), event(None, "lf"), event(None, "a\n\nb")],
+        );
+        parses_in_any_pieces(b"data: end\r\r", &[event(None, "end")]);
     }
 
     #[test]
@@ -105,6 +153,8 @@ mod tests {
         assert!(parser.feed(b"data: half").is_empty());
         assert!(parser.feed(b"\n").is_empty());
         assert_eq!(parser.feed(b"\n"), vec![event(None, "half")]);
+        assert!(parser.feed(b"data: cut off").is_empty());
+        assert!(parser.end().is_empty());
     }
 
     #[test]

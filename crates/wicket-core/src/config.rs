@@ -69,6 +69,13 @@ struct Provider {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct OpenAiProvider {
+    base_url: Option<String>,
+    tool_choice: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Ollama {
     host: Option<String>,
 }
@@ -76,7 +83,7 @@ struct Ollama {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Providers {
-    openai: Option<Provider>,
+    openai: Option<OpenAiProvider>,
     anthropic: Option<Provider>,
     ollama: Option<Ollama>,
 }
@@ -174,6 +181,8 @@ pub struct Config {
     pub stop_hooks: Vec<StopHook>,
     /// `[providers.openai] base_url` (home only).
     pub openai_base_url: Option<String>,
+    /// `[providers.openai] tool_choice` (home only).
+    pub openai_tool_choice: Option<wicket_chat::ToolChoice>,
     /// `[providers.anthropic] base_url` (home only).
     pub anthropic_base_url: Option<String>,
     /// `[providers.ollama] host` (home only).
@@ -231,6 +240,7 @@ impl Default for Config {
             skill_dirs: Vec::new(),
             stop_hooks: Vec::new(),
             openai_base_url: None,
+            openai_tool_choice: None,
             anthropic_base_url: None,
             ollama_host: None,
             request_timeout_s: None,
@@ -313,8 +323,23 @@ impl Config {
                 .map(|dir| SkillDir::Home(base.join(dir))),
         );
         if let Some(providers) = file.providers.take() {
-            if let Some(url) = providers.openai.and_then(|p| p.base_url) {
-                self.openai_base_url = Some(url);
+            if let Some(openai) = providers.openai {
+                if let Some(url) = openai.base_url {
+                    self.openai_base_url = Some(url);
+                }
+                self.openai_tool_choice = match openai.tool_choice.as_deref() {
+                    None => None,
+                    Some("auto") => Some(wicket_chat::ToolChoice::Auto),
+                    Some("required") => Some(wicket_chat::ToolChoice::Required),
+                    Some(other) => {
+                        return Err(config_error(
+                            path,
+                            format!(
+                                "[providers.openai] tool_choice = \"{other}\" is not a choice; use \"auto\" or \"required\", or leave it out"
+                            ),
+                        ));
+                    }
+                };
             }
             if let Some(url) = providers.anthropic.and_then(|p| p.base_url) {
                 self.anthropic_base_url = Some(url);
@@ -859,6 +884,30 @@ timeout_s = 300
         assert_eq!(config.sandbox.mode, SandboxMode::ReadOnly);
         assert!(config.sandbox.required);
         assert_eq!(config.sandbox.deny_read, vec![secrets]);
+    }
+
+    #[test]
+    fn tool_choice_is_auto_required_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        write(
+            &home.join("config.toml"),
+            "[providers.openai]\ntool_choice = \"sometimes\"\n",
+        );
+        let error = error_of(&home, dir.path());
+        assert!(
+            error.contains("tool_choice") && error.contains("config.toml"),
+            "{error}"
+        );
+        write(
+            &home.join("config.toml"),
+            "[providers.openai]\ntool_choice = \"required\"\n",
+        );
+        let config = Config::load(&home, dir.path()).unwrap();
+        assert_eq!(
+            config.openai_tool_choice,
+            Some(wicket_chat::ToolChoice::Required)
+        );
     }
 
     #[test]

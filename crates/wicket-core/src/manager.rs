@@ -707,6 +707,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
         if let Some(seconds) = config.idle_timeout_s {
             client.idle_timeout = std::time::Duration::from_secs(seconds);
         }
+        client.openai_tool_choice = config.openai_tool_choice;
         if let Some(attempts) = config.max_attempts {
             client.retry.max_attempts = attempts.max(1);
         }

@@ -128,13 +128,18 @@ impl Api {
         assert_eq!(response.status().as_u16(), 200, "the event stream opens");
         Events {
             reader: BufReader::new(response),
+            parser: wicket_chat::sse::SseParser::default(),
+            ready: std::collections::VecDeque::new(),
         }
     }
 }
 
-/// A session's event stream, one parsed event at a time.
+/// A session's event stream, one parsed event at a time, through the
+/// chat client's own event-stream parser (one parser for both).
 pub struct Events {
     reader: BufReader<Response>,
+    parser: wicket_chat::sse::SseParser,
+    ready: std::collections::VecDeque<wicket_chat::sse::SseEvent>,
 }
 
 impl Iterator for Events {
@@ -142,22 +147,22 @@ impl Iterator for Events {
 
     /// The next event's data, as JSON; `None` when the stream ends.
     fn next(&mut self) -> Option<Value> {
-        let mut data = String::new();
         loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line).ok()? == 0 {
-                return None;
+            if let Some(event) = self.ready.pop_front() {
+                return serde_json::from_str(&event.data).ok();
             }
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.is_empty() {
-                if data.is_empty() {
-                    continue;
-                }
-                return serde_json::from_str(&data).ok();
+            let read = self.reader.fill_buf().ok()?;
+            if read.is_empty() {
+                self.ready.extend(self.parser.end());
+                return self
+                    .ready
+                    .pop_front()
+                    .and_then(|event| serde_json::from_str(&event.data).ok());
             }
-            if let Some(rest) = line.strip_prefix("data:") {
-                data.push_str(rest.trim_start());
-            }
+            let length = read.len();
+            let events = self.parser.feed(read);
+            self.reader.consume(length);
+            self.ready.extend(events);
         }
     }
 }

@@ -70,6 +70,16 @@ impl Replay {
     fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
+
+    /// Each request's body, as JSON.
+    fn json_bodies(&self) -> Vec<serde_json::Value> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|body| serde_json::from_str(body).unwrap())
+            .collect()
+    }
 }
 
 /// Reads one request's head and its `Content-Length` body; the body.
@@ -262,17 +272,37 @@ async fn the_output_limit_is_always_sent_and_renamed_when_the_server_asks() {
     assert!(!reply.unwrap().text.is_empty());
     let (reply, _) = complete(client.as_ref(), &ask("again")).await;
     assert!(reply.is_ok());
-    let bodies: Vec<serde_json::Value> = replay
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|body| serde_json::from_str(body).unwrap())
-        .collect();
+    let bodies = replay.json_bodies();
     assert_eq!(bodies.len(), 3, "one refusal, then two requests");
     assert_eq!(bodies[0]["max_tokens"], 1024);
     assert_eq!(bodies[1]["max_completion_tokens"], 1024);
     assert!(bodies[1].get("max_tokens").is_none());
     // The client remembers: the next request asks the right way at once.
     assert_eq!(bodies[2]["max_completion_tokens"], 1024);
+}
+
+/// llama-cpp-python streams tool calls only when told to call one: the
+/// person's `[providers.openai] tool_choice` goes with the tools, and
+/// nothing is sent without it.
+#[tokio::test]
+async fn tool_choice_goes_with_the_tools_only_when_configured() {
+    let replay = Replay::start(sse("lcp_forced_stream.sse"));
+    let plain = client_at(replay.url.clone(), Wire::OpenAi, quick_config());
+    let told = client_at(
+        replay.url.clone(),
+        Wire::OpenAi,
+        wicket_chat::ClientConfig {
+            openai_tool_choice: Some(wicket_chat::ToolChoice::Required),
+            ..quick_config()
+        },
+    );
+    complete(plain.as_ref(), &ask("read 1.txt"))
+        .await
+        .0
+        .unwrap();
+    let reply = complete(told.as_ref(), &ask("read 1.txt")).await.0.unwrap();
+    assert_eq!(reply.tool_calls[0].name, "read_file");
+    let bodies = replay.json_bodies();
+    assert!(bodies[0].get("tool_choice").is_none(), "{}", bodies[0]);
+    assert_eq!(bodies[1]["tool_choice"], "required");
 }
