@@ -89,7 +89,12 @@ impl SandboxSettings {
                 layers: self.hygiene(available),
                 note: Some("the sandbox is off in your config: the command runs unconfined".into()),
             },
-            SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => match available.missing() {
+            // With `required`, a layer the kernel cannot give is as good
+            // as no sandbox: the command does not start without all of them.
+            SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => match available
+                .missing()
+                .or_else(|| available.note().filter(|_| self.required))
+            {
                 None => SandboxSummary {
                     mode: self.mode,
                     network: access.network,
@@ -321,6 +326,28 @@ mod layers {
         };
         let (summary, text) = layers_on(&landlock_only);
         assert_eq!(summary.mode, SandboxMode::WorkspaceWrite);
+        // `required` refuses a command without every layer, and says which are missing.
+        let required = SandboxSettings {
+            required: true,
+            ..SandboxSettings::default()
+        };
+        let refused = required.summary_with(&landlock_only, Access::default());
+        assert_eq!(refused.mode, SandboxMode::Unavailable);
+        let why = refused.note.clone().unwrap_or_default();
+        assert!(
+            why.contains("no seccomp") && why.contains("required is set"),
+            "{why}"
+        );
+        assert!(
+            required
+                .confine(
+                    Path::new("/ws"),
+                    Path::new("/home"),
+                    &refused,
+                    Access::default()
+                )
+                .is_err()
+        );
         assert!(
             !text.contains("mount namespace") && !text.contains("PID namespace"),
             "{text}"
