@@ -404,31 +404,48 @@ pub enum Namespaces {
     },
 }
 
-/// Gives stage 2 the one capability it needs across its `execve`
-/// (`CAP_SYS_ADMIN` in the new user namespace, to mount), as an ambient
-/// capability; [`drop_capabilities`] takes it away again.
+/// Gives stage 2 what it needs across its `execve`, as ambient
+/// capabilities in the new user namespace: `CAP_SYS_ADMIN` to mount, and
+/// `CAP_SETPCAP` to empty the bounding set afterwards (a uid other than 0
+/// keeps nothing else through an `execve`). [`drop_capabilities`] takes
+/// both away again.
 pub fn pass_mount_capability() -> Result<()> {
     use rustix::thread::CapabilitySet;
+    let passed = [CapabilitySet::SYS_ADMIN, CapabilitySet::SETPCAP];
     let mut sets = rustix::thread::capabilities(None)
         .map_err(|error| format!("reading capabilities: {error}"))?;
-    sets.inheritable |= CapabilitySet::SYS_ADMIN;
+    for capability in passed {
+        sets.inheritable |= capability;
+    }
     rustix::thread::set_capabilities(None, sets)
         .map_err(|error| format!("setting capabilities: {error}"))?;
-    rustix::thread::configure_capability_in_ambient_set(CapabilitySet::SYS_ADMIN, true)
-        .map_err(|error| format!("PR_CAP_AMBIENT: {error}"))
+    for capability in passed {
+        rustix::thread::configure_capability_in_ambient_set(capability, true)
+            .map_err(|error| format!("PR_CAP_AMBIENT: {error}"))?;
+    }
+    Ok(())
 }
 
 /// No capability left, in any set, for this process or what it starts
 /// (the bounding set too, so not even a root inside gets one back).
 pub fn drop_capabilities() -> Result<()> {
     use rustix::thread::{CapabilitySet, CapabilitySets};
-    let _ = rustix::thread::clear_ambient_capability_set();
+    rustix::thread::clear_ambient_capability_set()
+        .map_err(|error| format!("clearing the ambient capabilities: {error}"))?;
     for bit in 0..64u32 {
         let Some(capability) = CapabilitySet::from_bits(1u64 << bit) else {
             continue;
         };
-        // Past the kernel's last capability this fails; nothing to drop there.
-        let _ = rustix::thread::remove_capability_from_bounding_set(capability);
+        match rustix::thread::remove_capability_from_bounding_set(capability) {
+            Ok(()) => {}
+            // Past the kernel's last capability: nothing more to drop.
+            Err(rustix::io::Errno::INVAL) => break,
+            Err(error) => {
+                return Err(format!(
+                    "dropping {capability:?} from the bounding set: {error}"
+                ));
+            }
+        }
     }
     rustix::thread::set_capabilities(
         None,
