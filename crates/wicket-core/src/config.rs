@@ -540,6 +540,27 @@ fn expand_home(path: &Path) -> PathBuf {
     }
 }
 
+/// An `[sandbox] key` entry with `~/` expanded, and where it really is; an
+/// error naming the key unless it is an existing absolute path.
+fn existing(path: &Path, key: &str, entry: &Path) -> Result<(PathBuf, PathBuf)> {
+    let expanded = expand_home(entry);
+    match std::fs::canonicalize(&expanded) {
+        Ok(real) if expanded.is_absolute() => Ok((expanded, real)),
+        _ => Err(config_error(
+            path,
+            format!(
+                "[sandbox] {key} entry '{}' must be an existing absolute path",
+                entry.display()
+            ),
+        )),
+    }
+}
+
+/// Whether one path lies in the other.
+fn overlaps(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
 fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
     let mut settings = SandboxSettings::default();
     if let Some(mode) = file.mode {
@@ -577,20 +598,8 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         .parent()
         .and_then(|home| std::fs::canonicalize(home).ok());
     for entry in file.extra_write {
-        let expanded = expand_home(&entry);
-        if !expanded.is_absolute() || !expanded.exists() {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] extra_write entry '{}' must be an existing absolute path",
-                    entry.display()
-                ),
-            ));
-        }
-        let real = std::fs::canonicalize(&expanded).unwrap_or_else(|_| expanded.clone());
-        if let Some(home) = &home
-            && (real.starts_with(home) || home.starts_with(&real))
-        {
+        let (expanded, real) = existing(path, "extra_write", &entry)?;
+        if let Some(home) = home.as_deref().filter(|home| overlaps(&real, home)) {
             return Err(config_error(
                 path,
                 format!(
@@ -604,22 +613,12 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         settings.extra_write.push(expanded);
     }
     for entry in file.extra_read {
-        let expanded = expand_home(&entry);
-        let real = std::fs::canonicalize(&expanded)
-            .ok()
-            .filter(|_| expanded.is_absolute());
-        let Some(real) = real else {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] extra_read entry '{}' must be an existing absolute path",
-                    entry.display()
-                ),
-            ));
-        };
+        let (expanded, real) = existing(path, "extra_read", &entry)?;
         let hidden = home.iter().chain(settings.deny_read.iter()).any(|secret| {
-            let secret = std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone());
-            real.starts_with(&secret) || secret.starts_with(&real)
+            overlaps(
+                &real,
+                &std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone()),
+            )
         });
         if hidden {
             return Err(config_error(

@@ -546,9 +546,11 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         new_content: &NewContent<'_>,
     ) -> Result<ToolOutput, WireError> {
+        let home = std::fs::canonicalize(&self.confinement.home)
+            .unwrap_or_else(|_| self.confinement.home.clone());
         for _ in 0..STALE_RETRIES {
             let target = self.tools.plan_write(location, shown)?;
-            self.never_wicket_home(&target.absolute)?;
+            never_wicket_home(&home, &target.absolute)?;
             let content = new_content(target.current.as_deref())?;
             let key = target.absolute.display().to_string();
             let asked_digest = digest(target.current.as_deref());
@@ -574,7 +576,7 @@ impl<'a> Gate<'a> {
                 // The answer was about the bytes the card showed; are they still
                 // there? If not, the answer (an allow_session too) is spent.
                 let now = self.tools.plan_write(location, shown)?;
-                self.never_wicket_home(&now.absolute)?;
+                never_wicket_home(&home, &now.absolute)?;
                 let stale = now.absolute != target.absolute
                     || digest(now.current.as_deref()) != asked_digest;
                 self.log_answer(&card_id, answer, stale)?;
@@ -615,25 +617,6 @@ impl<'a> Gate<'a> {
         ))
     }
 
-    /// A write into `$WICKET_HOME` (its config, sessions, grants) is never
-    /// carded: one allow there could turn the sandbox off for good.
-    fn never_wicket_home(&self, absolute: &Path) -> Result<(), WireError> {
-        let home = std::fs::canonicalize(&self.confinement.home)
-            .unwrap_or_else(|_| self.confinement.home.clone());
-        if absolute.starts_with(&home) {
-            return Err(WireError::new(
-                ErrorKind::Forbidden,
-                format!(
-                    "{} lies in Wicket's own folder {} (its config, sessions and grants), \
-                     which no tool call may write; the person can edit it themselves",
-                    absolute.display(),
-                    home.display()
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     fn write_card(
         &self,
         tool: &str,
@@ -671,4 +654,21 @@ impl<'a> Gate<'a> {
             .map_err(internal)?;
         Ok(())
     }
+}
+
+/// A write into `$WICKET_HOME` (`home`, canonical: its config, sessions,
+/// grants) is never carded: one allow there could turn the sandbox off for good.
+fn never_wicket_home(home: &Path, absolute: &Path) -> Result<(), WireError> {
+    if absolute.starts_with(home) {
+        return Err(WireError::new(
+            ErrorKind::Forbidden,
+            format!(
+                "{} lies in Wicket's own folder {} (its config, sessions and grants), \
+                 which no tool call may write; the person can edit it themselves",
+                absolute.display(),
+                home.display()
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -53,6 +53,14 @@ pub struct Settings {
     pub notices: Vec<crate::config::ConfigNotice>,
 }
 
+/// What [`Runner::compact`] did.
+enum Compaction {
+    /// The older part is summarised, and the conversation rebuilt.
+    Done,
+    /// There was nothing older than the last exchange to summarise.
+    Nothing,
+}
+
 /// Who answers for the person: cards and questions. `None` is a withdrawal
 /// (the turn was cancelled).
 pub trait Person {
@@ -701,7 +709,8 @@ impl Runner<'_> {
         let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn, &self.request(&turn));
         match self.compact(&mut turn, before, cancel) {
-            Ok(()) => self.end(Outcome::Finished(String::new())),
+            Ok(Compaction::Done) => self.end(Outcome::Finished(String::new())),
+            Ok(Compaction::Nothing) => self.too_small(before),
             Err(outcome) => outcome,
         }
     }
@@ -751,19 +760,16 @@ impl Runner<'_> {
         let estimate = self.estimate(turn, &request);
         let window = self.settings.model.context_window;
         let threshold = window * 4 / 5;
-        // Past 80 % compacts, when there is something older to summarise;
-        // with nothing, a request that still fits the window goes as it is
-        // (a summary of nothing would only make it longer).
-        let compactable = || {
-            load_log(self.session.log_path())
-                .map(|loaded| compaction_cut(&loaded.events, window).is_some())
-                .unwrap_or(true)
-        };
-        if estimate > threshold && (estimate > window || compactable()) {
-            if let Err(outcome) = self.compact(turn, estimate, cancel) {
-                return Flow::End(outcome);
+        if estimate > threshold {
+            match self.compact(turn, estimate, cancel) {
+                Ok(Compaction::Done) => request = self.request(turn),
+                // Nothing older to summarise: a request that still fits the
+                // window goes as it is (a summary of nothing would only
+                // make it longer).
+                Ok(Compaction::Nothing) if estimate <= window => {}
+                Ok(Compaction::Nothing) => return Flow::End(self.too_small(estimate)),
+                Err(outcome) => return Flow::End(outcome),
             }
-            request = self.request(turn);
         }
         if let Some(outcome) = self.over_budget(turn, self.estimate(turn, &request)) {
             return Flow::End(outcome);
@@ -775,10 +781,11 @@ impl Runner<'_> {
                 // Compact once and ask again; never retry the same prompt blindly.
                 turn.compacted_for_error = true;
                 let estimate = self.estimate(turn, &request).max(threshold + 1);
-                if let Err(outcome) = self.compact(turn, estimate, cancel) {
-                    return Flow::End(outcome);
-                }
-                return Flow::Continue;
+                return match self.compact(turn, estimate, cancel) {
+                    Ok(Compaction::Done) => Flow::Continue,
+                    Ok(Compaction::Nothing) => Flow::End(self.too_small(estimate)),
+                    Err(outcome) => Flow::End(outcome),
+                };
             }
             Err(Stop::Chat(error)) => {
                 return Flow::End(
@@ -864,20 +871,31 @@ impl Runner<'_> {
         None
     }
 
+    /// The turn's end when the conversation does not fit the window and
+    /// there is nothing older to summarise.
+    fn too_small(&self, before: u64) -> Outcome {
+        self.fail(format!(
+            "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise: \
+             the system prompt, the tools and the last exchange alone are too big for it. Use a model (or a server setting, \
+             such as llama.cpp's --ctx-size) with a larger window, and set context_window for it in config.toml",
+            self.settings.model.context_window
+        ))
+    }
+
     /// Summarises the older part of the conversation with the model, logs
     /// `compacted`, and rebuilds the conversation from the summary.
-    fn compact(&self, turn: &mut Turn, before: u64, cancel: &Cancel) -> Result<(), Outcome> {
+    fn compact(
+        &self,
+        turn: &mut Turn,
+        before: u64,
+        cancel: &Cancel,
+    ) -> Result<Compaction, Outcome> {
         let events = load_log(self.session.log_path())
             .map_err(|error| self.fail(format!("the session's log cannot be read: {error}")))?
             .events;
         let Some((from_seq, to_seq)) = compaction_cut(&events, self.settings.model.context_window)
         else {
-            return Err(self.fail(format!(
-                "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise: \
-                 the system prompt, the tools and the last exchange alone are too big for it. Use a model (or a server setting, \
-                 such as llama.cpp's --ctx-size) with a larger window, and set context_window for it in config.toml",
-                self.settings.model.context_window
-            )));
+            return Ok(Compaction::Nothing);
         };
         let upto = events.iter().filter(|event| event.seq <= to_seq).count();
         let mut messages = conversation(&events[..upto]);
@@ -928,7 +946,7 @@ impl Runner<'_> {
             usage,
         });
         let _ = self.session.sync();
-        Ok(())
+        Ok(Compaction::Done)
     }
 
     /// A reply with no tool call ends the turn, its text the result, once

@@ -162,14 +162,17 @@ impl Cgroup {
     /// in it is gone by now: the command's PID namespace ended with it.
     pub fn remove(&self) {
         let me = std::process::id().to_string();
-        // Best effort, both steps: this runs as the launcher ends, with no
-        // one to tell, and a cgroup left behind is removed by the next
-        // probe's `sweep`.
-        for folder in &self.folders {
+        let leave_and_remove = |folder: &Path| -> std::io::Result<()> {
             if let Some(parent) = folder.parent() {
-                let _ = std::fs::write(parent.join("cgroup.procs"), &me);
+                std::fs::write(parent.join("cgroup.procs"), &me)?;
             }
-            let _ = std::fs::remove_dir(folder);
+            std::fs::remove_dir(folder)
+        };
+        for folder in &self.folders {
+            // Best effort: this runs as the launcher ends, with no one to
+            // tell, and a cgroup left behind is removed by the next probe's
+            // `sweep`.
+            let _ = leave_and_remove(folder);
         }
     }
 

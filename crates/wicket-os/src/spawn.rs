@@ -193,13 +193,19 @@ enum Tmp {
     Folder(PrivateTmp),
 }
 
+/// Whether the launcher builds the jail's own file tree for `confine`
+/// (which gives it a private `/tmp`).
+fn builds_jail_tree(confine: &Confine) -> bool {
+    let available = crate::sandbox::availability();
+    launcher().is_some() && confine.sandbox.is_some() && available.namespaces && available.mounts
+}
+
 impl Tmp {
     fn for_spec(spec: &Spec) -> Result<Option<Tmp>, WireError> {
         if spec.confine.sandbox.is_none() {
             return Ok(None);
         }
-        let available = crate::sandbox::availability();
-        if launcher().is_some() && available.namespaces && available.mounts {
+        if builds_jail_tree(&spec.confine) {
             return Ok(Some(Tmp::Jail));
         }
         Ok(Some(Tmp::Folder(PrivateTmp::make()?)))
@@ -228,7 +234,8 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, WireError> {
             let launch = Launch {
                 parent: std::process::id(),
                 isolate,
-                mounts: available.mounts && (isolate || !sandboxed),
+                // The jail's tree, or (unsandboxed) the protecting binds.
+                mounts: builds_jail_tree(&spec.confine) || (!sandboxed && available.mounts),
                 seccomp: sandboxed && available.seccomp,
                 cgroup: isolate && available.cgroup,
                 protect: spec.confine.protect.clone(),
@@ -321,10 +328,10 @@ fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
 /// Signals the command's group; before the launcher's `setsid` made that
 /// group, the launcher itself.
 fn signal_group(pid: Pid, signal: Signal) {
-    if rustix::process::kill_process_group(pid, signal).is_err() {
-        // Gone already, or not yet a group: then the launcher is all there is.
-        let _ = rustix::process::kill_process(pid, signal);
-    }
+    // Not yet a group: then the launcher is all there is. Gone already:
+    // nothing left to signal, which is what the caller wants.
+    let _ = rustix::process::kill_process_group(pid, signal)
+        .or_else(|_| rustix::process::kill_process(pid, signal));
 }
 
 /// The first and last bytes of a stream, and how many were dropped between.
