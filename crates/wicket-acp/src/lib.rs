@@ -24,11 +24,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
-use tokio::sync::broadcast::error::RecvError;
 use wicket_core::manager::{Manager, ManagerError, Open, Sent};
 use wicket_mcp::{ServerSpec, Transport};
 use wicket_protocol::limits::WRITE_EXISTING_MAX_BYTES;
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
+use wicket_protocol::{Answer, Card, CardKind, EventBody, TurnOutcome};
 
 use crate::map::Mapper;
 
@@ -269,31 +268,22 @@ fn begin(manager: &Manager, id: &str, text: &str) -> Result<(), Error> {
     }
 }
 
-/// How the prompt ends, when `body` ends it. A question ends it too: the
-/// turn waits for the reply, which is the editor's next prompt.
-async fn ended(
-    manager: &Arc<Manager>,
-    id: &str,
-    body: &EventBody,
-) -> Option<Result<StopReason, Error>> {
-    let stop = match body {
-        EventBody::Question { .. } => return Some(Ok(StopReason::EndTurn)),
-        EventBody::Result { .. } => Ok(StopReason::EndTurn),
-        EventBody::Cancelled {} => Ok(StopReason::Cancelled),
-        EventBody::Error {
-            message,
-            ends_turn: true,
-        } => {
-            if message.starts_with(wicket_core::turn::STEP_LIMIT_MESSAGE) {
-                Ok(StopReason::MaxTurnRequests)
-            } else {
-                Err(Error::internal_error().data(serde_json::Value::String(message.clone())))
-            }
+/// How the prompt ends, when `body` ends it: at the turn's `turn_ended`
+/// (`last_error` is the error that ended it, for the JSON-RPC error), or
+/// at a question, since the turn waits for the reply, which is the
+/// editor's next prompt.
+fn stop_at(body: &EventBody, last_error: &str) -> Option<Result<StopReason, String>> {
+    if let EventBody::Question { .. } = body {
+        return Some(Ok(StopReason::EndTurn));
+    }
+    Some(match wicket_core::turn::turn_over(body)? {
+        TurnOutcome::Result => Ok(StopReason::EndTurn),
+        TurnOutcome::Cancelled => Ok(StopReason::Cancelled),
+        TurnOutcome::StepLimit => Ok(StopReason::MaxTurnRequests),
+        TurnOutcome::Error | TurnOutcome::Budget | TurnOutcome::Interrupted => {
+            Err(last_error.to_string())
         }
-        _ => return None,
-    };
-    idle(manager, id).await;
-    Some(stop)
+    })
 }
 
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
@@ -311,39 +301,40 @@ async fn prompt(
     };
     let text = prompt_text(&request.prompt);
     let manager = acp.manager.clone();
-    let mut events = manager.subscribe(&id).map_err(failed)?;
+    let mut events = manager.follow(&id, seen).map_err(failed)?;
     let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
     begin(&manager, &id, &text)?;
     let mut mapper = Mapper::new(&workspace, false);
+    let mut last_error = String::new();
     loop {
         // Pieces of text first: each was sent before its reply's event.
-        let received = tokio::select! {
+        let next = tokio::select! {
             biased;
             Ok(delta) = pieces.recv() => {
                 cx.send_notification(SessionNotification::new(session.clone(), mapper.delta(&delta)))?;
                 continue;
             }
-            received = events.recv() => received,
+            next = events.next() => next,
         };
-        let batch: Vec<Event> = match received {
-            Ok(event) => vec![event],
-            Err(RecvError::Lagged(_)) => manager.events_after(&id, seen).map_err(failed)?,
-            Err(RecvError::Closed) => {
-                return Err(Error::internal_error().data(serde_json::Value::String(
-                    "the session's event stream ended".into(),
-                )));
-            }
+        let Some(event) = next.map_err(failed)? else {
+            return Err(Error::internal_error().data(serde_json::Value::String(
+                "the session's event stream ended".into(),
+            )));
         };
-        for event in batch {
-            if event.seq <= seen {
-                continue;
-            }
+        {
             seen = event.seq;
             if let Some(known) = acp.known().get_mut(&id) {
                 known.seen = seen;
             }
             for update in mapper.updates(&event) {
                 cx.send_notification(SessionNotification::new(session.clone(), update))?;
+            }
+            if let EventBody::Error {
+                message,
+                ends_turn: true,
+            } = &event.body
+            {
+                last_error.clone_from(message);
             }
             if let EventBody::Card {
                 call_id,
@@ -362,8 +353,14 @@ async fn prompt(
                 };
                 // Not open any more (the turn was cancelled): nothing to answer.
                 let _ = manager.answer(&id, &card.id, answer);
-            } else if let Some(end) = ended(&manager, &id, &event.body).await {
-                return end;
+            } else if let Some(end) = stop_at(&event.body, &last_error) {
+                if wicket_core::turn::turn_over(&event.body).is_some() {
+                    // A question leaves the turn running; an end lets it wind down.
+                    idle(&manager, &id).await;
+                }
+                return end.map_err(|message| {
+                    Error::internal_error().data(serde_json::Value::String(message))
+                });
             }
         }
     }

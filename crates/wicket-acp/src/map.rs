@@ -299,6 +299,8 @@ impl Mapper {
                     vec![message(format!("Error: {text}"))]
                 }
             }
+            // The prompt's response says how it ended.
+            EventBody::TurnEnded { .. } => Vec::new(),
             EventBody::Unreadable { line, error } => {
                 vec![thought(format!(
                     "Log line {line} could not be read: {error}"

@@ -298,7 +298,7 @@ struct Assembly {
     usage: Usage,
     /// `input_tokens` as the server counts it: without the cached part.
     uncached_input: u64,
-    stop_reason: Option<String>,
+    stop_reason: Option<crate::StopReason>,
 }
 
 impl Assembly {
@@ -363,7 +363,7 @@ impl Assembly {
             },
             StreamMessage::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta["stop_reason"].as_str() {
-                    self.stop_reason = Some(reason.to_string());
+                    self.stop_reason = Some(crate::StopReason::from_provider(reason));
                 }
                 if let Some(usage) = usage {
                     // Counts here are totals so far, not increments; each

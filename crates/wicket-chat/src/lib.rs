@@ -77,11 +77,50 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCallRequest>,
     /// Its tokens.
     pub usage: Usage,
-    /// The provider's own word for why the reply ended (`tool_calls`,
-    /// `end_turn`, `max_tokens`, …), when it gave one.
-    pub stop_reason: Option<String>,
+    /// Why the reply ended, when the provider said.
+    pub stop_reason: Option<StopReason>,
     /// Requests it took, 1 when the first one went through.
     pub attempts: u32,
+}
+
+/// Why a reply ended: the providers' words, read once here so that no
+/// caller matches their strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model ended its reply (`stop`, `end_turn`, `stop_sequence`).
+    EndTurn,
+    /// It stopped to have its tool calls run (`tool_calls`, `tool_use`, `function_call`).
+    ToolUse,
+    /// The output limit cut it (`length`, `max_tokens`).
+    MaxTokens,
+    /// The provider's filter stopped it (`content_filter`, `refusal`).
+    ContentFilter,
+    /// A word this client does not know, as the provider sent it.
+    Other(String),
+}
+
+impl StopReason {
+    /// The reason a provider's word stands for.
+    pub fn from_provider(word: &str) -> StopReason {
+        match word {
+            "stop" | "end_turn" | "stop_sequence" | "eos" => StopReason::EndTurn,
+            "tool_calls" | "tool_use" | "function_call" => StopReason::ToolUse,
+            "length" | "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+            "content_filter" | "refusal" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+
+    /// As the log records it: one word for each reason, whichever provider sent it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::Other(word) => word,
+        }
+    }
 }
 
 /// What happens while a reply streams.
@@ -368,6 +407,24 @@ fn ollama_url(host: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_reasons_read_once() {
+        for (word, reason) in [
+            ("stop", StopReason::EndTurn),
+            ("end_turn", StopReason::EndTurn),
+            ("tool_calls", StopReason::ToolUse),
+            ("tool_use", StopReason::ToolUse),
+            ("length", StopReason::MaxTokens),
+            ("max_tokens", StopReason::MaxTokens),
+            ("content_filter", StopReason::ContentFilter),
+            ("pause_turn", StopReason::Other("pause_turn".into())),
+        ] {
+            assert_eq!(StopReason::from_provider(word), reason, "{word}");
+            // The logged word reads back as the same reason.
+            assert_eq!(StopReason::from_provider(reason.as_str()), reason, "{word}");
+        }
+    }
 
     /// One row per server: its status and its body. llama.cpp's is the
     /// recorded one (tests/real-servers); OpenAI's, Anthropic's and vLLM's

@@ -303,7 +303,7 @@ struct Assembly {
     /// By the `index` the stream gave each call.
     calls: Vec<Option<ToolCallRequest>>,
     usage: Usage,
-    stop_reason: Option<String>,
+    stop_reason: Option<crate::StopReason>,
 }
 
 impl Assembly {
@@ -340,8 +340,8 @@ impl Assembly {
             for delta in choice.delta.tool_calls {
                 self.add_call(delta);
             }
-            if choice.finish_reason.is_some() {
-                self.stop_reason = choice.finish_reason;
+            if let Some(reason) = &choice.finish_reason {
+                self.stop_reason = Some(crate::StopReason::from_provider(reason));
             }
         }
         Ok(())

@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use tokio::sync::broadcast::error::RecvError;
 use wicket_core::manager::{Manager, standard_setup};
 use wicket_core::session::{self, Session};
-use wicket_protocol::{Answer, Card, Event, EventBody};
+use wicket_protocol::{Answer, Card, Event, EventBody, TurnOutcome};
 
 use crate::answer::{prompt_card, prompt_reply};
 use crate::show;
@@ -87,7 +86,6 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
         &workspace,
         options.model.as_deref(),
     )?;
-    let mut events = manager.subscribe(&id)?;
     let interrupted = cancel_on_ctrl_c(&runtime, &manager, &id);
     let mode = options.mode.unwrap_or(if std::io::stdin().is_terminal() {
         Mode::Terminal
@@ -102,30 +100,21 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(options.json);
     let backlog = manager.events_after(&id, 0)?;
     printer.print(&first_event(&backlog, &id, &workspace));
-    let mut last_seq = backlog.last().map_or(0, |event| event.seq);
+    let mut events = manager.follow(&id, backlog.last().map_or(0, |event| event.seq))?;
+    drop(backlog);
 
     manager.send(&id, &options.ask)?;
-    loop {
-        let batch = match events.blocking_recv() {
-            Ok(event) => vec![event],
-            Err(RecvError::Lagged(_)) => manager.events_after(&id, last_seq)?,
-            Err(RecvError::Closed) => break,
-        };
-        for event in batch {
-            if event.seq <= last_seq {
-                continue;
-            }
-            last_seq = event.seq;
-            printer.print(&event);
-            if let Some(code) = react(&event, &asks, &interrupted) {
-                let _ = manager.wait_idle(&id);
-                manager.shutdown();
-                let _ = std::io::stdout().flush();
-                return Ok(ExitCode::from(code));
-            }
+    while let Some(event) = events.blocking_next()? {
+        printer.print(&event);
+        if let Some(code) = react(&event, &asks, &interrupted) {
+            manager.wait_idle(&id)?;
+            manager.shutdown();
+            // Stdout gone (a closed pipe) leaves nothing to tell; the exit code says how it ended.
+            let _ = std::io::stdout().flush();
+            return Ok(ExitCode::from(code));
         }
     }
-    Ok(ExitCode::from(1))
+    anyhow::bail!("the session's event stream ended before its turn did")
 }
 
 /// The session's first event (`session_started`), which names its id.
@@ -179,14 +168,22 @@ fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> O
             });
             None
         }
-        EventBody::Result { .. } => Some(0),
-        EventBody::Error {
-            ends_turn: true, ..
-        } => Some(1),
-        EventBody::Cancelled {} if interrupted.load(Ordering::SeqCst) => Some(130),
-        EventBody::Cancelled {} => Some(1),
-        _ => None,
+        body => exit_code(wicket_core::turn::turn_over(body)?, interrupted),
     }
+}
+
+/// `exec`'s exit code for a turn that ended so: 0 for a result, 130 when
+/// Ctrl-C cancelled it, 1 otherwise.
+fn exit_code(outcome: TurnOutcome, interrupted: &AtomicBool) -> Option<u8> {
+    Some(match outcome {
+        TurnOutcome::Result => 0,
+        TurnOutcome::Cancelled if interrupted.load(Ordering::SeqCst) => 130,
+        TurnOutcome::Cancelled
+        | TurnOutcome::Error
+        | TurnOutcome::StepLimit
+        | TurnOutcome::Budget
+        | TurnOutcome::Interrupted => 1,
+    })
 }
 
 /// Answers what the turn asks, one at a time.

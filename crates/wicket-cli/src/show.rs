@@ -372,6 +372,8 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
         ),
         EventBody::Notice { message, .. } => format!("notice: {}", visible(message)),
         EventBody::Error { message, .. } => format!("error: {}", visible(message)),
+        // The result, error or cancel before it said how the turn ended.
+        EventBody::TurnEnded { .. } => return None,
         EventBody::Unreadable { line, error } => {
             format!(
                 "(log line {line} could not be read: {})",
@@ -506,6 +508,7 @@ pub(crate) fn event_line(event: &Event) -> String {
         ),
         EventBody::Notice { message, .. } => format!("notice {}", short(message, 400)),
         EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
+        EventBody::TurnEnded { outcome } => format!("turn_ended {}", outcome.as_str()),
         EventBody::Unreadable { line, error } => {
             format!("unreadable line {line}: {}", visible_line(error))
         }

@@ -72,7 +72,7 @@ fn withdrawn() -> WireError {
     )
 }
 
-fn internal(error: crate::Error) -> WireError {
+pub(crate) fn internal(error: crate::Error) -> WireError {
     WireError::new(ErrorKind::Io, error.to_string())
 }
 

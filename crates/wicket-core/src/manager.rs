@@ -14,18 +14,24 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 use wicket_chat::{ChatClient, ChatError};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody};
+use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, TurnOutcome};
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
 use crate::gate::Confinement;
 use crate::session::{self, Meta, Session, Status};
-use crate::turn::{Outcome, Person, Runner, Settings, find_skills};
+use crate::turn::{Person, Runner, Settings, find_skills};
 
-/// How many live events a subscriber may fall behind before it must catch up
-/// from the log ([`Manager::events_after`]).
-pub const EVENT_BUFFER: usize = 4096;
+/// How many live events a follower may fall behind before it catches up
+/// from the log (the ring holds shared events: 256 pointers, not 256 events).
+pub const EVENT_BUFFER: usize = 256;
+
+/// How many pieces of streamed text a listener may fall behind; pieces
+/// are not logged, so one that falls further loses them (the reply's
+/// whole text still comes in its event).
+pub const TEXT_BUFFER: usize = 1024;
 
 /// Why a turn could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -184,9 +190,137 @@ struct Live {
     workspace: PathBuf,
     state: Arc<Mutex<State>>,
     changed: Arc<Condvar>,
-    events: broadcast::Sender<Event>,
+    events: Arc<Ring<Arc<Event>>>,
     /// Pieces of the reply's text as they stream in; not logged.
-    text: broadcast::Sender<String>,
+    text: Ring<String>,
+}
+
+/// A broadcast ring that exists only while something listens: a session
+/// nobody follows holds none (1,000 idle sessions cost kilobytes each).
+struct Ring<T> {
+    sender: Mutex<Option<broadcast::Sender<T>>>,
+    capacity: usize,
+}
+
+impl<T: Clone> Ring<T> {
+    fn new(capacity: usize) -> Ring<T> {
+        Ring {
+            sender: Mutex::new(None),
+            capacity,
+        }
+    }
+
+    fn sender(&self) -> MutexGuard<'_, Option<broadcast::Sender<T>>> {
+        self.sender
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<T> {
+        let mut sender = self.sender();
+        match sender.as_ref() {
+            Some(live) => live.subscribe(),
+            None => {
+                let (live, receiver) = broadcast::channel(self.capacity);
+                *sender = Some(live);
+                receiver
+            }
+        }
+    }
+
+    fn send(&self, value: T) {
+        let mut sender = self.sender();
+        if let Some(live) = sender.as_ref()
+            && live.send(value).is_err()
+        {
+            // No one listens any more: the ring goes until someone does.
+            *sender = None;
+        }
+    }
+}
+
+/// One front end's place in a session's events: the log after a seq, then
+/// each live event as it is appended, in order, with no gap and no
+/// duplicate. A follower that falls more than [`EVENT_BUFFER`] behind
+/// catches up from the log. Every front end follows a session through this.
+pub struct Follower {
+    live: broadcast::Receiver<Arc<Event>>,
+    queue: VecDeque<Event>,
+    last: u64,
+    log_path: PathBuf,
+    /// A catch-up from the log in flight (after a lag).
+    reading: Option<tokio::task::JoinHandle<Result<Vec<Event>, ManagerError>>>,
+}
+
+impl Follower {
+    /// The seq of the last event handed out (or the seq followed from).
+    pub fn last_seq(&self) -> u64 {
+        self.last
+    }
+
+    fn queued(&mut self) -> Option<Event> {
+        while let Some(event) = self.queue.pop_front() {
+            if event.seq > self.last {
+                self.last = event.seq;
+                return Some(event);
+            }
+        }
+        None
+    }
+
+    fn caught_up(log_path: &Path, last: u64) -> Result<Vec<Event>, ManagerError> {
+        Ok(session::load_log(log_path)?
+            .events
+            .into_iter()
+            .filter(|event| event.seq > last)
+            .collect())
+    }
+
+    /// The next event; `None` when the session's stream is gone. Cancel
+    /// safe: dropped before it is ready, it loses nothing (a catch-up from
+    /// the log in flight is picked up by the next call).
+    pub async fn next(&mut self) -> Result<Option<Event>, ManagerError> {
+        loop {
+            if let Some(reading) = self.reading.as_mut() {
+                let read = reading.await;
+                self.reading = None;
+                let events = read.map_err(|error| {
+                    ManagerError::Thread(std::io::Error::other(error.to_string()))
+                })??;
+                self.queue.extend(events);
+            }
+            if let Some(event) = self.queued() {
+                return Ok(Some(event));
+            }
+            match self.live.recv().await {
+                Ok(event) => self.queue.push_back(Event::clone(&event)),
+                Err(RecvError::Lagged(_)) => {
+                    let (path, last) = (self.log_path.clone(), self.last);
+                    self.reading = Some(tokio::task::spawn_blocking(move || {
+                        Self::caught_up(&path, last)
+                    }));
+                }
+                Err(RecvError::Closed) => return Ok(None),
+            }
+        }
+    }
+
+    /// The next event, waiting on this thread (not in an async task).
+    pub fn blocking_next(&mut self) -> Result<Option<Event>, ManagerError> {
+        loop {
+            if let Some(event) = self.queued() {
+                return Ok(Some(event));
+            }
+            match self.live.blocking_recv() {
+                Ok(event) => self.queue.push_back(Event::clone(&event)),
+                Err(RecvError::Lagged(_)) => {
+                    let events = Self::caught_up(&self.log_path, self.last)?;
+                    self.queue.extend(events);
+                }
+                Err(RecvError::Closed) => return Ok(None),
+            }
+        }
+    }
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -322,8 +456,8 @@ impl Manager {
             let model = model.to_string();
             session.update_meta(|meta| meta.model = Some(model))?;
         }
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let (text, _) = broadcast::channel(EVENT_BUFFER);
+        let events = Arc::new(Ring::new(EVENT_BUFFER));
+        let text = Ring::new(TEXT_BUFFER);
         let state = Arc::new(Mutex::new(State::default()));
         let changed = Arc::new(Condvar::new());
         {
@@ -344,7 +478,7 @@ impl Manager {
                     state.given = None;
                     changed.notify_all();
                 }
-                let _ = sender.send(event.clone());
+                sender.send(Arc::new(event.clone()));
             }));
         }
         let live = Arc::new(Live {
@@ -376,9 +510,11 @@ impl Manager {
             });
         }
         if state.running {
+            // Logged before it is queued: a message the log does not have
+            // is refused, never run unrecorded.
+            live.session
+                .append(EventBody::Queued { text: text.into() })?;
             state.queue.push_back(text.to_string());
-            drop(state);
-            let _ = live.session.append(EventBody::Queued { text: text.into() });
             return Ok(Sent::Queued);
         }
         state.running = true;
@@ -429,18 +565,21 @@ impl Manager {
                             mcp: Some(&live.mcp),
                             on_text: None,
                         };
-                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             runner.compact_now(&cancel)
                         }));
+                        if ran.is_err() {
+                            end_turn(&live.session, INTERNAL_ERROR.into(), TurnOutcome::Error);
+                        }
                     }
-                    Err(error) => {
-                        let _ = live.session.append(EventBody::error(error.to_string()));
-                    }
+                    Err(error) => end_turn(&live.session, error.to_string(), TurnOutcome::Error),
                 }
                 let mut state = live.state();
                 state.running = false;
                 live.changed.notify_all();
                 drop(state);
+                // A meta.json that cannot be written is recorded in the
+                // session; the next turn's first write finds it.
                 let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
             });
         if let Err(error) = spawned {
@@ -504,9 +643,27 @@ impl Manager {
         Ok(self.live(id)?.text.subscribe())
     }
 
-    /// Live events of a session from now on.
-    pub fn subscribe(&self, id: &str) -> Result<broadcast::Receiver<Event>, ManagerError> {
-        Ok(self.live(id)?.events.subscribe())
+    /// The session's events after `after_seq`: the logged ones, then each
+    /// live one as it comes (blocking: it reads the log).
+    pub fn follow(&self, id: &str, after_seq: u64) -> Result<Follower, ManagerError> {
+        let live = self.live(id)?;
+        // Listen first, then read the log: nothing falls between the two,
+        // and what is in both is handed out once.
+        let receiver = live.events.subscribe();
+        let log_path = live.session.log_path().to_path_buf();
+        let backlog = Follower::caught_up(&log_path, after_seq)?;
+        Ok(Follower {
+            live: receiver,
+            queue: backlog.into(),
+            last: after_seq,
+            log_path,
+            reading: None,
+        })
+    }
+
+    /// The seq of the session's last event.
+    pub fn last_seq(&self, id: &str) -> Result<u64, ManagerError> {
+        Ok(self.live(id)?.session.last_seq())
     }
 
     /// The logged events after `seq`, for replay and for a subscriber that lagged.
@@ -616,6 +773,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
         let cancel = live.state().cancel.clone();
         if live.session.meta().title.is_empty() {
             let title: String = text.chars().take(80).collect();
+            // A failure is recorded in the session; the turn ends on it.
             let _ = live.session.update_meta(|meta| meta.title = title);
         }
         let model = live.session.meta().model;
@@ -629,38 +787,21 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     settings: &settings,
                     runtime: &runtime,
                     mcp: Some(&live.mcp),
-                    on_text: Some(&|delta: &str| {
-                        let _ = live.text.send(delta.to_string());
-                    }),
+                    on_text: Some(&|delta: &str| live.text.send(delta.to_string())),
                 };
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     runner.run(&text, &mut LivePerson(live.clone()), &cancel)
                 }));
-                match ran {
-                    Ok(Outcome::Cancelled) => {
-                        let _ = live.session.sync();
-                    }
-                    Ok(Outcome::Finished(_) | Outcome::Failed(_)) => {}
-                    Err(_) => {
-                        let _ = live.session.append(EventBody::Error {
-                            message: "the turn stopped on an internal error (a bug in Wicket); the session goes on, and the error is on stderr".into(),
-                            ends_turn: true,
-                        });
-                        let _ = live.session.sync();
-                    }
+                if ran.is_err() {
+                    end_turn(&live.session, INTERNAL_ERROR.into(), TurnOutcome::Error);
                 }
             }
             Err(error) => {
-                let _ = live
-                    .session
-                    .append(EventBody::UserMessage { text: text.clone() });
-                let _ = live.session.append(EventBody::Error {
-                    message: error.to_string(),
-                    ends_turn: true,
-                });
-                let _ = live.session.sync();
+                live.session
+                    .append_or_announce(EventBody::UserMessage { text: text.clone() });
+                end_turn(&live.session, error.to_string(), TurnOutcome::Error);
             }
         }
         let mut state = live.state();
@@ -676,11 +817,28 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                 state.running = false;
                 live.changed.notify_all();
                 drop(state);
+                // A meta.json that cannot be written is recorded in the
+                // session; the next turn's first write finds it.
                 let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
                 return;
             }
         }
     }
+}
+
+/// What a turn that panicked ends with.
+const INTERNAL_ERROR: &str = "the turn stopped on an internal error (a bug in Wicket); the session goes on, and the error is on stderr";
+
+/// Ends a turn the runner could not end itself (its setup failed, or it
+/// panicked): the error, then `turn_ended`, announced if the log cannot take them.
+fn end_turn(session: &Session, message: String, outcome: TurnOutcome) {
+    session.append_or_announce(EventBody::Error {
+        message,
+        ends_turn: true,
+    });
+    session.append_or_announce(EventBody::TurnEnded { outcome });
+    // Durable if it can be; a failure is recorded in the session.
+    let _ = session.sync();
 }
 
 /// The standard [`TurnSetup`]: the config layers of `home` and the workspace,

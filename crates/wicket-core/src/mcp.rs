@@ -327,6 +327,8 @@ impl McpSession<'_> {
     }
 
     fn log(&self, report: Report) {
+        // A failed append is recorded in the session, and the turn ends on
+        // it at its next boundary.
         let _ = self.session.append(EventBody::Mcp {
             server: report.server,
             state: report.state,
@@ -420,17 +422,20 @@ impl McpSession<'_> {
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
         let auto = self.hub.auto_allowed(&call.server, &call.tool);
-        let _ = self.session.append(EventBody::ToolCall {
-            call_id: call_id.to_string(),
-            name: call.name.clone(),
-            arguments: serde_json::Value::Object(call.arguments.clone()),
-            auto_allowed: auto.then(|| {
-                format!(
-                    "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
-                    call.server
-                )
-            }),
-        });
+        // Nothing is called that the log did not record.
+        self.session
+            .append(EventBody::ToolCall {
+                call_id: call_id.to_string(),
+                name: call.name.clone(),
+                arguments: serde_json::Value::Object(call.arguments.clone()),
+                auto_allowed: auto.then(|| {
+                    format!(
+                        "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
+                        call.server
+                    )
+                }),
+            })
+            .map_err(crate::gate::internal)?;
         let annotations = self
             .hub
             .find(&call.name)
@@ -458,6 +463,8 @@ impl McpSession<'_> {
             }
             result.map(ToolOutput::Mcp)
         });
+        // A result that cannot be logged is recorded in the session, and
+        // the turn ends on it before its next call.
         let _ = gate.log_result(call_id, &result);
         result
     }

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use wicket_os::files::{self, Locked};
-use wicket_protocol::{ErrorKind, Event, EventBody, Reach, Usage, WireError};
+use wicket_protocol::{ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
 
 use crate::error::{Error, Result, io};
 
@@ -288,6 +288,9 @@ pub struct Unfinished {
     pub question: Option<String>,
     /// Calls of the last reply that have no result.
     pub calls: Vec<String>,
+    /// The turn ended (its `result`, `error`, `cancelled` or `interrupted`
+    /// is there) but its `turn_ended` is not: how it ended.
+    pub unannounced: Option<TurnOutcome>,
 }
 
 impl Unfinished {
@@ -326,12 +329,15 @@ impl Unfinished {
                         state.question = None;
                     }
                 }
-                EventBody::Result { .. }
-                | EventBody::Cancelled {}
-                | EventBody::Interrupted { .. }
-                | EventBody::Error {
+                EventBody::Result { .. } => state = Unfinished::ended(TurnOutcome::Result),
+                EventBody::Cancelled {} => state = Unfinished::ended(TurnOutcome::Cancelled),
+                EventBody::Interrupted { .. } => {
+                    state = Unfinished::ended(TurnOutcome::Interrupted);
+                }
+                EventBody::Error {
                     ends_turn: true, ..
-                } => state = Unfinished::default(),
+                } => state = Unfinished::ended(TurnOutcome::Error),
+                EventBody::TurnEnded { .. } => state = Unfinished::default(),
                 EventBody::SessionStarted { .. }
                 | EventBody::Hook { .. }
                 | EventBody::Queued { .. }
@@ -346,6 +352,13 @@ impl Unfinished {
             }
         }
         state
+    }
+
+    fn ended(outcome: TurnOutcome) -> Unfinished {
+        Unfinished {
+            unannounced: Some(outcome),
+            ..Unfinished::default()
+        }
     }
 
     /// Whether anything is left open.
@@ -372,6 +385,9 @@ pub struct Session {
     log: Mutex<LogWriter>,
     meta: Mutex<Meta>,
     listener: std::sync::OnceLock<Listener>,
+    /// The first write of the log or meta.json that failed since
+    /// [`Session::take_failure`] (the turn ends on it).
+    failure: Mutex<Option<String>>,
     /// False for a session in memory only: nothing is fsynced.
     durable: bool,
     /// Held while the session is open: one writer per log, across processes
@@ -445,6 +461,7 @@ impl Session {
                 usage: Usage::default(),
             }),
             listener: std::sync::OnceLock::new(),
+            failure: Mutex::new(None),
             durable: false,
             _lock: None,
         };
@@ -483,6 +500,7 @@ impl Session {
             }),
             meta: Mutex::new(meta),
             listener: std::sync::OnceLock::new(),
+            failure: Mutex::new(None),
             durable,
             _lock: Some(lock),
         };
@@ -504,6 +522,11 @@ impl Session {
     /// calls, then `interrupted` naming the card or question.
     fn recover(&self, events: &[Event]) -> Result<()> {
         let open = Unfinished::of(events);
+        if let Some(outcome) = open.unannounced {
+            // It died between a turn's end and its `turn_ended`.
+            self.append(EventBody::TurnEnded { outcome })?;
+            return self.sync();
+        }
         if !open.any() {
             return Ok(());
         }
@@ -521,6 +544,9 @@ impl Session {
         self.append(EventBody::Interrupted {
             card: open.card,
             question: open.question,
+        })?;
+        self.append(EventBody::TurnEnded {
+            outcome: TurnOutcome::Interrupted,
         })?;
         self.sync()
     }
@@ -573,9 +599,13 @@ impl Session {
             && let Err(error) = file.write_all(&line)
         {
             // A short write (a full disk) must not leave half a line for the
-            // next append to follow: cut back to the last whole line.
+            // next append to follow: cut back to the last whole line. If even
+            // that fails, the loader drops the torn line (the error below
+            // is what the turn ends on either way).
             let _ = file.set_len(length);
-            return Err(io(&self.log_path)(error));
+            let error = io(&self.log_path)(error);
+            self.failed(&error);
+            return Err(error);
         }
         log.length += line.len() as u64;
         log.next_seq += 1;
@@ -591,16 +621,73 @@ impl Session {
         self.listener.set(listener).is_ok()
     }
 
+    /// Hands `body` to the listener without logging it: the last word of a
+    /// turn whose log can no longer be written, so that whoever follows the
+    /// session still learns the turn is over. It takes the next seq (the log
+    /// keeps a gap there, which nothing reads as damage).
+    pub fn announce(&self, body: EventBody) -> Event {
+        let mut log = self
+            .log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let event = Event {
+            seq: log.next_seq,
+            ts: now_rfc3339(),
+            body,
+        };
+        log.next_seq += 1;
+        if let Some(listener) = self.listener.get() {
+            listener(&event);
+        }
+        event
+    }
+
+    /// The seq of the last event appended (or announced); 0 for none.
+    pub fn last_seq(&self) -> u64 {
+        self.log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .next_seq
+            - 1
+    }
+
+    /// Appends `body`, or (when the log cannot take it) announces it.
+    pub fn append_or_announce(&self, body: EventBody) -> Event {
+        match self.append(body.clone()) {
+            Ok(event) => event,
+            Err(_) => self.announce(body),
+        }
+    }
+
+    fn failed(&self, error: &Error) {
+        let mut failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        failure.get_or_insert_with(|| error.to_string());
+    }
+
+    /// The first write of the log or meta.json that failed since the last
+    /// call, taken (a turn checks at each boundary and ends on one).
+    pub fn take_failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
     /// Makes every appended event durable (turn boundaries, after answers).
     pub fn sync(&self) -> Result<()> {
         let log = self
             .log
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match &log.file {
+        let synced = match &log.file {
             Some(file) if self.durable => file.sync_data().map_err(io(&self.log_path)),
             _ => Ok(()),
-        }
+        };
+        drop(log);
+        synced.inspect_err(|error| self.failed(error))
     }
 
     /// Changes meta.json under its lock and writes it atomically.
@@ -616,7 +703,9 @@ impl Session {
         }
         let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
         let path = self.dir.join("meta.json");
-        files::write_atomically(&path, &bytes, self.durable).map_err(io(&path))
+        files::write_atomically(&path, &bytes, self.durable)
+            .map_err(io(&path))
+            .inspect_err(|error| self.failed(error))
     }
 
     /// Adds one reply's tokens to the session's total. Only in memory: the
@@ -864,16 +953,58 @@ mod tests {
             .events
             .iter()
             .rev()
-            .take(2)
+            .take(3)
             .map(|e| &e.body)
             .collect();
+        assert_eq!(
+            tail[0],
+            &EventBody::TurnEnded {
+                outcome: TurnOutcome::Interrupted
+            }
+        );
         assert!(
-            matches!(tail[0], EventBody::Interrupted { card: Some(card), .. } if card == "card-1"),
+            matches!(tail[1], EventBody::Interrupted { card: Some(card), .. } if card == "card-1"),
             "{tail:?}"
         );
         assert!(
-            matches!(tail[1], EventBody::ToolResult { call_id, ok: false, .. } if call_id == "c1")
+            matches!(tail[2], EventBody::ToolResult { call_id, ok: false, .. } if call_id == "c1")
         );
-        assert!(!Unfinished::of(&loaded.events).any());
+        assert_eq!(Unfinished::of(&loaded.events), Unfinished::default());
+    }
+
+    /// A process that died between a turn's end and its `turn_ended`:
+    /// the next one to open the session says the turn is over.
+    #[test]
+    fn a_turn_ended_but_not_announced_is_announced_on_open() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        {
+            let (session, _) = Session::open_or_create(home.path(), "s", ws.path(), None).unwrap();
+            session
+                .append(EventBody::UserMessage { text: "hi".into() })
+                .unwrap();
+            session.append(EventBody::Cancelled {}).unwrap();
+        }
+        let (session, loaded) = Session::open_or_create(home.path(), "s", ws.path(), None).unwrap();
+        assert!(matches!(
+            loaded.events.last().map(|event| &event.body),
+            Some(EventBody::Cancelled {})
+        ));
+        drop(session);
+        let (_, loaded) = Session::load_existing(home.path(), "s").unwrap();
+        let bodies: Vec<&EventBody> = loaded.events.iter().map(|e| &e.body).collect();
+        assert_eq!(
+            bodies[bodies.len() - 2..],
+            [
+                &EventBody::Cancelled {},
+                &EventBody::TurnEnded {
+                    outcome: TurnOutcome::Cancelled
+                }
+            ]
+        );
+        // Once is enough: opening again adds nothing.
+        drop(Session::open_or_create(home.path(), "s", ws.path(), None).unwrap());
+        let (_, again) = Session::load_existing(home.path(), "s").unwrap();
+        assert_eq!(again.events.len(), loaded.events.len());
     }
 }

@@ -7,13 +7,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StreamEvent};
+use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StopReason, StreamEvent};
 use wicket_os::spawn::Cwd;
 use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, RUN_STREAM_MAX_BYTES};
 use wicket_protocol::{
     Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
     HookOutcome, ReplyOutput, RunSource, SkillOutput, ToolCall, ToolCallRequest, ToolOutput,
-    ToolSpec, Usage, UseSkillArgs, WireError, tool_specs,
+    ToolSpec, TurnOutcome, Usage, UseSkillArgs, WireError, tool_specs,
 };
 use wicket_tools::{Cancel, Tools, Workspace};
 
@@ -24,8 +24,8 @@ use crate::models::{ModelInfo, estimate_tokens};
 use crate::session::{Session, Status, load_for_conversation, load_log};
 use crate::skills::{self, Skill};
 
-/// How the error that ends a turn at its step limit starts (a front end
-/// tells it apart: ACP's `max_turn_requests`).
+/// How the error that ends a turn at its step limit starts (its
+/// `turn_ended` says `step_limit`).
 pub const STEP_LIMIT_MESSAGE: &str = "the turn reached its step limit";
 
 /// What a turn runs with.
@@ -70,15 +70,35 @@ pub trait Person {
     fn question(&mut self, id: &str, question: &str) -> Option<String>;
 }
 
-/// How a turn ended.
+/// How a turn ended; its `turn_ended` event was appended (or, when the
+/// log could not take it, announced) last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A `result` event was appended.
     Finished(String),
     /// An error event that ends the turn was appended.
-    Failed(String),
+    Failed(TurnOutcome, String),
     /// A `cancelled` event was appended.
     Cancelled,
+}
+
+impl Outcome {
+    /// What its `turn_ended` says.
+    pub fn turn_outcome(&self) -> TurnOutcome {
+        match self {
+            Outcome::Finished(_) => TurnOutcome::Result,
+            Outcome::Failed(outcome, _) => *outcome,
+            Outcome::Cancelled => TurnOutcome::Cancelled,
+        }
+    }
+}
+
+/// Whether `body` ends a turn, and how: the one test every front end uses.
+pub fn turn_over(body: &EventBody) -> Option<TurnOutcome> {
+    match body {
+        EventBody::TurnEnded { outcome } => Some(*outcome),
+        _ => None,
+    }
 }
 
 struct Asker<'a>(&'a mut dyn Person);
@@ -108,9 +128,9 @@ fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
     }
 }
 
-/// The stop reasons with which a provider says a reply hit the output limit.
-pub fn cut_by_output_limit(stop_reason: Option<&str>) -> bool {
-    matches!(stop_reason, Some("length" | "max_tokens"))
+/// Whether the output limit cut a reply.
+pub fn cut_by_output_limit(stop_reason: Option<&StopReason>) -> bool {
+    stop_reason == Some(&StopReason::MaxTokens)
 }
 
 /// What the model is told after a reply that hit the output limit.
@@ -347,7 +367,8 @@ impl Rebuild {
                     text: text.clone(),
                     tool_calls: tool_calls.clone(),
                 });
-                if tool_calls.is_empty() && cut_by_output_limit(stop_reason.as_deref()) {
+                let stop_reason = stop_reason.as_deref().map(StopReason::from_provider);
+                if tool_calls.is_empty() && cut_by_output_limit(stop_reason.as_ref()) {
                     self.user(CUT_NOTICE.to_string());
                 } else if empty_reply(text, tool_calls) {
                     self.user(EMPTY_NOTICE.to_string());
@@ -397,6 +418,7 @@ impl Rebuild {
             | EventBody::Mcp { .. }
             | EventBody::Notice { .. }
             | EventBody::Error { .. }
+            | EventBody::TurnEnded { .. }
             | EventBody::Unreadable { .. } => {}
         }
     }
@@ -495,9 +517,21 @@ pub struct Runner<'a> {
 
 impl Runner<'_> {
     fn log(&self, body: EventBody) {
-        // The log is the turn's record; if it cannot be written the next
-        // append reports it, and the conversation is rebuilt from what is there.
+        // A failed append is recorded in the session (`take_failure`), and
+        // the turn ends on it at its next boundary ([`Runner::broken`]),
+        // before anything else runs.
         let _ = self.session.append(body);
+    }
+
+    /// Ends the turn when a write of the log or meta.json failed: nothing
+    /// may run that the log did not record.
+    fn broken(&self) -> Option<Outcome> {
+        let failure = self.session.take_failure()?;
+        Some(self.fail(format!(
+            "the session could not be written ({failure}), so the turn stopped: nothing runs that the log does not record. \
+             Free space on its disk (or fix the permissions of {}), then send the message again",
+            self.session.dir().display()
+        )))
     }
 
     fn gate(&self) -> Gate<'_> {
@@ -505,17 +539,27 @@ impl Runner<'_> {
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
+        self.session.append_or_announce(EventBody::TurnEnded {
+            outcome: outcome.turn_outcome(),
+        });
+        // The turn is over whatever these do; a failure is recorded in the
+        // session and the next turn's first write finds the disk as it is.
         let _ = self.session.sync();
         let _ = self.session.update_meta(|meta| meta.status = Status::Idle);
         outcome
     }
 
     fn fail(&self, message: String) -> Outcome {
-        self.log(EventBody::Error {
+        self.fail_as(TurnOutcome::Error, message)
+    }
+
+    /// Ends the turn with an error (announced when the log cannot take it).
+    fn fail_as(&self, outcome: TurnOutcome, message: String) -> Outcome {
+        self.session.append_or_announce(EventBody::Error {
             message: message.clone(),
             ends_turn: true,
         });
-        self.end(Outcome::Failed(message))
+        self.end(Outcome::Failed(outcome, message))
     }
 
     /// Synthetic results for calls that will not run, with `why`.
@@ -698,6 +742,8 @@ impl Runner<'_> {
     /// Compacts the session's conversation now (`/compact`, the API's
     /// `compact`), between turns.
     pub fn compact_now(&self, cancel: &Cancel) -> Outcome {
+        // A failure of an earlier turn is that turn's; this one finds out for itself.
+        let _ = self.session.take_failure();
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Running);
@@ -717,6 +763,8 @@ impl Runner<'_> {
 
     /// Runs one ask to its end.
     pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
+        // A failure of an earlier turn is that turn's; this one finds out for itself.
+        let _ = self.session.take_failure();
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Running);
@@ -734,6 +782,9 @@ impl Runner<'_> {
         }
         history.push(Message::User { text: ask.into() });
         let _ = self.session.sync();
+        if let Some(outcome) = self.broken() {
+            return outcome;
+        }
         let (system, warning) = system_prompt(self.tools.workspace(), &self.settings.skills);
         if let Some(warning) = warning {
             self.log(EventBody::error(warning));
@@ -745,16 +796,22 @@ impl Runner<'_> {
                 return outcome;
             }
         }
-        self.fail(format!(
-            "{STEP_LIMIT_MESSAGE} of {} model replies and was stopped; raise step_limit in config.toml if the task needs more",
-            self.settings.step_limit
-        ))
+        self.fail_as(
+            TurnOutcome::StepLimit,
+            format!(
+                "{STEP_LIMIT_MESSAGE} of {} model replies and was stopped; raise step_limit in config.toml if the task needs more",
+                self.settings.step_limit
+            ),
+        )
     }
 
     /// One model reply and what it asks for.
     fn step(&self, turn: &mut Turn, person: &mut dyn Person, cancel: &Cancel) -> Flow {
         if cancel.is_cancelled() {
             return Flow::End(self.cancelled(&[]));
+        }
+        if let Some(outcome) = self.broken() {
+            return Flow::End(outcome);
         }
         let mut request = self.request(turn);
         let estimate = self.estimate(turn, &request);
@@ -802,7 +859,10 @@ impl Runner<'_> {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
             usage,
-            stop_reason: reply.stop_reason.clone(),
+            stop_reason: reply
+                .stop_reason
+                .as_ref()
+                .map(|reason| reason.as_str().to_string()),
         });
         turn.history.push(Message::Assistant {
             text: reply.text.clone(),
@@ -852,7 +912,7 @@ impl Runner<'_> {
         if let Some(max) = limits.max_tokens_per_turn {
             let used = turn.usage.input_tokens + turn.usage.output_tokens;
             if used + next_input > max {
-                return Some(self.fail(format!(
+                return Some(self.fail_as(TurnOutcome::Budget, format!(
                     "the turn stopped before its next request: it has used {used} tokens and the next request would take about {next_input} more, past [limits] max_tokens_per_turn = {max}"
                 )));
             }
@@ -863,7 +923,7 @@ impl Runner<'_> {
             let spent = turn.usage.cost_usd.unwrap_or(0.0);
             let next = next_input as f64 * prices.input / 1_000_000.0;
             if spent + next > max {
-                return Some(self.fail(format!(
+                return Some(self.fail_as(TurnOutcome::Budget, format!(
                     "the turn stopped before its next request: it has cost ${spent:.4} and the next request would cost about ${next:.4} more, past [limits] max_cost_usd_per_turn = {max}"
                 )));
             }
@@ -902,24 +962,27 @@ impl Runner<'_> {
         messages.push(Message::User {
             text: COMPACT_PROMPT.into(),
         });
-        let request = Request {
+        let mut request = Request {
             system: turn.system.clone(),
             messages,
             tools: turn.tools.clone(),
             max_tokens: self.settings.max_tokens.min(4096),
         };
-        let reply = match self.complete(&request, cancel) {
-            Ok(reply) => reply,
-            Err(Stop::Cancelled) => return Err(self.cancelled(&[])),
-            Err(Stop::Chat(error)) => {
-                return Err(self.fail(format!(
-                    "the conversation had to be compacted to fit the model's window, and the summary failed: {error}"
-                )));
-            }
-        };
-        let usage = self.priced(&reply.usage);
-        turn.usage.add(&usage);
-        self.session.count_usage(&usage);
+        let mut usage = Usage::default();
+        let mut reply = self.summary(&request, turn, &mut usage, cancel)?;
+        if reply.text.trim().is_empty() {
+            // No summary (a tool call, or nothing): once more, with no tools to call.
+            request.tools.clear();
+            reply = self.summary(&request, turn, &mut usage, cancel)?;
+        }
+        if reply.text.trim().is_empty() {
+            return Err(self.fail(format!(
+                "the conversation had to be compacted to fit the model's window, and the model gave no summary \
+                 (twice, the second time with no tools to call; it made {} tool call(s)), so the conversation is left as it was. \
+                 Try again, or use a model that follows the summary request",
+                reply.tool_calls.len()
+            )));
+        }
         let mut rebuilt_events = events;
         rebuilt_events.push(Event {
             seq: u64::MAX,
@@ -949,6 +1012,30 @@ impl Runner<'_> {
         Ok(Compaction::Done)
     }
 
+    /// One reply to a compaction's request, its usage counted.
+    fn summary(
+        &self,
+        request: &Request,
+        turn: &mut Turn,
+        usage: &mut Usage,
+        cancel: &Cancel,
+    ) -> Result<Completion, Outcome> {
+        let reply = match self.complete(request, cancel) {
+            Ok(reply) => reply,
+            Err(Stop::Cancelled) => return Err(self.cancelled(&[])),
+            Err(Stop::Chat(error)) => {
+                return Err(self.fail(format!(
+                    "the conversation had to be compacted to fit the model's window, and the summary failed: {error}"
+                )));
+            }
+        };
+        let priced = self.priced(&reply.usage);
+        turn.usage.add(&priced);
+        usage.add(&priced);
+        self.session.count_usage(&priced);
+        Ok(reply)
+    }
+
     /// A reply with no tool call ends the turn, its text the result, once
     /// the hooks pass; unless the output limit cut it.
     fn no_calls(
@@ -958,7 +1045,7 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> Flow {
-        if cut_by_output_limit(reply.stop_reason.as_deref()) {
+        if cut_by_output_limit(reply.stop_reason.as_ref()) {
             turn.cut += 1;
             if turn.cut > 1 {
                 return Flow::End(self.fail(
@@ -979,7 +1066,7 @@ impl Runner<'_> {
                 return Flow::End(self.fail(format!(
                     "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
                      so the turn has no result. The server may have failed upstream: check its log",
-                    reply.stop_reason.as_deref().unwrap_or("none")
+                    reply.stop_reason.as_ref().map_or("none", StopReason::as_str)
                 )));
             }
             turn.push(Message::User {
@@ -1014,6 +1101,13 @@ impl Runner<'_> {
         for (index, call) in calls.iter().enumerate() {
             if cancel.is_cancelled() {
                 return Flow::End(self.cancelled(&calls[index..]));
+            }
+            if let Some(outcome) = self.broken() {
+                self.close_calls(
+                    &calls[index..],
+                    "not run: the session's log could not be written",
+                );
+                return Flow::End(outcome);
             }
             if finished.is_some() {
                 self.close_calls(

@@ -78,6 +78,44 @@ pub enum HookOutcome {
     Denied,
 }
 
+/// How a turn ended, as its `turn_ended` event says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// A `result`: the model finished (a compaction asked for on its own
+    /// ends this way too, after its `compacted`).
+    Result,
+    /// An `error` ended it.
+    Error,
+    /// The person cancelled it.
+    Cancelled,
+    /// The process running it died; the next process to open the session closed it.
+    Interrupted,
+    /// It reached its step limit.
+    StepLimit,
+    /// It would have passed a `[limits]` budget.
+    Budget,
+}
+
+impl TurnOutcome {
+    /// Its name in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnOutcome::Result => "result",
+            TurnOutcome::Error => "error",
+            TurnOutcome::Cancelled => "cancelled",
+            TurnOutcome::Interrupted => "interrupted",
+            TurnOutcome::StepLimit => "step_limit",
+            TurnOutcome::Budget => "budget",
+        }
+    }
+
+    /// Whether the turn did what was asked.
+    pub fn succeeded(self) -> bool {
+        self == TurnOutcome::Result
+    }
+}
+
 /// What an MCP server did, as the log records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -286,6 +324,13 @@ pub enum EventBody {
         /// True when this error ended the turn.
         #[serde(skip_serializing_if = "std::ops::Not::not", default)]
         ends_turn: bool,
+    },
+    /// The last event of every turn, after its `result`, `error`,
+    /// `cancelled` or `interrupted`: a front end knows a turn is over from
+    /// this alone.
+    TurnEnded {
+        /// How it ended.
+        outcome: TurnOutcome,
     },
     /// A log line that could not be read back (never written as such: the
     /// loader puts it in place of the line, so the session still loads).

@@ -19,7 +19,7 @@ pub use card::{
     SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
-pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, Usage};
+pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,

@@ -2,7 +2,6 @@
 //! stream (server-sent events) that replays from a seq and then follows.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, header};
@@ -10,8 +9,6 @@ use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
-use tokio::sync::broadcast::error::RecvError;
-use wicket_core::manager::Manager;
 use wicket_protocol::Event;
 
 use crate::Shared;
@@ -62,63 +59,12 @@ pub async fn events(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     let after = resume.or(query.after).unwrap_or(0);
-    // Subscribe first, then read the log: nothing falls between the two.
-    let (live, backlog) = {
-        let id = id.clone();
-        blocking(&server.manager, move |manager| {
-            let live = manager.subscribe(&id)?;
-            Ok((live, manager.events_after(&id, after)?))
-        })
-        .await?
-    };
-    let state = Follow {
-        queue: backlog.into(),
-        live,
-        last: after,
-        manager: server.manager.clone(),
-        id,
-    };
-    let stream = futures_util::stream::unfold(state, |mut follow| async move {
-        let event = follow.next().await?;
-        Some((Ok(sse_event(&event)), follow))
+    let follower = blocking(&server.manager, move |manager| manager.follow(&id, after)).await?;
+    let stream = futures_util::stream::unfold(follower, |mut follower| async move {
+        // A follower that cannot catch up from the log ends the stream; the
+        // page reconnects from its last seq (Last-Event-ID).
+        let event = follower.next().await.ok()??;
+        Some((Ok(sse_event(&event)), follower))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
-}
-
-/// One subscriber's place in a session's events.
-struct Follow {
-    queue: std::collections::VecDeque<Event>,
-    live: tokio::sync::broadcast::Receiver<Event>,
-    last: u64,
-    manager: Arc<Manager>,
-    id: String,
-}
-
-impl Follow {
-    /// The next event after `last`, from the backlog, live, or (after
-    /// falling behind) the log.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(event) = self.queue.pop_front() {
-                if event.seq <= self.last {
-                    continue;
-                }
-                self.last = event.seq;
-                return Some(event);
-            }
-            match self.live.recv().await {
-                Ok(event) => self.queue.push_back(event),
-                Err(RecvError::Lagged(_)) => {
-                    let (id, last) = (self.id.clone(), self.last);
-                    let caught_up = blocking(&self.manager, move |manager| {
-                        manager.events_after(&id, last)
-                    })
-                    .await
-                    .unwrap_or_default();
-                    self.queue.extend(caught_up);
-                }
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    }
 }

@@ -267,8 +267,8 @@ function showUsage(usage) {
 function ingest(event) {
   switch (event.type) {
     case "user_message": setStatus("running"); break;
-    case "result": case "cancelled": setStatus("idle"); break;
-    case "error": if (event.ends_turn) setStatus("idle"); break;
+    // The one end of a turn: what ended it (result, error, cancel) is shown by its own event.
+    case "turn_ended": setStatus("idle"); return;
     case "compacted": showUsage(event.usage); break;
     case "assistant_message": showUsage(event.usage); if (!event.text || !event.text.trim()) return; break;
     case "tool_result": {
@@ -291,8 +291,9 @@ function ingest(event) {
       if (q) close(q, event.reply);
       return;
     }
-    case "session_started": case "tool_call": case "card": case "question":
-    case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "unreadable":
+    case "session_started": case "tool_call": case "card": case "question": case "result":
+    case "cancelled": case "error":
+    case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "notice": case "unreadable":
       break;
     default:
       return;

@@ -96,7 +96,7 @@ pub fn text(text: &str) -> Completion {
             output_tokens: 5,
             ..Usage::default()
         },
-        stop_reason: Some("end_turn".into()),
+        stop_reason: Some(wicket_chat::StopReason::EndTurn),
         attempts: 1,
     }
 }
@@ -116,7 +116,7 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> Completion {
                 arguments: args.to_string(),
             })
             .collect(),
-        stop_reason: Some("tool_use".into()),
+        stop_reason: Some(wicket_chat::StopReason::ToolUse),
         ..text("")
     }
 }

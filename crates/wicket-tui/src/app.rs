@@ -215,13 +215,11 @@ impl App {
             }
             EventBody::Question { id, .. } => self.focus = Focus::Question { id: id.clone() },
             EventBody::Answer { .. } | EventBody::Reply { .. } => self.focus = Focus::Input,
-            EventBody::Result { .. } | EventBody::Cancelled {} | EventBody::Interrupted { .. } => {
-                self.end_of_turn();
-            }
-            EventBody::Error {
-                ends_turn: true, ..
-            } => self.end_of_turn(),
+            EventBody::TurnEnded { .. } => self.end_of_turn(),
             EventBody::SessionStarted { .. }
+            | EventBody::Result { .. }
+            | EventBody::Cancelled {}
+            | EventBody::Interrupted { .. }
             | EventBody::ToolCall { .. }
             | EventBody::ToolResult { .. }
             | EventBody::Hook { .. }
@@ -873,7 +871,8 @@ mod tests {
     use serde_json::json;
     use wicket_protocol::{
         ErrorKind, HookOutcome, McpState, Reach, ReadFileOutput, RunCard, RunOutput, RunSource,
-        SandboxMode, SandboxSummary, ToolOutput, Usage, WireError, WriteCard, WriteOutput,
+        SandboxMode, SandboxSummary, ToolOutput, TurnOutcome, Usage, WireError, WriteCard,
+        WriteOutput,
     };
 
     fn event(seq: u64, body: EventBody) -> Event {
@@ -882,6 +881,10 @@ mod tests {
             ts: "2026-12-03T00:00:00Z".into(),
             body,
         }
+    }
+
+    fn ended(outcome: TurnOutcome) -> EventBody {
+        EventBody::TurnEnded { outcome }
     }
 
     fn app() -> App {
@@ -1162,6 +1165,7 @@ mod tests {
                     question: None,
                 },
             ),
+            event(24, ended(TurnOutcome::Interrupted)),
         ];
         for e in &events {
             app.on_event(e);
@@ -1401,13 +1405,19 @@ mod tests {
         insta::assert_snapshot!("queued", screen(&mut app, 100, 16));
         assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Cancel);
         app.on_event(&event(3, EventBody::Cancelled {}));
+        app.on_event(&event(4, ended(TurnOutcome::Cancelled)));
+        // The queued message starts: the UI runs again.
         app.on_event(&event(
-            4,
+            5,
             EventBody::UserMessage {
                 text: "second, when you can".into(),
             },
         ));
-        app.on_event(&event(5, EventBody::Cancelled {}));
+        app.on_event(&event(6, EventBody::Cancelled {}));
+        // Not over until its turn_ended.
+        assert!(app.running);
+        app.on_event(&event(7, ended(TurnOutcome::Cancelled)));
+        assert!(!app.running);
         insta::assert_snapshot!("cancelled", screen(&mut app, 100, 16));
     }
 

@@ -32,8 +32,8 @@ pub enum Message {
     Event(String, Box<Event>),
     /// A piece of a reply of the session with this id.
     Text(String, String),
-    /// Events of the session with this id were dropped; read them from the log.
-    Lagged(String),
+    /// The session's events could not be read (its log, after a lag).
+    Failed(String, String),
     /// SIGTERM or SIGHUP.
     Signal,
 }
@@ -74,17 +74,24 @@ struct Shown {
     last_seq: u64,
 }
 
-fn follow(manager: &Manager, id: &str, to: &mpsc::Sender<Message>) -> Result<(), ManagerError> {
-    let mut events = manager.subscribe(id)?;
+/// Follows the session from `after` on two threads: its events (a lag is
+/// caught up from the log by the follower) and the pieces of its replies.
+fn follow(
+    manager: &Manager,
+    id: &str,
+    after: u64,
+    to: &mpsc::Sender<Message>,
+) -> Result<(), ManagerError> {
+    let mut events = manager.follow(id, after)?;
     let mut pieces = manager.subscribe_text(id)?;
     let (to_events, to_text) = (to.clone(), to.clone());
     let (events_id, text_id) = (id.to_string(), id.to_string());
     std::thread::spawn(move || {
         loop {
-            let message = match events.blocking_recv() {
-                Ok(event) => Message::Event(events_id.clone(), Box::new(event)),
-                Err(RecvError::Lagged(_)) => Message::Lagged(events_id.clone()),
-                Err(RecvError::Closed) => return,
+            let message = match events.blocking_next() {
+                Ok(Some(event)) => Message::Event(events_id.clone(), Box::new(event)),
+                Ok(None) => return,
+                Err(error) => Message::Failed(events_id.clone(), error.to_string()),
             };
             if to_events.send(message).is_err() {
                 return;
@@ -99,6 +106,7 @@ fn follow(manager: &Manager, id: &str, to: &mpsc::Sender<Message>) -> Result<(),
                         return;
                     }
                 }
+                // Pieces are not logged: the reply's event brings its whole text.
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             }
@@ -127,12 +135,12 @@ fn show(
         meta.model.as_deref().or(options.model.as_deref()),
     );
     let mut app = App::new(&id, &meta.workspace, model, problem, enhanced);
-    follow(manager, &id, to)?;
     let history = manager.events_after(&id, 0)?;
     for event in &history {
         app.on_event(event);
     }
     let last_seq = history.last().map_or(0, |event| event.seq);
+    follow(manager, &id, last_seq, to)?;
     Ok((
         Shown {
             id,
@@ -186,14 +194,14 @@ impl Ui {
                 }
                 Action::None
             }
-            Message::Lagged(id) => {
-                if id == self.shown.id
-                    && let Ok(events) = self.manager.events_after(&id, self.shown.last_seq)
-                {
-                    for event in events {
-                        self.shown.last_seq = event.seq;
-                        self.app.on_event(&event);
-                    }
+            Message::Failed(id, error) => {
+                if id == self.shown.id {
+                    self.app.say(
+                        &format!(
+                            "the session's events stopped: {error}; open it again (/sessions)"
+                        ),
+                        Color::Red,
+                    );
                 }
                 Action::None
             }

@@ -294,6 +294,8 @@ impl Transcript {
                     Style::new().fg(Color::Yellow),
                 )]);
             }
+            // Said already by the result, error or cancel before it.
+            EventBody::TurnEnded { .. } => {}
             EventBody::Cancelled {} => {
                 self.push(vec![Line::styled(
                     "✗ cancelled: the running call was stopped (TERM, then KILL 2 s later) and the turn ended",

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use wicket_chat::{ChatErrorKind, Completion};
+use wicket_chat::{ChatErrorKind, Completion, StopReason};
 use wicket_fake::Wire;
 
 use crate::*;
@@ -203,7 +203,7 @@ async fn litellms_empty_stop_is_an_empty_reply() {
     .await;
     let reply = reply.unwrap();
     assert_eq!((reply.text.as_str(), reply.tool_calls.len()), ("", 0));
-    assert_eq!(reply.stop_reason.as_deref(), Some("stop"));
+    assert_eq!(reply.stop_reason, Some(StopReason::EndTurn));
 }
 
 #[tokio::test]
@@ -232,7 +232,7 @@ async fn plain_streams_from_each_server_read_whole() {
         }
     }
     let (cut, _) = reply_of(fixture("lcp_length_cut.http"), Wire::OpenAi).await;
-    assert_eq!(cut.unwrap().stop_reason.as_deref(), Some("length"));
+    assert_eq!(cut.unwrap().stop_reason, Some(StopReason::MaxTokens));
 }
 
 #[tokio::test]

@@ -85,7 +85,7 @@ fn a_turn_compacts_when_the_window_fills_and_resumes_from_the_summary() {
     assert!(
         compacted["tokens_after"].as_u64().unwrap() < compacted["tokens_before"].as_u64().unwrap()
     );
-    assert_eq!(events.last().unwrap()["type"], "result");
+    assert_eq!(ending(&events)["type"], "result");
     let requests = fake.requests();
     assert_eq!(requests.len(), 4);
     let summary_request = &requests[2].body;
@@ -214,7 +214,7 @@ fn anthropic_caching_usage_and_cost_add_up_exactly() {
     let cost = |v: &Value| v.as_f64().unwrap();
     assert!((cost(&replies[0]["usage"]["cost_usd"]) - first_cost).abs() < 1e-12);
     assert!((cost(&replies[1]["usage"]["cost_usd"]) - second_cost).abs() < 1e-12);
-    let result = events.last().unwrap();
+    let result = ending(&events);
     assert_eq!(result["usage"]["input_tokens"], 8270);
     assert_eq!(result["usage"]["output_tokens"], 30);
     assert!((cost(&result["usage"]["cost_usd"]) - (first_cost + second_cost)).abs() < 1e-12);
@@ -231,7 +231,7 @@ fn an_unknown_model_has_tokens_and_no_cost() {
     fake.push(Step::Reply(FakeReply::text("hi").usage(10, 2)));
     let (events, code) = exec_against(&f, &fake, "openai:gpt-unknown-test", "hi", "free");
     assert_eq!(code, 0);
-    let result = events.last().unwrap();
+    let result = ending(&events);
     assert_eq!(result["usage"]["input_tokens"], 10);
     assert!(result["usage"].get("cost_usd").is_none(), "{result}");
 }

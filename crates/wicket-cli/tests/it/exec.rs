@@ -128,8 +128,8 @@ fn a_scripted_turn_reads_writes_runs_asks_and_finishes() {
         .find(|e| e["type"] == "tool_result" && e["output"]["exit_code"] == 0)
         .unwrap();
     assert_eq!(run["output"]["stdout"], "alpha\ngamma\n");
-    assert_eq!(events.last().unwrap()["type"], "result");
-    assert_eq!(events.last().unwrap()["text"], "beta is gamma now");
+    assert_eq!(ending(&events)["type"], "result");
+    assert_eq!(ending(&events)["text"], "beta is gamma now");
     // The JSON lines are the log's own events.
     let log = wicket()
         .env("WICKET_HOME", &f.home)
@@ -169,7 +169,8 @@ fn a_fixed_deny_policy_denies_and_the_turn_still_ends() {
             "answer",
             "tool_result",
             "assistant_message",
-            "result"
+            "result",
+            "turn_ended"
         ]
     );
 }
@@ -201,8 +202,8 @@ fn a_missing_model_says_how_to_configure_one() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let events = lines(&output);
-    assert_eq!(events.last().unwrap()["type"], "error");
-    assert_eq!(events.last().unwrap()["ends_turn"], true);
+    assert_eq!(ending(&events)["type"], "error");
+    assert_eq!(ending(&events)["ends_turn"], true);
 }
 
 #[test]
@@ -265,7 +266,7 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
     );
     assert_eq!(code, Some(130));
     assert!(!marker_running(&marker), "the command is still running");
-    assert_eq!(events.last().unwrap()["type"], "cancelled");
+    assert_eq!(ending(&events)["type"], "cancelled");
     let results: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "tool_result")
@@ -285,10 +286,7 @@ fn sigint_cancels_a_command_that_ignores_sigterm_and_the_session_resumes() {
     )
     .succeeds();
     let events = lines(&output);
-    assert_eq!(
-        events.last().unwrap()["text"],
-        "Picked up after the cancel."
-    );
+    assert_eq!(ending(&events)["text"], "Picked up after the cancel.");
 }
 
 /// A whole turn against a fake provider server: a read, a rate limit that
@@ -337,7 +335,7 @@ fn turn_against(wire: wicket_fake::Wire) {
     );
     let retry = events.iter().find(|e| e["type"] == "retry").unwrap();
     assert_eq!(retry["attempt"], 2);
-    let result = events.last().unwrap();
+    let result = ending(&events);
     assert_eq!(result["type"], "result");
     assert_eq!(result["text"], "Wrote b.txt.");
     assert_eq!(result["usage"]["input_tokens"], 600);
@@ -363,7 +361,7 @@ fn turn_against(wire: wicket_fake::Wire) {
         .env(key_var, "test-key");
     let (events, code) = converse(command, &[], &[]);
     assert_eq!(code, 0, "{events:#?}");
-    let result = events.last().unwrap();
+    let result = ending(&events);
     assert_eq!(
         (
             &result["usage"]["input_tokens"],
@@ -448,5 +446,5 @@ command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 
         blocked.to_string().contains("run the tests first"),
         "{blocked}"
     );
-    assert_eq!(events.last().unwrap()["text"], "released");
+    assert_eq!(ending(&events)["text"], "released");
 }

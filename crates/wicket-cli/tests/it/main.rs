@@ -79,6 +79,28 @@ impl ToolRunner for Fixture {
     }
 }
 
+/// The event that ended the last turn, once the log's (or the stream's)
+/// last event is checked to be its `turn_ended`, agreeing with it.
+pub fn ending(events: &[Value]) -> &Value {
+    let [.., before, last] = events else {
+        panic!("too few events: {events:#?}");
+    };
+    assert_eq!(last["type"], "turn_ended", "{events:#?}");
+    let expected: &[&str] = match before["type"].as_str() {
+        Some("result") => &["result"],
+        Some("cancelled") => &["cancelled"],
+        Some("interrupted") => &["interrupted"],
+        Some("error") if before["ends_turn"] == true => &["error", "step_limit", "budget"],
+        _ => &[],
+    };
+    assert!(
+        expected.contains(&last["outcome"].as_str().unwrap_or_default()),
+        "turn_ended {} after {before}",
+        last["outcome"]
+    );
+    before
+}
+
 pub fn lines(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()

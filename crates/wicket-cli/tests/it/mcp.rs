@@ -566,7 +566,7 @@ fn a_long_running_call_is_cancelled_mid_call_and_the_server_stops_with_exec() {
             .contains("told to stop it"),
         "{result}"
     );
-    assert_eq!(events.last().unwrap()["type"], "cancelled");
+    assert_eq!(ending(&events)["type"], "cancelled");
     assert!(!alive(&tag), "the server outlived exec");
 }
 

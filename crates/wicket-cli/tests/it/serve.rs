@@ -389,7 +389,7 @@ fn the_event_stream_resumes_after_a_disconnect() {
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "first"}),
     );
-    let first = events(&s, &id, 0, None, is("result"));
+    let first = events(&s, &id, 0, None, is("turn_ended"));
     let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
     let seqs: Vec<u64> = first.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=last_seq).collect::<Vec<_>>());
@@ -402,10 +402,10 @@ fn the_event_stream_resumes_after_a_disconnect() {
         &format!("/api/sessions/{id}/messages"),
         json!({"text": "second"}),
     );
-    let resumed = events(&s, &id, 0, Some(last_seq), is("result"));
+    let resumed = events(&s, &id, 0, Some(last_seq), is("turn_ended"));
     assert_eq!(resumed[0]["seq"].as_u64(), Some(last_seq + 1));
     assert_eq!(resumed[0]["type"], "user_message");
-    assert_eq!(resumed.last().unwrap()["text"], "two");
+    assert_eq!(ending(&resumed)["text"], "two");
     let after = events(&s, &id, last_seq + 1, None, |_| true);
     assert_eq!(after[0]["seq"].as_u64(), Some(last_seq + 2));
     // The same log in one JSON response, from any seq; only with the token.

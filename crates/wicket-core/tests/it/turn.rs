@@ -13,7 +13,7 @@ use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
 use wicket_core::sandbox::{SandboxMode, SandboxSettings};
 use wicket_core::session;
 use wicket_core::turn::Settings;
-use wicket_protocol::{Answer, CardKind, EventBody, RunSource};
+use wicket_protocol::{Answer, CardKind, EventBody, RunSource, TurnOutcome};
 use wicket_test_support::scripted::{calls, text};
 use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 
@@ -86,6 +86,28 @@ impl World {
             .map(|request| request.messages)
             .collect()
     }
+}
+
+/// The event that ended the session's last turn, once its `turn_ended`
+/// (the log's last event) is checked against it.
+fn ending(events: &[EventBody]) -> Option<&EventBody> {
+    let [.., before, EventBody::TurnEnded { outcome }] = events else {
+        panic!("the log does not end with turn_ended: {events:#?}");
+    };
+    let agrees = match before {
+        EventBody::Result { .. } => *outcome == TurnOutcome::Result,
+        EventBody::Cancelled {} => *outcome == TurnOutcome::Cancelled,
+        EventBody::Interrupted { .. } => *outcome == TurnOutcome::Interrupted,
+        EventBody::Error {
+            ends_turn: true, ..
+        } => matches!(
+            outcome,
+            TurnOutcome::Error | TurnOutcome::StepLimit | TurnOutcome::Budget
+        ),
+        _ => false,
+    };
+    assert!(agrees, "turn_ended {outcome:?} after {before:?}");
+    Some(before)
 }
 
 impl World {
@@ -183,10 +205,11 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
             "assistant_message",
             "tool_call",
             "tool_result",
-            "result"
+            "result",
+            "turn_ended"
         ]
     );
-    let EventBody::Result { text, usage } = w.events(&id).pop().unwrap() else {
+    let Some(EventBody::Result { text, usage }) = ending(&w.events(&id)).cloned() else {
         panic!()
     };
     assert_eq!(text, "changed two to 2");
@@ -229,7 +252,7 @@ fn a_reply_with_no_tool_call_finishes_and_a_denied_write_is_the_result() {
     };
     assert!(*is_error && content.contains("denied"), "{content}");
     assert!(
-        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "I could not write b.txt.")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "I could not write b.txt.")
     );
 }
 
@@ -296,12 +319,12 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
     assert_eq!(w.manager.send(&two, "hello").unwrap(), Sent::Started);
     w.manager.wait_idle(&two).unwrap();
     assert!(
-        matches!(w.events(&two).last(), Some(EventBody::Result { text, .. }) if text == "other session done")
+        matches!(ending(&w.events(&two)), Some(EventBody::Result { text, .. }) if text == "other session done")
     );
     w.manager.answer(&one, &card.id, Answer::AllowOnce).unwrap();
     w.manager.wait_idle(&one).unwrap();
     assert!(
-        matches!(w.events(&one).last(), Some(EventBody::Result { text, .. }) if text == "first done")
+        matches!(ending(&w.events(&one)), Some(EventBody::Result { text, .. }) if text == "first done")
     );
 }
 
@@ -327,11 +350,14 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     let Open::Card(card) = w.wait_open(&id) else {
         panic!()
     };
-    let mut events = w.manager.subscribe(&id).unwrap();
+    let mut events = w
+        .manager
+        .follow(&id, w.manager.last_seq(&id).unwrap())
+        .unwrap();
     w.manager.answer(&id, &card.id, Answer::AllowOnce).unwrap();
     // Wait until the answer is logged, so the card is closed but the turn still runs.
     loop {
-        let event = events.blocking_recv().unwrap();
+        let event = events.blocking_next().unwrap().unwrap();
         if matches!(event.body, EventBody::Answer { .. }) {
             break;
         }
@@ -472,7 +498,7 @@ fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     assert_eq!(w.requests().len(), 3);
     let events = w.events(&id);
     assert!(
-        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("3 times"))
+        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("3 times"))
     );
     assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
 
@@ -501,8 +527,14 @@ fn the_step_limit_ends_a_runaway_turn() {
     w.manager.wait_idle(&id).unwrap();
     assert_eq!(w.requests().len(), 3);
     assert!(
-        matches!(w.events(&id).last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("step limit of 3"))
+        matches!(ending(&w.events(&id)), Some(EventBody::Error { ends_turn: true, message }) if message.contains("step limit of 3"))
     );
+    assert!(matches!(
+        w.events(&id).last(),
+        Some(EventBody::TurnEnded {
+            outcome: TurnOutcome::StepLimit
+        })
+    ));
 }
 
 #[test]
@@ -537,7 +569,7 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
         "TERM is ignored, so KILL comes 2 s later: {took:?}"
     );
     let events = w.events(&id);
-    assert!(matches!(events.last(), Some(EventBody::Cancelled {})));
+    assert!(matches!(ending(&events), Some(EventBody::Cancelled {})));
     let run_signal = events.iter().find_map(|e| match e {
         EventBody::ToolResult {
             output: Some(wicket_protocol::ToolOutput::Run(run)),
@@ -579,7 +611,7 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     assert_eq!(asked, answered);
     assert!(matches!(last.last(), Some(Message::User { text }) if text == "go on"));
     assert!(
-        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "resumed fine")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "resumed fine")
     );
 }
 
@@ -661,7 +693,7 @@ fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
 
 fn cut(text_: &str) -> Completion {
     Completion {
-        stop_reason: Some("max_tokens".into()),
+        stop_reason: Some(wicket_chat::StopReason::MaxTokens),
         ..text(text_)
     }
 }
@@ -678,7 +710,7 @@ fn a_reply_not_taken(first: Completion, second: Completion, told: &str, why: &st
     w.manager.send(&id, "what is it").unwrap();
     w.manager.wait_idle(&id).unwrap();
     assert!(
-        matches!(w.events(&id).last(), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
     );
     let asked = &w.requests()[1];
     assert!(
@@ -699,7 +731,7 @@ fn a_reply_not_taken(first: Completion, second: Completion, told: &str, why: &st
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
     assert!(
-        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains(why)),
+        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains(why)),
         "{events:?}"
     );
     assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
@@ -755,7 +787,7 @@ fn agents_md_through_a_link_out_or_a_fifo_is_not_read() {
             "{kind}"
         );
         assert!(matches!(
-            w.events(&id).last(),
+            ending(&w.events(&id)),
             Some(EventBody::Result { .. })
         ));
     }
@@ -779,12 +811,15 @@ fn a_card_blocks_messages_from_the_moment_its_event_is_seen() {
         .collect();
     let w = world(replies, settings());
     let id = w.open("s");
-    let mut events = w.manager.subscribe(&id).unwrap();
+    let mut events = w
+        .manager
+        .follow(&id, w.manager.last_seq(&id).unwrap())
+        .unwrap();
     let mut queued = 0;
     for round in 0..ROUNDS {
         w.manager.send(&id, &format!("round {round}")).unwrap();
         let card = loop {
-            let event = events.blocking_recv().unwrap();
+            let event = events.blocking_next().unwrap().unwrap();
             if let EventBody::Card { card, .. } = event.body {
                 break card;
             }
@@ -892,7 +927,7 @@ fn a_fresh_session_is_never_compacted() {
             .iter()
             .any(|e| matches!(e, EventBody::Compacted { .. }))
     );
-    assert!(matches!(events.last(), Some(EventBody::Result { text, .. }) if text == "fits"));
+    assert!(matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "fits"));
 
     let too_small = world(vec![text("never")], small_window(estimate / 2));
     let id = too_small.open("s");
@@ -901,7 +936,7 @@ fn a_fresh_session_is_never_compacted() {
     let events = too_small.events(&id);
     assert!(too_small.replay.requests().is_empty(), "{events:#?}");
     assert!(
-        matches!(events.last(), Some(EventBody::Error { ends_turn: true, message }) if message.contains("the system prompt, the tools")),
+        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("the system prompt, the tools")),
         "{events:#?}"
     );
 }
@@ -933,7 +968,7 @@ fn prompt_too_long_compacts_and_retries_exactly_once() {
     // first turn, then: the refused request, the summary, the retry.
     assert_eq!(replay.requests().len(), 1 + 3);
     assert!(
-        matches!(events.last(), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
+        matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
     );
     // A second refusal in the same turn is not retried blindly.
     replay.push(Err(wicket_chat::ChatError::new(
@@ -947,7 +982,7 @@ fn prompt_too_long_compacts_and_retries_exactly_once() {
     w.manager.send(&id, "third").unwrap();
     w.manager.wait_idle(&id).unwrap();
     assert!(matches!(
-        w.events(&id).last(),
+        ending(&w.events(&id)),
         Some(EventBody::Error {
             ends_turn: true,
             ..
@@ -974,11 +1009,17 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     let Some(EventBody::Error {
         ends_turn: true,
         message,
-    }) = events.last()
+    }) = ending(&events)
     else {
         panic!("{events:?}")
     };
     assert!(message.contains("max_tokens_per_turn = 6000"), "{message}");
+    assert_eq!(
+        events.last(),
+        Some(&EventBody::TurnEnded {
+            outcome: TurnOutcome::Budget
+        })
+    );
     let used: u64 = events
         .iter()
         .filter_map(|e| match e {
@@ -1008,7 +1049,7 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     let Some(EventBody::Error {
         ends_turn: true,
         message,
-    }) = events.last()
+    }) = ending(&events)
     else {
         panic!("{events:?}")
     };
