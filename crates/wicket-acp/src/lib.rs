@@ -474,3 +474,44 @@ async fn end_all(manager: Arc<Manager>) {
     })
     .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared table: a prompt ends at the turn's `turn_ended`, never
+    /// before (not at its `result`, error or cancel), and says how.
+    #[test]
+    fn a_prompt_ends_where_the_turn_does() {
+        for ending in wicket_test_support::endings::turn_endings() {
+            let mut last_error = String::new();
+            let (body_end, events) = ending.events.split_last().unwrap();
+            for event in events {
+                if let EventBody::Error {
+                    message,
+                    ends_turn: true,
+                } = &event.body
+                {
+                    last_error.clone_from(message);
+                }
+                assert!(
+                    stop_at(&event.body, &last_error).is_none(),
+                    "{}: ended at {:?}",
+                    ending.name,
+                    event.body
+                );
+            }
+            let stop = stop_at(&body_end.body, &last_error)
+                .unwrap_or_else(|| panic!("{}: not ended", ending.name));
+            let expected = match ending.outcome {
+                TurnOutcome::Result => Ok(StopReason::EndTurn),
+                TurnOutcome::Cancelled => Ok(StopReason::Cancelled),
+                TurnOutcome::StepLimit => Ok(StopReason::MaxTurnRequests),
+                TurnOutcome::Error | TurnOutcome::Budget | TurnOutcome::Interrupted => {
+                    Err(ending.error.clone().unwrap_or_default())
+                }
+            };
+            assert_eq!(stop, expected, "{}", ending.name);
+        }
+    }
+}

@@ -363,3 +363,35 @@ impl Spinner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared table: exec exits at the turn's `turn_ended`, never
+    /// before, with 0 for a result, 130 for a Ctrl-C cancel, 1 otherwise.
+    #[test]
+    fn exec_ends_where_the_turn_does() {
+        for ctrl_c in [false, true] {
+            let interrupted = AtomicBool::new(ctrl_c);
+            for ending in wicket_test_support::endings::turn_endings() {
+                let (asks, _asked) = mpsc::channel();
+                let (last, events) = ending.events.split_last().unwrap();
+                for event in events {
+                    assert_eq!(react(event, &asks, &interrupted), None, "{}", ending.name);
+                }
+                let expected = match ending.outcome {
+                    TurnOutcome::Result => 0,
+                    TurnOutcome::Cancelled if ctrl_c => 130,
+                    _ => 1,
+                };
+                assert_eq!(
+                    react(last, &asks, &interrupted),
+                    Some(expected),
+                    "{}",
+                    ending.name
+                );
+            }
+        }
+    }
+}

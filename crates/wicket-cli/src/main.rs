@@ -190,6 +190,11 @@ fn main() -> ExitCode {
         return ExitCode::from(code);
     }
     wicket_os::spawn::install_launcher(launcher());
+    if let Err(error) = wicket_os::process::survive_file_size_limit() {
+        show::say(format!(
+            "SIGXFSZ cannot be handled ({error}); a write past the file-size limit would end wicket"
+        ));
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -1102,11 +1102,9 @@ impl Runner<'_> {
             if cancel.is_cancelled() {
                 return Flow::End(self.cancelled(&calls[index..]));
             }
+            // No synthetic results here: the reply itself may be what the log
+            // could not take, and a rebuilt conversation closes open calls.
             if let Some(outcome) = self.broken() {
-                self.close_calls(
-                    &calls[index..],
-                    "not run: the session's log could not be written",
-                );
                 return Flow::End(outcome);
             }
             if finished.is_some() {

@@ -1,4 +1,4 @@
-//! Whether a process is alive.
+//! Whether a process is alive, and this process's own signal dispositions.
 
 /// True when a process with this pid exists (it may belong to another user).
 pub fn alive(pid: u32) -> bool {
@@ -9,6 +9,16 @@ pub fn alive(pid: u32) -> bool {
         return false;
     };
     rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH)
+}
+
+/// Lets this process outlive a write past its file-size limit
+/// (`RLIMIT_FSIZE`, `ulimit -f`): the write fails with `EFBIG` and the
+/// caller handles it (a session's turn ends with an error, its log whole)
+/// instead of SIGXFSZ killing the process mid-turn. A handler, not an
+/// ignore: a command it starts gets the default back at exec.
+pub fn survive_file_size_limit() -> std::io::Result<()> {
+    let hit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGXFSZ, hit).map(drop)
 }
 
 #[cfg(test)]

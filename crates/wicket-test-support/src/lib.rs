@@ -8,6 +8,7 @@
 //! returns early.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod endings;
 pub mod filters;
 pub mod fixture;
 pub mod http;

@@ -1421,6 +1421,22 @@ mod tests {
         insta::assert_snapshot!("cancelled", screen(&mut app, 100, 16));
     }
 
+    /// The shared table: the UI runs until the turn's `turn_ended`, and
+    /// stops there, whatever came before it.
+    #[test]
+    fn the_ui_ends_a_turn_where_the_turn_ends() {
+        for ending in wicket_test_support::endings::turn_endings() {
+            let mut app = app();
+            let (last, events) = ending.events.split_last().unwrap();
+            for event in events {
+                app.on_event(event);
+                assert!(app.running, "{}: ended at {:?}", ending.name, event.body);
+            }
+            app.on_event(last);
+            assert!(!app.running, "{}: still running", ending.name);
+        }
+    }
+
     #[test]
     fn eighty_columns_wrap_and_keys_edit() {
         let mut app = app();

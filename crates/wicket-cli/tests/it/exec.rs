@@ -448,3 +448,64 @@ command = ["sh", "-c", "if [ -e .hooked ]; then exit 0; fi; touch .hooked; echo 
     );
     assert_eq!(ending(&events)["text"], "released");
 }
+
+/// A log that cannot take the next event (here a file-size limit that the
+/// model's long reply passes; a full disk is the same `write` failing)
+/// ends the turn with an error: nothing the reply asked for runs, and the
+/// log stays whole, with the error and `turn_ended` after the last line
+/// that fit.
+#[test]
+fn a_log_that_cannot_be_written_ends_the_turn_and_nothing_runs_after() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "big.json",
+        json!([
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": "big.txt", "content": "x".repeat(40_000)}},
+                {"name": "run", "arguments": {"argv": ["touch", "ran"]}}
+            ]},
+            {"text": "done"}
+        ]),
+    );
+    // 64 blocks of 512 bytes: the reply's 40 kB do not fit in the log.
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -f 64 && exec \"$@\"", "sh"])
+        .arg(env!("CARGO_BIN_EXE_wicket"))
+        .args(["exec", "write it", "--workspace"])
+        .arg(&f.ws)
+        .args([
+            "--model",
+            &model,
+            "--session",
+            "full",
+            "--json",
+            "--answers",
+            "allow_once",
+        ])
+        .env("WICKET_HOME", &f.home)
+        .env_remove("WICKET_MODEL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let events = lines(&output);
+    let error = ending(&events);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be written"),
+        "{error}"
+    );
+    assert!(!f.ws.join("ran").exists(), "a command ran unlogged");
+    assert!(!f.ws.join("big.txt").exists(), "a write ran unlogged");
+    // The log is whole: every line reads back, and it ends as the stream did.
+    let log = f.log("full");
+    assert!(log.iter().all(|e| e["type"] != "unreadable"), "{log:#?}");
+    assert_eq!(
+        log.iter().map(|e| e["type"].clone()).collect::<Vec<_>>(),
+        ["session_started", "user_message", "error", "turn_ended"]
+    );
+    assert_eq!(ending(&log)["message"], error["message"]);
+}

@@ -1066,3 +1066,58 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
         .sum();
     assert!(spent > 0.0 && spent <= 0.02, "{spent}");
 }
+
+/// A compaction is taken only from a reply with text: a reply with a tool
+/// call and no text is asked once more with no tools, and when that has no
+/// text either the turn ends with an error and the conversation is left
+/// as it was (no `compacted`).
+#[test]
+fn a_compaction_reply_with_no_text_is_not_taken() {
+    let too_long = || {
+        Err(wicket_chat::ChatError::new(
+            wicket_chat::ChatErrorKind::Http { status: 400 },
+            "prompt is too long: 210000 tokens > 200000 maximum",
+        ))
+    };
+    let w = world(vec![text("early")], small_window(100_000));
+    let id = w.open("s");
+    w.manager.send(&id, "first").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    // No summary twice: a call instead, then nothing.
+    w.replay.push(too_long());
+    w.replay.push(Ok(calls(&[("list_dir", json!({}))])));
+    w.replay.push(Ok(text("  ")));
+    w.manager.send(&id, "second").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, EventBody::Compacted { .. })),
+        "{events:#?}"
+    );
+    assert!(
+        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("gave no summary")),
+        "{events:#?}"
+    );
+    let requests = w.replay.requests();
+    assert_eq!(requests.len(), 1 + 3);
+    // The retry offered no tools; the first summary request did.
+    assert!(!requests[2].tools.is_empty());
+    assert!(requests[3].tools.is_empty());
+    // Then a summary on the retry is taken.
+    w.replay.push(too_long());
+    w.replay.push(Ok(calls(&[("list_dir", json!({}))])));
+    w.replay
+        .push(Ok(text("SUMMARY: the first turn said early")));
+    w.replay.push(Ok(text("answered after compacting")));
+    w.manager.send(&id, "third").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let events = w.events(&id);
+    assert!(events.iter().any(
+        |e| matches!(e, EventBody::Compacted { summary, .. } if summary.starts_with("SUMMARY"))
+    ));
+    assert!(
+        matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
+    );
+}
