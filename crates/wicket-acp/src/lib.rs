@@ -113,9 +113,9 @@ impl Acp {
         };
         if let Some(model) = &self.model {
             let model = model.clone();
-            let _ = self
-                .manager
-                .open(Some(&id), Path::new(&meta.workspace), Some(&model));
+            self.manager
+                .open(Some(&id), Path::new(&meta.workspace), Some(&model))
+                .map_err(failed)?;
         }
         self.manager
             .add_mcp_servers(&id, servers_of(&request.mcp_servers)?)
@@ -137,6 +137,7 @@ impl Acp {
         if let Some(known) = self.known().get(&id) {
             known.cancelled.notify_waiters();
         }
+        // Err only when the session is gone: nothing left to cancel.
         let _ = self.manager.cancel(&id);
     }
 }
@@ -381,12 +382,9 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
         .v1()
         .name("wicket")
         .on_receive_request(
-            async move |request: InitializeRequest,
+            async move |_request: InitializeRequest,
                         responder: Responder<InitializeResponse>,
-                        _cx: ConnectionTo<Client>| {
-                let _ = request;
-                responder.respond(initialized())
-            },
+                        _cx: ConnectionTo<Client>| { responder.respond(initialized()) },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
@@ -464,10 +462,13 @@ fn initialized() -> InitializeResponse {
 async fn end_all(manager: Arc<Manager>) {
     let running = manager.running();
     for id in &running {
+        // Err only when the session is gone: nothing left to cancel.
         let _ = manager.cancel(id);
     }
+    // A panicked wait leaves the servers to the process's exit, which stops them too.
     let _ = tokio::task::spawn_blocking(move || {
         for id in &running {
+            // Err only when the session is gone: nothing left to wait for.
             let _ = manager.wait_idle(id);
         }
         manager.shutdown();

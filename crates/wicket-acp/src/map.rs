@@ -198,11 +198,7 @@ impl Mapper {
                 self.calls.insert(call_id.clone());
                 vec![SessionUpdate::ToolCall(call)]
             }
-            EventBody::Card {
-                call_id,
-                card,
-                proposed,
-            } => {
+            EventBody::Card { call_id, card, .. } => {
                 // A live card becomes a permission request (the agent sends
                 // it); in a replay the result says what became of it. A
                 // write card's text is kept for the call's final update.
@@ -212,7 +208,6 @@ impl Mapper {
                     self.diffs
                         .insert(call_id.clone(), write.diff.clone().into());
                 }
-                let _ = proposed;
                 if self.calls.contains(call_id) {
                     self.cards.insert(card.id.clone(), call_id.clone());
                 }

@@ -9,6 +9,7 @@ pub fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Err when another provider was installed first (between the check and here): any one will do.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
     });

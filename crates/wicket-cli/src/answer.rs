@@ -33,6 +33,7 @@ impl<A: Answerer> Answerer for Printing<A> {
             map.insert("type".into(), "card".into());
         }
         let mut out = std::io::stdout().lock();
+        // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
         drop(out);
@@ -128,6 +129,7 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
     flush_typed_ahead();
     loop {
         eprint!("[o]nce / [s]ession / [d]eny: ");
+        // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
         let _ = std::io::stderr().flush();
         let line = read_terminal_line()?;
         match line.trim() {
@@ -143,6 +145,7 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
 pub(crate) fn prompt_reply(question: &str) -> Option<String> {
     eprintln!("\n? {}", wicket_protocol::text::visible(question));
     eprint!("reply: ");
+    // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
     let _ = std::io::stderr().flush();
     read_terminal_line().map(|line| line.trim_end_matches('\r').to_string())
 }

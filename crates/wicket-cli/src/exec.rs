@@ -148,6 +148,7 @@ fn cancel_on_ctrl_c(
     runtime.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             flag.store(true, Ordering::SeqCst);
+            // Err only when the session is gone: nothing left to cancel.
             let _ = manager.cancel(&id);
         }
     });
@@ -158,10 +159,12 @@ fn cancel_on_ctrl_c(
 fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> Option<u8> {
     match &event.body {
         EventBody::Card { card, .. } => {
+            // The UI loop has ended: no one is left to tell.
             let _ = asks.send(Ask::Card(card.clone()));
             None
         }
         EventBody::Question { id, question, .. } => {
+            // The UI loop has ended: no one is left to tell.
             let _ = asks.send(Ask::Question {
                 id: id.clone(),
                 question: question.clone(),
@@ -192,9 +195,11 @@ fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<As
     for ask in asked {
         match (mode, ask) {
             (Mode::Policy(answer), Ask::Card(card)) => {
+                // Refused only when the card or question is no longer open (the turn was cancelled meanwhile): nothing to answer.
                 let _ = manager.answer(id, &card.id, answer);
             }
             (Mode::Policy(_), Ask::Question { id: qid, .. }) => {
+                // Refused only when the card or question is no longer open (the turn was cancelled meanwhile): nothing to answer.
                 let _ = manager.reply(id, &qid, NO_ONE_TO_ASK);
             }
             (Mode::Stdin, ask) => {
@@ -204,11 +209,13 @@ fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<As
             }
             (Mode::Terminal, Ask::Card(card)) => {
                 if let Some(answer) = prompt_card(&card) {
+                    // Refused only when the card or question is no longer open (the turn was cancelled meanwhile): nothing to answer.
                     let _ = manager.answer(id, &card.id, answer);
                 }
             }
             (Mode::Terminal, Ask::Question { id: qid, question }) => {
                 if let Some(reply) = prompt_reply(&question) {
+                    // Refused only when the card or question is no longer open (the turn was cancelled meanwhile): nothing to answer.
                     let _ = manager.reply(id, &qid, &reply);
                 }
             }
@@ -306,6 +313,7 @@ impl Printer {
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
                 let mut out = std::io::stdout().lock();
+                // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();
             }
@@ -323,6 +331,7 @@ impl Printer {
         }
         if let Some(text) = show::transcript_line(event) {
             let mut out = std::io::stdout().lock();
+            // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
             let _ = writeln!(out, "{text}");
             let _ = out.flush();
         }
@@ -349,6 +358,7 @@ impl Spinner {
                     eprint!("\r\x1b[K");
                     shown = false;
                 }
+                // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
                 let _ = std::io::stderr().flush();
                 std::thread::sleep(Duration::from_millis(100));
             }

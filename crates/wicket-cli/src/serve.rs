@@ -90,6 +90,7 @@ pub(crate) fn serve(options: Options) -> anyhow::Result<ExitCode> {
         }
     });
     stop_turns(&manager);
+    // The server is stopping: a server.json that cannot be removed is replaced by the next server (its lock went with it).
     let _ = std::fs::remove_file(home.join("server.json"));
     served.context("the server stopped")?;
     Ok(ExitCode::SUCCESS)
@@ -104,6 +105,7 @@ fn lock_home(home: &Path) -> anyhow::Result<Option<std::fs::File>> {
         .with_context(|| format!("cannot lock {}", path.display()))?
     {
         wicket_os::files::Locked::Held(mut file) => {
+            // The holder's pid is a courtesy for the error another process shows; the lock is what counts.
             let _ = wicket_os::files::record_holder(&mut file);
             Ok(Some(file))
         }
@@ -137,6 +139,7 @@ async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(term) => term,
         Err(_) => {
+            // No SIGTERM handler: Ctrl-C alone stops the server, and if even that cannot be waited for, it stops now.
             let _ = tokio::signal::ctrl_c().await;
             return;
         }
@@ -152,9 +155,11 @@ async fn shutdown_signal() {
 fn stop_turns(manager: &Manager) {
     let running = manager.running();
     for id in &running {
+        // Err only when the session is gone: nothing left to cancel.
         let _ = manager.cancel(id);
     }
     for id in &running {
+        // Err only when the session is gone: nothing left to wait for.
         let _ = manager.wait_idle(id);
     }
     manager.shutdown();

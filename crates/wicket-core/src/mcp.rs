@@ -353,6 +353,7 @@ impl McpSession<'_> {
         for report in self.hub.start(approvals) {
             self.log(report);
         }
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
     }
 

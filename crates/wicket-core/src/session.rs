@@ -465,6 +465,7 @@ impl Session {
             durable: false,
             _lock: None,
         };
+        // A session in memory has no file: its append cannot fail.
         let _ = session.append(EventBody::SessionStarted {
             session: id,
             workspace: workspace.display().to_string(),
@@ -785,6 +786,7 @@ fn lock_session(dir: &Path, id: &str) -> Result<File> {
     let path = dir.join("lock");
     match files::lock(&path, LOCK_PATIENCE).map_err(io(&path))? {
         Locked::Held(mut file) => {
+            // The holder's pid is a courtesy for the error another process shows; the lock is what counts.
             let _ = files::record_holder(&mut file);
             Ok(file)
         }

@@ -596,6 +596,7 @@ impl Runner<'_> {
                 delay_ms,
                 reason,
             } => {
+                // A failed append is recorded in the session; the turn ends on it when the reply is in.
                 let _ = session.append(EventBody::Retry {
                     attempt,
                     delay_ms,
@@ -781,6 +782,7 @@ impl Runner<'_> {
             });
         }
         history.push(Message::User { text: ask.into() });
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
         if let Some(outcome) = self.broken() {
             return outcome;
@@ -1008,6 +1010,7 @@ impl Runner<'_> {
             tokens_after: after,
             usage,
         });
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
         Ok(Compaction::Done)
     }
@@ -1179,6 +1182,7 @@ impl Runner<'_> {
     }
 
     fn log_result(&self, call: &ToolCallRequest, result: &Result<ToolOutput, WireError>) {
+        // A result that cannot be logged is recorded in the session; the turn ends on it before anything else runs.
         let _ = self.gate().log_result(&call.id, result);
     }
 
@@ -1207,6 +1211,7 @@ impl Runner<'_> {
     ) -> Option<Result<ToolOutput, WireError>> {
         self.log_call(call, Self::arguments(args));
         let id = wicket_os::ids::new_id("q");
+        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Waiting);
@@ -1215,8 +1220,10 @@ impl Runner<'_> {
             call_id: call.id.clone(),
             question: args.question.clone(),
         });
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
         let reply = person.question(&id, &args.question);
+        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Running);
@@ -1227,6 +1234,7 @@ impl Runner<'_> {
         });
         let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
         self.log_result(call, &result);
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
         Some(result)
     }

@@ -329,6 +329,7 @@ impl Connection {
     pub async fn close(&self) {
         let service = self.service.lock().ok().and_then(|mut held| held.take());
         if let Some(mut service) = service {
+            // A server that does not close its session in time is stopped by its process below (TERM, then KILL).
             let _ = service.close_with_timeout(Duration::from_millis(500)).await;
         }
         if let Some(process) = &self.process

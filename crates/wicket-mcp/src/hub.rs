@@ -555,6 +555,7 @@ impl Hub {
             })
             .collect();
         for thread in stopping {
+            // A stopping thread that panicked has nothing more to stop.
             let _ = thread.join();
         }
     }

@@ -65,6 +65,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> std::io::Re
         Ok(())
     })();
     if result.is_err() {
+        // The write failed: its temporary file goes; if that fails too it is only a stray file beside the target.
         let _ = std::fs::remove_file(&temp);
     }
     result

@@ -410,9 +410,11 @@ fn mirror(signalled: Option<i32>, status: std::io::Result<ExitStatus>) -> u8 {
 fn die_of(signal: i32) {
     if signal == SIGKILL_RAW {
         if let Some(me) = Pid::from_raw(std::process::id() as i32) {
+            // Dying of the signal the command died of; if even KILL fails, the exit code that follows says it.
             let _ = rustix::process::kill_process(me, Signal::KILL);
         }
     } else {
+        // As above: the default action of the signal, and the exit that follows if it does not end us.
         let _ = signal_hook::low_level::emulate_default_handler(signal);
     }
 }

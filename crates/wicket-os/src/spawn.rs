@@ -181,6 +181,7 @@ impl PrivateTmp {
 
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
+        // The private /tmp of a finished command: one that cannot be removed stays under the session's folder, harmless.
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -303,10 +304,12 @@ fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
     static KEEPER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
     let sender = KEEPER.get_or_init(|| {
         let (sender, requests) = mpsc::channel::<SpawnRequest>();
+        // If the thread cannot start, its receiver is dropped and every spawn below fails with 'the spawn thread is gone'.
         let _ = std::thread::Builder::new()
             .name("wicket-spawn".into())
             .spawn(move || {
                 for (mut command, reply) in requests {
+                    // The caller blocks on this answer; only one that panicked meanwhile is not there to take it.
                     let _ = reply.send(command.spawn());
                 }
             });
@@ -615,9 +618,11 @@ fn supervise(
             Some(_) => now + Duration::from_secs(3600),
             None => deadline,
         };
+        // The guard is dropped: the loop takes the lock again at its top, and a poisoned lock is taken anyway there.
         let _ = condvar.wait_timeout(state, wake.saturating_duration_since(now));
     };
     cancel.remove(listener);
+    // The waiter thread only reaps; its panic would already have been reported.
     let _ = waiter.join();
     (status, timed_out)
 }
@@ -687,6 +692,7 @@ impl Running {
             std::thread::sleep(Duration::from_millis(10));
         }
         signal_group(self.pid, Signal::KILL);
+        // Reaping after KILL: an error means it was reaped already.
         let _ = self.child.wait();
     }
 }

@@ -220,6 +220,7 @@ impl Ui {
             Action::Answer { card, answer } => manager.answer(id, &card, answer),
             Action::Reply { question, text } => manager.reply(id, &question, &text),
             Action::Cancel => {
+                // Err only when the session is gone: nothing left to cancel.
                 let _ = manager.cancel(id);
                 Ok(())
             }
@@ -303,6 +304,7 @@ fn on_signal(to: mpsc::Sender<Message>) -> std::io::Result<()> {
     ])?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
+            // The UI loop has ended: no one is left to tell.
             let _ = to.send(Message::Signal);
         }
     });
@@ -362,6 +364,7 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
         if dirty {
             terminal.draw(|frame| ui.app.render(frame))?;
             if let Some(epoch) = ui.app.flush_needed() {
+                // The UI loop has ended: no one is left to tell.
                 let _ = flush_to.send(epoch);
             }
         }

@@ -73,14 +73,18 @@ pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
+    // Restoring the terminal on the way out: each step is tried whatever
+    // the one before did, and a terminal gone has nothing to restore.
     let mut out = stdout();
+    let mut steps = Vec::new();
     if ENHANCED.swap(false, Ordering::SeqCst) {
-        let _ = execute!(out, PopKeyboardEnhancementFlags);
+        steps.push(execute!(out, PopKeyboardEnhancementFlags));
     }
-    let _ = execute!(out, DisableWheel, DisableBracketedPaste);
-    let _ = disable_raw_mode();
-    let _ = execute!(out, LeaveAlternateScreen, cursor::Show);
-    let _ = out.flush();
+    steps.push(execute!(out, DisableWheel, DisableBracketedPaste));
+    steps.push(disable_raw_mode());
+    steps.push(execute!(out, LeaveAlternateScreen, cursor::Show));
+    steps.push(out.flush());
+    drop(steps);
 }
 
 /// Restores the terminal when dropped.
@@ -107,11 +111,13 @@ pub enum Input {
 fn flush_typed_ahead() {
     use rustix::termios::{QueueSelector, tcflush};
     if std::io::stdin().is_terminal() {
+        // Typed-ahead keys are dropped best effort: a terminal that refuses the flush still gets the card's own confirmation.
         let _ = tcflush(std::io::stdin(), QueueSelector::IFlush);
     } else if let Ok(tty) = std::fs::File::open("/dev/tty") {
         let _ = tcflush(&tty, QueueSelector::IFlush);
     }
     while event::poll(Duration::ZERO).unwrap_or(false) {
+        // Read only to be dropped: what was typed before the card.
         let _ = event::read();
     }
 }
@@ -143,12 +149,14 @@ pub fn input_thread(
                             }
                         }
                         Err(_) => {
+                            // The UI loop has ended: no one is left to tell.
                             let _ = to.send(crate::Message::Input(Input::Closed));
                             return;
                         }
                     },
                     Ok(false) => {}
                     Err(_) => {
+                        // The UI loop has ended: no one is left to tell.
                         let _ = to.send(crate::Message::Input(Input::Closed));
                         return;
                     }

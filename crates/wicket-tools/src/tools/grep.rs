@@ -147,6 +147,7 @@ fn search_file(
             && !buffer.starts_with(&[0xFF, 0xFE])
             && !buffer.starts_with(&[0xFE, 0xFF])
         {
+            // The collector records what it found, and a read error leaves the file out of the results, like ripgrep; the search has nothing else to report.
             let _ = searcher.search_slice(matcher, buffer, collect);
             return;
         }
@@ -154,6 +155,7 @@ fn search_file(
             return;
         }
     }
+    // The collector records what it found, and a read error leaves the file out of the results, like ripgrep; the search has nothing else to report.
     let _ = searcher.search_file(matcher, &file, collect);
 }
 

@@ -144,6 +144,7 @@ pub fn commit_write(
         &shown,
     );
     if outcome.is_err() {
+        // Cleanup of our own temporary file: one left behind is swept by the next write's check of stale temporaries.
         let _ = rustix::fs::unlinkat(
             &resolved.dir,
             temp_name.as_os_str(),
@@ -211,6 +212,7 @@ fn sweep_abandoned_temps(resolved: &Resolved, name: &OsString) {
         let alive = rustix::process::Pid::from_raw(pid)
             .is_some_and(|pid| rustix::process::test_kill_process(pid) != Err(Errno::SRCH));
         if !alive {
+            // Another process's stale temporary: if it is already gone, so much the better.
             let _ = rustix::fs::unlinkat(
                 &resolved.dir,
                 std::ffi::OsStr::from_bytes(file_name),
