@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+mod load;
 mod mcp;
 mod tui;
 use wicket_core::diff;
@@ -947,7 +948,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 13] = [
+    let workloads: [(&str, Workload); 14] = [
+        ("load", load::load_rows),
         ("tui", tui::tui_rows),
         ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),

@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
@@ -27,6 +28,10 @@ use crate::turn::{Person, Runner, Settings, find_skills};
 /// How many live events a follower may fall behind before it catches up
 /// from the log (the ring holds shared events: 256 pointers, not 256 events).
 pub const EVENT_BUFFER: usize = 256;
+
+/// How many sessions stay open when idle; past this, idle ones are closed
+/// (and opened again from disk when next used).
+pub const KEPT_OPEN: usize = 256;
 
 /// How many pieces of streamed text a listener may fall behind; pieces
 /// are not logged, so one that falls further loses them (the reply's
@@ -193,6 +198,9 @@ struct Live {
     events: Arc<Ring<Arc<Event>>>,
     /// Pieces of the reply's text as they stream in; not logged.
     text: Ring<String>,
+    /// When it was last used, on the manager's clock: the least recently
+    /// used idle sessions are closed first.
+    used: AtomicU64,
 }
 
 /// A broadcast ring that exists only while something listens: a session
@@ -226,6 +234,13 @@ impl<T: Clone> Ring<T> {
                 receiver
             }
         }
+    }
+
+    /// Whether anyone listens.
+    fn listened(&self) -> bool {
+        self.sender()
+            .as_ref()
+            .is_some_and(|live| live.receiver_count() > 0)
     }
 
     fn send(&self, value: T) {
@@ -334,6 +349,28 @@ impl Live {
         lock(&self.state)
     }
 
+    /// Whether closing it loses nothing: no turn, nothing open or queued, no
+    /// one following it, no MCP server (started or configured), and no
+    /// reference held anywhere but the manager's map.
+    fn idle(self: &Arc<Self>) -> bool {
+        if Arc::strong_count(self) > 1 || self.events.listened() || self.text.listened() {
+            return false;
+        }
+        let state = self.state();
+        let quiet = !state.running
+            && state.open.is_none()
+            && state.queue.is_empty()
+            && state.given.is_none();
+        drop(state);
+        quiet
+            && self.mcp.is_empty()
+            && self
+                .extra_mcp
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .is_empty()
+    }
+
     /// The front end's servers after the configs' (whose names win).
     fn add_extra_servers(&self, settings: &mut crate::turn::Settings) {
         let extra = self
@@ -400,6 +437,8 @@ pub struct Manager {
     runtime: tokio::runtime::Handle,
     setup: TurnSetup,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// Ticks once per use of a session.
+    clock: AtomicU64,
 }
 
 impl Manager {
@@ -410,6 +449,7 @@ impl Manager {
             runtime,
             setup,
             sessions: Mutex::new(HashMap::new()),
+            clock: AtomicU64::new(0),
         }
     }
 
@@ -419,22 +459,27 @@ impl Manager {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn used(&self, live: &Arc<Live>) -> Arc<Live> {
+        live.used.store(
+            self.clock.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        live.clone()
+    }
+
     fn live(&self, id: &str) -> Result<Arc<Live>, ManagerError> {
         if let Some(live) = self.sessions().get(id) {
-            return Ok(live.clone());
+            return Ok(self.used(live));
         }
-        // A session on disk that this manager has not opened yet.
+        // A session on disk that this manager has not opened yet (or closed
+        // while it was idle).
         let (meta, _) = Session::load_existing(&self.home, id).map_err(|error| match error {
             crate::Error::NoSuchSession(_) | crate::Error::BadSessionId(_) => {
                 ManagerError::NoSuchSession(id.to_string())
             }
             other => ManagerError::Session(other),
         })?;
-        self.open(Some(id), Path::new(&meta.workspace), None)?;
-        self.sessions()
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ManagerError::NoSuchSession(id.to_string()))
+        self.open_live(id.to_string(), Path::new(&meta.workspace), None)
     }
 
     /// Opens (creating when absent) a session; `None` makes a new id.
@@ -446,8 +491,37 @@ impl Manager {
         model: Option<&str>,
     ) -> Result<String, ManagerError> {
         let id = id.map_or_else(session::new_id, str::to_string);
-        if self.sessions().contains_key(&id) {
-            return Ok(id);
+        self.open_live(id.clone(), workspace, model)?;
+        Ok(id)
+    }
+
+    /// Closes idle sessions past the first [`KEPT_OPEN`] (their log, lock
+    /// and workspace descriptors go; the next call opens them again from
+    /// disk), so that 10,000 sessions cost neither 30,000 descriptors nor
+    /// their memory. `keep` stays.
+    fn close_idle(sessions: &mut HashMap<String, Arc<Live>>, keep: &str) {
+        if sessions.len() <= KEPT_OPEN {
+            return;
+        }
+        let mut idle: Vec<(u64, String)> = sessions
+            .iter()
+            .filter(|(id, live)| id.as_str() != keep && live.idle())
+            .map(|(id, live)| (live.used.load(Ordering::Relaxed), id.clone()))
+            .collect();
+        idle.sort_unstable();
+        for (_, id) in idle.into_iter().take(sessions.len() - KEPT_OPEN) {
+            sessions.remove(&id);
+        }
+    }
+
+    fn open_live(
+        &self,
+        id: String,
+        workspace: &Path,
+        model: Option<&str>,
+    ) -> Result<Arc<Live>, ManagerError> {
+        if let Some(live) = self.sessions().get(&id) {
+            return Ok(self.used(live));
         }
         let tools = Tools::open(workspace)?;
         let workspace = tools.workspace().root().to_path_buf();
@@ -491,11 +565,13 @@ impl Manager {
             changed,
             events,
             text,
+            used: AtomicU64::new(0),
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
-        sessions.entry(id.clone()).or_insert(live);
-        Ok(id)
+        let live = self.used(sessions.entry(id.clone()).or_insert(live));
+        Self::close_idle(&mut sessions, &id);
+        Ok(live)
     }
 
     /// Sends a message: it starts a turn, or queues behind the running one.
@@ -599,8 +675,24 @@ impl Manager {
         self.give(id, question, Given::Reply(reply.to_string()))
     }
 
+    /// Never blocks on the disk: a card or question is open only in a
+    /// session that is open, so one that is not gets `NotOpen` without
+    /// being opened (the HTTP answer path calls this on its async task).
     fn give(&self, id: &str, item: &str, given: Given) -> Result<(), ManagerError> {
-        let live = self.live(id)?;
+        let Some(live) = self.sessions().get(id).cloned() else {
+            return Err(
+                if session::validate_id(id).is_ok()
+                    && Session::dir_of(&self.home, id).join("meta.json").exists()
+                {
+                    ManagerError::NotOpen {
+                        session: id.to_string(),
+                        item: item.to_string(),
+                    }
+                } else {
+                    ManagerError::NoSuchSession(id.to_string())
+                },
+            );
+        };
         let mut state = live.state();
         let fits = match (&state.open, &given) {
             (Some(Open::Card(card)), Given::Answer(_)) => card.id == item,
@@ -967,6 +1059,33 @@ mod tests {
             assert_eq!(blocking.blocking_next().unwrap().unwrap().seq, seq);
         }
         assert_eq!(blocking.last_seq(), total + 3);
+    }
+
+    /// Past KEPT_OPEN, idle sessions are closed (their descriptors go) and
+    /// open again from disk when used; a followed one stays open.
+    #[test]
+    fn idle_sessions_past_the_kept_ones_close_and_open_again() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (_runtime, manager) = manager(home.path());
+        let followed = manager.open(Some("followed"), ws.path(), None).unwrap();
+        let mut follower = manager.follow(&followed, 0).unwrap();
+        for n in 0..KEPT_OPEN + 20 {
+            manager
+                .open(Some(&format!("s{n}")), ws.path(), None)
+                .unwrap();
+        }
+        let open = manager.sessions().len();
+        assert!(open <= KEPT_OPEN + 1, "{open} open");
+        assert!(manager.sessions().contains_key(&followed));
+        // The first ones were closed; each opens again with its log.
+        assert!(!manager.sessions().contains_key("s0"));
+        let events = manager.events_after("s0", 0).unwrap();
+        assert!(matches!(events[0].body, EventBody::SessionStarted { .. }));
+        assert_eq!(manager.list().len(), KEPT_OPEN + 21);
+        // The followed one still streams.
+        append(&manager, &followed, 1);
+        assert_eq!(follower.blocking_next().unwrap().unwrap().seq, 1);
+        assert_eq!(follower.blocking_next().unwrap().unwrap().seq, 2);
     }
 
     /// A session nobody follows holds no ring; following makes one, and

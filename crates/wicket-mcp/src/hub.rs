@@ -560,6 +560,12 @@ impl Hub {
         }
     }
 
+    /// Whether the hub has no servers at all (none configured, none tried):
+    /// dropping it loses nothing.
+    pub fn is_empty(&self) -> bool {
+        self.inner().servers.is_empty()
+    }
+
     /// The names of the servers that offer tools now.
     pub fn running(&self) -> BTreeSet<String> {
         self.inner()
