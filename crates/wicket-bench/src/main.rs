@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 mod load;
 mod mcp;
 mod tui;
-use wicket_core::diff;
-use wicket_core::session::Session;
+use wicket_gate::diff;
 use wicket_protocol::EventBody;
+use wicket_session::Session;
 
 /// One row of the table.
 pub(crate) struct Row {
@@ -354,15 +354,15 @@ fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
     let tools = wicket_tools::Tools::open(ws.path())?;
     let (session, _) =
         Session::open_or_create(home.path(), "gate", tools.workspace().root(), None)?;
-    let confinement = wicket_core::gate::Confinement {
-        sandbox: wicket_core::sandbox::SandboxSettings::default(),
+    let confinement = wicket_gate::Confinement {
+        sandbox: wicket_gate::sandbox::SandboxSettings::default(),
         home: home.path().to_path_buf(),
     };
-    let gate = wicket_core::gate::Gate::new(&tools, &session, &confinement);
+    let gate = wicket_gate::Gate::new(&tools, &session, &confinement);
     let call = wicket_protocol::ToolCall::parse("read_file", serde_json::json!({"path": "a.txt"}))
         .map_err(|e| anyhow::anyhow!(e.message))?;
     let cancel = wicket_tools::Cancel::default();
-    let mut policy = wicket_core::gate::Policy(wicket_protocol::Answer::Deny);
+    let mut policy = wicket_gate::Policy(wicket_protocol::Answer::Deny);
     let before = std::fs::metadata(session.log_path())?.len();
     let started = Instant::now();
     for i in 0..CALLS {
@@ -752,7 +752,7 @@ fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
     ] {
         let mut messages = 0;
         let took = median(9, || {
-            let events = wicket_core::session::load_for_conversation(log)?;
+            let events = wicket_session::load_for_conversation(log)?;
             messages = wicket_core::turn::conversation(&events).len();
             Ok(())
         })?;

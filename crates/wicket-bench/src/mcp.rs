@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use wicket_core::gate::{Confinement, Policy};
 use wicket_core::mcp::McpSession;
-use wicket_core::sandbox::SandboxSettings;
-use wicket_core::session::Session;
+use wicket_gate::sandbox::SandboxSettings;
+use wicket_gate::{Confinement, Policy};
 use wicket_mcp::{Hub, ServerSpec, Transport};
 use wicket_protocol::{Answer, McpCall};
+use wicket_session::Session;
 use wicket_tools::{Cancel, Tools};
 
 use crate::{Row, ms};

@@ -8,8 +8,8 @@ use anyhow::Result;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use wicket_core::session::{Session, load_log};
 use wicket_protocol::{EventBody, Usage};
+use wicket_session::{Session, load_log};
 use wicket_tui::app::App;
 
 use crate::{Row, ms};

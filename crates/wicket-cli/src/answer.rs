@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, Write};
 
-use wicket_core::gate::Answerer;
+use wicket_gate::Answerer;
 use wicket_protocol::{Answer, Card};
 
 use crate::show;

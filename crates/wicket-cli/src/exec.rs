@@ -12,8 +12,8 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use wicket_core::manager::{Manager, standard_setup};
-use wicket_core::session::{self, Session};
 use wicket_protocol::{Answer, Card, Event, EventBody, TurnOutcome};
+use wicket_session::{self as session, Session};
 
 use crate::answer::{prompt_card, prompt_reply};
 use crate::show;

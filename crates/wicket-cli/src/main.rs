@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use wicket_core::config::Config;
-use wicket_core::gate::{Answerer, Confinement, Gate, Policy};
-use wicket_core::session::{self, Session};
+use wicket_gate::{Answerer, Confinement, Gate, Policy};
 use wicket_protocol::{Answer, ErrorKind, ToolCall, WireError, result_line};
+use wicket_session::{self as session, Session};
 use wicket_tools::{Cancel, Tools};
 
 #[derive(Parser)]
@@ -435,7 +435,7 @@ fn tool(
     // Only a command needs the sandbox settings (and so the config files).
     let sandbox = match &call {
         ToolCall::Run(_) => Config::load(&home, &root)?.sandbox,
-        _ => wicket_core::sandbox::SandboxSettings::default(),
+        _ => wicket_gate::sandbox::SandboxSettings::default(),
     };
     let confinement = Confinement {
         sandbox,

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use wicket_core::config::Config;
-use wicket_core::gate::{Answerer, Confinement};
 use wicket_core::mcp::McpSession;
-use wicket_core::session::{self, Session};
+use wicket_gate::{Answerer, Confinement};
 use wicket_mcp::{Hub, ServerSpec, Standing, Transport, names};
 use wicket_protocol::text::visible_line;
 use wicket_protocol::{McpCall, result_line};
+use wicket_session::{self as session, Session};
 use wicket_tools::{Cancel, Tools};
 
 /// What `wicket mcp` works with.

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use wicket_core::manager::{Manager, standard_setup};
-use wicket_core::session;
 use wicket_server::{Server, ServerFile, app, new_token, running_server, write_server_file};
+use wicket_session as session;
 
 pub(crate) const DEFAULT_PORT: u16 = 7433;
 /// How long open requests get to finish once the server is told to stop.

@@ -539,7 +539,7 @@ mod tests {
     fn write_card() -> Card {
         let before = b"fn main() {\n    println!(\"hello\");\n}\n";
         let after = b"fn main() {\n    println!(\"hello, world\");\n}\n";
-        let diff = wicket_core::diff::unified("src/main.rs", Some(before), after);
+        let diff = wicket_gate::diff::unified("src/main.rs", Some(before), after);
         let bytes = diff.len() as u64;
         write_card_of(
             "/home/me/project/src/main.rs",

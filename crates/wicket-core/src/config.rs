@@ -16,7 +16,7 @@ use wicket_tools::Workspace;
 
 use crate::error::{Error, Result};
 use crate::models::{ModelInfo, Prices, UNKNOWN, built_in};
-use crate::sandbox::{SandboxMode, SandboxSettings};
+use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
 
 /// The step limit when no config sets one: model replies per turn.
 pub const DEFAULT_STEP_LIMIT: usize = 200;

@@ -1,45 +1,9 @@
-//! What can go wrong in the gate, the config and the session store.
+//! What can go wrong in the config and in setting a turn up.
 
-/// What can go wrong in the gate, the config and the session store.
+/// What can go wrong in the config and in setting a turn up; the session
+/// store's errors come through as they are.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A session id that is not a safe folder name.
-    #[error(
-        "session id '{0}' is not a safe name; use letters, digits, '.', '_' and '-' (at most 64, not starting with '.')"
-    )]
-    BadSessionId(String),
-    #[error(
-        "session '{id}' belongs to the workspace {existing}, not {given}; continue it with --workspace {existing}, or start a new session"
-    )]
-    /// A session continued in another workspace than its own.
-    WorkspaceMismatch {
-        /// The session.
-        id: String,
-        /// Its workspace.
-        existing: String,
-        /// The one given.
-        given: String,
-    },
-    /// A file of the session or home could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file of the session is not what Wicket writes.
-    #[error("{path}: {message}")]
-    Corrupt {
-        /// The file.
-        path: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// No session has this id.
-    #[error("session '{0}' does not exist; `wicket sessions` lists the sessions there are")]
-    NoSuchSession(String),
     /// A config file is wrong; the message names the key.
     #[error("the config file {path} is not valid: {message}")]
     Config {
@@ -51,25 +15,10 @@ pub enum Error {
     /// A tool refused.
     #[error(transparent)]
     Tool(#[from] wicket_tools::Error),
-    #[error(
-        "session '{id}' is open in another wicket process{}; wait for it to end, or use another session",
-        pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
-    )]
-    /// Another process holds the session.
-    InUse {
-        /// The session.
-        id: String,
-        /// The process holding it, when its lock file names one.
-        pid: Option<u32>,
-    },
+    /// The session store failed.
+    #[error(transparent)]
+    Session(#[from] wicket_session::Error),
 }
 
 /// A result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}

@@ -1,18 +1,15 @@
-//! The gate, cards, diffs and the session on disk. Start from [`gate::Gate`]:
-//! every tool call a turn makes goes through it to `wicket_tools::Tools`, and it
-//! records each call, card, answer and result in the session's `log.jsonl`
-//! ([`session::Session`]).
+//! Turns and what they run on: the tool loop ([`turn::Runner`]), compaction,
+//! models and prices, the config's layers, Stop hooks, skills, the MCP glue,
+//! and the [`manager::Manager`] every front end drives sessions through.
+//! Below it: the gate (`wicket_gate`, which knows nothing of turns) and the
+//! session store (`wicket_session`).
 
 pub mod config;
-pub mod diff;
 pub mod error;
-pub mod gate;
 pub mod hooks;
 pub mod manager;
 pub mod mcp;
 pub mod models;
-pub mod sandbox;
-pub mod session;
 pub mod skills;
 pub mod turn;
 

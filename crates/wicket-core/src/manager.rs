@@ -21,9 +21,9 @@ use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, TurnOutcome};
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
-use crate::gate::Confinement;
-use crate::session::{self, Meta, Session, Status};
 use crate::turn::{Person, Runner, Settings, find_skills};
+use wicket_gate::Confinement;
+use wicket_session::{self as session, Meta, Session, Status};
 
 /// How many live events a follower may fall behind before it catches up
 /// from the log (the ring holds shared events: 256 pointers, not 256 events).
@@ -83,7 +83,10 @@ pub enum ManagerError {
     },
     /// The session could not be opened or written.
     #[error(transparent)]
-    Session(#[from] crate::Error),
+    Session(#[from] wicket_session::Error),
+    /// A config file is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::Error),
     /// The workspace cannot be opened.
     #[error(transparent)]
     Workspace(#[from] wicket_protocol::WireError),
@@ -474,7 +477,7 @@ impl Manager {
         // A session on disk that this manager has not opened yet (or closed
         // while it was idle).
         let (meta, _) = Session::load_existing(&self.home, id).map_err(|error| match error {
-            crate::Error::NoSuchSession(_) | crate::Error::BadSessionId(_) => {
+            wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
                 ManagerError::NoSuchSession(id.to_string())
             }
             other => ManagerError::Session(other),

@@ -21,9 +21,9 @@ use wicket_tools::{Cancel, Tools, Workspace};
 
 use crate::config::Owner;
 use crate::error::{Error, Result};
-use crate::gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
-use crate::sandbox::Access;
-use crate::session::Session;
+use wicket_gate::sandbox::Access;
+use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
+use wicket_session::Session;
 
 /// One `[mcp_servers.NAME]` table as written.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -281,32 +281,6 @@ pub(crate) fn refused(denied: bool, message: impl Into<String>) -> Approval {
     }
 }
 
-/// The arguments as canonical JSON: keys sorted at every level, so an
-/// allow_session key matches the same arguments however they were ordered.
-pub fn canonical(value: &serde_json::Value) -> String {
-    fn sorted(value: &serde_json::Value) -> serde_json::Value {
-        match value {
-            serde_json::Value::Object(map) => {
-                let ordered: BTreeMap<&String, serde_json::Value> = map
-                    .iter()
-                    .map(|(key, value)| (key, sorted(value)))
-                    .collect();
-                serde_json::Value::Object(
-                    ordered
-                        .into_iter()
-                        .map(|(key, value)| (key.clone(), value))
-                        .collect(),
-                )
-            }
-            serde_json::Value::Array(items) => {
-                serde_json::Value::Array(items.iter().map(sorted).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
-}
-
 /// A session's MCP servers with what they need from it: the workspace, the
 /// log, and the sandbox its commands run in. The turn and `wicket mcp` both
 /// go through here.
@@ -436,7 +410,7 @@ impl McpSession<'_> {
                     )
                 }),
             })
-            .map_err(crate::gate::internal)?;
+            .map_err(wicket_gate::internal)?;
         let annotations = self
             .hub
             .find(&call.name)
@@ -567,12 +541,5 @@ tool_timeout_s = 5
             headers[0],
             ("Authorization".to_string(), format!("Bearer {path}!"))
         );
-    }
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level() {
-        let a: serde_json::Value =
-            serde_json::from_str(r#"{"b":1,"a":{"d":[{"y":1,"x":2}],"c":0}}"#).unwrap();
-        assert_eq!(canonical(&a), r#"{"a":{"c":0,"d":[{"x":2,"y":1}]},"b":1}"#);
     }
 }

@@ -18,11 +18,11 @@ use wicket_protocol::{
 use wicket_tools::{Cancel, Tools, Workspace};
 
 use crate::config::{Limits, Owner, StopHook};
-use crate::gate::{Answerer, CommandRequest, Confinement, Gate};
 use crate::hooks::run_stop_hook;
 use crate::models::{ModelInfo, estimate_tokens};
-use crate::session::{Session, Status, load_for_conversation, load_log};
 use crate::skills::{self, Skill};
+use wicket_gate::{Answerer, CommandRequest, Confinement, Gate};
+use wicket_session::{Session, Status, load_for_conversation, load_log};
 
 /// How the error that ends a turn at its step limit starts (its
 /// `turn_ended` says `step_limit`).
@@ -728,7 +728,7 @@ impl Runner<'_> {
                 }
                 Err(error) => return failed(error.message),
             },
-            Owner::Home => match gate.home_command(crate::sandbox::Access::default()) {
+            Owner::Home => match gate.home_command(wicket_gate::sandbox::Access::default()) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },

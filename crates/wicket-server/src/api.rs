@@ -65,15 +65,25 @@ impl From<ManagerError> for ApiError {
             ManagerError::Blocked { .. } => (StatusCode::CONFLICT, "blocked"),
             ManagerError::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
             ManagerError::NotOpen { .. } => (StatusCode::CONFLICT, "not_open"),
-            ManagerError::Session(core) => match core {
-                wicket_core::Error::InUse { .. } => (StatusCode::CONFLICT, "in_use"),
-                wicket_core::Error::BadSessionId(_)
-                | wicket_core::Error::WorkspaceMismatch { .. }
-                | wicket_core::Error::Config { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
-                wicket_core::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
-                wicket_core::Error::Io { .. }
-                | wicket_core::Error::Corrupt { .. }
-                | wicket_core::Error::Tool(_) => (StatusCode::INTERNAL_SERVER_ERROR, "io"),
+            ManagerError::Session(store) => match store {
+                wicket_session::Error::InUse { .. } => (StatusCode::CONFLICT, "in_use"),
+                wicket_session::Error::BadSessionId(_)
+                | wicket_session::Error::WorkspaceMismatch { .. } => {
+                    (StatusCode::BAD_REQUEST, "invalid_args")
+                }
+                wicket_session::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
+                wicket_session::Error::Io { .. } | wicket_session::Error::Corrupt { .. } => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
+                }
+            },
+            ManagerError::Config(core) => match core {
+                wicket_core::Error::Config { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
+                wicket_core::Error::Session(wicket_session::Error::NoSuchSession(_)) => {
+                    (StatusCode::NOT_FOUND, "not_found")
+                }
+                wicket_core::Error::Session(_) | wicket_core::Error::Tool(_) => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
+                }
             },
             ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

@@ -12,13 +12,13 @@ use std::path::Path;
 mod turn;
 
 use serde_json::json;
-use wicket_core::gate::{Answerer, Confinement, Gate};
-use wicket_core::sandbox::SandboxSettings;
-use wicket_core::session::{self, Session};
+use wicket_gate::sandbox::SandboxSettings;
+use wicket_gate::{Answerer, Confinement, Gate};
 use wicket_protocol::{
     Answer, Card, CardKind, ErrorKind, EventBody, OutsideReadCard, Reach, RunCard, ToolCall,
     ToolOutput, WireError, WriteCard,
 };
+use wicket_session::{self as session, Session};
 use wicket_test_support::Fixture;
 use wicket_tools::{Cancel, Tools};
 
@@ -102,7 +102,7 @@ fn call(
         .to_path_buf();
     let confinement = Confinement {
         sandbox: SandboxSettings {
-            mode: wicket_core::sandbox::SandboxMode::Off,
+            mode: wicket_gate::sandbox::SandboxMode::Off,
             ..SandboxSettings::default()
         },
         home,
@@ -555,9 +555,9 @@ fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
     assert!(card.diff_truncated);
     assert_eq!(
         card.diff.lines().count(),
-        wicket_core::diff::CARD_DIFF_MAX_LINES
+        wicket_gate::diff::CARD_DIFF_MAX_LINES
     );
-    assert!(card.diff_bytes > wicket_core::diff::CARD_DIFF_MAX_BYTES as u64);
+    assert!(card.diff_bytes > wicket_gate::diff::CARD_DIFF_MAX_BYTES as u64);
     let loaded = session::load_log(session.log_path()).unwrap();
     let proposed = loaded.events.iter().find_map(|e| match &e.body {
         EventBody::Card { proposed, .. } => proposed.clone(),
@@ -647,7 +647,7 @@ fn a_session_continues_from_its_log() {
     assert!(
         matches!(
             Session::open_or_create(&f.home, "s", other, None),
-            Err(wicket_core::Error::WorkspaceMismatch { .. })
+            Err(wicket_session::Error::WorkspaceMismatch { .. })
         ),
         "a session keeps its workspace"
     );

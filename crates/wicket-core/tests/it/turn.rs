@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use wicket_chat::{ChatClient, Completion, Message};
 use wicket_core::config::{Owner, StopHook};
-use wicket_core::gate::Confinement;
 use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
-use wicket_core::sandbox::{SandboxMode, SandboxSettings};
-use wicket_core::session;
 use wicket_core::turn::Settings;
+use wicket_gate::Confinement;
+use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
 use wicket_protocol::{Answer, CardKind, EventBody, RunSource, TurnOutcome};
+use wicket_session as session;
 use wicket_test_support::scripted::{calls, text};
 use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 

@@ -9,7 +9,7 @@
 //! opener closes that turn in the log ([`EventBody::Interrupted`]) and the
 //! status comes from the log, never from a stale meta.json.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use wicket_os::files::{self, Locked};
 use wicket_protocol::{ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
 
-use crate::error::{Error, Result, io};
+pub mod error;
+
+use error::io;
+pub use error::{Error, Result};
 
 /// `$WICKET_HOME`, else `$XDG_DATA_HOME/wicket`, else `~/.local/share/wicket`.
 pub fn home() -> PathBuf {
@@ -823,9 +826,42 @@ pub fn list(home: &Path) -> Vec<Meta> {
     metas
 }
 
+/// The arguments as canonical JSON: keys sorted at every level, so an
+/// allow_session key matches the same arguments however they were ordered.
+pub fn canonical(value: &serde_json::Value) -> String {
+    fn sorted(value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let ordered: BTreeMap<&String, serde_json::Value> = map
+                    .iter()
+                    .map(|(key, value)| (key, sorted(value)))
+                    .collect();
+                serde_json::Value::Object(
+                    ordered
+                        .into_iter()
+                        .map(|(key, value)| (key.clone(), value))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sorted).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b":1,"a":{"d":[{"y":1,"x":2}],"c":0}}"#).unwrap();
+        assert_eq!(canonical(&a), r#"{"a":{"c":0,"d":[{"x":2,"y":1}]},"b":1}"#);
+    }
     use std::fs::OpenOptions;
 
     #[test]

@@ -22,9 +22,11 @@ use wicket_tools::tools::search_replace::replaced;
 use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
-use crate::diff;
+pub mod diff;
+pub mod sandbox;
+
 use crate::sandbox::{Access, SandboxSettings};
-use crate::session::{McpKey, OutsideKey, RunKey, Session, Status};
+use wicket_session::{McpKey, OutsideKey, RunKey, Session, Status};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -72,7 +74,8 @@ fn withdrawn() -> WireError {
     )
 }
 
-pub(crate) fn internal(error: crate::Error) -> WireError {
+/// A session-store failure as a tool call's error (the call did not run).
+pub fn internal(error: wicket_session::Error) -> WireError {
     WireError::new(ErrorKind::Io, error.to_string())
 }
 
@@ -397,7 +400,7 @@ impl<'a> Gate<'a> {
         let key = McpKey {
             server: request.server.to_string(),
             tool: request.tool.to_string(),
-            arguments: crate::mcp::canonical(&arguments),
+            arguments: wicket_session::canonical(&arguments),
         };
         if self.session.meta().allowed.mcp.contains(&key) {
             return Ok(());
