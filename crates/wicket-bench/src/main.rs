@@ -556,7 +556,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
             confine,
             ..Spec::new(vec!["true".into()], Cwd::Path(ws.clone()))
         };
-        let finished = spawn::run(spec, limits, &cancel).map_err(|e| anyhow::anyhow!(e.message))?;
+        let finished = spawn::run(spec, limits, &cancel)?;
         anyhow::ensure!(
             finished.code() == Some(0),
             "true failed: {:?}",

@@ -64,7 +64,7 @@ pub fn run_stop_hook(
         Err(spawn) => {
             return error(format!(
                 "the hook {program:?} did not start: {}",
-                spawn.message
+                wicket_tools::tools::run::not_started(spawn).message
             ));
         }
     };

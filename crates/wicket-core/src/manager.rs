@@ -944,26 +944,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
     Arc::new(move |workspace: &Path, model: Option<&str>| {
         let config = Config::load(&home, workspace)?;
         let model = config.model_from(model).ok_or(SetupError::NoModel)?;
-        let mut client = wicket_chat::ClientConfig::from_env();
-        if client.openai_base_url.is_none() {
-            client.openai_base_url = config.openai_base_url.clone();
-        }
-        if client.anthropic_base_url.is_none() {
-            client.anthropic_base_url = config.anthropic_base_url.clone();
-        }
-        if client.ollama_host.is_none() {
-            client.ollama_host = config.ollama_host.clone();
-        }
-        if let Some(seconds) = config.request_timeout_s {
-            client.request_timeout = std::time::Duration::from_secs(seconds);
-        }
-        if let Some(seconds) = config.idle_timeout_s {
-            client.idle_timeout = std::time::Duration::from_secs(seconds);
-        }
-        client.openai_tool_choice = config.openai_tool_choice;
-        if let Some(attempts) = config.max_attempts {
-            client.retry.max_attempts = attempts.max(1);
-        }
+        let client = config.client();
         let chat = wicket_chat::client_for(&model, &client)?;
         let opened =
             wicket_tools::Workspace::open(workspace).map_err(|error| crate::Error::Config {

@@ -164,7 +164,7 @@ impl Connection {
                     confine: launch.confine.clone(),
                     ..Spec::new(argv.clone(), cwd)
                 })
-                .map_err(|error| Failure::Error(error.message))?;
+                .map_err(|error| Failure::Error(error.to_string()))?;
                 let child = running.child_mut();
                 let (Some(stdin), Some(stdout), Some(stderr)) =
                     (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use wicket_protocol::limits::RUN_KILL_GRACE_MS;
-use wicket_protocol::{ErrorKind, WireError};
 
 use crate::Cancel;
 use crate::sandbox::{Launch, Policy};
@@ -152,13 +151,65 @@ impl Spec {
     }
 }
 
-fn not_started(program: &str, error: &std::io::Error) -> WireError {
+/// Why a command did not start, or was lost track of. What the model or
+/// the person reads is made from this at the edge (the `run` tool, a
+/// hook, an MCP server's start), not here.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The argv is empty.
+    #[error("the argv is empty")]
+    EmptyArgv,
+    /// The program is not on PATH.
+    #[error("command '{program}' was not found")]
+    NotFound {
+        /// The program.
+        program: String,
+    },
+    /// It could not be started.
+    #[error("starting '{program}': {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The private TMPDIR could not be made.
+    #[error("making a private TMPDIR {path}: {source}", path = path.display())]
+    Tmp {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is to be sandboxed and this process has no launcher.
+    #[error("'{program}' cannot start sandboxed: no launcher is installed in this process")]
+    NoLauncher {
+        /// The program.
+        program: String,
+    },
+    /// The kernel gave no pid for it.
+    #[error("'{program}' got no pid")]
+    NoPid {
+        /// The program.
+        program: String,
+    },
+    /// Its exit status was lost.
+    #[error("lost track of '{program}'")]
+    Lost {
+        /// The program.
+        program: String,
+    },
+}
+
+fn not_started(program: &str, error: std::io::Error) -> SpawnError {
     match error.kind() {
-        std::io::ErrorKind::NotFound => WireError::new(
-            ErrorKind::NotFound,
-            format!("command '{program}' was not found on PATH; check the name, or give its path"),
-        ),
-        _ => WireError::new(ErrorKind::Io, format!("starting '{program}': {error}")),
+        std::io::ErrorKind::NotFound => SpawnError::NotFound {
+            program: program.to_string(),
+        },
+        _ => SpawnError::Start {
+            program: program.to_string(),
+            source: error,
+        },
     }
 }
 
@@ -166,16 +217,13 @@ fn not_started(program: &str, error: &std::io::Error) -> WireError {
 struct PrivateTmp(PathBuf);
 
 impl PrivateTmp {
-    fn make() -> Result<PrivateTmp, WireError> {
+    fn make() -> Result<PrivateTmp, SpawnError> {
         let path =
             std::env::temp_dir().join(format!("wicket-run-{:016x}", crate::ids::random_u64()));
-        crate::files::private_dir(&path).map_err(|error| {
-            WireError::new(
-                ErrorKind::Io,
-                format!("making a private TMPDIR {}: {error}", path.display()),
-            )
-        })?;
-        Ok(PrivateTmp(path))
+        match crate::files::private_dir(&path) {
+            Ok(()) => Ok(PrivateTmp(path)),
+            Err(source) => Err(SpawnError::Tmp { path, source }),
+        }
     }
 }
 
@@ -202,7 +250,7 @@ fn builds_jail_tree(confine: &Confine) -> bool {
 }
 
 impl Tmp {
-    fn for_spec(spec: &Spec) -> Result<Option<Tmp>, WireError> {
+    fn for_spec(spec: &Spec) -> Result<Option<Tmp>, SpawnError> {
         if spec.confine.sandbox.is_none() {
             return Ok(None);
         }
@@ -221,11 +269,9 @@ impl Tmp {
 }
 
 /// The std `Command` for a spec: through the launcher when there is one.
-fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, WireError> {
+fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
     let Some(program) = spec.argv.first() else {
-        return Err(WireError::invalid(
-            "argv is empty; give the program and its arguments",
-        ));
+        return Err(SpawnError::EmptyArgv);
     };
     let mut command = match launcher() {
         Some(exe) => {
@@ -257,12 +303,9 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, WireError> {
         }
         None => {
             if spec.confine.sandbox.is_some() {
-                return Err(WireError::new(
-                    ErrorKind::Unsandboxed,
-                    format!(
-                        "'{program}' cannot start sandboxed: no launcher is installed in this process"
-                    ),
-                ));
+                return Err(SpawnError::NoLauncher {
+                    program: program.clone(),
+                });
             }
             let mut command = Command::new(program);
             command.args(&spec.argv[1..]);
@@ -502,7 +545,7 @@ struct Progress {
 
 /// Runs a command to its end: TERM then KILL to its group on timeout or
 /// cancel, and whatever it leaves in its group is killed when it exits.
-pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, WireError> {
+pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
     let mut command = command(&spec, tmp.as_ref())?;
@@ -514,10 +557,11 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Wire
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = spawn_on_keeper(command).map_err(|error| not_started(&program, &error))?;
+    let mut child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
     drop(spec.cwd);
-    let pid = Pid::from_raw(child.id() as i32)
-        .ok_or_else(|| WireError::new(ErrorKind::Io, "the command got no pid"))?;
+    let pid = Pid::from_raw(child.id() as i32).ok_or_else(|| SpawnError::NoPid {
+        program: program.clone(),
+    })?;
     if let (Input::Bytes(bytes), Some(mut stdin)) = (spec.input, child.stdin.take()) {
         // A command need not read its input; a closed pipe is not an error.
         std::thread::spawn(move || {
@@ -542,8 +586,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Wire
     signal_group(pid, Signal::KILL);
     drains.wait(readers, Instant::now() + DRAIN_AFTER_EXIT);
     drop(tmp);
-    let status = status
-        .ok_or_else(|| WireError::new(ErrorKind::Io, format!("lost track of '{program}'")))?;
+    let status = status.ok_or(SpawnError::Lost { program })?;
     let (stdout, stderr) = (
         stdout.lock().map(|c| c.finish()).unwrap_or_default(),
         stderr.lock().map(|c| c.finish()).unwrap_or_default(),
@@ -643,7 +686,7 @@ impl std::fmt::Debug for Tmp {
 }
 
 /// Starts a long-lived command with stdin, stdout and stderr piped.
-pub fn start(spec: Spec) -> Result<Running, WireError> {
+pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
     let mut command = command(&spec, tmp.as_ref())?;
@@ -651,9 +694,8 @@ pub fn start(spec: Spec) -> Result<Running, WireError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = spawn_on_keeper(command).map_err(|error| not_started(&program, &error))?;
-    let pid = Pid::from_raw(child.id() as i32)
-        .ok_or_else(|| WireError::new(ErrorKind::Io, "the command got no pid"))?;
+    let child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
+    let pid = Pid::from_raw(child.id() as i32).ok_or(SpawnError::NoPid { program })?;
     Ok(Running {
         child,
         pid,

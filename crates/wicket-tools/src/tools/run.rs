@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use wicket_os::spawn::{self, Confine, Cwd, Limits, Spec};
+use wicket_os::spawn::{self, Confine, Cwd, Limits, SpawnError, Spec};
 use wicket_protocol::{ErrorKind, RunArgs, RunOutput};
 
 use crate::Cancel;
@@ -110,7 +110,7 @@ pub fn run(
         timeout,
         keep_bytes: RUN_STREAM_MAX_BYTES,
     };
-    let finished = spawn::run(spec, limits, cancel)?;
+    let finished = spawn::run(spec, limits, cancel).map_err(not_started)?;
     Ok(RunOutput {
         exit_code: finished.code(),
         signal: finished.signal(),
@@ -121,4 +121,24 @@ pub fn run(
         stderr_cut: finished.stderr.1,
         duration_ms: finished.duration.as_millis() as u64,
     })
+}
+/// A command that did not start, as the model (or the person) reads it:
+/// the one place spawn failures become wire errors, for `run`, hooks and
+/// MCP servers alike.
+pub fn not_started(error: SpawnError) -> Error {
+    let kind = match &error {
+        SpawnError::EmptyArgv => ErrorKind::InvalidArgs,
+        SpawnError::NotFound { .. } => ErrorKind::NotFound,
+        SpawnError::NoLauncher { .. } => ErrorKind::Unsandboxed,
+        SpawnError::Start { .. }
+        | SpawnError::Tmp { .. }
+        | SpawnError::NoPid { .. }
+        | SpawnError::Lost { .. } => ErrorKind::Io,
+    };
+    let advice = match &error {
+        SpawnError::EmptyArgv => "; give the program and its arguments",
+        SpawnError::NotFound { .. } => " on PATH; check the name, or give its path",
+        _ => "",
+    };
+    Error::new(kind, format!("{error}{advice}"))
 }

@@ -9,6 +9,8 @@
 //! its skill folders must lie inside the workspace, and it may not name
 //! provider URLs or loosen the sandbox.
 
+mod mcp_servers;
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -162,7 +164,7 @@ struct FileConfig {
     models: Option<std::collections::BTreeMap<String, FileModel>>,
     prices: Option<std::collections::BTreeMap<String, FilePrices>>,
     limits: Option<FileLimits>,
-    mcp_servers: Option<std::collections::BTreeMap<String, crate::mcp::FileServer>>,
+    mcp_servers: Option<std::collections::BTreeMap<String, mcp_servers::FileServer>>,
 }
 
 /// The settings a session runs with, all layers applied.
@@ -387,7 +389,7 @@ impl Config {
             };
         }
         if let Some(servers) = file.mcp_servers.take() {
-            self.mcp_servers = crate::mcp::server_specs(servers, Owner::Home, path)?;
+            self.mcp_servers = mcp_servers::server_specs(servers, Owner::Home, path)?;
         }
         self.apply_common(file, Owner::Home);
         Ok(())
@@ -474,7 +476,7 @@ impl Config {
             self.skill_dirs.push(SkillDir::Workspace(dir));
         }
         if let Some(servers) = file.mcp_servers.take() {
-            match crate::mcp::server_specs(servers, Owner::Workspace, path) {
+            match mcp_servers::server_specs(servers, Owner::Workspace, path) {
                 Ok(specs) => {
                     for spec in specs {
                         if !self.mcp_servers.iter().any(|home| home.name == spec.name) {
@@ -515,6 +517,33 @@ impl Config {
             self.max_attempts = chat.max_attempts.or(self.max_attempts);
             self.max_tokens = chat.max_tokens.or(self.max_tokens);
         }
+    }
+
+    /// The chat clients' settings: the environment's provider URLs
+    /// (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `OLLAMA_HOST`) over the
+    /// config's, then the config's timeouts, retries and tool choice.
+    pub fn client(&self) -> wicket_chat::ClientConfig {
+        let mut client = wicket_chat::ClientConfig::from_env();
+        if client.openai_base_url.is_none() {
+            client.openai_base_url = self.openai_base_url.clone();
+        }
+        if client.anthropic_base_url.is_none() {
+            client.anthropic_base_url = self.anthropic_base_url.clone();
+        }
+        if client.ollama_host.is_none() {
+            client.ollama_host = self.ollama_host.clone();
+        }
+        if let Some(seconds) = self.request_timeout_s {
+            client.request_timeout = std::time::Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = self.idle_timeout_s {
+            client.idle_timeout = std::time::Duration::from_secs(seconds);
+        }
+        client.openai_tool_choice = self.openai_tool_choice;
+        if let Some(attempts) = self.max_attempts {
+            client.retry.max_attempts = attempts.max(1);
+        }
+        client
     }
 
     /// The model to use: the flag, else `WICKET_MODEL`, else the config's.

@@ -1,0 +1,321 @@
+//! The `[mcp_servers.NAME]` tables of both configs, read into the specs a
+//! session starts its servers from: a workspace's may declare only a
+//! command server, with no environment and a cwd inside the workspace.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use wicket_mcp::server::{DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S};
+use wicket_mcp::{ServerSpec, Transport, names};
+
+use super::Owner;
+use crate::error::{Error, Result};
+
+/// One `[mcp_servers.NAME]` table as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    network: bool,
+    #[serde(default)]
+    write_git: bool,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    enabled_tools: Option<Vec<String>>,
+    #[serde(default)]
+    disabled_tools: Vec<String>,
+    #[serde(default)]
+    auto_allow: Vec<String>,
+    startup_timeout_s: Option<u64>,
+    tool_timeout_s: Option<u64>,
+}
+
+fn invalid(path: &Path, name: &str, message: impl std::fmt::Display) -> Error {
+    Error::Config {
+        path: path.display().to_string(),
+        message: format!("[mcp_servers.{name}] {message}"),
+    }
+}
+
+/// `${VAR}` in a header value, from the environment (home config only).
+fn expand(path: &Path, name: &str, value: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(invalid(
+                path,
+                name,
+                format!("the header value '{value}' opens ${{ without closing it"),
+            ));
+        };
+        let variable = &after[..end];
+        let found = std::env::var(variable).map_err(|_| {
+            invalid(
+                path,
+                name,
+                format!("a header names the environment variable {variable}, which is not set; set it, or remove the header"),
+            )
+        })?;
+        out.push_str(&found);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The servers one config file declares. The workspace's are untrusted:
+/// they may not name a URL, set variables, or let a tool skip its card.
+pub(crate) fn server_specs(
+    servers: BTreeMap<String, FileServer>,
+    owner: Owner,
+    path: &Path,
+) -> Result<Vec<ServerSpec>> {
+    let mut specs = Vec::new();
+    for (name, mut file) in servers {
+        if !names::valid_server_name(&name) {
+            return Err(invalid(
+                path,
+                &name,
+                "is not a usable server name: use up to 32 letters, digits, '-' and single '_'s",
+            ));
+        }
+        let workspace = owner == Owner::Workspace;
+        let transport = match (file.command.take(), file.url.take()) {
+            (Some(command), None) => stdio_transport(path, &name, command, &mut file, workspace)?,
+            (None, Some(url)) => http_transport(path, &name, url, &mut file, workspace)?,
+            (Some(_), Some(_)) => {
+                return Err(invalid(path, &name, "has both command and url; give one"));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    path,
+                    &name,
+                    "needs command (a stdio server) or url (Streamable HTTP)",
+                ));
+            }
+        };
+        specs.push(ServerSpec {
+            name,
+            transport,
+            enabled_tools: file.enabled_tools.map(|tools| tools.into_iter().collect()),
+            disabled_tools: file.disabled_tools.into_iter().collect(),
+            // The person's own rule: a workspace's is ignored.
+            auto_allow: if workspace {
+                BTreeSet::new()
+            } else {
+                file.auto_allow.into_iter().collect()
+            },
+            startup_timeout: Duration::from_secs(
+                file.startup_timeout_s
+                    .unwrap_or(DEFAULT_STARTUP_TIMEOUT_S)
+                    .max(1),
+            ),
+            tool_timeout: Duration::from_secs(
+                file.tool_timeout_s.unwrap_or(DEFAULT_TOOL_TIMEOUT_S).max(1),
+            ),
+            from_workspace: workspace,
+        });
+    }
+    Ok(specs)
+}
+
+/// A command server: its argv, and for a workspace's, no variables and a
+/// cwd inside the workspace.
+fn stdio_transport(
+    path: &Path,
+    name: &str,
+    command: String,
+    file: &mut FileServer,
+    workspace: bool,
+) -> Result<Transport> {
+    if command.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "command is empty; name the program to start",
+        ));
+    }
+    if workspace && !file.env.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "env may be set only in $WICKET_HOME/config.toml: the card shows a workspace server's argv, and variables would change what it runs unseen",
+        ));
+    }
+    if let Some(cwd) = &file.cwd
+        && workspace
+        && (cwd.is_absolute()
+            || cwd
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir)))
+    {
+        return Err(invalid(
+            path,
+            name,
+            "cwd must be a folder inside the workspace, given relative to it",
+        ));
+    }
+    if !file.headers.is_empty() {
+        return Err(invalid(
+            path,
+            name,
+            "headers are for url servers; a command server takes env",
+        ));
+    }
+    let mut argv = vec![command];
+    argv.append(&mut file.args);
+    Ok(Transport::Stdio {
+        argv,
+        env: std::mem::take(&mut file.env).into_iter().collect(),
+        cwd: file.cwd.take(),
+        network: file.network,
+        write_git: file.write_git,
+    })
+}
+
+/// A Streamable HTTP server: the person's own only, its headers expanded.
+fn http_transport(
+    path: &Path,
+    name: &str,
+    url: String,
+    file: &mut FileServer,
+    workspace: bool,
+) -> Result<Transport> {
+    if workspace {
+        return Err(invalid(
+            path,
+            name,
+            "a url server may be declared only in $WICKET_HOME/config.toml: connecting would tell a host of the repository's choosing that you opened it",
+        ));
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(invalid(
+            path,
+            name,
+            format!("url '{url}' must start with http:// or https://"),
+        ));
+    }
+    if !file.env.is_empty() || !file.args.is_empty() || file.cwd.is_some() {
+        return Err(invalid(
+            path,
+            name,
+            "args, env and cwd are for command servers; a url server takes headers",
+        ));
+    }
+    let mut headers = Vec::new();
+    for (header, value) in std::mem::take(&mut file.headers) {
+        headers.push((header, expand(path, name, &value)?));
+    }
+    Ok(Transport::Http { url, headers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> BTreeMap<String, FileServer> {
+        #[derive(Deserialize)]
+        struct File {
+            mcp_servers: BTreeMap<String, FileServer>,
+        }
+        toml::from_str::<File>(text).unwrap().mcp_servers
+    }
+
+    #[test]
+    fn a_home_server_keeps_its_rules_and_a_workspace_one_loses_auto_allow() {
+        let text = r#"
+[mcp_servers.everything]
+command = "node"
+args = ["server.js", "stdio"]
+auto_allow = ["echo"]
+tool_timeout_s = 5
+"#;
+        let home = server_specs(parse(text), Owner::Home, Path::new("home.toml")).unwrap();
+        assert_eq!(home[0].auto_allow, BTreeSet::from(["echo".to_string()]));
+        assert_eq!(home[0].tool_timeout, Duration::from_secs(5));
+        assert_eq!(home[0].startup_timeout, Duration::from_secs(10));
+        assert_eq!(home[0].argv().unwrap(), ["node", "server.js", "stdio"]);
+        let workspace = server_specs(parse(text), Owner::Workspace, Path::new("ws.toml")).unwrap();
+        assert!(workspace[0].auto_allow.is_empty());
+        assert!(workspace[0].from_workspace);
+    }
+
+    #[test]
+    fn a_workspace_may_not_name_a_url_set_env_or_leave_the_workspace() {
+        for (text, says) in [
+            (
+                "[mcp_servers.x]\nurl = \"http://127.0.0.1:1/mcp\"",
+                "only in $WICKET_HOME",
+            ),
+            (
+                "[mcp_servers.x]\ncommand = \"node\"\nenv = { NODE_OPTIONS = \"--require ./x.js\" }",
+                "env may be set only",
+            ),
+            (
+                "[mcp_servers.x]\ncommand = \"node\"\ncwd = \"../elsewhere\"",
+                "inside the workspace",
+            ),
+            (
+                "[mcp_servers.x]\ncommand = \"node\"\ncwd = \"/etc\"",
+                "inside the workspace",
+            ),
+        ] {
+            let error =
+                server_specs(parse(text), Owner::Workspace, Path::new("ws.toml")).unwrap_err();
+            assert!(error.to_string().contains(says), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn bad_tables_say_what_is_wrong() {
+        for (text, says) in [
+            (
+                "[mcp_servers.\"a__b\"]\ncommand = \"x\"",
+                "not a usable server name",
+            ),
+            (
+                "[mcp_servers.x]\ncommand = \"x\"\nurl = \"http://h/\"",
+                "both command and url",
+            ),
+            ("[mcp_servers.x]\nargs = [\"a\"]", "needs command"),
+            (
+                "[mcp_servers.x]\nurl = \"ftp://h/\"",
+                "must start with http",
+            ),
+            (
+                "[mcp_servers.x]\nurl = \"http://h/\"\nheaders = { A = \"${WICKET_TEST_SURELY_UNSET}\" }",
+                "WICKET_TEST_SURELY_UNSET, which is not set",
+            ),
+        ] {
+            let error = server_specs(parse(text), Owner::Home, Path::new("home.toml")).unwrap_err();
+            assert!(error.to_string().contains(says), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn header_values_name_environment_variables() {
+        // PATH is set in every test environment.
+        let path = std::env::var("PATH").unwrap();
+        let text = "[mcp_servers.x]\nurl = \"http://h/mcp\"\nheaders = { Authorization = \"Bearer ${PATH}!\" }";
+        let specs = server_specs(parse(text), Owner::Home, Path::new("home.toml")).unwrap();
+        let Transport::Http { headers, .. } = &specs[0].transport else {
+            panic!("not http")
+        };
+        assert_eq!(
+            headers[0],
+            ("Authorization".to_string(), format!("Bearer {path}!"))
+        );
+    }
+}
