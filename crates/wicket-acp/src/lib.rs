@@ -27,7 +27,7 @@ use agent_client_protocol::{Agent, Client, Error};
 use wicket_core::manager::{Manager, ManagerError, Open, Sent};
 use wicket_mcp::{ServerSpec, Transport};
 use wicket_protocol::limits::WRITE_EXISTING_MAX_BYTES;
-use wicket_protocol::{Answer, Card, CardKind, EventBody, TurnOutcome};
+use wicket_protocol::{Answer, Card, CardKind, EventBody, SessionId as Id, TurnOutcome};
 
 use crate::map::Mapper;
 
@@ -98,12 +98,12 @@ impl Acp {
             .last()
             .map_or(0, |event| event.seq);
         self.remember(&id, workspace, seen);
-        Ok(SessionId::new(id))
+        Ok(SessionId::new(id.as_str()))
     }
 
     /// The session's history as updates, for `session/load`.
     fn load(&self, request: &LoadSessionRequest) -> Result<Vec<SessionNotification>, Error> {
-        let id = request.session_id.0.to_string();
+        let id = Id::from(&*request.session_id.0);
         let meta = match self.manager.meta(&id) {
             Ok(meta) => meta,
             Err(ManagerError::NoSuchSession(_)) => {
@@ -133,8 +133,8 @@ impl Acp {
     }
 
     fn cancel(&self, id: &SessionId) {
-        let id = id.0.to_string();
-        if let Some(known) = self.known().get(&id) {
+        let id = Id::from(&*id.0);
+        if let Some(known) = self.known().get(id.as_str()) {
             known.cancelled.notify_waiters();
         }
         // Err only when the session is gone: nothing left to cancel.
@@ -240,14 +240,14 @@ fn current_text(workspace: &Path, card: &Card) -> Option<String> {
 
 /// Waits until the session's turn has wound down (its last event is logged
 /// a moment before), so the editor's next prompt finds the session free.
-async fn idle(manager: &Arc<Manager>, id: &str) {
-    let (manager, id) = (manager.clone(), id.to_string());
+async fn idle(manager: &Arc<Manager>, id: &Id) {
+    let (manager, id) = (manager.clone(), id.clone());
     let _ = tokio::task::spawn_blocking(move || manager.wait_idle(&id)).await;
 }
 
 /// Hands a prompt's text to the session: the reply to its open question,
 /// or a new message. An open card or a running prompt refuses it.
-fn begin(manager: &Manager, id: &str, text: &str) -> Result<(), Error> {
+fn begin(manager: &Manager, id: &Id, text: &str) -> Result<(), Error> {
     let refuse =
         |message: String| Err(Error::invalid_request().data(serde_json::Value::String(message)));
     match manager.open_item(id).map_err(failed)? {
@@ -295,8 +295,8 @@ async fn prompt(
     request: PromptRequest,
 ) -> Result<StopReason, Error> {
     let session = request.session_id.clone();
-    let id = session.0.to_string();
-    let (workspace, mut seen, cancelled) = match acp.known().get(&id) {
+    let id = Id::from(&*session.0);
+    let (workspace, mut seen, cancelled) = match acp.known().get(id.as_str()) {
         Some(known) => (known.workspace.clone(), known.seen, known.cancelled.clone()),
         None => return Err(session_not_found(&session)),
     };
@@ -324,7 +324,7 @@ async fn prompt(
         };
         {
             seen = event.seq;
-            if let Some(known) = acp.known().get_mut(&id) {
+            if let Some(known) = acp.known().get_mut(id.as_str()) {
                 known.seen = seen;
             }
             for update in mapper.updates(&event) {

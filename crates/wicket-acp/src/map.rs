@@ -12,7 +12,9 @@ use agent_client_protocol::v1::schema::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use wicket_protocol::text::{shell_words, visible_line};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, RunSource, ToolOutput, WireError};
+use wicket_protocol::{
+    Answer, Card, CardId, CardKind, Event, EventBody, RunSource, ToolOutput, WireError,
+};
 
 /// The option ids a permission request offers, one per answer.
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -93,7 +95,7 @@ pub struct Mapper {
     /// The reply being streamed was already sent in pieces.
     streamed: bool,
     /// The call each open card is for.
-    cards: HashMap<String, String>,
+    cards: HashMap<CardId, String>,
 }
 
 impl Mapper {

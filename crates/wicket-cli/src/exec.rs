@@ -12,7 +12,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use wicket_core::manager::{Manager, standard_setup};
-use wicket_protocol::{Answer, Card, Event, EventBody, TurnOutcome};
+use wicket_protocol::{Answer, Card, Event, EventBody, SessionId, TurnOutcome};
 use wicket_session::{self as session, Session};
 
 use crate::answer::{prompt_card, prompt_reply};
@@ -82,7 +82,7 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
         .build()?;
     let manager = Arc::new(Manager::new(&home, runtime.handle().clone(), setup));
     let id = manager.open(
-        options.session.as_deref(),
+        options.session.map(SessionId::from).as_ref(),
         &workspace,
         options.model.as_deref(),
     )?;
@@ -141,10 +141,10 @@ fn first_event(backlog: &[Event], id: &str, workspace: &std::path::Path) -> Even
 fn cancel_on_ctrl_c(
     runtime: &tokio::runtime::Runtime,
     manager: &Arc<Manager>,
-    id: &str,
+    id: &SessionId,
 ) -> Arc<AtomicBool> {
     let interrupted = Arc::new(AtomicBool::new(false));
-    let (manager, id, flag) = (manager.clone(), id.to_string(), interrupted.clone());
+    let (manager, id, flag) = (manager.clone(), id.clone(), interrupted.clone());
     runtime.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             flag.store(true, Ordering::SeqCst);
@@ -190,7 +190,7 @@ fn exit_code(outcome: TurnOutcome, interrupted: &AtomicBool) -> Option<u8> {
 }
 
 /// Answers what the turn asks, one at a time.
-fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<Ask>) {
+fn answer_loop(manager: &Manager, id: &SessionId, mode: Mode, asked: mpsc::Receiver<Ask>) {
     let mut early: Vec<serde_json::Value> = Vec::new();
     for ask in asked {
         match (mode, ask) {
@@ -227,7 +227,7 @@ fn answer_loop(manager: &Manager, id: &str, mode: Mode, asked: mpsc::Receiver<As
 /// wait in `early`. False at the end of stdin.
 fn stdin_answer(
     manager: &Manager,
-    id: &str,
+    id: &SessionId,
     ask: &Ask,
     early: &mut Vec<serde_json::Value>,
 ) -> bool {

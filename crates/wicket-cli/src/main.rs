@@ -236,7 +236,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 home: session::home(),
                 workspace,
                 model,
-                session,
+                session: session.map(wicket_protocol::SessionId::from),
             })?;
             Ok(ExitCode::from(code))
         }

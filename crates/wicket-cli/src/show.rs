@@ -383,7 +383,7 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     })
 }
 
-fn interrupted_text(card: &Option<String>, question: &Option<String>) -> String {
+fn interrupted_text(card: &Option<wicket_protocol::CardId>, question: &Option<String>) -> String {
     let open = match (card, question) {
         (Some(card), _) => format!("; card {card} can no longer be answered"),
         (None, Some(question)) => format!("; question {question} can no longer be answered"),

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use wicket_chat::{ChatClient, ChatError};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, TurnOutcome};
+use wicket_protocol::{Answer, Card, CardId, CardKind, Event, EventBody, SessionId, TurnOutcome};
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
@@ -489,13 +489,13 @@ impl Manager {
     /// Returns the id.
     pub fn open(
         &self,
-        id: Option<&str>,
+        id: Option<&SessionId>,
         workspace: &Path,
         model: Option<&str>,
-    ) -> Result<String, ManagerError> {
-        let id = id.map_or_else(session::new_id, str::to_string);
+    ) -> Result<SessionId, ManagerError> {
+        let id = id.map_or_else(session::new_id, SessionId::to_string);
         self.open_live(id.clone(), workspace, model)?;
-        Ok(id)
+        Ok(SessionId::from(id))
     }
 
     /// Closes idle sessions past the first [`KEPT_OPEN`] (their log, lock
@@ -579,7 +579,7 @@ impl Manager {
 
     /// Sends a message: it starts a turn, or queues behind the running one.
     /// Refused while a card or question is open.
-    pub fn send(&self, id: &str, text: &str) -> Result<Sent, ManagerError> {
+    pub fn send(&self, id: &SessionId, text: &str) -> Result<Sent, ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         if let Some(open) = &state.open {
@@ -616,7 +616,7 @@ impl Manager {
 
     /// Compacts the session's conversation now: the model summarises its
     /// older part (a `compacted` event). Refused while a turn runs.
-    pub fn compact(&self, id: &str) -> Result<(), ManagerError> {
+    pub fn compact(&self, id: &SessionId) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         if state.running {
@@ -669,12 +669,17 @@ impl Manager {
     }
 
     /// Answers the open card.
-    pub fn answer(&self, id: &str, card: &str, answer: Answer) -> Result<(), ManagerError> {
+    pub fn answer(
+        &self,
+        id: &SessionId,
+        card: &CardId,
+        answer: Answer,
+    ) -> Result<(), ManagerError> {
         self.give(id, card, Given::Answer(answer))
     }
 
     /// Replies to the open question.
-    pub fn reply(&self, id: &str, question: &str, reply: &str) -> Result<(), ManagerError> {
+    pub fn reply(&self, id: &SessionId, question: &str, reply: &str) -> Result<(), ManagerError> {
         self.give(id, question, Given::Reply(reply.to_string()))
     }
 
@@ -719,7 +724,7 @@ impl Manager {
     /// Cancels the running turn at its next tool boundary: an open card or
     /// question is withdrawn, a running command is stopped (SIGTERM, then
     /// SIGKILL 2 s later). Returns false when no turn was running.
-    pub fn cancel(&self, id: &str) -> Result<bool, ManagerError> {
+    pub fn cancel(&self, id: &SessionId) -> Result<bool, ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         if !state.running {
@@ -734,13 +739,16 @@ impl Manager {
     }
 
     /// The pieces of a session's replies as they stream in, from now on.
-    pub fn subscribe_text(&self, id: &str) -> Result<broadcast::Receiver<String>, ManagerError> {
+    pub fn subscribe_text(
+        &self,
+        id: &SessionId,
+    ) -> Result<broadcast::Receiver<String>, ManagerError> {
         Ok(self.live(id)?.text.subscribe())
     }
 
     /// The session's events after `after_seq`: the logged ones, then each
     /// live one as it comes (blocking: it reads the log).
-    pub fn follow(&self, id: &str, after_seq: u64) -> Result<Follower, ManagerError> {
+    pub fn follow(&self, id: &SessionId, after_seq: u64) -> Result<Follower, ManagerError> {
         let live = self.live(id)?;
         // Listen first, then read the log: nothing falls between the two,
         // and what is in both is handed out once.
@@ -757,12 +765,12 @@ impl Manager {
     }
 
     /// The seq of the session's last event.
-    pub fn last_seq(&self, id: &str) -> Result<u64, ManagerError> {
+    pub fn last_seq(&self, id: &SessionId) -> Result<u64, ManagerError> {
         Ok(self.live(id)?.session.last_seq())
     }
 
     /// The logged events after `seq`, for replay and for a subscriber that lagged.
-    pub fn events_after(&self, id: &str, seq: u64) -> Result<Vec<Event>, ManagerError> {
+    pub fn events_after(&self, id: &SessionId, seq: u64) -> Result<Vec<Event>, ManagerError> {
         let live = self.live(id)?;
         let loaded = session::load_log(live.session.log_path())?;
         Ok(loaded
@@ -773,17 +781,17 @@ impl Manager {
     }
 
     /// What is open in a session, if anything.
-    pub fn open_item(&self, id: &str) -> Result<Option<Open>, ManagerError> {
+    pub fn open_item(&self, id: &SessionId) -> Result<Option<Open>, ManagerError> {
         Ok(self.live(id)?.state().open.clone())
     }
 
     /// Whether a turn is running (or queued) in the session.
-    pub fn is_running(&self, id: &str) -> Result<bool, ManagerError> {
+    pub fn is_running(&self, id: &SessionId) -> Result<bool, ManagerError> {
         Ok(self.live(id)?.state().running)
     }
 
     /// The session's meta.json as it is now.
-    pub fn meta(&self, id: &str) -> Result<Meta, ManagerError> {
+    pub fn meta(&self, id: &SessionId) -> Result<Meta, ManagerError> {
         Ok(self.live(id)?.session.meta())
     }
 
@@ -809,11 +817,11 @@ impl Manager {
     }
 
     /// The sessions with a running turn.
-    pub fn running(&self) -> Vec<String> {
+    pub fn running(&self) -> Vec<SessionId> {
         self.sessions()
             .iter()
             .filter(|(_, live)| live.state().running)
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| SessionId::from(id.as_str()))
             .collect()
     }
 
@@ -822,7 +830,7 @@ impl Manager {
     /// configs use stays theirs.
     pub fn add_mcp_servers(
         &self,
-        id: &str,
+        id: &SessionId,
         servers: Vec<wicket_mcp::ServerSpec>,
     ) -> Result<(), ManagerError> {
         let live = self.live(id)?;
@@ -848,7 +856,7 @@ impl Manager {
     }
 
     /// Blocks until the session has no running turn and nothing queued.
-    pub fn wait_idle(&self, id: &str) -> Result<(), ManagerError> {
+    pub fn wait_idle(&self, id: &SessionId) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         while state.running {
@@ -1002,7 +1010,7 @@ mod tests {
         (runtime, manager)
     }
 
-    fn append(manager: &Manager, id: &str, count: usize) {
+    fn append(manager: &Manager, id: &SessionId, count: usize) {
         let live = manager.live(id).unwrap();
         for n in 0..count {
             live.session
@@ -1019,7 +1027,7 @@ mod tests {
     fn a_follower_that_lags_catches_up_with_no_gap_and_no_duplicate() {
         let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (runtime, manager) = manager(home.path());
-        let id = manager.open(Some("s"), ws.path(), None).unwrap();
+        let id = manager.open(Some(&"s".into()), ws.path(), None).unwrap();
         let mut blocking = manager.follow(&id, 0).unwrap();
         let mut evented = manager.follow(&id, 0).unwrap();
         append(&manager, &id, 10_000);
@@ -1051,19 +1059,21 @@ mod tests {
     fn idle_sessions_past_the_kept_ones_close_and_open_again() {
         let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (_runtime, manager) = manager(home.path());
-        let followed = manager.open(Some("followed"), ws.path(), None).unwrap();
+        let followed = manager
+            .open(Some(&"followed".into()), ws.path(), None)
+            .unwrap();
         let mut follower = manager.follow(&followed, 0).unwrap();
         for n in 0..KEPT_OPEN + 20 {
             manager
-                .open(Some(&format!("s{n}")), ws.path(), None)
+                .open(Some(&format!("s{n}").into()), ws.path(), None)
                 .unwrap();
         }
         let open = manager.sessions().len();
         assert!(open <= KEPT_OPEN + 1, "{open} open");
-        assert!(manager.sessions().contains_key(&followed));
+        assert!(manager.sessions().contains_key(followed.as_str()));
         // The first ones were closed; each opens again with its log.
         assert!(!manager.sessions().contains_key("s0"));
-        let events = manager.events_after("s0", 0).unwrap();
+        let events = manager.events_after(&"s0".into(), 0).unwrap();
         assert!(matches!(events[0].body, EventBody::SessionStarted { .. }));
         assert_eq!(manager.list().len(), KEPT_OPEN + 21);
         // The followed one still streams.
@@ -1078,7 +1088,7 @@ mod tests {
     fn a_ring_exists_only_while_someone_listens() {
         let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (_runtime, manager) = manager(home.path());
-        let id = manager.open(Some("s"), ws.path(), None).unwrap();
+        let id = manager.open(Some(&"s".into()), ws.path(), None).unwrap();
         let live = manager.live(&id).unwrap();
         assert!(live.events.sender().is_none());
         let follower = manager.follow(&id, 0).unwrap();

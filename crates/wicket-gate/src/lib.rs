@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
 use wicket_protocol::{
-    Answer, Card, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard, OutsideReadCard,
-    Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary, SearchReplaceArgs, ToolCall,
-    ToolOutput, WireError, WriteCard, WriteFileArgs,
+    Answer, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
+    OutsideReadCard, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
+    SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
 use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
 use wicket_tools::tools::run::{RunDir, timeout_of, validate};
@@ -350,7 +350,7 @@ impl<'a> Gate<'a> {
             return Ok(Allowed { confine });
         }
         let card = Card {
-            id: String::new(),
+            id: CardId::default(),
             tool: request.tool.to_string(),
             kind: CardKind::Run(RunCard {
                 argv: request.argv.to_vec(),
@@ -407,7 +407,7 @@ impl<'a> Gate<'a> {
         }
         let shown = diff::for_card(serde_json::to_string_pretty(&arguments).unwrap_or_default());
         let card = Card {
-            id: String::new(),
+            id: CardId::default(),
             tool: request.tool.to_string(),
             kind: CardKind::Mcp(McpCard {
                 server: request.server.to_string(),
@@ -458,8 +458,8 @@ impl<'a> Gate<'a> {
         mut card: Card,
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
-    ) -> Result<(String, Answer), WireError> {
-        card.id = wicket_os::ids::new_id("card");
+    ) -> Result<(CardId, Answer), WireError> {
+        card.id = wicket_os::ids::new_id("card").into();
         // The session reads `waiting` while the card is open, then what it was.
         let before = self.session.meta().status;
         self.session
@@ -486,10 +486,10 @@ impl<'a> Gate<'a> {
         Ok((card.id, answer))
     }
 
-    fn log_answer(&self, card: &str, answer: Answer, stale: bool) -> Result<(), WireError> {
+    fn log_answer(&self, card: &CardId, answer: Answer, stale: bool) -> Result<(), WireError> {
         self.session
             .append(EventBody::Answer {
-                card: card.to_string(),
+                card: card.clone(),
                 answer,
                 stale,
             })
@@ -519,7 +519,7 @@ impl<'a> Gate<'a> {
             return Ok(());
         }
         let card = Card {
-            id: String::new(),
+            id: CardId::default(),
             tool: tool.to_string(),
             kind: CardKind::OutsideRead(OutsideReadCard {
                 path: key.path.clone(),
@@ -636,7 +636,7 @@ impl<'a> Gate<'a> {
             .unwrap_or_else(|_| path.clone());
         let cut = diff::for_card(diff::unified(&label, current, content));
         Card {
-            id: String::new(),
+            id: CardId::default(),
             tool: tool.to_string(),
             kind: CardKind::Write(WriteCard {
                 path,

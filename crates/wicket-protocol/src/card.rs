@@ -1,5 +1,6 @@
 //! Permission cards and the answers to them.
 
+use crate::ids::CardId;
 use serde::{Deserialize, Serialize};
 
 /// A person's answer to a card.
@@ -31,7 +32,7 @@ impl Answer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Card {
     /// Unique for the life of the session.
-    pub id: String,
+    pub id: CardId,
     /// The tool call the card is for: `run` for a hook's or a server's
     /// command, the tool's own name on its server for an `mcp` card.
     pub tool: String,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::card::{Answer, Card};
 use crate::error::WireError;
+use crate::ids::CardId;
 use crate::tools::ToolOutput;
 
 /// A tool call as the model made it.
@@ -183,7 +184,7 @@ pub enum EventBody {
     /// The person answered a card.
     Answer {
         /// The card's id.
-        card: String,
+        card: CardId,
         /// The answer.
         answer: Answer,
         /// True when the file changed after the card went up: the answer was dropped.
@@ -274,7 +275,7 @@ pub enum EventBody {
     Interrupted {
         /// The card left open, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        card: Option<String>,
+        card: Option<CardId>,
         /// The question left open, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         question: Option<String>,

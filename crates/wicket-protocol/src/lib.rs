@@ -9,6 +9,7 @@
 pub mod card;
 pub mod error;
 pub mod event;
+pub mod ids;
 pub mod limits;
 pub mod schema;
 pub mod text;
@@ -20,6 +21,7 @@ pub use card::{
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage};
+pub use ids::{CardId, SessionId};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,

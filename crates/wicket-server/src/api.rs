@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use wicket_core::manager::{Manager, ManagerError, Open, Sent};
-use wicket_protocol::Answer;
+use wicket_protocol::{Answer, CardId, SessionId};
 
 use crate::Shared;
 
@@ -220,7 +220,7 @@ fn open_json(open: &Option<Open>) -> serde_json::Value {
 /// `GET /api/sessions/{id}`.
 pub async fn session_detail(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let (meta, open, running) = blocking(&server.manager, move |manager| {
         Ok((
@@ -252,7 +252,7 @@ pub struct NewMessage {
 /// `POST /api/sessions/{id}/messages`.
 pub async fn send_message(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
     Body(body): Body<NewMessage>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     if body.text.trim().is_empty() {
@@ -282,7 +282,7 @@ pub struct CardAnswer {
 /// `POST /api/sessions/{id}/cards/{card}`.
 pub async fn answer_card(
     State(server): State<Shared>,
-    UrlPath((id, card)): UrlPath<(String, String)>,
+    UrlPath((id, card)): UrlPath<(SessionId, CardId)>,
     Body(body): Body<CardAnswer>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     // Straight on this task: giving an answer never waits on the disk
@@ -302,7 +302,7 @@ pub struct QuestionReply {
 /// `POST /api/sessions/{id}/questions/{qid}`.
 pub async fn reply_question(
     State(server): State<Shared>,
-    UrlPath((id, qid)): UrlPath<(String, String)>,
+    UrlPath((id, qid)): UrlPath<(SessionId, String)>,
     Body(body): Body<QuestionReply>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     // As an answer: straight on this task.
@@ -314,7 +314,7 @@ pub async fn reply_question(
 /// of the conversation now; 202, then a `compacted` event.
 pub async fn compact_session(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     blocking(&server.manager, move |manager| manager.compact(&id)).await?;
     Ok((
@@ -326,7 +326,7 @@ pub async fn compact_session(
 /// `POST /api/sessions/{id}/cancel`.
 pub async fn cancel_turn(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let cancelled = blocking(&server.manager, move |manager| manager.cancel(&id)).await?;
     Ok(Json(serde_json::json!({ "cancelled": cancelled })))

@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
-use wicket_protocol::Event;
+use wicket_protocol::{Event, SessionId};
 
 use crate::Shared;
 use crate::api::{ApiError, blocking};
@@ -25,7 +25,7 @@ pub struct After {
 /// the last seq (one response parses far faster than 10,000 SSE messages).
 pub async fn log(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
     Query(query): Query<After>,
 ) -> Result<impl IntoResponse, ApiError> {
     #[derive(serde::Serialize)]
@@ -50,7 +50,7 @@ fn sse_event(event: &Event) -> SseEvent {
 /// Replays the log after `after` (or `Last-Event-ID`), then streams live.
 pub async fn events(
     State(server): State<Shared>,
-    UrlPath(id): UrlPath<String>,
+    UrlPath(id): UrlPath<SessionId>,
     Query(query): Query<After>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {

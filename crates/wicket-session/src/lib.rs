@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use wicket_os::files::{self, Locked};
-use wicket_protocol::{ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
+use wicket_protocol::{CardId, ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
 
 pub mod error;
 
@@ -286,7 +286,7 @@ pub struct Unfinished {
     /// A turn started and did not end.
     pub turn: bool,
     /// The card left open.
-    pub card: Option<String>,
+    pub card: Option<CardId>,
     /// The question left open.
     pub question: Option<String>,
     /// Calls of the last reply that have no result.

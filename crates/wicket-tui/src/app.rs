@@ -10,7 +10,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, McpCard, RunCard, WriteCard};
+use wicket_protocol::{
+    Answer, Card, CardId, CardKind, Event, EventBody, McpCard, RunCard, SessionId, WriteCard,
+};
 
 use crate::composer::Composer;
 use crate::transcript::{Transcript, card_summary};
@@ -25,7 +27,7 @@ pub enum Action {
     /// Answer the open card.
     Answer {
         /// The card.
-        card: String,
+        card: CardId,
         /// The answer.
         answer: Answer,
     },
@@ -45,7 +47,7 @@ pub enum Action {
     /// Show the session picker.
     ListSessions,
     /// Open this session.
-    OpenSession(String),
+    OpenSession(SessionId),
     /// Use this model from the next turn on.
     SetModel(String),
     /// Compact the conversation now.
@@ -398,7 +400,7 @@ impl App {
                     Action::None
                 }
                 KeyCode::Enter => {
-                    let id = sessions[*selected].0.clone();
+                    let id = SessionId::from(sessions[*selected].0.as_str());
                     self.focus = Focus::Input;
                     Action::OpenSession(id)
                 }

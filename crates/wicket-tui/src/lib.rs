@@ -19,7 +19,7 @@ use ratatui::style::Color;
 use tokio::sync::broadcast::error::RecvError;
 use wicket_core::config::Config;
 use wicket_core::manager::{Manager, ManagerError, TurnSetup, standard_setup};
-use wicket_protocol::Event;
+use wicket_protocol::{Event, SessionId};
 
 use crate::app::{Action, App};
 use crate::terminal::Input;
@@ -29,11 +29,11 @@ pub enum Message {
     /// From the keyboard thread.
     Input(Input),
     /// An event of the session with this id.
-    Event(String, Box<Event>),
+    Event(SessionId, Box<Event>),
     /// A piece of a reply of the session with this id.
-    Text(String, String),
+    Text(SessionId, String),
     /// The session's events could not be read (its log, after a lag).
-    Failed(String, String),
+    Failed(SessionId, String),
     /// SIGTERM or SIGHUP.
     Signal,
 }
@@ -48,7 +48,7 @@ pub struct Options {
     /// The model (else the session's, `WICKET_MODEL`, the config's).
     pub model: Option<String>,
     /// Go on with this session.
-    pub session: Option<String>,
+    pub session: Option<SessionId>,
 }
 
 /// The model a session's next turn uses, and what is wrong when there is none.
@@ -69,7 +69,7 @@ fn model_of(
 
 /// The session on screen, and the threads that bring its events.
 struct Shown {
-    id: String,
+    id: SessionId,
     workspace: PathBuf,
     last_seq: u64,
 }
@@ -78,14 +78,14 @@ struct Shown {
 /// caught up from the log by the follower) and the pieces of its replies.
 fn follow(
     manager: &Manager,
-    id: &str,
+    id: &SessionId,
     after: u64,
     to: &mpsc::Sender<Message>,
 ) -> Result<(), ManagerError> {
     let mut events = manager.follow(id, after)?;
     let mut pieces = manager.subscribe_text(id)?;
     let (to_events, to_text) = (to.clone(), to.clone());
-    let (events_id, text_id) = (id.to_string(), id.to_string());
+    let (events_id, text_id) = (id.clone(), id.clone());
     std::thread::spawn(move || {
         loop {
             let message = match events.blocking_next() {
@@ -120,7 +120,7 @@ fn show(
     manager: &Manager,
     setup: &TurnSetup,
     options: &Options,
-    id: Option<&str>,
+    id: Option<&SessionId>,
     workspace: &Path,
     enhanced: bool,
     to: &mpsc::Sender<Message>,
@@ -279,7 +279,7 @@ impl Ui {
     }
 
     /// Puts session `id` (or a new one in `workspace`) on screen.
-    fn open(&mut self, id: Option<&str>, workspace: PathBuf) -> Result<(), ManagerError> {
+    fn open(&mut self, id: Option<&SessionId>, workspace: PathBuf) -> Result<(), ManagerError> {
         let (shown, app) = show(
             &self.manager,
             &self.setup,
@@ -330,7 +330,7 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
         &manager,
         &setup,
         &options,
-        options.session.as_deref(),
+        options.session.as_ref(),
         &options.workspace,
         false,
         &to,

@@ -12,7 +12,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 use wicket_protocol::text::{visible, visible_line};
-use wicket_protocol::{Answer, Card, CardKind, Event, EventBody, ToolOutput, Usage, WireError};
+use wicket_protocol::{
+    Answer, Card, CardId, CardKind, Event, EventBody, ToolOutput, Usage, WireError,
+};
 
 use crate::markdown;
 
@@ -123,7 +125,7 @@ pub struct Transcript {
     /// The item of each call, to fold its result into.
     calls: HashMap<String, usize>,
     /// The item of each card, for its answer.
-    cards: HashMap<String, usize>,
+    cards: HashMap<CardId, usize>,
     /// Results shown in full.
     pub expanded: bool,
     /// Where the view is.

@@ -515,19 +515,20 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
         session.meta().allowed.write.is_empty(),
         "the spent allow_session is gone"
     );
-    let logged: Vec<(String, Answer, bool)> = session::load_log(session.log_path())
-        .unwrap()
-        .events
-        .into_iter()
-        .filter_map(|e| match e.body {
-            EventBody::Answer {
-                card,
-                answer,
-                stale,
-            } => Some((card, answer, stale)),
-            _ => None,
-        })
-        .collect();
+    let logged: Vec<(wicket_protocol::CardId, Answer, bool)> =
+        session::load_log(session.log_path())
+            .unwrap()
+            .events
+            .into_iter()
+            .filter_map(|e| match e.body {
+                EventBody::Answer {
+                    card,
+                    answer,
+                    stale,
+                } => Some((card, answer, stale)),
+                _ => None,
+            })
+            .collect();
     assert_eq!(
         logged,
         vec![

@@ -12,7 +12,7 @@ use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
 use wicket_core::turn::Settings;
 use wicket_gate::Confinement;
 use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
-use wicket_protocol::{Answer, CardKind, EventBody, RunSource, TurnOutcome};
+use wicket_protocol::{Answer, CardKind, EventBody, RunSource, SessionId, TurnOutcome};
 use wicket_session as session;
 use wicket_test_support::scripted::{calls, text};
 use wicket_test_support::{Fixture, ScriptedClient, wait_until};
@@ -111,8 +111,10 @@ fn ending(events: &[EventBody]) -> Option<&EventBody> {
 }
 
 impl World {
-    fn open(&self, id: &str) -> String {
-        self.manager.open(Some(id), &self.ws, None).unwrap()
+    fn open(&self, id: &str) -> SessionId {
+        self.manager
+            .open(Some(&SessionId::from(id)), &self.ws, None)
+            .unwrap()
     }
 
     fn events(&self, id: &str) -> Vec<EventBody> {
@@ -137,7 +139,7 @@ impl World {
     }
 
     /// Waits until something is open in the session.
-    fn wait_open(&self, id: &str) -> Open {
+    fn wait_open(&self, id: &SessionId) -> Open {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(open) = self.manager.open_item(id).unwrap() {
@@ -148,7 +150,7 @@ impl World {
         }
     }
 
-    fn answer_next(&self, id: &str, answer: Answer) -> wicket_protocol::Card {
+    fn answer_next(&self, id: &SessionId, answer: Answer) -> wicket_protocol::Card {
         match self.wait_open(id) {
             Open::Card(card) => {
                 self.manager.answer(id, &card.id, answer).unwrap();
@@ -312,7 +314,7 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
     };
     let refused = w.manager.send(&one, "more").unwrap_err();
     assert!(
-        matches!(&refused, ManagerError::Blocked { open, .. } if open.id() == card.id),
+        matches!(&refused, ManagerError::Blocked { open, .. } if open.id() == card.id.as_str()),
         "{refused}"
     );
     // Session two is not blocked by one's card: it runs to its end meanwhile.
