@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The error kinds of the contract (DESIGN.md, "The contract that outside tests use").
+/// The error kinds of the contract: every tool error and API error carries one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {

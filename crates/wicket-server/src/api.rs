@@ -134,7 +134,7 @@ pub async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",
-        "there is no such API path; see DESIGN.md for the API",
+        "there is no such API path; README.md lists the API (under `wicket serve`)",
     )
 }
 
