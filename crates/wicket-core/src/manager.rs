@@ -871,6 +871,7 @@ impl Manager {
 
 /// The turn thread: runs `text`, then whatever was queued meanwhile.
 fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle, first: String) {
+    wicket_os::process::yield_to_front_ends();
     let mut text = first;
     loop {
         let cancel = live.state().cancel.clone();

@@ -21,6 +21,23 @@ pub fn survive_file_size_limit() -> std::io::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGXFSZ, hit).map(drop)
 }
 
+/// How much nicer than the rest of the process a turn's thread runs.
+pub const TURN_NICENESS: i32 = 5;
+
+/// Lowers this thread's priority by [`TURN_NICENESS`]: a turn's thread
+/// (its log writes and their fsyncs are accounted to it) yields the CPU to
+/// the threads that answer the person (the server's, the UI's), so an
+/// answer is not queued behind a thousand turns' bookkeeping. Commands are
+/// not affected: they are forked by the spawn keeper thread, whose
+/// priority is the process's.
+pub fn yield_to_front_ends() {
+    let thread = rustix::thread::gettid();
+    let now = rustix::process::getpriority_process(Some(thread)).unwrap_or(0);
+    // A thread that cannot be made nicer runs as it was: only the order in
+    // which the CPU is shared is at stake, never what runs.
+    let _ = rustix::process::setpriority_process(Some(thread), now + TURN_NICENESS);
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
