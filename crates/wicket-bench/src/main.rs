@@ -724,7 +724,7 @@ fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
                     name: "read_file".into(),
                     arguments: r#"{"path":"src/main.rs"}"#.into(),
                 }],
-                usage: wicket_protocol::Usage::default(),
+                usage: Some(wicket_protocol::Usage::default()),
                 stop_reason: None,
             })?;
             session.append(sample_event(seq))?;

@@ -23,7 +23,7 @@ fn turn_events(i: u64) -> [EventBody; 4] {
         EventBody::AssistantMessage {
             text: format!("Reading **module {i}** with `read_file`:\n\n- first\n- second"),
             tool_calls: Vec::new(),
-            usage: Usage::default(),
+            usage: Some(Usage::default()),
             stop_reason: None,
         },
         EventBody::ToolCall {

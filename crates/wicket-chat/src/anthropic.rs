@@ -298,6 +298,8 @@ struct Assembly {
     usage: Usage,
     /// `input_tokens` as the server counts it: without the cached part.
     uncached_input: u64,
+    /// Whether the server reported any usage.
+    reported: bool,
     stop_reason: Option<crate::StopReason>,
 }
 
@@ -326,6 +328,7 @@ impl Assembly {
                         ..Usage::default()
                     };
                     self.uncached_input = usage.input_tokens;
+                    self.reported = true;
                     self.total_input();
                 }
             }
@@ -380,6 +383,7 @@ impl Assembly {
                     if let Some(read) = usage.cache_read_input_tokens {
                         self.usage.cache_read_input_tokens = read;
                     }
+                    self.reported = true;
                     self.total_input();
                 }
             }
@@ -416,7 +420,7 @@ impl Assembly {
         Completion {
             text: self.text,
             tool_calls,
-            usage: self.usage,
+            usage: self.reported.then_some(self.usage),
             stop_reason: self.stop_reason,
             attempts: 1,
         }

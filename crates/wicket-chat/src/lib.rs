@@ -76,7 +76,9 @@ pub struct Completion {
     /// The calls it made, in order.
     pub tool_calls: Vec<ToolCallRequest>,
     /// Its tokens.
-    pub usage: Usage,
+    /// `None` when the server reported none (llama-cpp-python's streams,
+    /// a script): unknown, never zero.
+    pub usage: Option<Usage>,
     /// Why the reply ended, when the provider said.
     pub stop_reason: Option<StopReason>,
     /// Requests it took, 1 when the first one went through.

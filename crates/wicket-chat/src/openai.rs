@@ -302,7 +302,7 @@ struct Assembly {
     text: String,
     /// By the `index` the stream gave each call.
     calls: Vec<Option<ToolCallRequest>>,
-    usage: Usage,
+    usage: Option<Usage>,
     stop_reason: Option<crate::StopReason>,
 }
 
@@ -323,14 +323,14 @@ impl Assembly {
             ));
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Usage {
+            self.usage = Some(Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
                 cache_read_input_tokens: usage
                     .prompt_tokens_details
                     .map_or(0, |details| details.cached_tokens),
                 ..Usage::default()
-            };
+            });
         }
         for choice in chunk.choices {
             if let Some(text) = choice.delta.content.filter(|text| !text.is_empty()) {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::{
     ChatClient, ChatError, ChatErrorKind, ChatFuture, Completion, Message, Request, StreamEvent,
-    ToolCallRequest, Usage,
+    ToolCallRequest,
 };
 
 #[derive(Debug, Deserialize)]
@@ -128,7 +128,7 @@ impl Replay {
         Ok(Completion {
             text: entry.text.clone(),
             tool_calls,
-            usage: Usage::default(),
+            usage: None,
             stop_reason: None,
             attempts: 1,
         })

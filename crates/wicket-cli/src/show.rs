@@ -260,8 +260,12 @@ fn hook_outcome(outcome: HookOutcome) -> &'static str {
     }
 }
 
-/// The usage line of a result: tokens, and the cost when it is known.
-pub(crate) fn usage_line(usage: &wicket_protocol::Usage) -> String {
+/// The usage line of a result: tokens, and the cost when it is known;
+/// "usage not reported" when the server sent none.
+pub(crate) fn usage_line(usage: &Option<wicket_protocol::Usage>) -> String {
+    let Some(usage) = usage else {
+        return "usage not reported".into();
+    };
     let mut line = format!(
         "{} tokens in, {} out",
         usage.input_tokens, usage.output_tokens
@@ -441,17 +445,25 @@ pub(crate) fn event_line(event: &Event) -> String {
         ),
         EventBody::UserMessage { text } => format!("user {}", short(text, 400)),
         EventBody::AssistantMessage {
-            text, tool_calls, ..
+            text,
+            tool_calls,
+            usage,
+            ..
         } => {
             let names: Vec<String> = tool_calls
                 .iter()
                 .map(|call| visible_line(&call.name))
                 .collect();
+            let unreported = if usage.is_none() {
+                " (usage not reported)"
+            } else {
+                ""
+            };
             if names.is_empty() {
-                format!("assistant {}", short(text, 400))
+                format!("assistant {}{unreported}", short(text, 400))
             } else {
                 format!(
-                    "assistant {} [calls {}]",
+                    "assistant {} [calls {}]{unreported}",
                     short(text, 400),
                     names.join(", ")
                 )
@@ -494,7 +506,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             usage,
         } => format!(
             "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens; {}): {}",
-            usage_line(usage),
+            usage_line(&Some(*usage)),
             short(summary, 200)
         ),
         EventBody::Mcp {

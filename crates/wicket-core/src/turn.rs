@@ -475,6 +475,8 @@ struct Turn {
     system: String,
     tools: Vec<ToolSpec>,
     usage: Usage,
+    /// Whether any reply of the turn had its usage reported.
+    any_reported: bool,
     /// Stop-hook blocks in a row.
     blocks: usize,
     /// Replies cut by the output limit in a row.
@@ -489,6 +491,11 @@ struct Turn {
 }
 
 impl Turn {
+    /// The turn's usage, or `None` when no server reported any.
+    fn reported(&self) -> Option<Usage> {
+        self.any_reported.then_some(self.usage)
+    }
+
     /// Adds a message to the conversation, and to the estimate.
     fn push(&mut self, message: Message) {
         self.added_bytes += message_bytes(&message);
@@ -852,11 +859,18 @@ impl Runner<'_> {
                 );
             }
         };
-        let usage = self.priced(&reply.usage);
-        turn.usage.add(&usage);
-        turn.counted = reply.usage.input_tokens + reply.usage.output_tokens;
+        // Unreported usage stays unknown: nothing is counted, and the next
+        // request's size is estimated from the whole conversation.
+        let usage = reply.usage.as_ref().map(|usage| self.priced(usage));
+        if let Some(usage) = &usage {
+            turn.usage.add(usage);
+            turn.any_reported = true;
+            self.session.count_usage(usage);
+        }
+        turn.counted = reply
+            .usage
+            .map_or(0, |usage| usage.input_tokens + usage.output_tokens);
         turn.added_bytes = 0;
-        self.session.count_usage(&usage);
         self.log(EventBody::AssistantMessage {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
@@ -1032,10 +1046,13 @@ impl Runner<'_> {
                 )));
             }
         };
-        let priced = self.priced(&reply.usage);
-        turn.usage.add(&priced);
-        usage.add(&priced);
-        self.session.count_usage(&priced);
+        if let Some(reported) = &reply.usage {
+            let priced = self.priced(reported);
+            turn.usage.add(&priced);
+            turn.any_reported = true;
+            usage.add(&priced);
+            self.session.count_usage(&priced);
+        }
         Ok(reply)
     }
 
@@ -1078,7 +1095,7 @@ impl Runner<'_> {
             return Flow::Continue;
         }
         match self.stop_hooks(None, &reply.text, person, cancel) {
-            Ok(()) => Flow::End(self.finished(reply.text, turn.usage)),
+            Ok(()) => Flow::End(self.finished(reply.text, turn.reported())),
             Err(feedback) => {
                 turn.blocks += 1;
                 if turn.blocks >= self.settings.max_stop_blocks {
@@ -1153,7 +1170,7 @@ impl Runner<'_> {
             }
         }
         match finished {
-            Some(text) => Flow::End(self.finished(text, turn.usage)),
+            Some(text) => Flow::End(self.finished(text, turn.reported())),
             None => Flow::Continue,
         }
     }
@@ -1164,7 +1181,7 @@ impl Runner<'_> {
         ))
     }
 
-    fn finished(&self, text: String, usage: Usage) -> Outcome {
+    fn finished(&self, text: String, usage: Option<Usage>) -> Outcome {
         self.log(EventBody::Result {
             text: text.clone(),
             usage,
@@ -1287,6 +1304,7 @@ impl Runner<'_> {
             system,
             tools: self.tool_specs(),
             usage: Usage::default(),
+            any_reported: false,
             blocks: 0,
             cut: 0,
             counted: 0,

@@ -204,9 +204,9 @@ pub enum EventBody {
         /// The calls.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCallRequest>,
-        /// Its tokens.
+        /// Its tokens; `null` when the server reported none (unknown, not 0).
         #[serde(default)]
-        usage: Usage,
+        usage: Option<Usage>,
         /// The provider's reason for ending the reply, when it gave one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stop_reason: Option<String>,
@@ -232,9 +232,10 @@ pub enum EventBody {
     Result {
         /// The result.
         text: String,
-        /// The turn's tokens and cost.
+        /// The turn's tokens and cost; `null` when no reply of the turn
+        /// had its usage reported.
         #[serde(default)]
-        usage: Usage,
+        usage: Option<Usage>,
     },
     /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
     Hook {

@@ -255,7 +255,11 @@ function flush() {
 // One event into the transcript's data, and into its row when it has one.
 // Context used and what the session cost so far, from the replies' usage.
 function showUsage(usage) {
-  if (!usage) return;
+  if (!usage) {
+    // The server reported none: unknown, not zero.
+    $("usage").textContent = "usage not reported";
+    return;
+  }
   if (usage.context_used_percent !== undefined) state.context = usage.context_used_percent;
   if (usage.cost_usd !== undefined) state.cost = (state.cost || 0) + usage.cost_usd;
   const parts = [];

@@ -962,7 +962,7 @@ mod tests {
                         name: "read_file".into(),
                         arguments: "{}".into(),
                     }],
-                    usage: Usage::default(),
+                    usage: None,
                     stop_reason: None,
                 })
                 .unwrap();

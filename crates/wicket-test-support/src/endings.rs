@@ -3,7 +3,7 @@
 //! `turn_ended` and nowhere before it, whatever came first (a `result`,
 //! an error that ends the turn, a cancel). The page reads the same event.
 
-use wicket_protocol::{Event, EventBody, TurnOutcome, Usage};
+use wicket_protocol::{Event, EventBody, TurnOutcome};
 
 /// One turn's events, the last its `turn_ended`.
 pub struct Ending {
@@ -58,7 +58,7 @@ pub fn turn_endings() -> Vec<Ending> {
     let reply = || EventBody::AssistantMessage {
         text: "done".into(),
         tool_calls: Vec::new(),
-        usage: Usage::default(),
+        usage: None,
         stop_reason: None,
     };
     vec![
@@ -68,7 +68,7 @@ pub fn turn_endings() -> Vec<Ending> {
                 reply(),
                 EventBody::Result {
                     text: "done".into(),
-                    usage: Usage::default(),
+                    usage: None,
                 },
             ],
             TurnOutcome::Result,
@@ -85,7 +85,7 @@ pub fn turn_endings() -> Vec<Ending> {
                 reply(),
                 EventBody::Result {
                     text: "done".into(),
-                    usage: Usage::default(),
+                    usage: None,
                 },
             ],
             TurnOutcome::Result,

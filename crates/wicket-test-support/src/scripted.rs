@@ -80,7 +80,9 @@ impl ChatClient for Shared {
                 ChatErrorKind::Script,
                 "the test's replies ran out",
             )))?;
-            reply.usage.input_tokens = bytes.div_ceil(4) as u64;
+            if let Some(usage) = reply.usage.as_mut() {
+                usage.input_tokens = bytes.div_ceil(4) as u64;
+            }
             Ok(reply)
         })
     }
@@ -91,11 +93,11 @@ pub fn text(text: &str) -> Completion {
     Completion {
         text: text.into(),
         tool_calls: Vec::new(),
-        usage: Usage {
+        usage: Some(Usage {
             input_tokens: 10,
             output_tokens: 5,
             ..Usage::default()
-        },
+        }),
         stop_reason: Some(wicket_chat::StopReason::EndTurn),
         attempts: 1,
     }

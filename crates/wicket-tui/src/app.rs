@@ -87,6 +87,8 @@ struct Totals {
     output: u64,
     cost: Option<f64>,
     context: Option<f64>,
+    /// The last reply's server reported no usage.
+    unreported: bool,
 }
 
 /// The whole UI.
@@ -198,13 +200,16 @@ impl App {
             EventBody::Queued { .. } => self.queued += 1,
             EventBody::AssistantMessage { usage, .. } => {
                 self.streaming.clear();
-                self.totals.input += usage.input_tokens;
-                self.totals.output += usage.output_tokens;
-                if let Some(cost) = usage.cost_usd {
-                    *self.totals.cost.get_or_insert(0.0) += cost;
-                }
-                if let Some(context) = usage.context_used_percent {
-                    self.totals.context = Some(context);
+                self.totals.unreported = usage.is_none();
+                if let Some(usage) = usage {
+                    self.totals.input += usage.input_tokens;
+                    self.totals.output += usage.output_tokens;
+                    if let Some(cost) = usage.cost_usd {
+                        *self.totals.cost.get_or_insert(0.0) += cost;
+                    }
+                    if let Some(context) = usage.context_used_percent {
+                        self.totals.context = Some(context);
+                    }
                 }
             }
             EventBody::Card { card, .. } => {
@@ -557,7 +562,9 @@ impl App {
         if let Some(cost) = self.totals.cost {
             text.push_str(&format!(" · ${cost:.4}"));
         }
-        if let Some(context) = self.totals.context {
+        if self.totals.unreported {
+            text.push_str(" · usage not reported");
+        } else if let Some(context) = self.totals.context {
             text.push_str(&format!(" · context {context:.0}%"));
         }
         let mut spans = Vec::new();
@@ -983,11 +990,11 @@ mod tests {
                         "Looking at `src/lib.rs`:\n\n```rust\nfn add(a: i32) -> i32 { a + 1 }\n```"
                             .into(),
                     tool_calls: Vec::new(),
-                    usage: Usage {
+                    usage: Some(Usage {
                         input_tokens: 1200,
                         output_tokens: 80,
                         ..Usage::default()
-                    },
+                    }),
                     stop_reason: None,
                 },
             ),
@@ -1147,10 +1154,10 @@ mod tests {
                 21,
                 EventBody::Result {
                     text: "Fixed: `add` adds one.".into(),
-                    usage: Usage {
+                    usage: Some(Usage {
                         cost_usd: Some(0.0123),
                         ..Usage::default()
-                    },
+                    }),
                 },
             ),
             event(
@@ -1448,7 +1455,7 @@ mod tests {
                 text: "a long request ".repeat(12),
             },
         ));
-        app.on_event(&event(2, EventBody::AssistantMessage { text: "- one point\n- another point that is long enough to wrap past the eighty columns of this terminal".into(), tool_calls: Vec::new(), usage: Usage::default(), stop_reason: None }));
+        app.on_event(&event(2, EventBody::AssistantMessage { text: "- one point\n- another point that is long enough to wrap past the eighty columns of this terminal".into(), tool_calls: Vec::new(), usage: Some(Usage::default()), stop_reason: None }));
         for c in "line one".chars() {
             app.on_key(key(KeyCode::Char(c)));
         }
@@ -1505,7 +1512,7 @@ mod tests {
                 EventBody::AssistantMessage {
                     text: format!("message {i}"),
                     tool_calls: Vec::new(),
-                    usage: Usage::default(),
+                    usage: Some(Usage::default()),
                     stop_reason: None,
                 },
             ));

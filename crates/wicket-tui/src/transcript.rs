@@ -523,13 +523,15 @@ fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
 }
 
 /// A finished turn: its result, and what it cost when the price is known.
-fn done_lines(text: &str, usage: &Usage) -> Vec<Line<'static>> {
+fn done_lines(text: &str, usage: &Option<Usage>) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         "✓ done",
         Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
     )];
     lines.extend(markdown::render(text));
-    if let Some(cost) = usage.cost_usd {
+    if let Some(usage) = usage
+        && let Some(cost) = usage.cost_usd
+    {
         lines.push(Line::styled(
             format!(
                 "  {} in, {} out, ${cost:.4}",

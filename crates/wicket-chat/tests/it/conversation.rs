@@ -42,11 +42,11 @@ async fn text_and_two_calls_with_fragmented_arguments_and_usage() {
         );
         assert_eq!(
             reply.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 120,
                 output_tokens: 34,
                 ..Usage::default()
-            },
+            }),
             "{wire:?}"
         );
         // `tool_calls` and `tool_use`: one reason, whichever wire said it.

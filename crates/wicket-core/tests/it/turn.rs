@@ -221,6 +221,7 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
         .iter()
         .map(|r| wicket_test_support::scripted::request_bytes(r).div_ceil(4) as u64)
         .sum();
+    let usage = usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (input, 20));
     // The model saw each result: the last request has the run's stdout.
     let requests = w.requests();
@@ -1030,7 +1031,7 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
         .iter()
         .filter_map(|e| match e {
             EventBody::AssistantMessage { usage, .. } => {
-                Some(usage.input_tokens + usage.output_tokens)
+                usage.map(|usage| usage.input_tokens + usage.output_tokens)
             }
             _ => None,
         })
@@ -1066,7 +1067,7 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     let spent: f64 = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::AssistantMessage { usage, .. } => usage.cost_usd,
+            EventBody::AssistantMessage { usage, .. } => usage.and_then(|usage| usage.cost_usd),
             _ => None,
         })
         .sum();
