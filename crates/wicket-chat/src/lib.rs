@@ -19,6 +19,7 @@ mod replay;
 mod retry;
 pub mod sse;
 pub mod tls;
+pub mod window;
 
 use std::future::Future;
 use std::path::Path;

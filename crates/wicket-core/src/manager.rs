@@ -884,6 +884,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
         match setup(&live.workspace, model.as_deref()) {
             Ok((chat, mut settings)) => {
                 live.add_extra_servers(&mut settings);
+                learn_window(&mut settings, &runtime);
                 let runner = Runner {
                     tools: &live.tools,
                     session: &live.session,
@@ -928,6 +929,36 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
             }
         }
     }
+}
+
+/// Asks an unknown model's server for its window (once per process and
+/// model), and says in the turn's notice where the figure came from. A
+/// window learned so also bounds a reply to a quarter of it, so that one
+/// rambling reply cannot fill it.
+fn learn_window(settings: &mut Settings, runtime: &tokio::runtime::Handle) {
+    let Some((model, client)) = settings.ask_window.take() else {
+        return;
+    };
+    let told = runtime.block_on(wicket_chat::window::ask(&model, &client));
+    settings.window_note = Some(match told {
+        Some(window) => {
+            settings.model.context_window = window.tokens;
+            let quarter = u32::try_from(window.tokens / 4)
+                .unwrap_or(u32::MAX)
+                .max(256);
+            settings.max_tokens = settings.max_tokens.min(quarter);
+            format!(
+                "{model}'s context window is {} tokens, as {} says (replies are held to {} tokens); \
+                 set [models.\"{model}\"] context_window in $WICKET_HOME/config.toml to say otherwise",
+                window.tokens, window.source, settings.max_tokens
+            )
+        }
+        None => format!(
+            "{model}'s context window is not known, and its server does not say; assuming {} tokens. \
+             Set [models.\"{model}\"] context_window in $WICKET_HOME/config.toml",
+            settings.model.context_window
+        ),
+    });
 }
 
 /// What a turn that panicked ends with.
@@ -978,6 +1009,8 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             limits: config.limits,
             mcp_servers: config.mcp_servers.clone(),
             notices: config.notices.clone(),
+            ask_window: (!config.window_known(&model)).then(|| (model.clone(), client.clone())),
+            window_note: None,
         };
         Ok((chat, settings))
     })

@@ -51,6 +51,12 @@ pub struct Settings {
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
     /// What of the workspace's config was ignored: a `notice` each, at the turn's start.
     pub notices: Vec<crate::config::ConfigNotice>,
+    /// The model's window is not known to the config: the model string and
+    /// the client settings to ask its server with (`manager::learn_window`).
+    pub ask_window: Option<(String, wicket_chat::ClientConfig)>,
+    /// Where the window of a model the config did not know came from: a
+    /// `notice` at the turn's start.
+    pub window_note: Option<String>,
 }
 
 /// What [`Runner::compact`] did.
@@ -786,6 +792,13 @@ impl Runner<'_> {
                 message: notice.message.clone(),
                 file: Some(notice.file.clone()),
                 key: notice.key.clone(),
+            });
+        }
+        if let Some(note) = &self.settings.window_note {
+            self.log(EventBody::Notice {
+                message: note.clone(),
+                file: None,
+                key: Some("context_window".into()),
             });
         }
         history.push(Message::User { text: ask.into() });

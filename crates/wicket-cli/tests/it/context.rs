@@ -235,3 +235,90 @@ fn an_unknown_model_has_tokens_and_no_cost() {
     assert_eq!(result["usage"]["input_tokens"], 10);
     assert!(result["usage"].get("cost_usd").is_none(), "{result}");
 }
+
+/// A model the config does not know, on a server that can say its window
+/// (llama-server's `/props`): the turn asks, uses the answer, and says so;
+/// a reply is held to a quarter of it. The chat reply is the bytes
+/// llama-server sent.
+#[test]
+fn an_unknown_models_window_is_asked_of_its_server() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let f = Fixture::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reply =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../wicket-chat/tests/real-servers/llamaserver_wicket_text_reply_with_usage.http",
+        ))
+        .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if let Some(value) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                if header == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            seen.lock().unwrap().push(line.trim().to_string());
+            if line.starts_with("GET /props") {
+                let props = r#"{"default_generation_settings":{"n_ctx":8192},"total_slots":1}"#;
+                write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{props}",
+                    props.len()
+                )
+                .unwrap();
+            } else {
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                seen.lock()
+                    .unwrap()
+                    .push(format!("max_tokens {}", body["max_tokens"]));
+                stream.write_all(&reply).unwrap();
+            }
+        }
+    });
+    let output = crate::exec::exec(
+        &f,
+        "hello",
+        &["--model", "openai:smollm2", "--json", "--answers", "deny"],
+    )
+    .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+    .env_remove("OPENAI_API_KEY")
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    let events = lines(&output);
+    assert_eq!(output.status.code(), Some(0), "{events:#?}");
+    let notice = events
+        .iter()
+        .find(|e| e["type"] == "notice" && e["key"] == "context_window")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    let message = notice["message"].as_str().unwrap();
+    assert!(
+        message.contains("8192 tokens, as llama-server's /props"),
+        "{message}"
+    );
+    // The window in use is the server's: 1,747 of 8,192 tokens.
+    let reply = events
+        .iter()
+        .find(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(reply["usage"]["context_used_percent"], 21.3);
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked[0], "GET /props HTTP/1.1", "{asked:?}");
+    assert!(asked.contains(&"max_tokens 2048".to_string()), "{asked:?}");
+    assert_eq!(ending(&events)["type"], "result");
+}

@@ -395,6 +395,17 @@ impl Config {
         Ok(())
     }
 
+    /// Whether the model's window is known here (built in, or set in
+    /// `[models]`); else the turn asks the model's server.
+    pub fn window_known(&self, model: &str) -> bool {
+        built_in(model).is_some()
+            || model.starts_with("script:")
+            || self
+                .models
+                .get(model)
+                .is_some_and(|(window, _)| window.is_some())
+    }
+
     /// What Wicket knows of `model`: the built-in table under the config's entries.
     pub fn model_info(&self, model: &str) -> ModelInfo {
         let mut info = built_in(model).unwrap_or(UNKNOWN);

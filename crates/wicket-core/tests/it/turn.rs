@@ -38,6 +38,8 @@ fn settings() -> Settings {
         limits: wicket_core::config::Limits::default(),
         mcp_servers: Vec::new(),
         notices: Vec::new(),
+        ask_window: None,
+        window_note: None,
     }
 }
 
