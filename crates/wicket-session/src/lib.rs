@@ -582,17 +582,34 @@ impl Session {
         }
     }
 
-    /// Appends one event as one line, with a single write. Returns the event.
-    pub fn append(&self, body: EventBody) -> Result<Event> {
-        let mut log = self
-            .log
+    fn log(&self) -> std::sync::MutexGuard<'_, LogWriter> {
+        self.log
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let event = Event {
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next event, with the next seq and the time now.
+    fn next_event(log: &LogWriter, body: EventBody) -> Event {
+        Event {
             seq: log.next_seq,
             ts: now_rfc3339(),
             body,
-        };
+        }
+    }
+
+    /// Takes the event's seq and hands it to the listener, in seq order
+    /// (the log's lock is held).
+    fn publish(&self, log: &mut LogWriter, event: &Event) {
+        log.next_seq += 1;
+        if let Some(listener) = self.listener.get() {
+            listener(event);
+        }
+    }
+
+    /// Appends one event as one line, with a single write. Returns the event.
+    pub fn append(&self, body: EventBody) -> Result<Event> {
+        let mut log = self.log();
+        let event = Self::next_event(&log, body);
         let mut line = serde_json::to_vec(&event).map_err(|error| Error::Corrupt {
             path: self.log_path.display().to_string(),
             message: error.to_string(),
@@ -612,10 +629,7 @@ impl Session {
             return Err(error);
         }
         log.length += line.len() as u64;
-        log.next_seq += 1;
-        if let Some(listener) = self.listener.get() {
-            listener(&event);
-        }
+        self.publish(&mut log, &event);
         Ok(event)
     }
 
@@ -630,29 +644,15 @@ impl Session {
     /// session still learns the turn is over. It takes the next seq (the log
     /// keeps a gap there, which nothing reads as damage).
     pub fn announce(&self, body: EventBody) -> Event {
-        let mut log = self
-            .log
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let event = Event {
-            seq: log.next_seq,
-            ts: now_rfc3339(),
-            body,
-        };
-        log.next_seq += 1;
-        if let Some(listener) = self.listener.get() {
-            listener(&event);
-        }
+        let mut log = self.log();
+        let event = Self::next_event(&log, body);
+        self.publish(&mut log, &event);
         event
     }
 
     /// The seq of the last event appended (or announced); 0 for none.
     pub fn last_seq(&self) -> u64 {
-        self.log
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .next_seq
-            - 1
+        self.log().next_seq - 1
     }
 
     /// Appends `body`, or (when the log cannot take it) announces it.
@@ -682,10 +682,7 @@ impl Session {
 
     /// Makes every appended event durable (turn boundaries, after answers).
     pub fn sync(&self) -> Result<()> {
-        let log = self
-            .log
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let log = self.log();
         let synced = match &log.file {
             Some(file) if self.durable => file.sync_data().map_err(io(&self.log_path)),
             _ => Ok(()),
