@@ -28,9 +28,13 @@ pub const TURN_NICENESS: i32 = 5;
 /// (its log writes and their fsyncs are accounted to it) yields the CPU to
 /// the threads that answer the person (the server's, the UI's), so an
 /// answer is not queued behind a thousand turns' bookkeeping. Commands are
-/// not affected: they are forked by the spawn keeper thread, whose
-/// priority is the process's.
+/// not affected: they are forked by the spawn keeper thread, which is
+/// started first, at the process's priority.
 pub fn yield_to_front_ends() {
+    // The keeper must not be born of a thread made nicer: it would pass
+    // that on to every command (and a priority, once lowered, cannot be
+    // raised again without privilege).
+    crate::spawn::start_keeper();
     let thread = rustix::thread::gettid();
     let now = rustix::process::getpriority_process(Some(thread)).unwrap_or(0);
     // A thread that cannot be made nicer runs as it was: only the order in

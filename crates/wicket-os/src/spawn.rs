@@ -342,10 +342,10 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
 
 type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
 
-/// Spawns on the one keeper thread, which lives as long as the process.
-fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
+/// The one keeper thread that forks every command, started on first use.
+fn keeper() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
     static KEEPER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let sender = KEEPER.get_or_init(|| {
+    KEEPER.get_or_init(|| {
         let (sender, requests) = mpsc::channel::<SpawnRequest>();
         // If the thread cannot start, its receiver is dropped and every spawn below fails with 'the spawn thread is gone'.
         let _ = std::thread::Builder::new()
@@ -357,9 +357,19 @@ fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
                 }
             });
         Mutex::new(sender)
-    });
+    })
+}
+
+/// Starts the keeper thread now, from this thread: it takes this thread's
+/// priority, which every command it forks inherits.
+pub fn start_keeper() {
+    keeper();
+}
+
+/// Spawns on the one keeper thread, which lives as long as the process.
+fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
     let (reply, answer) = mpsc::channel();
-    let sent = sender
+    let sent = keeper()
         .lock()
         .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
         .send((command, reply));

@@ -1130,3 +1130,32 @@ fn a_compaction_reply_with_no_text_is_not_taken() {
         matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
     );
 }
+
+/// A turn's thread runs nicer than the process (so the threads that answer
+/// the person come first), but a command it starts runs at the process's
+/// own priority: the keeper that forks it is started before the turn's
+/// thread lowers itself.
+#[test]
+fn a_command_runs_at_the_processs_priority_not_the_turns() {
+    let w = world(
+        vec![calls(&[("run", json!({"argv": ["nice"]}))]), text("ran")],
+        settings(),
+    );
+    let id = w.open("s");
+    w.manager.send(&id, "how nice").unwrap();
+    w.answer_next(&id, Answer::AllowOnce);
+    w.manager.wait_idle(&id).unwrap();
+    let ours = std::process::Command::new("nice").output().unwrap().stdout;
+    let ran = w
+        .events(&id)
+        .into_iter()
+        .find_map(|event| match event {
+            EventBody::ToolResult {
+                output: Some(wicket_protocol::ToolOutput::Run(run)),
+                ..
+            } => Some(run.stdout),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(ran, String::from_utf8(ours).unwrap());
+}
