@@ -43,6 +43,11 @@ writeFileSync(longScript, JSON.stringify([
   { text: "long done" },
 ]));
 
+// 1,000 read results pass the 32,000 tokens assumed of a model nobody
+// named a window for, and a script cannot summarise (a compaction is taken
+// only from text): this one is given a window that holds them.
+writeFileSync(join(home, "config.toml"), `[models."script:${longScript}"]\ncontext_window = 2000000\n`);
+
 const server = spawn(bin, ["serve", "--port", "0"], { env: { ...process.env, WICKET_HOME: home }, stdio: ["ignore", "pipe", "inherit"] });
 const link = await new Promise((ok, fail) => {
   let out = "";

@@ -26,8 +26,9 @@ use wicket_gate::Confinement;
 use wicket_session::{self as session, Meta, Session, Status};
 
 /// How many live events a follower may fall behind before it catches up
-/// from the log (the ring holds shared events: 256 pointers, not 256 events).
-pub const EVENT_BUFFER: usize = 256;
+/// from the log (the ring holds shared events: pointers, not copies, and
+/// exists only while someone follows).
+pub const EVENT_BUFFER: usize = 1024;
 
 /// How many sessions stay open when idle; past this, idle ones are closed
 /// (and opened again from disk when next used).
@@ -287,11 +288,7 @@ impl Follower {
     }
 
     fn caught_up(log_path: &Path, last: u64) -> Result<Vec<Event>, ManagerError> {
-        Ok(session::load_log(log_path)?
-            .events
-            .into_iter()
-            .filter(|event| event.seq > last)
-            .collect())
+        Ok(session::load_log_after(log_path, last)?)
     }
 
     /// The next event; `None` when the session's stream is gone. Cancel
@@ -772,12 +769,7 @@ impl Manager {
     /// The logged events after `seq`, for replay and for a subscriber that lagged.
     pub fn events_after(&self, id: &SessionId, seq: u64) -> Result<Vec<Event>, ManagerError> {
         let live = self.live(id)?;
-        let loaded = session::load_log(live.session.log_path())?;
-        Ok(loaded
-            .events
-            .into_iter()
-            .filter(|event| event.seq > seq)
-            .collect())
+        Ok(session::load_log_after(live.session.log_path(), seq)?)
     }
 
     /// What is open in a session, if anything.
@@ -1055,7 +1047,7 @@ mod tests {
         }
     }
 
-    /// A follower 10,000 events behind (40 times its ring) catches up from
+    /// A follower 10,000 events behind (ten times its ring) catches up from
     /// the log: every seq once, in order, then the live ones.
     #[test]
     fn a_follower_that_lags_catches_up_with_no_gap_and_no_duplicate() {

@@ -184,6 +184,21 @@ pub struct Loaded {
 /// line that does not parse is kept as an `unreadable` event, so a session
 /// always loads and resumes.
 pub fn load_log(path: &Path) -> Result<Loaded> {
+    load_from(path, 0)
+}
+
+/// The events of a `log.jsonl` after `after`, as [`load_log`] reads them;
+/// the lines before are skipped by their `seq` without being parsed, so a
+/// follower catching up on a long log pays for what it missed only.
+pub fn load_log_after(path: &Path, after: u64) -> Result<Vec<Event>> {
+    Ok(load_from(path, after)?
+        .events
+        .into_iter()
+        .filter(|event| event.seq > after)
+        .collect())
+}
+
+fn load_from(path: &Path, after: u64) -> Result<Loaded> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
@@ -193,6 +208,7 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
     let mut loaded = Loaded::default();
     let mut line = Vec::new();
     let mut number = 0u64;
+    let mut skipped = 0u64;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
@@ -201,6 +217,12 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
         }
         number += 1;
         let complete = line.ends_with(b"\n");
+        if complete && let Some(seq) = seq_of(&line).filter(|&seq| seq <= after) {
+            // Before the point asked for: only its seq is kept, for the
+            // numbering of an unreadable line that may follow.
+            skipped = seq;
+            continue;
+        }
         let parsed = serde_json::from_slice::<Event>(&line);
         if complete && let Ok(event) = parsed {
             loaded.events.push(event);
@@ -215,7 +237,10 @@ pub fn load_log(path: &Path) -> Result<Loaded> {
             Err(error) => error.to_string(),
             Ok(_) => "the line has no end".to_string(),
         };
-        let seq = loaded.events.last().map_or(1, |event| event.seq + 1);
+        let seq = loaded
+            .events
+            .last()
+            .map_or(skipped + 1, |event| event.seq + 1);
         loaded.events.push(Event {
             seq,
             ts: String::new(),
@@ -925,6 +950,16 @@ mod tests {
         ));
         assert_eq!(loaded.events[1].seq, 2);
         assert_eq!(loaded.events[2].seq, 3);
+        // From any point, the events after it are the same as a whole load's.
+        for after in 0..=3 {
+            let whole: Vec<Event> = loaded
+                .events
+                .iter()
+                .filter(|event| event.seq > after)
+                .cloned()
+                .collect();
+            assert_eq!(load_log_after(&log, after).unwrap(), whole, "after {after}");
+        }
     }
 
     #[test]
