@@ -358,14 +358,11 @@ impl Mapper {
         match &card.kind {
             CardKind::Write(write) => {
                 let path = self.absolute(&write.path);
-                let outside = if write.outside {
-                    " (outside the workspace)"
-                } else {
-                    ""
-                };
                 fields = fields.title(visible_line(&format!(
-                    "{} {}{outside}",
-                    card.tool, write.path
+                    "{} {}{}",
+                    card.tool,
+                    write.path,
+                    write.outside_note()
                 )));
                 let content = match proposed {
                     Some(proposed) => {
@@ -384,8 +381,10 @@ impl Mapper {
             CardKind::OutsideRead(read) => {
                 fields = fields
                     .title(visible_line(&format!(
-                        "{} {} (outside the workspace)",
-                        card.tool, read.path
+                        "{} {}{}",
+                        card.tool,
+                        read.path,
+                        wicket_protocol::OUTSIDE_WORKSPACE
                     )))
                     .locations(vec![ToolCallLocation::new(PathBuf::from(&read.path))]);
             }

@@ -304,14 +304,6 @@ struct Assembly {
 }
 
 impl Assembly {
-    /// Wicket's input count is all of it: Anthropic counts cached input
-    /// apart from `input_tokens`.
-    fn total_input(&mut self) {
-        self.usage.input_tokens = self.uncached_input
-            + self.usage.cache_creation_input_tokens
-            + self.usage.cache_read_input_tokens;
-    }
-
     /// Takes one event; `true` once the message is complete.
     fn add(
         &mut self,
@@ -329,7 +321,6 @@ impl Assembly {
                     };
                     self.uncached_input = usage.input_tokens;
                     self.reported = true;
-                    self.total_input();
                 }
             }
             StreamMessage::ContentBlockStart {
@@ -384,7 +375,6 @@ impl Assembly {
                         self.usage.cache_read_input_tokens = read;
                     }
                     self.reported = true;
-                    self.total_input();
                 }
             }
             StreamMessage::MessageStop {} => return Ok(true),
@@ -417,10 +407,18 @@ impl Assembly {
                 Block::Text | Block::Other => None,
             })
             .collect();
+        // Wicket's input count is all of it: Anthropic counts cached input
+        // apart from `input_tokens`.
+        let usage = Usage {
+            input_tokens: self.uncached_input
+                + self.usage.cache_creation_input_tokens
+                + self.usage.cache_read_input_tokens,
+            ..self.usage
+        };
         Completion {
             text: self.text,
             tool_calls,
-            usage: self.reported.then_some(self.usage),
+            usage: self.reported.then_some(usage),
             stop_reason: self.stop_reason,
             attempts: 1,
         }

@@ -286,6 +286,13 @@ pub enum ToolChoice {
 }
 
 impl ToolChoice {
+    /// The choice a wire name (as a config writes it) stands for.
+    pub fn parse(word: &str) -> Option<ToolChoice> {
+        [ToolChoice::Auto, ToolChoice::Required]
+            .into_iter()
+            .find(|choice| choice.as_str() == word)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {

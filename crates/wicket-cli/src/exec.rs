@@ -53,8 +53,7 @@ fn resolve(options: &Options, home: &std::path::Path) -> anyhow::Result<(PathBuf
     let existing = options
         .session
         .as_ref()
-        .and_then(|id| Session::load_existing(home, id).ok())
-        .map(|(meta, _)| meta);
+        .and_then(|id| Session::meta_of(home, id).ok());
     let workspace = match (&options.workspace, &existing) {
         (Some(dir), _) => dir.clone(),
         (None, Some(meta)) => PathBuf::from(&meta.workspace),

@@ -44,11 +44,7 @@ fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
         &format!(
             "{tool} wants to write {}{}",
             visible_line(&write.path),
-            if write.outside {
-                " (outside the workspace)"
-            } else {
-                ""
-            }
+            write.outside_note()
         ),
         BOLD,
         color,

@@ -21,7 +21,7 @@ use wicket_protocol::{Answer, Card, CardId, CardKind, Event, EventBody, SessionI
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
-use crate::turn::{Person, Runner, Settings, find_skills};
+use crate::turn::{Person, Runner, Settings, find_skills, record_end};
 use wicket_gate::Confinement;
 use wicket_session::{self as session, Meta, Session, Status};
 
@@ -247,10 +247,12 @@ impl<T: Clone> Ring<T> {
             .is_some_and(|live| live.receiver_count() > 0)
     }
 
-    fn send(&self, value: T) {
+    /// Sends what `value` makes, made only when someone listens (every
+    /// append of every session passes here).
+    fn send(&self, value: impl FnOnce() -> T) {
         let mut sender = self.sender();
         if let Some(live) = sender.as_ref()
-            && live.send(value).is_err()
+            && live.send(value()).is_err()
         {
             // No one listens any more: the ring goes until someone does.
             *sender = None;
@@ -467,18 +469,23 @@ impl Manager {
         live.clone()
     }
 
+    /// The meta.json of a session on disk (open here or not).
+    fn on_disk(&self, id: &str) -> Result<Meta, ManagerError> {
+        Session::meta_of(&self.home, id).map_err(|error| match error {
+            wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
+                ManagerError::NoSuchSession(id.to_string())
+            }
+            other => ManagerError::Session(other),
+        })
+    }
+
     fn live(&self, id: &str) -> Result<Arc<Live>, ManagerError> {
         if let Some(live) = self.sessions().get(id) {
             return Ok(self.used(live));
         }
         // A session on disk that this manager has not opened yet (or closed
         // while it was idle).
-        let (meta, _) = Session::load_existing(&self.home, id).map_err(|error| match error {
-            wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
-                ManagerError::NoSuchSession(id.to_string())
-            }
-            other => ManagerError::Session(other),
-        })?;
+        let meta = self.on_disk(id)?;
         self.open_live(id.to_string(), Path::new(&meta.workspace), None)
     }
 
@@ -552,7 +559,7 @@ impl Manager {
                     state.given = None;
                     changed.notify_all();
                 }
-                sender.send(Arc::new(event.clone()));
+                sender.send(|| Arc::new(event.clone()));
             }));
         }
         let live = Arc::new(Live {
@@ -645,10 +652,16 @@ impl Manager {
                             runner.compact_now(&cancel)
                         }));
                         if ran.is_err() {
-                            end_turn(&live.session, INTERNAL_ERROR.into(), TurnOutcome::Error);
+                            record_end(
+                                &live.session,
+                                Some(INTERNAL_ERROR.into()),
+                                TurnOutcome::Error,
+                            );
                         }
                     }
-                    Err(error) => end_turn(&live.session, error.to_string(), TurnOutcome::Error),
+                    Err(error) => {
+                        record_end(&live.session, Some(error.to_string()), TurnOutcome::Error);
+                    }
                 }
                 let mut state = live.state();
                 state.running = false;
@@ -685,18 +698,13 @@ impl Manager {
     /// being opened (the HTTP answer path calls this on its async task).
     fn give(&self, id: &str, item: &str, given: Given) -> Result<(), ManagerError> {
         let Some(live) = self.sessions().get(id).cloned() else {
-            return Err(
-                if session::validate_id(id).is_ok()
-                    && Session::dir_of(&self.home, id).join("meta.json").exists()
-                {
-                    ManagerError::NotOpen {
-                        session: id.to_string(),
-                        item: item.to_string(),
-                    }
-                } else {
-                    ManagerError::NoSuchSession(id.to_string())
+            return Err(match self.on_disk(id) {
+                Err(missing @ ManagerError::NoSuchSession(_)) => missing,
+                _ => ManagerError::NotOpen {
+                    session: id.to_string(),
+                    item: item.to_string(),
                 },
-            );
+            });
         };
         let mut state = live.state();
         let fits = match (&state.open, &given) {
@@ -884,7 +892,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     settings: &settings,
                     runtime: &runtime,
                     mcp: Some(&live.mcp),
-                    on_text: Some(&|delta: &str| live.text.send(delta.to_string())),
+                    on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
                 };
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.
@@ -892,13 +900,17 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     runner.run(&text, &mut LivePerson(live.clone()), &cancel)
                 }));
                 if ran.is_err() {
-                    end_turn(&live.session, INTERNAL_ERROR.into(), TurnOutcome::Error);
+                    record_end(
+                        &live.session,
+                        Some(INTERNAL_ERROR.into()),
+                        TurnOutcome::Error,
+                    );
                 }
             }
             Err(error) => {
                 live.session
                     .append_or_announce(EventBody::UserMessage { text: text.clone() });
-                end_turn(&live.session, error.to_string(), TurnOutcome::Error);
+                record_end(&live.session, Some(error.to_string()), TurnOutcome::Error);
             }
         }
         let mut state = live.state();
@@ -955,18 +967,6 @@ fn learn_window(settings: &mut Settings, runtime: &tokio::runtime::Handle) {
 
 /// What a turn that panicked ends with.
 const INTERNAL_ERROR: &str = "the turn stopped on an internal error (a bug in Wicket); the session goes on, and the error is on stderr";
-
-/// Ends a turn the runner could not end itself (its setup failed, or it
-/// panicked): the error, then `turn_ended`, announced if the log cannot take them.
-fn end_turn(session: &Session, message: String, outcome: TurnOutcome) {
-    session.append_or_announce(EventBody::Error {
-        message,
-        ends_turn: true,
-    });
-    session.append_or_announce(EventBody::TurnEnded { outcome });
-    // Durable if it can be; a failure is recorded in the session.
-    let _ = session.sync();
-}
 
 /// The standard [`TurnSetup`]: the config layers of `home` and the workspace,
 /// the model (`model` from the session or flag, else `WICKET_MODEL`, else the

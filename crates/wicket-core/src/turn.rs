@@ -99,6 +99,23 @@ impl Outcome {
     }
 }
 
+/// Writes the end of a turn: the error that ended it, if one did, then
+/// `turn_ended`, each announced to followers when the log cannot take it,
+/// then a sync. A turn ends here, whether the runner or (after a failed
+/// setup or a panic) the manager ends it.
+pub(crate) fn record_end(session: &Session, error: Option<String>, outcome: TurnOutcome) {
+    if let Some(message) = error {
+        session.append_or_announce(EventBody::Error {
+            message,
+            ends_turn: true,
+        });
+    }
+    session.append_or_announce(EventBody::TurnEnded { outcome });
+    // Durable if it can be; a failure is recorded in the session, and the
+    // next turn's first write finds the disk as it is.
+    let _ = session.sync();
+}
+
 /// Whether `body` ends a turn, and how: the one test every front end uses.
 pub fn turn_over(body: &EventBody) -> Option<TurnOutcome> {
     match body {
@@ -151,6 +168,54 @@ Continue: finish the work with tool calls, or give your final answer.";
 /// Whether a reply says nothing at all.
 pub fn empty_reply(text: &str, tool_calls: &[ToolCallRequest]) -> bool {
     tool_calls.is_empty() && text.trim().is_empty()
+}
+
+/// Why a reply with no tool call is not taken as the turn's result: the
+/// live turn and the rebuild from the log both ask here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotTaken {
+    /// The output limit cut it.
+    Cut,
+    /// It has no text and no call.
+    Empty,
+}
+
+impl NotTaken {
+    fn of(
+        text: &str,
+        tool_calls: &[ToolCallRequest],
+        stop: Option<&StopReason>,
+    ) -> Option<NotTaken> {
+        if tool_calls.is_empty() && cut_by_output_limit(stop) {
+            Some(NotTaken::Cut)
+        } else if empty_reply(text, tool_calls) {
+            Some(NotTaken::Empty)
+        } else {
+            None
+        }
+    }
+
+    /// What the model is told.
+    fn notice(self) -> &'static str {
+        match self {
+            NotTaken::Cut => CUT_NOTICE,
+            NotTaken::Empty => EMPTY_NOTICE,
+        }
+    }
+
+    /// What the turn ends with when it happens twice in a row.
+    fn twice(self, stop: Option<&StopReason>) -> String {
+        match self {
+            NotTaken::Cut => "the model's reply was cut off at the output-token limit twice in a row, so the turn has no result; \
+                 raise [chat] max_tokens in config.toml, or ask for less at once"
+                .into(),
+            NotTaken::Empty => format!(
+                "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
+                 so the turn has no result. The server may have failed upstream: check its log",
+                stop.map_or("none", StopReason::as_str)
+            ),
+        }
+    }
 }
 
 /// The message a Stop hook's block becomes when the turn ended without `finish`.
@@ -374,10 +439,8 @@ impl Rebuild {
                     tool_calls: tool_calls.clone(),
                 });
                 let stop_reason = stop_reason.as_deref().map(StopReason::from_provider);
-                if tool_calls.is_empty() && cut_by_output_limit(stop_reason.as_ref()) {
-                    self.user(CUT_NOTICE.to_string());
-                } else if empty_reply(text, tool_calls) {
-                    self.user(EMPTY_NOTICE.to_string());
+                if let Some(why) = NotTaken::of(text, tool_calls, stop_reason.as_ref()) {
+                    self.user(why.notice().to_string());
                 }
             }
             EventBody::ToolResult {
@@ -480,13 +543,12 @@ struct Turn {
     history: Vec<Message>,
     system: String,
     tools: Vec<ToolSpec>,
-    usage: Usage,
-    /// Whether any reply of the turn had its usage reported.
-    any_reported: bool,
+    /// The turn's tokens and cost; `None` until a server reports any.
+    usage: Option<Usage>,
     /// Stop-hook blocks in a row.
     blocks: usize,
-    /// Replies cut by the output limit in a row.
-    cut: usize,
+    /// Replies not taken as the result (cut, or empty) in a row.
+    not_taken: usize,
     /// The provider's count of the last request plus its reply (0: none
     /// yet, or the conversation changed shape since).
     counted: u64,
@@ -497,11 +559,6 @@ struct Turn {
 }
 
 impl Turn {
-    /// The turn's usage, or `None` when no server reported any.
-    fn reported(&self) -> Option<Usage> {
-        self.any_reported.then_some(self.usage)
-    }
-
     /// Adds a message to the conversation, and to the estimate.
     fn push(&mut self, message: Message) {
         self.added_bytes += message_bytes(&message);
@@ -552,12 +609,13 @@ impl Runner<'_> {
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
-        self.session.append_or_announce(EventBody::TurnEnded {
-            outcome: outcome.turn_outcome(),
-        });
-        // The turn is over whatever these do; a failure is recorded in the
+        let error = match &outcome {
+            Outcome::Failed(_, message) => Some(message.clone()),
+            Outcome::Finished(_) | Outcome::Cancelled => None,
+        };
+        record_end(self.session, error, outcome.turn_outcome());
+        // The turn is over whatever this does; a failure is recorded in the
         // session and the next turn's first write finds the disk as it is.
-        let _ = self.session.sync();
         let _ = self.session.update_meta(|meta| meta.status = Status::Idle);
         outcome
     }
@@ -568,10 +626,6 @@ impl Runner<'_> {
 
     /// Ends the turn with an error (announced when the log cannot take it).
     fn fail_as(&self, outcome: TurnOutcome, message: String) -> Outcome {
-        self.session.append_or_announce(EventBody::Error {
-            message: message.clone(),
-            ends_turn: true,
-        });
         self.end(Outcome::Failed(outcome, message))
     }
 
@@ -874,12 +928,7 @@ impl Runner<'_> {
         };
         // Unreported usage stays unknown: nothing is counted, and the next
         // request's size is estimated from the whole conversation.
-        let usage = reply.usage.as_ref().map(|usage| self.priced(usage));
-        if let Some(usage) = &usage {
-            turn.usage.add(usage);
-            turn.any_reported = true;
-            self.session.count_usage(usage);
-        }
+        let usage = reply.usage.as_ref().map(|usage| self.count(turn, usage));
         turn.counted = reply
             .usage
             .map_or(0, |usage| usage.input_tokens + usage.output_tokens);
@@ -900,7 +949,7 @@ impl Runner<'_> {
         if reply.tool_calls.is_empty() {
             return self.no_calls(turn, reply, person, cancel);
         }
-        turn.cut = 0;
+        turn.not_taken = 0;
         self.calls(turn, &reply.tool_calls, person, cancel)
     }
 
@@ -939,7 +988,9 @@ impl Runner<'_> {
     fn over_budget(&self, turn: &Turn, next_input: u64) -> Option<Outcome> {
         let limits = &self.settings.limits;
         if let Some(max) = limits.max_tokens_per_turn {
-            let used = turn.usage.input_tokens + turn.usage.output_tokens;
+            let used = turn
+                .usage
+                .map_or(0, |usage| usage.input_tokens + usage.output_tokens);
             if used + next_input > max {
                 return Some(self.fail_as(TurnOutcome::Budget, format!(
                     "the turn stopped before its next request: it has used {used} tokens and the next request would take about {next_input} more, past [limits] max_tokens_per_turn = {max}"
@@ -949,7 +1000,7 @@ impl Runner<'_> {
         if let (Some(max), Some(prices)) =
             (limits.max_cost_usd_per_turn, self.settings.model.prices)
         {
-            let spent = turn.usage.cost_usd.unwrap_or(0.0);
+            let spent = turn.usage.and_then(|usage| usage.cost_usd).unwrap_or(0.0);
             let next = next_input as f64 * prices.input / 1_000_000.0;
             if spent + next > max {
                 return Some(self.fail_as(TurnOutcome::Budget, format!(
@@ -1060,13 +1111,18 @@ impl Runner<'_> {
             }
         };
         if let Some(reported) = &reply.usage {
-            let priced = self.priced(reported);
-            turn.usage.add(&priced);
-            turn.any_reported = true;
-            usage.add(&priced);
-            self.session.count_usage(&priced);
+            usage.add(&self.count(turn, reported));
         }
         Ok(reply)
+    }
+
+    /// A reply's reported usage, priced and counted in the turn's and the
+    /// session's totals.
+    fn count(&self, turn: &mut Turn, reported: &Usage) -> Usage {
+        let priced = self.priced(reported);
+        turn.usage.get_or_insert_default().add(&priced);
+        self.session.count_usage(&priced);
+        priced
     }
 
     /// A reply with no tool call ends the turn, its text the result, once
@@ -1078,37 +1134,20 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> Flow {
-        if cut_by_output_limit(reply.stop_reason.as_ref()) {
-            turn.cut += 1;
-            if turn.cut > 1 {
-                return Flow::End(self.fail(
-                    "the model's reply was cut off at the output-token limit twice in a row, so the turn has no result; \
-                     raise [chat] max_tokens in config.toml, or ask for less at once"
-                        .into(),
-                ));
+        let stop = reply.stop_reason.as_ref();
+        if let Some(why) = NotTaken::of(&reply.text, &reply.tool_calls, stop) {
+            // Cut and empty replies count together: replies not taken, in a row.
+            turn.not_taken += 1;
+            if turn.not_taken > 1 {
+                return Flow::End(self.fail(why.twice(stop)));
             }
             turn.push(Message::User {
-                text: CUT_NOTICE.into(),
-            });
-            return Flow::Continue;
-        }
-        if empty_reply(&reply.text, &reply.tool_calls) {
-            // Counted with cut replies: both are replies not taken, in a row.
-            turn.cut += 1;
-            if turn.cut > 1 {
-                return Flow::End(self.fail(format!(
-                    "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
-                     so the turn has no result. The server may have failed upstream: check its log",
-                    reply.stop_reason.as_ref().map_or("none", StopReason::as_str)
-                )));
-            }
-            turn.push(Message::User {
-                text: EMPTY_NOTICE.into(),
+                text: why.notice().into(),
             });
             return Flow::Continue;
         }
         match self.stop_hooks(None, &reply.text, person, cancel) {
-            Ok(()) => Flow::End(self.finished(reply.text, turn.reported())),
+            Ok(()) => Flow::End(self.finished(reply.text, turn.usage)),
             Err(feedback) => {
                 turn.blocks += 1;
                 if turn.blocks >= self.settings.max_stop_blocks {
@@ -1183,7 +1222,7 @@ impl Runner<'_> {
             }
         }
         match finished {
-            Some(text) => Flow::End(self.finished(text, turn.reported())),
+            Some(text) => Flow::End(self.finished(text, turn.usage)),
             None => Flow::Continue,
         }
     }
@@ -1316,10 +1355,9 @@ impl Runner<'_> {
             history,
             system,
             tools: self.tool_specs(),
-            usage: Usage::default(),
-            any_reported: false,
+            usage: None,
             blocks: 0,
-            cut: 0,
+            not_taken: 0,
             counted: 0,
             added_bytes: 0,
             compacted_for_error: false,

@@ -147,7 +147,7 @@ impl SandboxSettings {
     /// Each layer in force, in words a person understands.
     fn layers(&self, available: &Availability, access: Access) -> Vec<String> {
         let mut layers = vec![self.environment()];
-        if available.namespaces && available.mounts {
+        if available.jail_tree() {
             let workspace = match (self.mode, access.git) {
                 (SandboxMode::ReadOnly, _) => "the workspace read-only",
                 (_, false) => "the workspace writable except .git and .wicket",
@@ -185,7 +185,7 @@ impl SandboxSettings {
                 layers.push("network namespace: no network".into());
             }
         }
-        let enforcer = if available.cgroup && available.namespaces {
+        let enforcer = if available.cgroup_limits() {
             "a cgroup"
         } else if available.root {
             "rlimits (the process count does not hold for root)"

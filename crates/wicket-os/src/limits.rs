@@ -6,18 +6,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// How the limits are enforced on this machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcer {
-    /// A cgroup per command: counts every process and byte it uses.
-    Cgroup,
-    /// `RLIMIT_NPROC` (in the command's own user namespace) and `RLIMIT_DATA`.
-    Rlimits,
-    /// rlimits, run as root: the kernel does not hold root to `RLIMIT_NPROC`.
-    RlimitsAsRoot,
-}
-
 /// The limits of one command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceLimits {

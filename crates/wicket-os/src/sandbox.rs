@@ -155,6 +155,18 @@ impl Availability {
         }
     }
 
+    /// Whether a sandboxed command gets the jail's own file tree (a mount
+    /// namespace, built inside its user namespace).
+    pub fn jail_tree(&self) -> bool {
+        self.namespaces && self.mounts
+    }
+
+    /// Whether a sandboxed command's limits are held by a cgroup (made for
+    /// its namespaces), not by rlimits.
+    pub fn cgroup_limits(&self) -> bool {
+        self.namespaces && self.cgroup
+    }
+
     /// What the sandbox does not cover here, in words, if anything.
     pub fn note(&self) -> Option<String> {
         let mut gaps = Vec::new();
@@ -608,10 +620,7 @@ fn rule(path: &Path, access: BitFlags<AccessFs>) -> Option<PathBeneath<std::os::
 /// adds rights, so "everything but" is every sibling along the way down to
 /// each denied path; the folders on the way get only their listing.
 fn readable(deny: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let deny: BTreeSet<PathBuf> = deny
-        .iter()
-        .filter_map(|path| std::fs::canonicalize(path).ok())
-        .collect();
+    let deny: BTreeSet<PathBuf> = canonical(deny).into_iter().collect();
     if deny.is_empty() {
         return (vec![PathBuf::from("/")], Vec::new());
     }
@@ -637,16 +646,6 @@ fn readable(deny: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
     (allowed, ancestors.into_iter().collect())
 }
-
-/// The devices every program expects to write (never `/dev/tty`: a
-/// command has no terminal).
-const DEVICES: [&str; 5] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-];
 
 /// Restricts this process (and all it starts) to the policy.
 fn apply_landlock(policy: &Policy) -> Result<(), String> {
@@ -687,10 +686,12 @@ fn apply_landlock(policy: &Policy) -> Result<(), String> {
             .filter_map(|path| rule(path, AccessFs::from_all(abi))),
     );
     let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+    // The jail's devices, which every program expects to write (never
+    // `/dev/tty`: a command has no terminal).
     rules.extend(
-        DEVICES
+        crate::jail::DEVICES
             .iter()
-            .filter_map(|path| rule(Path::new(path), device)),
+            .filter_map(|name| rule(&Path::new("/dev").join(name), device)),
     );
     for rule in rules {
         created = created.add_rule(rule).map_err(error)?;

@@ -246,7 +246,7 @@ enum Tmp {
 /// (which gives it a private `/tmp`).
 fn builds_jail_tree(confine: &Confine) -> bool {
     let available = crate::sandbox::availability();
-    launcher().is_some() && confine.sandbox.is_some() && available.namespaces && available.mounts
+    launcher().is_some() && confine.sandbox.is_some() && available.jail_tree()
 }
 
 impl Tmp {
@@ -284,7 +284,7 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
                 // The jail's tree, or (unsandboxed) the protecting binds.
                 mounts: builds_jail_tree(&spec.confine) || (!sandboxed && available.mounts),
                 seccomp: sandboxed && available.seccomp,
-                cgroup: isolate && available.cgroup,
+                cgroup: sandboxed && available.cgroup_limits(),
                 protect: spec.confine.protect.clone(),
                 policy: spec.confine.sandbox.clone().map(|mut policy| {
                     if let Some(Tmp::Folder(folder)) = tmp {

@@ -171,6 +171,16 @@ pub struct SandboxSummary {
     pub note: Option<String>,
 }
 
+/// What every front end adds after a path outside the workspace.
+pub const OUTSIDE_WORKSPACE: &str = " (outside the workspace)";
+
+impl WriteCard {
+    /// [`OUTSIDE_WORKSPACE`] for a write outside the workspace, else nothing.
+    pub fn outside_note(&self) -> &'static str {
+        if self.outside { OUTSIDE_WORKSPACE } else { "" }
+    }
+}
+
 /// What a run card says when the call asked to write `.git`, in every front end.
 pub const GIT_WRITE_WARNING: &str =
     "may change .git: commits, branches, hooks, config that git runs later";

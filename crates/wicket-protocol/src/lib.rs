@@ -16,8 +16,8 @@ pub mod text;
 pub mod tools;
 
 pub use card::{
-    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, OutsideReadCard, Reach, RunCard, RunSource,
-    SandboxMode, SandboxSummary, WriteCard,
+    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, OUTSIDE_WORKSPACE, OutsideReadCard, Reach,
+    RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage};

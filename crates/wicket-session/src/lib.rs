@@ -582,11 +582,16 @@ impl Session {
 
     /// Opens an existing session for reading (`wicket log`).
     pub fn load_existing(home: &Path, id: &str) -> Result<(Meta, Loaded)> {
+        let meta = Session::meta_of(home, id)?;
+        let log = Session::dir_of(home, id).join("log.jsonl");
+        Ok((meta, load_log(&log)?))
+    }
+
+    /// An existing session's meta.json, without its log.
+    pub fn meta_of(home: &Path, id: &str) -> Result<Meta> {
         validate_id(id)?;
-        let dir = Session::dir_of(home, id);
-        let meta =
-            read_meta(&dir.join("meta.json"))?.ok_or_else(|| Error::NoSuchSession(id.into()))?;
-        Ok((meta, load_log(&dir.join("log.jsonl"))?))
+        let path = Session::dir_of(home, id).join("meta.json");
+        read_meta(&path)?.ok_or_else(|| Error::NoSuchSession(id.into()))
     }
 
     /// The path of `log.jsonl`.

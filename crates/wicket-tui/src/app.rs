@@ -762,11 +762,7 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
         format!(
             "{tool} wants to write {}{}",
             visible_line(&write.path),
-            if write.outside {
-                " (outside the workspace)"
-            } else {
-                ""
-            }
+            write.outside_note()
         ),
         bold,
     )];

@@ -329,19 +329,17 @@ impl Config {
                 if let Some(url) = openai.base_url {
                     self.openai_base_url = Some(url);
                 }
-                self.openai_tool_choice = match openai.tool_choice.as_deref() {
-                    None => None,
-                    Some("auto") => Some(wicket_chat::ToolChoice::Auto),
-                    Some("required") => Some(wicket_chat::ToolChoice::Required),
-                    Some(other) => {
-                        return Err(config_error(
+                if let Some(word) = openai.tool_choice.as_deref() {
+                    let choice = wicket_chat::ToolChoice::parse(word).ok_or_else(|| {
+                        config_error(
                             path,
                             format!(
-                                "[providers.openai] tool_choice = \"{other}\" is not a choice; use \"auto\" or \"required\", or leave it out"
+                                "[providers.openai] tool_choice = \"{word}\" is not a choice; use \"auto\" or \"required\", or leave it out"
                             ),
-                        ));
-                    }
-                };
+                        )
+                    })?;
+                    self.openai_tool_choice = Some(choice);
+                }
             }
             if let Some(url) = providers.anthropic.and_then(|p| p.base_url) {
                 self.anthropic_base_url = Some(url);
@@ -589,7 +587,7 @@ fn existing(path: &Path, key: &str, entry: &Path) -> Result<(PathBuf, PathBuf)> 
         _ => Err(config_error(
             path,
             format!(
-                "[sandbox] {key} entry '{}' must be an existing absolute path",
+                "[sandbox] {key} entry '{}' must be an existing absolute path (or start with ~/)",
                 entry.display()
             ),
         )),
@@ -618,25 +616,17 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
             }
         };
     }
-    if let Some(deny_read) = file.deny_read {
-        settings.deny_read = Vec::new();
-        for entry in deny_read {
-            let expanded = expand_home(&entry);
-            if !expanded.is_absolute() || !expanded.exists() {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "[sandbox] deny_read entry '{}' must be an existing absolute path (or start with ~/)",
-                        entry.display()
-                    ),
-                ));
-            }
-            settings.deny_read.push(expanded);
-        }
-    }
     let home = path
         .parent()
         .and_then(|home| std::fs::canonicalize(home).ok());
+    if let Some(deny_read) = file.deny_read {
+        settings.deny_read = Vec::new();
+        for entry in deny_read {
+            settings
+                .deny_read
+                .push(existing(path, "deny_read", &entry)?.0);
+        }
+    }
     for entry in file.extra_write {
         let (expanded, real) = existing(path, "extra_write", &entry)?;
         if let Some(home) = home.as_deref().filter(|home| overlaps(&real, home)) {
@@ -652,14 +642,21 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         }
         settings.extra_write.push(expanded);
     }
+    // What extra_read may not reach: Wicket's folder and the denied paths,
+    // where they really are (resolved once, not per entry).
+    let secrets: Vec<PathBuf> = home
+        .iter()
+        .cloned()
+        .chain(
+            settings
+                .deny_read
+                .iter()
+                .map(|secret| std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone())),
+        )
+        .collect();
     for entry in file.extra_read {
         let (expanded, real) = existing(path, "extra_read", &entry)?;
-        let hidden = home.iter().chain(settings.deny_read.iter()).any(|secret| {
-            overlaps(
-                &real,
-                &std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone()),
-            )
-        });
+        let hidden = secrets.iter().any(|secret| overlaps(&real, secret));
         if hidden {
             return Err(config_error(
                 path,
