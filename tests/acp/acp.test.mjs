@@ -59,11 +59,17 @@ await first.app.connectWith(first.stream, async (agent) => {
   assert.equal(fs.readFileSync(path.join(WORKSPACE, "a.txt"), "utf8"), "one\n");
   assert.equal(seen.permissions.length, 1);
   const asked = seen.permissions[0];
-  assert.deepEqual(asked.options.map((o) => [o.optionId, o.kind, o.name]), [
-    ["allow_once", "allow_once", "Allow once"],
-    ["allow_session", "allow_always", "Allow for this session"],
-    ["deny", "reject_once", "Deny"],
+  assert.deepEqual(asked.options.map((o) => [o.optionId, o.kind]), [
+    ["allow_once", "allow_once"],
+    ["allow_session", "allow_always"],
+    ["allow_always", "allow_always"],
+    ["deny", "reject_once"],
   ]);
+  assert.deepEqual(asked.options.filter((o) => o.optionId !== "allow_always").map((o) => o.name),
+    ["Allow once", "Allow for this session", "Deny"]);
+  // "Always allow" names the rule it would save: this file, in this workspace.
+  const always = asked.options.find((o) => o.optionId === "allow_always").name;
+  assert.ok(always.startsWith('Always allow (allow write path "a.txt" in '), always);
   assert.equal(asked.toolCall.content[0].type, "diff");
   assert.equal(asked.toolCall.content[0].newText, "one\n");
   const call = since(seen, mark).find((u) => u.sessionUpdate === "tool_call");

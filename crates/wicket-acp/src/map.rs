@@ -21,20 +21,37 @@ pub const ALLOW_ONCE: &str = "allow_once";
 /// See [`ALLOW_ONCE`].
 pub const ALLOW_SESSION: &str = "allow_session";
 /// See [`ALLOW_ONCE`].
+pub const ALLOW_ALWAYS: &str = "allow_always";
+/// See [`ALLOW_ONCE`].
 pub const DENY: &str = "deny";
 
-/// The three options every card offers. Wicket's allow_session ends with the
-/// session, so the `allow_always` option says so.
-pub fn options() -> Vec<PermissionOption> {
-    vec![
+/// The options a card offers. Wicket's allow_session ends with the session,
+/// so its option says so; "Always allow" saves the card's rule (and says which).
+pub fn options(card: &wicket_protocol::Card) -> Vec<PermissionOption> {
+    let mut options = vec![
         PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
             ALLOW_SESSION,
             "Allow for this session",
             PermissionOptionKind::AllowAlways,
         ),
-        PermissionOption::new(DENY, "Deny", PermissionOptionKind::RejectOnce),
-    ]
+    ];
+    if let Some(always) = &card.always {
+        options.push(PermissionOption::new(
+            ALLOW_ALWAYS,
+            format!(
+                "Always allow ({})",
+                wicket_protocol::text::visible_line(&always.describe())
+            ),
+            PermissionOptionKind::AllowAlways,
+        ));
+    }
+    options.push(PermissionOption::new(
+        DENY,
+        "Deny",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
 }
 
 /// The answer a permission outcome gives: the chosen option's, and deny for
@@ -44,6 +61,7 @@ pub fn answer(outcome: &RequestPermissionOutcome) -> Answer {
         RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
             ALLOW_ONCE => Answer::AllowOnce,
             ALLOW_SESSION => Answer::AllowSession,
+            ALLOW_ALWAYS => Answer::AllowAlways,
             _ => Answer::Deny,
         },
         // Cancelled, and whatever a later schema adds: never an allow.
@@ -154,7 +172,10 @@ impl Mapper {
             EventBody::Answer { card, answer, .. } => {
                 // Allowed: the call is under way.
                 match (self.cards.remove(card), answer) {
-                    (Some(call_id), Answer::AllowOnce | Answer::AllowSession) => {
+                    (
+                        Some(call_id),
+                        Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways,
+                    ) => {
                         vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                             call_id,
                             ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
@@ -430,7 +451,7 @@ impl Mapper {
         RequestPermissionRequest::new(
             session.clone(),
             ToolCallUpdate::new(call_id.to_string(), fields),
-            options(),
+            options(card),
         )
     }
 }
@@ -497,6 +518,7 @@ mod tests {
                 digest: "d".into(),
                 outside: false,
             }),
+            always: None,
         }
     }
 
@@ -524,6 +546,7 @@ mod tests {
                 path: "/etc/hosts".into(),
                 reach: Reach::Read,
             }),
+            always: None,
         };
         let mcp = Card {
             id: "card-4".into(),
@@ -535,6 +558,7 @@ mod tests {
                 arguments_truncated: false,
                 annotations: Some(json!({"readOnlyHint": true})),
             }),
+            always: None,
         };
         let requests = vec![
             mapper.permission(
@@ -569,6 +593,7 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            always: None,
         }
     }
 
@@ -631,6 +656,7 @@ mod tests {
                     name: "write_file".into(),
                     arguments: json!({"path": "src/a.txt", "content": "new\n"}),
                     auto_allowed: None,
+                    allowed_by: None,
                 },
             ),
             event(
@@ -652,6 +678,7 @@ mod tests {
                     name: "run".into(),
                     arguments: json!({"argv": ["cargo", "test"]}),
                     auto_allowed: None,
+                    allowed_by: None,
                 },
             ),
             event(
@@ -679,6 +706,7 @@ mod tests {
                     name: "read_file".into(),
                     arguments: json!({"path": "/etc/shadow"}),
                     auto_allowed: None,
+                    allowed_by: None,
                 },
             ),
             event(
@@ -700,6 +728,7 @@ mod tests {
                     name: "finish".into(),
                     arguments: json!({"result": "fixed"}),
                     auto_allowed: None,
+                    allowed_by: None,
                 },
             ),
             event(
@@ -739,6 +768,7 @@ mod tests {
                     name: "write_file".into(),
                     arguments: json!({"path": "src/a.txt", "content": "new\n"}),
                     auto_allowed: None,
+                    allowed_by: None,
                 },
             ),
             event(
@@ -755,6 +785,7 @@ mod tests {
                     card: "card-1".into(),
                     answer: Answer::AllowOnce,
                     stale: false,
+                    rule: None,
                 },
             ),
             event(

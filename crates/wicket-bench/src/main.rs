@@ -358,7 +358,8 @@ fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
         sandbox: wicket_gate::sandbox::SandboxSettings::default(),
         home: home.path().to_path_buf(),
     };
-    let gate = wicket_gate::Gate::new(&tools, &session, &confinement);
+    let rules = wicket_gate::rules::Rules::default();
+    let gate = wicket_gate::Gate::new(&tools, &session, &confinement, &rules);
     let call = wicket_protocol::ToolCall::parse("read_file", serde_json::json!({"path": "a.txt"}))
         .map_err(|e| anyhow::anyhow!(e.message))?;
     let cancel = wicket_tools::Cancel::default();

@@ -50,6 +50,7 @@ struct World {
     tools: Tools,
     session: Session,
     confinement: Confinement,
+    rules: wicket_gate::rules::Rules,
     runtime: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
 }
@@ -66,6 +67,7 @@ impl World {
                 sandbox: SandboxSettings::default(),
                 home: std::env::temp_dir().join("wicket-bench-home"),
             },
+            rules: wicket_gate::rules::Rules::default(),
             runtime: tokio::runtime::Runtime::new()?,
             _dir: dir,
         })
@@ -76,6 +78,7 @@ impl World {
             tools: &self.tools,
             session: &self.session,
             confinement: &self.confinement,
+            rules: &self.rules,
             hub,
         }
     }

@@ -31,6 +31,7 @@ fn turn_events(i: u64) -> [EventBody; 4] {
             name: "read_file".into(),
             arguments: serde_json::json!({"path": format!("src/module_{i}.rs")}),
             auto_allowed: None,
+            allowed_by: None,
         },
         crate::sample_event(i),
     ]

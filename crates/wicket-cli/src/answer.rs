@@ -128,15 +128,16 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
     let _ = std::io::stderr().flush();
     flush_typed_ahead();
     loop {
-        eprint!("[o]nce / [s]ession / [d]eny: ");
+        eprint!("[o]nce / [s]ession / [a]lways / [d]eny: ");
         // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
         let _ = std::io::stderr().flush();
         let line = read_terminal_line()?;
         match line.trim() {
             "o" | "once" => return Some(Answer::AllowOnce),
             "s" | "session" => return Some(Answer::AllowSession),
+            "a" | "always" if card.always.is_some() => return Some(Answer::AllowAlways),
             "d" | "deny" => return Some(Answer::Deny),
-            _ => eprintln!("type o, s or d"),
+            _ => eprintln!("type o, s, a or d"),
         }
     }
 }

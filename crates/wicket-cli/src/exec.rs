@@ -31,7 +31,7 @@ pub(crate) enum Mode {
 
 /// What the person is asked.
 enum Ask {
-    Card(Card),
+    Card(Box<Card>),
     Question { id: String, question: String },
 }
 
@@ -159,7 +159,7 @@ fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> O
     match &event.body {
         EventBody::Card { card, .. } => {
             // The UI loop has ended: no one is left to tell.
-            let _ = asks.send(Ask::Card(card.clone()));
+            let _ = asks.send(Ask::Card(Box::new(card.clone())));
             None
         }
         EventBody::Question { id, question, .. } => {

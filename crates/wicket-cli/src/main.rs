@@ -4,19 +4,22 @@
 
 mod answer;
 mod exec;
+mod grants;
 mod mcp;
 mod serve;
 mod show;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use wicket_core::config::Config;
 use wicket_gate::{Answerer, Confinement, Gate, Policy};
-use wicket_protocol::{Answer, ErrorKind, ToolCall, WireError, result_line};
+use wicket_protocol::{
+    Answer, ErrorKind, GrepArgs, ListDirArgs, ReadFileArgs, ToolCall, WireError, result_line,
+};
 use wicket_session::{self as session, Session};
 use wicket_tools::{Cancel, Tools};
 
@@ -38,6 +41,7 @@ enum Answers {
     Deny,
     AllowOnce,
     AllowSession,
+    AllowAlways,
     Stdin,
 }
 
@@ -46,6 +50,7 @@ enum Answers {
 enum ExecAnswers {
     Deny,
     AllowOnce,
+    AllowAlways,
     Stdin,
 }
 
@@ -169,6 +174,39 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the rules in force and a session's grants, with where each came from.
+    Grants {
+        #[command(subcommand)]
+        action: Option<GrantsAction>,
+        /// Also this session's grants (and its workspace's rules).
+        #[arg(long)]
+        session: Option<String>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check recorded sessions against today's rules.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum GrantsAction {
+    /// Take back a saved rule (rules.toml) or, with --session, a session's grant.
+    Revoke {
+        id: String,
+        /// The session whose grant it is.
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyAction {
+    /// Replay every call of SESSION against today's rules: card, allowed (by what) or denied.
+    Check { session: String },
 }
 
 /// The launcher every command starts through: `wicket-launch` beside this
@@ -256,6 +294,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mode: answers.map(|answers| match answers {
                 ExecAnswers::Deny => exec::Mode::Policy(Answer::Deny),
                 ExecAnswers::AllowOnce => exec::Mode::Policy(Answer::AllowOnce),
+                ExecAnswers::AllowAlways => exec::Mode::Policy(Answer::AllowAlways),
                 ExecAnswers::Stdin => exec::Mode::Stdin,
             }),
         }),
@@ -279,6 +318,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp { command } => mcp_command(command),
         Command::Sessions { json } => sessions(json),
         Command::Log { id, json } => log(&id, json),
+        Command::Grants {
+            action: None,
+            session,
+            json,
+        } => grants::list(session.as_deref(), json),
+        Command::Grants {
+            action: Some(GrantsAction::Revoke { id, session }),
+            ..
+        } => grants::revoke(&id, session.as_deref()),
+        Command::Policy {
+            action: PolicyAction::Check { session },
+        } => grants::check(&session),
     }
 }
 
@@ -432,13 +483,23 @@ fn tool(
     };
     let home = session::home();
     let root = tools.workspace().root().to_path_buf();
-    // Only a command needs the sandbox settings (and so the config files).
-    let sandbox = match &call {
-        ToolCall::Run(_) => Config::load(&home, &root)?.sandbox,
-        _ => wicket_gate::sandbox::SandboxSettings::default(),
+    // A read inside the workspace needs no config: only a call that can
+    // raise a card is decided by the rules (and a command by the sandbox).
+    let may_card = match &call {
+        ToolCall::ReadFile(ReadFileArgs { path, .. }) => Path::new(path).is_absolute(),
+        ToolCall::ListDir(ListDirArgs { path, .. }) | ToolCall::Grep(GrepArgs { path, .. }) => path
+            .as_deref()
+            .is_some_and(|path| Path::new(path).is_absolute()),
+        ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => true,
     };
+    let config = if may_card {
+        Config::load(&home, &root)?
+    } else {
+        Config::default()
+    };
+    let rules = config.gate_rules(&home);
     let confinement = Confinement {
-        sandbox,
+        sandbox: config.sandbox,
         home: home.clone(),
     };
     // Without --session the call gets a session in memory only.
@@ -456,7 +517,7 @@ fn tool(
         None => Session::in_memory(&root),
     };
     let mut answerer = answerer_for(answers);
-    let gate = Gate::new(&tools, &session, &confinement);
+    let gate = Gate::new(&tools, &session, &confinement, &rules);
     let call_id = wicket_os::ids::new_id("call");
     let result = gate.call(&call_id, &call, answerer.as_mut(), &Cancel::default());
     session.sync()?;
@@ -476,6 +537,7 @@ fn answerer_for(answers: Option<Answers>) -> Box<dyn Answerer> {
         Some(Answers::AllowSession) => {
             Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
         }
+        Some(Answers::AllowAlways) => Box::new(answer::Printing::new(Policy(Answer::AllowAlways))),
         Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines)),
         None if std::io::stdin().is_terminal() => Box::new(answer::Printing::new(answer::Terminal)),
         None => Box::new(answer::Printing::new(Policy(Answer::Deny))),

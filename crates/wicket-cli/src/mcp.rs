@@ -20,6 +20,7 @@ pub(crate) struct Setup {
     tools: Tools,
     config: Config,
     confinement: Confinement,
+    rules: wicket_gate::rules::Rules,
     session: Session,
     runtime: tokio::runtime::Runtime,
 }
@@ -51,6 +52,7 @@ impl Setup {
             .enable_all()
             .build()?;
         Ok(Setup {
+            rules: config.gate_rules(&home),
             tools,
             config,
             confinement,
@@ -68,6 +70,7 @@ impl Setup {
             tools: &self.tools,
             session: &self.session,
             confinement: &self.confinement,
+            rules: &self.rules,
             hub,
         }
     }

@@ -13,6 +13,7 @@ const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
 const CYAN: &str = "\x1b[36m";
 const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
 const RESET: &str = "\x1b[0m";
 
 fn paint(text: &str, style: &str, color: bool) -> String {
@@ -31,12 +32,24 @@ pub(crate) fn colour() -> bool {
 /// A card as a person reads it; a coloured diff unless `color` is false.
 pub(crate) fn card(card: &Card, color: bool) -> String {
     let tool = visible_line(&card.tool);
-    match &card.kind {
+    let mut shown = match &card.kind {
         CardKind::Write(write) => write_card(&tool, write, color),
         CardKind::OutsideRead(read) => outside_card(&tool, read, color),
         CardKind::Run(run) => run_card(run, color),
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
+    };
+    if let Some(always) = &card.always {
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown.push_str(&paint(
+            &format!("always would save: {}", visible_line(&always.describe())),
+            DIM,
+            color,
+        ));
+        shown.push('\n');
     }
+    shown
 }
 
 fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
@@ -402,14 +415,19 @@ pub(crate) fn event_line(event: &Event) -> String {
             name,
             arguments,
             auto_allowed,
+            allowed_by,
             ..
         } => format!(
-            "tool_call {} {}{}",
+            "tool_call {} {}{}{}",
             visible_line(name),
             short(&arguments.to_string(), 400),
             auto_allowed
                 .as_ref()
                 .map(|rule| format!(" (allowed by {})", visible_line(rule)))
+                .unwrap_or_default(),
+            allowed_by
+                .as_ref()
+                .map(|by| format!(" ({})", visible_line(&by.describe())))
                 .unwrap_or_default()
         ),
         EventBody::ToolResult {
@@ -434,10 +452,14 @@ pub(crate) fn event_line(event: &Event) -> String {
             card,
             answer,
             stale,
+            rule,
         } => format!(
-            "answer {card} {}{}",
+            "answer {card} {}{}{}",
             answer.as_str(),
-            if *stale { " (stale)" } else { "" }
+            if *stale { " (stale)" } else { "" },
+            rule.as_ref()
+                .map(|rule| format!(" (saved rule {})", visible_line(rule)))
+                .unwrap_or_default()
         ),
         EventBody::UserMessage { text } => format!("user {}", short(text, 400)),
         EventBody::AssistantMessage {
@@ -541,6 +563,7 @@ mod tests {
                 digest: "absent".into(),
                 outside: false,
             }),
+            always: None,
         }
     }
 
@@ -571,6 +594,7 @@ mod tests {
                 sandbox,
                 source,
             }),
+            always: None,
         }
     }
 
@@ -678,6 +702,7 @@ mod tests {
                 path: "/etc".into(),
                 reach: Reach::Grep,
             }),
+            always: None,
         };
         insta::assert_snapshot!(card(&read, false));
     }
@@ -695,6 +720,7 @@ mod tests {
                 arguments_truncated: false,
                 annotations: Some(serde_json::json!({"readOnlyHint": true})),
             }),
+            always: None,
         };
         let shown = card(&mcp, false);
         assert!(!shown.contains('\x1b'));

@@ -97,13 +97,23 @@ pub enum ManagerError {
     /// A turn runs; what was asked needs the session idle.
     #[error("a turn is running in session {0}; try again when it ends")]
     Busy(String),
+    /// An answer that cannot be given as it is (a widening that is not the
+    /// card's own argv prefix).
+    #[error("{0}")]
+    BadAnswer(String),
+    /// No grant or rule has that id.
+    #[error("{0}")]
+    NoSuchGrant(String),
+    /// The rules file cannot be read or written.
+    #[error(transparent)]
+    Rules(#[from] wicket_gate::rules::Error),
 }
 
 /// What is waiting for the person in a session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Open {
     /// A card.
-    Card(Card),
+    Card(Box<Card>),
     /// A question.
     Question {
         /// Its id.
@@ -175,7 +185,8 @@ pub struct Summary {
 }
 
 enum Given {
-    Answer(Answer),
+    /// An answer, and for an `allow_always` the argv prefix its rule was widened to.
+    Answer(Answer, Option<Vec<String>>),
     Reply(String),
 }
 
@@ -415,12 +426,15 @@ impl Live {
     }
 }
 
-struct LivePerson(Arc<Live>);
+struct LivePerson(Arc<Live>, Option<Vec<String>>);
 
 impl Person for LivePerson {
     fn card(&mut self, card: &Card) -> Option<Answer> {
         match self.0.wait_for(&card.id)? {
-            Given::Answer(answer) => Some(answer),
+            Given::Answer(answer, widened) => {
+                self.1 = widened;
+                Some(answer)
+            }
             Given::Reply(_) => None,
         }
     }
@@ -428,8 +442,12 @@ impl Person for LivePerson {
     fn question(&mut self, id: &str, _question: &str) -> Option<String> {
         match self.0.wait_for(id)? {
             Given::Reply(reply) => Some(reply),
-            Given::Answer(_) => None,
+            Given::Answer(..) => None,
         }
+    }
+
+    fn widened(&mut self) -> Option<Vec<String>> {
+        self.1.take()
     }
 }
 
@@ -546,7 +564,7 @@ impl Manager {
             session.set_listener(Box::new(move |event| {
                 // Open before anyone can see it.
                 let open = match &event.body {
-                    EventBody::Card { card, .. } => Some(Open::Card(card.clone())),
+                    EventBody::Card { card, .. } => Some(Open::Card(Box::new(card.clone()))),
                     EventBody::Question { id, question, .. } => Some(Open::Question {
                         id: id.clone(),
                         question: question.clone(),
@@ -685,7 +703,19 @@ impl Manager {
         card: &CardId,
         answer: Answer,
     ) -> Result<(), ManagerError> {
-        self.give(id, card, Given::Answer(answer))
+        self.give(id, card, Given::Answer(answer, None))
+    }
+
+    /// Answers `allow_always` with the card's rule widened to an argv
+    /// prefix (the card's own first words), or any answer with `None`.
+    pub fn answer_widened(
+        &self,
+        id: &SessionId,
+        card: &CardId,
+        answer: Answer,
+        prefix: Option<Vec<String>>,
+    ) -> Result<(), ManagerError> {
+        self.give(id, card, Given::Answer(answer, prefix))
     }
 
     /// Replies to the open question.
@@ -708,7 +738,7 @@ impl Manager {
         };
         let mut state = live.state();
         let fits = match (&state.open, &given) {
-            (Some(Open::Card(card)), Given::Answer(_)) => card.id == item,
+            (Some(Open::Card(card)), Given::Answer(..)) => card.id == item,
             (Some(Open::Question { id: open, .. }), Given::Reply(_)) => open == item,
             _ => false,
         };
@@ -717,6 +747,16 @@ impl Manager {
                 session: id.to_string(),
                 item: item.to_string(),
             });
+        }
+        if let (Some(Open::Card(card)), Given::Answer(answer, Some(prefix))) = (&state.open, &given)
+        {
+            if *answer != Answer::AllowAlways {
+                return Err(ManagerError::BadAnswer(
+                    "argv_prefix widens an allow_always answer only".into(),
+                ));
+            }
+            wicket_gate::widen(&mut (**card).clone(), prefix.clone())
+                .map_err(|error| ManagerError::BadAnswer(error.message))?;
         }
         // Closed at once: a second answer to it is refused, and what is open
         // next is the next card.
@@ -793,6 +833,54 @@ impl Manager {
     /// The session's meta.json as it is now.
     pub fn meta(&self, id: &SessionId) -> Result<Meta, ManagerError> {
         Ok(self.live(id)?.session.meta())
+    }
+
+    /// The session's grants, each with its id and the card it came from.
+    pub fn grants(&self, id: &SessionId) -> Result<Vec<wicket_session::Grant>, ManagerError> {
+        Ok(self.meta(id)?.allowed.grants())
+    }
+
+    /// Takes back one of the session's grants: the next matching call asks again.
+    pub fn revoke_grant(
+        &self,
+        id: &SessionId,
+        grant: &str,
+    ) -> Result<wicket_session::Grant, ManagerError> {
+        let live = self.live(id)?;
+        let mut revoked = None;
+        live.session
+            .update_meta(|meta| revoked = meta.allowed.revoke(grant))?;
+        revoked.ok_or_else(|| {
+            ManagerError::NoSuchGrant(format!(
+                "session {id} has no grant {grant}; GET /api/sessions/{id}/grants lists them"
+            ))
+        })
+    }
+
+    /// The person's rules in force in every workspace: the home config's
+    /// and rules.toml's, each with where it came from.
+    pub fn rules(
+        &self,
+    ) -> Result<Vec<(wicket_gate::rules::Source, wicket_protocol::Rule)>, ManagerError> {
+        Ok(Config::load_home(&self.home)?
+            .gate_rules(&self.home)
+            .all()?)
+    }
+
+    /// Saves a rule of the person's to rules.toml; its id.
+    pub fn save_rule(&self, spec: wicket_protocol::RuleSpec) -> Result<String, ManagerError> {
+        Ok(wicket_gate::rules::save(
+            &self.home.join(wicket_gate::rules::RULES_FILE),
+            spec,
+        )?)
+    }
+
+    /// Takes a saved rule out of rules.toml.
+    pub fn revoke_rule(&self, id: &str) -> Result<wicket_protocol::Rule, ManagerError> {
+        Ok(wicket_gate::rules::revoke(
+            &self.home.join(wicket_gate::rules::RULES_FILE),
+            id,
+        )?)
     }
 
     /// Every session on disk, with the queue lengths of the live ones.
@@ -897,7 +985,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    runner.run(&text, &mut LivePerson(live.clone()), &cancel)
+                    runner.run(&text, &mut LivePerson(live.clone(), None), &cancel)
                 }));
                 if ran.is_err() {
                     record_end(
@@ -997,6 +1085,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 sandbox: config.sandbox.clone(),
                 home: home.clone(),
             },
+            rules: config.gate_rules(&home),
             model: info,
             limits: config.limits,
             mcp_servers: config.mcp_servers.clone(),

@@ -78,13 +78,15 @@ pub struct McpSession<'a> {
     pub session: &'a Session,
     /// The sandbox.
     pub confinement: &'a Confinement,
+    /// The person's rules.
+    pub rules: &'a wicket_gate::rules::Rules,
     /// The servers.
     pub hub: &'a Hub,
 }
 
 impl McpSession<'_> {
     fn gate(&self) -> Gate<'_> {
-        Gate::new(self.tools, self.session, self.confinement)
+        Gate::new(self.tools, self.session, self.confinement, self.rules)
     }
 
     fn log(&self, report: Report) {
@@ -184,20 +186,6 @@ impl McpSession<'_> {
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
         let auto = self.hub.auto_allowed(&call.server, &call.tool);
-        // Nothing is called that the log did not record.
-        self.session
-            .append(EventBody::ToolCall {
-                call_id: call_id.to_string(),
-                name: call.name.clone(),
-                arguments: serde_json::Value::Object(call.arguments.clone()),
-                auto_allowed: auto.then(|| {
-                    format!(
-                        "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
-                        call.server
-                    )
-                }),
-            })
-            .map_err(wicket_gate::internal)?;
         let annotations = self
             .hub
             .find(&call.name)
@@ -210,6 +198,25 @@ impl McpSession<'_> {
             auto_allowed: auto,
         };
         let gate = self.gate();
+        // Nothing is called that the log did not record.
+        self.session
+            .append(EventBody::ToolCall {
+                call_id: call_id.to_string(),
+                name: call.name.clone(),
+                arguments: serde_json::Value::Object(call.arguments.clone()),
+                auto_allowed: auto.then(|| {
+                    format!(
+                        "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
+                        call.server
+                    )
+                }),
+                allowed_by: if auto {
+                    None
+                } else {
+                    gate.mcp_allowed_by(&request)
+                },
+            })
+            .map_err(wicket_gate::internal)?;
         let result = gate.allow_mcp(call_id, &request, answerer).and_then(|()| {
             if cancel.is_cancelled() {
                 return Err(WireError::new(

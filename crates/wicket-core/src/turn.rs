@@ -43,6 +43,8 @@ pub struct Settings {
     pub skills: Vec<Skill>,
     /// The sandbox and the home its commands may not read.
     pub confinement: Confinement,
+    /// The person's rules (and the workspace's asks and denies).
+    pub rules: wicket_gate::rules::Rules,
     /// The model's window, output limit and prices.
     pub model: ModelInfo,
     /// The turn's budget.
@@ -74,6 +76,11 @@ pub trait Person {
     fn card(&mut self, card: &Card) -> Option<Answer>;
     /// The reply to a question.
     fn question(&mut self, id: &str, question: &str) -> Option<String>;
+
+    /// After an `allow_always`: the argv prefix the person widened its rule to.
+    fn widened(&mut self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// How a turn ended; its `turn_ended` event was appended (or, when the
@@ -129,6 +136,10 @@ struct Asker<'a>(&'a mut dyn Person);
 impl Answerer for Asker<'_> {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
         self.0.card(card)
+    }
+
+    fn widened(&mut self) -> Option<Vec<String>> {
+        self.0.widened()
     }
 }
 
@@ -605,7 +616,12 @@ impl Runner<'_> {
     }
 
     fn gate(&self) -> Gate<'_> {
-        Gate::new(self.tools, self.session, &self.settings.confinement)
+        Gate::new(
+            self.tools,
+            self.session,
+            &self.settings.confinement,
+            &self.settings.rules,
+        )
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
@@ -1247,6 +1263,7 @@ impl Runner<'_> {
             name: call.name.clone(),
             arguments,
             auto_allowed: None,
+            allowed_by: None,
         });
     }
 
@@ -1378,6 +1395,7 @@ impl Runner<'_> {
             tools: self.tools,
             session: self.session,
             confinement: &self.settings.confinement,
+            rules: &self.settings.rules,
             hub: self.mcp?,
         })
     }

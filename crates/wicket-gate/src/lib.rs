@@ -23,10 +23,15 @@ use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
 pub mod diff;
+pub mod rules;
 pub mod sandbox;
+pub mod shell;
 
+use crate::rules::{Rules, Subject};
 use crate::sandbox::{Access, SandboxSettings};
-use wicket_session::{McpKey, OutsideKey, RunKey, Session, Status};
+use wicket_protocol::rules::{Argv, Matcher, WriteTool};
+use wicket_protocol::{AllowedBy, Rule, RuleAction, RuleSpec};
+use wicket_session::{McpKey, OutsideKey, RunKey, Session, Status, grant_id};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -36,6 +41,40 @@ pub const STALE_RETRIES: usize = 8;
 pub trait Answerer {
     /// The answer to `card`, or `None` when it was withdrawn.
     fn answer(&mut self, card: &Card) -> Option<Answer>;
+
+    /// After an `allow_always` to a run card: the first words of its argv
+    /// the person widened the saved rule to (`cargo test` for `cargo test
+    /// foo`), or `None` for the card's exact key.
+    fn widened(&mut self) -> Option<Vec<String>> {
+        None
+    }
+}
+
+/// The card's `always` rule widened to `prefix`: only ever a shorter,
+/// non-empty start of the card's own argv, never another command.
+pub fn widen(card: &mut Card, prefix: Vec<String>) -> Result<(), WireError> {
+    let argv = match &card.kind {
+        CardKind::Run(run) => &run.argv,
+        _ => {
+            return Err(WireError::new(
+                ErrorKind::InvalidArgs,
+                "only a run card's rule can be widened to an argv prefix",
+            ));
+        }
+    };
+    if prefix.is_empty() || !argv.starts_with(&prefix) {
+        return Err(WireError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "argv_prefix {prefix:?} is not the start of the card's argv {argv:?}; give its first words"
+            ),
+        ));
+    }
+    if let Some(always) = card.always.as_deref_mut() {
+        always.argv = None;
+        always.argv_prefix = Some(prefix);
+    }
+    Ok(())
 }
 
 /// A fixed answer for every card (`--answers deny|allow_once|allow_session`).
@@ -72,6 +111,52 @@ fn withdrawn() -> WireError {
         ErrorKind::Denied,
         "the card was withdrawn (the turn was cancelled)",
     )
+}
+
+fn denied_by_rule(rule: &str) -> WireError {
+    WireError::new(
+        ErrorKind::Denied,
+        format!(
+            "a rule of the person's ({rule}) refuses this call without asking; the workspace is as \
+             it was. Do not try it another way: ask them (with ask) if you need it"
+        ),
+    )
+}
+
+fn rules_failed(error: rules::Error) -> WireError {
+    WireError::new(ErrorKind::Io, error.to_string())
+}
+
+/// What the gate would do with a call (see [`Gate::check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// No card: an inside read, list or grep (or a call that fails before any card).
+    Free,
+    /// A card.
+    Card,
+    /// Through without a card, and why.
+    Allowed(AllowedBy),
+    /// Refused without a card (a deny rule), or the rules could not be read.
+    Refused(String),
+}
+
+impl Check {
+    fn of(pass: Option<Result<Pass, WireError>>) -> Check {
+        match pass {
+            None => Check::Free,
+            Some(Ok(Pass::Card)) => Check::Card,
+            Some(Ok(Pass::Through(by))) => Check::Allowed(by),
+            Some(Err(error)) => Check::Refused(error.message),
+        }
+    }
+}
+
+/// What the gate does with a call that could raise a card.
+enum Pass {
+    /// Ask the person.
+    Card,
+    /// Let it through, and say why.
+    Through(AllowedBy),
 }
 
 /// A session-store failure as a tool call's error (the call did not run).
@@ -137,15 +222,22 @@ pub struct Gate<'a> {
     tools: &'a Tools,
     session: &'a Session,
     confinement: &'a Confinement,
+    rules: &'a Rules,
 }
 
 impl<'a> Gate<'a> {
-    /// The gate of `session` over `tools`.
-    pub fn new(tools: &'a Tools, session: &'a Session, confinement: &'a Confinement) -> Gate<'a> {
+    /// The gate of `session` over `tools`, deciding with `rules`.
+    pub fn new(
+        tools: &'a Tools,
+        session: &'a Session,
+        confinement: &'a Confinement,
+        rules: &'a Rules,
+    ) -> Gate<'a> {
         Gate {
             tools,
             session,
             confinement,
+            rules,
         }
     }
 
@@ -158,12 +250,19 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
+        // Why it will go through without a card, said on the call's own
+        // line; the call decides again (the same way) where it is made.
+        let allowed_by = match self.preview(call) {
+            Some(Ok(Pass::Through(by))) => Some(by),
+            _ => None,
+        };
         self.session
             .append(EventBody::ToolCall {
                 call_id: call_id.to_string(),
                 name: call.name().to_string(),
                 arguments: call.arguments(),
                 auto_allowed: None,
+                allowed_by,
             })
             .map_err(internal)?;
         let result = self.dispatch(call_id, call, answerer, cancel);
@@ -190,6 +289,172 @@ impl<'a> Gate<'a> {
             })
             .map_err(internal)?;
         Ok(())
+    }
+
+    /// What the gate will do with `call`, where it could raise a card.
+    fn preview(&self, call: &ToolCall) -> Option<Result<Pass, WireError>> {
+        let workspace = self.tools.workspace();
+        let outside = |path: &str, reach: Reach| match workspace.classify(path).ok()? {
+            Location::Outside(path) => Some(self.outside_pass(&path, reach)),
+            Location::Inside(_) => None,
+        };
+        match call {
+            ToolCall::ReadFile(args) => outside(&args.path, Reach::Read),
+            ToolCall::ListDir(args) => outside(args.path.as_deref().unwrap_or("."), Reach::List),
+            ToolCall::Grep(args) => outside(args.path.as_deref()?, Reach::Grep),
+            ToolCall::WriteFile(WriteFileArgs { path, .. })
+            | ToolCall::SearchReplace(SearchReplaceArgs { path, .. }) => {
+                let location = workspace.classify(path).ok()?;
+                let target = self.tools.plan_write(&location, path).ok()?;
+                Some(self.write_pass(call.name(), &target.absolute))
+            }
+            ToolCall::Run(args) => {
+                let dir = validate(workspace, args).ok()?;
+                Some(self.run_pass(&args.argv, &dir, args.network, args.git))
+            }
+        }
+    }
+
+    /// What the gate would do with `call` now, without doing it: for
+    /// `wicket policy check`, which replays a session against today's rules.
+    pub fn check(&self, call: &ToolCall) -> Check {
+        Check::of(self.preview(call))
+    }
+
+    /// [`Gate::check`] for an MCP call.
+    pub fn check_mcp(&self, request: &McpRequest<'_>) -> Check {
+        Check::of(Some(self.mcp_pass(request)))
+    }
+
+    /// Why an MCP call will go through without a card, if it will: for the
+    /// caller's own log line.
+    pub fn mcp_allowed_by(&self, request: &McpRequest<'_>) -> Option<AllowedBy> {
+        match self.mcp_pass(request) {
+            Ok(Pass::Through(by)) => Some(by),
+            _ => None,
+        }
+    }
+
+    /// Deny rules first, then ask rules, then the session's grant, then allow rules.
+    fn pass(&self, subject: &Subject<'_>, grant: Option<String>) -> Result<Pass, WireError> {
+        let verdict = self
+            .rules
+            .verdict(self.tools.workspace().root(), subject)
+            .map_err(rules_failed)?;
+        if let Some(rule) = verdict.deny {
+            return Err(denied_by_rule(&rule));
+        }
+        if verdict.ask.is_some() {
+            return Ok(Pass::Card);
+        }
+        if let Some(grant) = grant {
+            return Ok(Pass::Through(AllowedBy::Grant(grant)));
+        }
+        Ok(verdict.allow.map_or(Pass::Card, Pass::Through))
+    }
+
+    fn run_key(argv: &[String], dir: &RunDir, network: bool, git: bool) -> RunKey {
+        RunKey {
+            argv: argv.to_vec(),
+            cwd: dir.absolute.display().to_string(),
+            network,
+            git,
+        }
+    }
+
+    fn run_pass(
+        &self,
+        argv: &[String],
+        dir: &RunDir,
+        network: bool,
+        git: bool,
+    ) -> Result<Pass, WireError> {
+        let key = Self::run_key(argv, dir, network, git);
+        let grant = self
+            .session
+            .meta()
+            .allowed
+            .run
+            .contains(&key)
+            .then(|| grant_id("run", &serde_json::json!(key)));
+        let subject = Subject::Run {
+            argv,
+            cwd: &dir.shown,
+            network,
+            git,
+        };
+        self.pass(&subject, grant)
+    }
+
+    fn write_pass(&self, tool: &str, absolute: &Path) -> Result<Pass, WireError> {
+        let key = absolute.display().to_string();
+        let grant = self
+            .session
+            .meta()
+            .allowed
+            .write
+            .contains(&key)
+            .then(|| grant_id("write", &serde_json::json!(key)));
+        self.pass(&Subject::Write { tool, absolute }, grant)
+    }
+
+    fn outside_pass(&self, path: &Path, reach: Reach) -> Result<Pass, WireError> {
+        let key = OutsideKey {
+            path: path.display().to_string(),
+            reach,
+        };
+        let grant = self
+            .session
+            .meta()
+            .allowed
+            .outside
+            .contains(&key)
+            .then(|| grant_id("outside_read", &serde_json::json!(key)));
+        self.pass(&Subject::ReadOutside { path, reach }, grant)
+    }
+
+    fn mcp_key(request: &McpRequest<'_>) -> McpKey {
+        McpKey {
+            server: request.server.to_string(),
+            tool: request.tool.to_string(),
+            arguments: wicket_session::canonical(&serde_json::Value::Object(
+                request.arguments.clone(),
+            )),
+        }
+    }
+
+    fn mcp_pass(&self, request: &McpRequest<'_>) -> Result<Pass, WireError> {
+        let key = Self::mcp_key(request);
+        let grant = self
+            .session
+            .meta()
+            .allowed
+            .mcp
+            .contains(&key)
+            .then(|| grant_id("mcp", &serde_json::json!(key)));
+        let arguments = serde_json::Value::Object(request.arguments.clone());
+        self.pass(
+            &Subject::Mcp {
+                server: request.server,
+                tool: request.tool,
+                arguments: &arguments,
+            },
+            grant,
+        )
+    }
+
+    /// The rule `allow_always` saves for a card: its exact key, in this workspace.
+    fn always(&self, matcher: Matcher) -> RuleSpec {
+        let mut spec = Rule {
+            id: String::new(),
+            action: RuleAction::Allow,
+            matcher,
+            workspace: Some(self.tools.workspace().root().display().to_string()),
+            origin: None,
+        }
+        .spec();
+        spec.id = None;
+        spec
     }
 
     fn dispatch(
@@ -333,12 +598,7 @@ impl<'a> Gate<'a> {
         request: &CommandRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
-        let key = RunKey {
-            argv: request.argv.to_vec(),
-            cwd: request.dir.absolute.display().to_string(),
-            network: request.network,
-            git: request.git,
-        };
+        let key = Self::run_key(request.argv, request.dir, request.network, request.git);
         let access = Access {
             network: request.network,
             git: request.git,
@@ -346,9 +606,17 @@ impl<'a> Gate<'a> {
         let sandbox = self.confinement.sandbox.summary(access);
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, access)?;
-        if self.session.meta().allowed.run.contains(&key) {
+        if let Pass::Through(_) =
+            self.run_pass(request.argv, request.dir, request.network, request.git)?
+        {
             return Ok(Allowed { confine });
         }
+        let always = self.always(Matcher::Run {
+            argv: Argv::Exact(request.argv.to_vec()),
+            cwd: Some(request.dir.shown.clone()),
+            network: request.network.then_some(true),
+            git: request.git.then_some(true),
+        });
         let card = Card {
             id: CardId::default(),
             tool: request.tool.to_string(),
@@ -361,16 +629,16 @@ impl<'a> Gate<'a> {
                 sandbox,
                 source: request.source,
             }),
+            always: Some(Box::new(always)),
         };
-        match self.ask(call_id, card, answerer)? {
+        let (card, answer) = self.ask(call_id, card, answerer)?;
+        match answer {
             Answer::Deny => Err(denied("this command; it never started")),
-            Answer::AllowOnce => Ok(Allowed { confine }),
+            Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
             Answer::AllowSession => {
-                self.session
-                    .update_meta(|meta| {
-                        meta.allowed.run.insert(key);
-                    })
-                    .map_err(internal)?;
+                self.grant(&card, "run", &key, |allowed| {
+                    allowed.run.insert(key.clone());
+                })?;
                 Ok(Allowed { confine })
             }
         }
@@ -393,18 +661,18 @@ impl<'a> Gate<'a> {
         request: &McpRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
-        if request.auto_allowed {
-            return Ok(());
-        }
         let arguments = serde_json::Value::Object(request.arguments.clone());
-        let key = McpKey {
-            server: request.server.to_string(),
-            tool: request.tool.to_string(),
-            arguments: wicket_session::canonical(&arguments),
-        };
-        if self.session.meta().allowed.mcp.contains(&key) {
+        let key = Self::mcp_key(request);
+        // A deny rule holds over `auto_allow` too.
+        let pass = self.mcp_pass(request)?;
+        if request.auto_allowed || matches!(pass, Pass::Through(_)) {
             return Ok(());
         }
+        let always = self.always(Matcher::Mcp {
+            server: request.server.to_string(),
+            tool: Some(request.tool.to_string()),
+            arguments: Some(arguments.clone()),
+        });
         let shown = diff::for_card(serde_json::to_string_pretty(&arguments).unwrap_or_default());
         let card = Card {
             id: CardId::default(),
@@ -416,16 +684,15 @@ impl<'a> Gate<'a> {
                 arguments_truncated: shown.truncated,
                 annotations: request.annotations.cloned(),
             }),
+            always: Some(Box::new(always)),
         };
-        match self.ask(call_id, card, answerer)? {
+        let (card, answer) = self.ask(call_id, card, answerer)?;
+        match answer {
             Answer::Deny => Err(denied("this call; the server was never called")),
-            Answer::AllowOnce => Ok(()),
-            Answer::AllowSession => self
-                .session
-                .update_meta(|meta| {
-                    meta.allowed.mcp.insert(key);
-                })
-                .map_err(internal),
+            Answer::AllowOnce | Answer::AllowAlways => Ok(()),
+            Answer::AllowSession => self.grant(&card, "mcp", &key, |allowed| {
+                allowed.mcp.insert(key.clone());
+            }),
         }
     }
 
@@ -438,16 +705,55 @@ impl<'a> Gate<'a> {
         )
     }
 
-    /// Logs a card (under a fresh random id), asks, logs the answer.
+    /// Logs a card (under a fresh random id), asks, logs the answer (an
+    /// `allow_always` saves the card's rule first).
     fn ask(
         &self,
         call_id: &str,
         card: Card,
         answerer: &mut dyn Answerer,
-    ) -> Result<Answer, WireError> {
-        let (id, answer) = self.raise(call_id, card, None, answerer)?;
-        self.log_answer(&id, answer, false)?;
-        Ok(answer)
+    ) -> Result<(Card, Answer), WireError> {
+        let (card, answer) = self.raise(call_id, card, None, answerer)?;
+        self.log_answer(&card, answer, false)?;
+        Ok((card, answer))
+    }
+
+    /// Puts a session grant on meta.json, with the card it came from.
+    fn grant(
+        &self,
+        card: &Card,
+        kind: &str,
+        key: &impl serde::Serialize,
+        insert: impl FnOnce(&mut wicket_session::Allowed),
+    ) -> Result<(), WireError> {
+        let id = grant_id(kind, &serde_json::json!(key));
+        self.session
+            .update_meta(|meta| {
+                insert(&mut meta.allowed);
+                meta.allowed.note_origin(id, &card.id);
+            })
+            .map_err(internal)
+    }
+
+    /// Saves the rule an `allow_always` answer chose: the card's own.
+    fn save_always(&self, card: &Card) -> Result<String, WireError> {
+        let Some(mut spec) = card.always.as_deref().cloned() else {
+            return Err(WireError::new(
+                ErrorKind::InvalidArgs,
+                "this card cannot be allowed always; answer allow_once or allow_session",
+            ));
+        };
+        spec.origin = Some(wicket_protocol::rules::Origin {
+            session: self.session.meta().id,
+            card: card.id.to_string(),
+            ts: wicket_session::now_rfc3339(),
+        });
+        self.rules.save(spec).map_err(|error| {
+            WireError::new(
+                ErrorKind::Io,
+                format!("{error}; the rule was not saved and the call did not run"),
+            )
+        })
     }
 
     /// Logs a card (under a fresh random id) and waits for its answer, which
@@ -458,7 +764,7 @@ impl<'a> Gate<'a> {
         mut card: Card,
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
-    ) -> Result<(CardId, Answer), WireError> {
+    ) -> Result<(Card, Answer), WireError> {
         card.id = wicket_os::ids::new_id("card").into();
         // The session reads `waiting` while the card is open, then what it was.
         let before = self.session.meta().status;
@@ -483,18 +789,35 @@ impl<'a> Gate<'a> {
             .map_err(internal)?;
         raised?;
         let answer = answer.ok_or_else(withdrawn)?;
-        Ok((card.id, answer))
+        if answer == Answer::AllowAlways
+            && let Some(prefix) = answerer.widened()
+        {
+            widen(&mut card, prefix)?;
+        }
+        Ok((card, answer))
     }
 
-    fn log_answer(&self, card: &CardId, answer: Answer, stale: bool) -> Result<(), WireError> {
+    /// Logs an answer; a fresh `allow_always` saves its rule first, and the
+    /// answer's line names it.
+    fn log_answer(&self, card: &Card, answer: Answer, stale: bool) -> Result<(), WireError> {
+        let rule = match answer {
+            Answer::AllowAlways if !stale => Some(self.save_always(card)),
+            _ => None,
+        };
+        let saved = rule.as_ref().and_then(|saved| saved.as_ref().ok().cloned());
         self.session
             .append(EventBody::Answer {
-                card: card.clone(),
+                card: card.id.clone(),
                 answer,
                 stale,
+                rule: saved,
             })
             .map_err(internal)?;
-        self.session.sync().map_err(internal)
+        self.session.sync().map_err(internal)?;
+        match rule {
+            Some(Err(error)) => Err(error),
+            _ => Ok(()),
+        }
     }
 
     /// Cards an outside read unless its exact path and reach were allowed
@@ -515,9 +838,13 @@ impl<'a> Gate<'a> {
             path: path.display().to_string(),
             reach,
         };
-        if self.session.meta().allowed.outside.contains(&key) {
+        if let Pass::Through(_) = self.outside_pass(path, reach)? {
             return Ok(());
         }
+        let always = self.always(Matcher::ReadOutside {
+            path: rules::exact_glob(&key.path),
+            reach: Some(reach),
+        });
         let card = Card {
             id: CardId::default(),
             tool: tool.to_string(),
@@ -525,17 +852,16 @@ impl<'a> Gate<'a> {
                 path: key.path.clone(),
                 reach,
             }),
+            always: Some(Box::new(always)),
         };
         let what = format!("{} {}", reach.as_str(), key.path);
-        match self.ask(call_id, card, answerer)? {
+        let (card, answer) = self.ask(call_id, card, answerer)?;
+        match answer {
             Answer::Deny => Err(denied(&what)),
-            Answer::AllowOnce => Ok(()),
-            Answer::AllowSession => self
-                .session
-                .update_meta(|meta| {
-                    meta.allowed.outside.insert(key);
-                })
-                .map_err(internal),
+            Answer::AllowOnce | Answer::AllowAlways => Ok(()),
+            Answer::AllowSession => self.grant(&card, "outside_read", &key, |allowed| {
+                allowed.outside.insert(key.clone());
+            }),
         }
     }
 
@@ -557,8 +883,8 @@ impl<'a> Gate<'a> {
             let content = new_content(target.current.as_deref())?;
             let key = target.absolute.display().to_string();
             let asked_digest = digest(target.current.as_deref());
-            let mut remember = false;
-            if !self.session.meta().allowed.write.contains(&key) {
+            let mut remember = None;
+            if let Pass::Card = self.write_pass(tool, &target.absolute)? {
                 let card = self.write_card(
                     tool,
                     &target.absolute,
@@ -566,14 +892,14 @@ impl<'a> Gate<'a> {
                     &content,
                     &asked_digest,
                 );
-                let (card_id, answer) = self.raise(
+                let (card, answer) = self.raise(
                     call_id,
                     card,
                     Some(String::from_utf8_lossy(&content).into_owned()),
                     answerer,
                 )?;
                 if answer == Answer::Deny {
-                    self.log_answer(&card_id, answer, false)?;
+                    self.log_answer(&card, answer, false)?;
                     return Err(denied(&format!("the write to {key}")));
                 }
                 // The answer was about the bytes the card showed; are they still
@@ -582,11 +908,11 @@ impl<'a> Gate<'a> {
                 never_wicket_home(&home, &now.absolute)?;
                 let stale = now.absolute != target.absolute
                     || digest(now.current.as_deref()) != asked_digest;
-                self.log_answer(&card_id, answer, stale)?;
+                self.log_answer(&card, answer, stale)?;
                 if stale {
                     continue;
                 }
-                remember = answer == Answer::AllowSession;
+                remember = (answer == Answer::AllowSession).then_some(card);
             }
             let still_current = |bytes: Option<&[u8]>| digest(bytes) == asked_digest;
             match self
@@ -594,12 +920,10 @@ impl<'a> Gate<'a> {
                 .commit_write(location, &target, &content, &still_current)
             {
                 Ok(output) => {
-                    if remember {
-                        self.session
-                            .update_meta(|meta| {
-                                meta.allowed.write.insert(key);
-                            })
-                            .map_err(internal)?;
+                    if let Some(card) = remember {
+                        self.grant(&card, "write", &key, |allowed| {
+                            allowed.write.insert(key.clone());
+                        })?;
                     }
                     return Ok(ToolOutput::Write(output));
                 }
@@ -634,6 +958,10 @@ impl<'a> Gate<'a> {
         let label = inside
             .map(|relative| relative.display().to_string())
             .unwrap_or_else(|_| path.clone());
+        let always = self.always(Matcher::Write {
+            tool: WriteTool::Any,
+            path: rules::exact_glob(&label),
+        });
         let cut = diff::for_card(diff::unified(&label, current, content));
         Card {
             id: CardId::default(),
@@ -646,6 +974,7 @@ impl<'a> Gate<'a> {
                 digest: digest.to_string(),
                 outside,
             }),
+            always: Some(Box::new(always)),
         }
     }
 

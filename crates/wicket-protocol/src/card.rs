@@ -11,6 +11,9 @@ pub enum Answer {
     AllowOnce,
     /// This exact call for the rest of the session.
     AllowSession,
+    /// Saves the card's rule (its exact key, or a widened argv prefix) to
+    /// `$WICKET_HOME/rules.toml`: every session, until revoked.
+    AllowAlways,
     /// Not this call.
     Deny,
 }
@@ -21,6 +24,7 @@ impl Answer {
         match self {
             Answer::AllowOnce => "allow_once",
             Answer::AllowSession => "allow_session",
+            Answer::AllowAlways => "allow_always",
             Answer::Deny => "deny",
         }
     }
@@ -39,6 +43,9 @@ pub struct Card {
     /// What is asked.
     #[serde(flatten)]
     pub kind: CardKind,
+    /// The rule `allow_always` would save: the card's exact key, in this workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always: Option<Box<crate::rules::RuleSpec>>,
 }
 
 /// What a card asks, by kind.
@@ -246,6 +253,7 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            always: None,
         };
         let json = serde_json::to_value(&card).unwrap();
         assert_eq!(

@@ -156,6 +156,9 @@ pub enum EventBody {
         /// Set when a rule of the person's own config let the call skip its card.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auto_allowed: Option<String>,
+        /// Why the call went through without a card: a rule, a grant, a hook.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        allowed_by: Option<crate::rules::AllowedBy>,
     },
     /// A call's result.
     ToolResult {
@@ -190,6 +193,9 @@ pub enum EventBody {
         /// True when the file changed after the card went up: the answer was dropped.
         #[serde(skip_serializing_if = "std::ops::Not::not", default)]
         stale: bool,
+        /// The rule an `allow_always` saved.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        rule: Option<String>,
     },
     /// What the person asked; a turn starts with it.
     UserMessage {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod limits;
+pub mod rules;
 pub mod schema;
 pub mod text;
 pub mod tools;
@@ -22,6 +23,7 @@ pub use card::{
 pub use error::{ErrorKind, WireError};
 pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage};
 pub use ids::{CardId, SessionId};
+pub use rules::{AllowedBy, Rule, RuleAction, RuleSpec};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,

@@ -88,6 +88,12 @@ impl From<ManagerError> for ApiError {
             ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             ManagerError::Busy(_) => (StatusCode::CONFLICT, "busy"),
+            ManagerError::BadAnswer(_) => (StatusCode::BAD_REQUEST, "invalid_args"),
+            ManagerError::NoSuchGrant(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ManagerError::Rules(rules) => match rules {
+                wicket_gate::rules::Error::NoSuchRule(_) => (StatusCode::NOT_FOUND, "not_found"),
+                wicket_gate::rules::Error::File { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
+            },
         };
         ApiError::new(status, kind, message)
     }
@@ -277,6 +283,10 @@ pub async fn send_message(
 #[serde(deny_unknown_fields)]
 pub struct CardAnswer {
     answer: Answer,
+    /// With `allow_always` on a run card: the saved rule covers every argv
+    /// that starts with these words (the card's own first words).
+    #[serde(default)]
+    argv_prefix: Option<Vec<String>>,
 }
 
 /// `POST /api/sessions/{id}/cards/{card}`.
@@ -288,8 +298,73 @@ pub async fn answer_card(
     // Straight on this task: giving an answer never waits on the disk
     // (the turn's thread logs it), and a hop to the blocking pool and back
     // was most of an answer's time under load.
-    server.manager.answer(&id, &card, body.answer)?;
+    server
+        .manager
+        .answer_widened(&id, &card, body.answer, body.argv_prefix)?;
     Ok(Json(serde_json::json!({"ok": true})))
+}
+
+/// One rule as the API lists it: the rule as written, with where it came from.
+fn rule_json(
+    source: wicket_gate::rules::Source,
+    rule: &wicket_protocol::Rule,
+) -> serde_json::Value {
+    let mut value = serde_json::to_value(rule.spec()).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("source".into(), source.as_str().into());
+        fields.insert("describe".into(), rule.spec().describe().into());
+    }
+    value
+}
+
+/// `GET /api/sessions/{id}/grants`: the session's grants, with ids and origins.
+pub async fn list_grants(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<SessionId>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let grants = blocking(&server.manager, move |manager| manager.grants(&id)).await?;
+    Ok(Json(serde_json::json!(grants)))
+}
+
+/// `DELETE /api/sessions/{id}/grants/{grant}`: the next matching call asks again.
+pub async fn revoke_grant(
+    State(server): State<Shared>,
+    UrlPath((id, grant)): UrlPath<(SessionId, String)>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let revoked = blocking(&server.manager, move |manager| {
+        manager.revoke_grant(&id, &grant)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({"revoked": revoked})))
+}
+
+/// `GET /api/rules`: the person's rules in force in every workspace.
+pub async fn list_rules(State(server): State<Shared>) -> Result<Json<serde_json::Value>, ApiError> {
+    let rules = blocking(&server.manager, |manager| manager.rules()).await?;
+    Ok(Json(serde_json::Value::Array(
+        rules
+            .iter()
+            .map(|(source, rule)| rule_json(*source, rule))
+            .collect(),
+    )))
+}
+
+/// `POST /api/rules` (a rule as written, `[[rules]]`'s keys): saved to rules.toml.
+pub async fn add_rule(
+    State(server): State<Shared>,
+    Body(spec): Body<wicket_protocol::RuleSpec>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let id = blocking(&server.manager, move |manager| manager.save_rule(spec)).await?;
+    Ok((StatusCode::CREATED, Json(serde_json::json!({ "id": id }))))
+}
+
+/// `DELETE /api/rules/{id}`: a rule saved in rules.toml, taken back.
+pub async fn revoke_rule(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let rule = blocking(&server.manager, move |manager| manager.revoke_rule(&id)).await?;
+    Ok(Json(serde_json::json!({"revoked": rule.spec()})))
 }
 
 /// `POST /api/sessions/{id}/questions/{qid}`'s body.

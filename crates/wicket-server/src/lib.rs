@@ -28,7 +28,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use wicket_core::manager::Manager;
 
 pub use api::ApiError;
@@ -87,6 +87,10 @@ pub fn app(server: Shared) -> Router {
         .route("/sessions/{id}/questions/{qid}", post(api::reply_question))
         .route("/sessions/{id}/cancel", post(api::cancel_turn))
         .route("/sessions/{id}/compact", post(api::compact_session))
+        .route("/sessions/{id}/grants", get(api::list_grants))
+        .route("/sessions/{id}/grants/{grant}", delete(api::revoke_grant))
+        .route("/rules", get(api::list_rules).post(api::add_rule))
+        .route("/rules/{id}", delete(api::revoke_rule))
         .route("/sessions/{id}/events", get(events::events))
         .route("/sessions/{id}/log", get(events::log))
         .fallback(api::not_found)

@@ -142,6 +142,104 @@ pub struct Allowed {
     /// MCP calls.
     #[serde(default)]
     pub mcp: BTreeSet<McpKey>,
+    /// Where each grant came from, by its id ([`grant_id`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub origins: BTreeMap<String, GrantOrigin>,
+}
+
+/// The card whose `allow_session` made a grant, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantOrigin {
+    /// The card.
+    pub card: String,
+    /// When (RFC 3339).
+    pub ts: String,
+}
+
+/// One grant of a session, as `wicket grants` and the API list it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// Its id: the same for the same key, in every session.
+    pub id: String,
+    /// `write`, `outside_read`, `run` or `mcp`.
+    pub kind: &'static str,
+    /// The exact key it lets through.
+    pub key: serde_json::Value,
+    /// The card that made it.
+    pub origin: Option<GrantOrigin>,
+}
+
+/// A grant's id: `g-` and 12 hex digits of the SHA-256 of its kind and key.
+pub fn grant_id(kind: &str, key: &impl Serialize) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(kind.as_bytes());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(key).unwrap_or_default());
+    let digest = hasher.finalize();
+    let hex: String = digest
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("g-{hex}")
+}
+
+impl Allowed {
+    /// Every grant, with its id and origin.
+    pub fn grants(&self) -> Vec<Grant> {
+        let mut grants = Vec::new();
+        let mut add = |kind: &'static str, key: serde_json::Value| {
+            let id = grant_id(kind, &key);
+            let origin = self.origins.get(&id).cloned();
+            grants.push(Grant {
+                id,
+                kind,
+                key,
+                origin,
+            });
+        };
+        for path in &self.write {
+            add("write", serde_json::json!(path));
+        }
+        for key in &self.outside {
+            add("outside_read", serde_json::json!(key));
+        }
+        for key in &self.run {
+            add("run", serde_json::json!(key));
+        }
+        for key in &self.mcp {
+            add("mcp", serde_json::json!(key));
+        }
+        grants
+    }
+
+    /// Takes back the grant `id`; what it was, or `None` when there is none.
+    pub fn revoke(&mut self, id: &str) -> Option<Grant> {
+        let grant = self.grants().into_iter().find(|grant| grant.id == id)?;
+        let key = grant.key.clone();
+        match grant.kind {
+            "write" => {
+                self.write.retain(|path| serde_json::json!(path) != key);
+            }
+            "outside_read" => self.outside.retain(|held| serde_json::json!(held) != key),
+            "run" => self.run.retain(|held| serde_json::json!(held) != key),
+            _ => self.mcp.retain(|held| serde_json::json!(held) != key),
+        }
+        self.origins.remove(id);
+        Some(grant)
+    }
+
+    /// Records where the grant `id` came from.
+    pub fn note_origin(&mut self, id: String, card: &CardId) {
+        self.origins.insert(
+            id,
+            GrantOrigin {
+                card: card.to_string(),
+                ts: now_rfc3339(),
+            },
+        );
+    }
 }
 
 /// `meta.json`.
@@ -1013,6 +1111,7 @@ mod tests {
                             path: "/etc/hosts".into(),
                             reach: Reach::Read,
                         }),
+                        always: None,
                     },
                     proposed: None,
                 })

@@ -379,6 +379,7 @@ impl App {
                 let answer = match key.code {
                     KeyCode::Char('o') => Answer::AllowOnce,
                     KeyCode::Char('s') => Answer::AllowSession,
+                    KeyCode::Char('a') if view.card.always.is_some() => Answer::AllowAlways,
                     KeyCode::Char('d') => Answer::Deny,
                     KeyCode::Up | KeyCode::Char('k') => {
                         view.scroll = view.scroll.saturating_sub(1);
@@ -682,7 +683,7 @@ fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
     let card = &view.card;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let tool = visible_line(&card.tool);
-    let lines = match &card.kind {
+    let mut lines = match &card.kind {
         CardKind::Write(write) => write_lines(&tool, write, bold),
         CardKind::OutsideRead(read) => {
             let what = match read.reach {
@@ -701,10 +702,18 @@ fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
         CardKind::Run(run) => run_lines(run, bold),
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
     };
-    let keys = if view.armed {
-        " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn "
-    } else {
-        " … "
+    if let Some(always) = &card.always {
+        lines.push(Line::styled(
+            format!("[a]lways saves: {}", visible_line(&always.describe())),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    let keys = match (view.armed, card.always.is_some()) {
+        (true, true) => {
+            " [o]nce · [s]ession · [a]lways · [d]eny · ↑↓ scroll · Esc cancels the turn "
+        }
+        (true, false) => " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn ",
+        (false, _) => " … ",
     };
     // Every line whole: a long run of blanks shows as ␠×N, and what does
     // not fit the panel's width wraps onto the next rows, never off the edge.
@@ -920,6 +929,7 @@ mod tests {
                 name: name.into(),
                 arguments,
                 auto_allowed: None,
+                allowed_by: None,
             },
         )
     }
@@ -942,6 +952,13 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            always: Some(Box::new(
+                serde_json::from_value(serde_json::json!({
+                    "action": "allow", "tool": "run", "argv": ["cargo", "test"],
+                    "cwd": ".", "workspace": "/home/u/proj"
+                }))
+                .unwrap(),
+            )),
         }
     }
 
@@ -1032,6 +1049,7 @@ mod tests {
                             digest: "d".into(),
                             outside: false,
                         }),
+                        always: None,
                     },
                     proposed: None,
                 },
@@ -1042,6 +1060,7 @@ mod tests {
                     card: "card-1".into(),
                     answer: Answer::AllowOnce,
                     stale: false,
+                    rule: None,
                 },
             ),
             event(
@@ -1211,6 +1230,7 @@ mod tests {
                         digest: "d".into(),
                         outside: false,
                     }),
+                    always: None,
                 },
                 proposed: None,
             },
@@ -1319,6 +1339,7 @@ mod tests {
                 digest: "d".into(),
                 outside: false,
             }),
+            always: None,
         }
     }
 

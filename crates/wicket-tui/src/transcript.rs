@@ -193,6 +193,7 @@ impl Transcript {
                 name,
                 arguments,
                 auto_allowed,
+                allowed_by,
             } => {
                 if matches!(name.as_str(), "ask" | "finish") {
                     return;
@@ -203,6 +204,12 @@ impl Transcript {
                 ];
                 if auto_allowed.is_some() {
                     spans.push(Span::styled(" (auto_allow)", dim()));
+                }
+                if let Some(by) = allowed_by {
+                    spans.push(Span::styled(
+                        format!(" ({})", wicket_protocol::text::visible_line(&by.describe())),
+                        dim(),
+                    ));
                 }
                 let index = self.push(vec![Line::from(spans)]);
                 self.calls.insert(call_id.clone(), index);
@@ -225,6 +232,7 @@ impl Transcript {
                 card,
                 answer,
                 stale,
+                ..
             } => {
                 if let Some(&index) = self.cards.get(card) {
                     self.extend(index, answer_line(*answer, *stale));
@@ -512,6 +520,7 @@ fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
     let (word, color) = match answer {
         Answer::AllowOnce => ("allowed once", Color::Green),
         Answer::AllowSession => ("allowed for the session", Color::Green),
+        Answer::AllowAlways => ("allowed always (a rule was saved)", Color::Green),
         Answer::Deny => ("denied", Color::Red),
     };
     let note = if stale {

@@ -13,6 +13,7 @@ mod crash;
 mod exec;
 mod mcp;
 mod output;
+mod rules;
 mod sandbox;
 mod serve;
 mod terminal;

@@ -475,3 +475,117 @@ fn a_hostile_workspace_cannot_take_the_server_down() {
     let seen = events(&s, &other, 0, None, is("result"));
     assert_eq!(seen.last().unwrap()["text"], "still here");
 }
+
+#[test]
+fn allow_always_widened_over_http_saves_a_prefix_rule_and_grants_are_listed_and_revoked() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "always.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["echo", "one", "two"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["echo", "three"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    let seen = events(&s, &id, 0, None, is("card"));
+    let card = seen.last().unwrap();
+    assert_eq!(card["always"]["argv"], json!(["echo", "one", "two"]));
+    let card = card["id"].as_str().unwrap().to_string();
+    // A prefix that is not the card's own argv is refused, and the card stays open.
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "allow_always", "argv_prefix": ["rm"]}),
+    );
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_args"))
+    );
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "allow_always", "argv_prefix": ["echo"]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    // `echo three` goes through on the saved rule; `true` asks, and is allowed for the session.
+    let seen = events(&s, &id, 0, None, |event| {
+        event["type"] == "card" && event["argv"] == json!(["true"])
+    });
+    let through = seen
+        .iter()
+        .find(|event| {
+            event["type"] == "tool_call" && event["arguments"]["argv"] == json!(["echo", "three"])
+        })
+        .unwrap();
+    let rule = through["allowed_by"]["rule"].as_str().unwrap().to_string();
+    let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
+    post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "allow_session"}),
+    );
+    let done = events(&s, &id, 0, None, is("turn_ended"));
+    let second_true = done
+        .iter()
+        .filter(|event| {
+            event["type"] == "tool_call" && event["arguments"]["argv"] == json!(["true"])
+        })
+        .nth(1)
+        .unwrap();
+    let grant = second_true["allowed_by"]["grant"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, rules) = request(&s, "GET", "/api/rules", None, &[]);
+    assert_eq!(status, 200);
+    let saved = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == rule.as_str())
+        .unwrap();
+    assert_eq!(saved["argv_prefix"], json!(["echo"]));
+    assert_eq!(saved["origin"]["session"], id.as_str());
+    let (status, grants) = request(&s, "GET", &format!("/api/sessions/{id}/grants"), None, &[]);
+    assert_eq!(status, 200);
+    assert_eq!(grants[0]["id"], grant.as_str(), "{grants}");
+    assert_eq!(grants[0]["origin"]["card"], card.as_str());
+    let (status, _) = request(
+        &s,
+        "DELETE",
+        &format!("/api/sessions/{id}/grants/{grant}"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 200);
+    let (_, grants) = request(&s, "GET", &format!("/api/sessions/{id}/grants"), None, &[]);
+    assert_eq!(grants, json!([]));
+    let (status, _) = request(&s, "DELETE", &format!("/api/rules/{rule}"), None, &[]);
+    assert_eq!(status, 200);
+    let (status, body) = request(&s, "DELETE", &format!("/api/rules/{rule}"), None, &[]);
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, body) = post(
+        &s,
+        "/api/rules",
+        json!({"action": "deny", "tool": "run", "argv_prefix": ["git", "push"]}),
+    );
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post(&s, "/api/rules", json!({"action": "allow", "tool": "run"}));
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_args"))
+    );
+}

@@ -1,6 +1,6 @@
 //! The terminal prompt, on a real pseudo-terminal: util-linux `script` runs
 //! `wicket` with a pty as its stdin, so `is_terminal()` is true and the
-//! readable card and `[o]nce / [s]ession / [d]eny` prompt are what a person
+//! readable card and `[o]nce / [s]ession / [a]lways / [d]eny` prompt are what a person
 //! sees. The test reads the screen before it types, as a person does; a
 //! key typed before a card is drawn must never answer it.
 
@@ -42,9 +42,9 @@ fn write_on_a_terminal(f: &Fixture, session: &str, content: &str) -> Pty {
 fn the_prompt_shows_the_card_and_takes_once_after_a_wrong_key() {
     let f = Fixture::new();
     let mut pty = write_on_a_terminal(&f, "tty", "alpha\ngamma\n");
-    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
     pty.send("x\n");
-    pty.expect("type o, s or d");
+    pty.expect("type o, s, a or d");
     pty.send("o\n");
     let (code, shown) = pty.finish();
     assert_eq!(code, Some(0), "{shown}");
@@ -64,13 +64,13 @@ fn the_prompt_shows_the_card_and_takes_once_after_a_wrong_key() {
 fn the_prompt_denies_and_allows_for_the_session() {
     let f = Fixture::new();
     let mut pty = write_on_a_terminal(&f, "tty", "denied\n");
-    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
     pty.send("d\n");
     let (_, shown) = pty.finish();
     assert!(shown.contains(r#""kind":"denied""#), "{shown}");
     assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
     let mut pty = write_on_a_terminal(&f, "tty", "kept\n");
-    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
     pty.send("session\n");
     let (_, shown) = pty.finish();
     assert!(shown.contains(r#""ok":true"#), "{shown}");
@@ -95,7 +95,7 @@ fn a_card_cannot_be_redrawn_by_what_it_shows() {
         "write_file",
         serde_json::json!({"path": "notes.sh", "content": spoof}),
     );
-    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
     pty.send("d\n");
     let (_, screen) = pty.finish();
     let card = screen
@@ -149,7 +149,7 @@ fn keys_typed_before_a_card_is_drawn_do_not_answer_it() {
     pty.expect("reply: ");
     // The reply, and an `o` meant for nothing yet, pasted at once.
     pty.send("blue\no\n");
-    pty.expect("[o]nce / [s]ession / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(
         !f.ws.join("ran").exists(),

@@ -165,6 +165,8 @@ struct FileConfig {
     prices: Option<std::collections::BTreeMap<String, FilePrices>>,
     limits: Option<FileLimits>,
     mcp_servers: Option<std::collections::BTreeMap<String, mcp_servers::FileServer>>,
+    #[serde(default)]
+    rules: Vec<wicket_protocol::RuleSpec>,
 }
 
 /// The settings a session runs with, all layers applied.
@@ -208,6 +210,10 @@ pub struct Config {
     /// `[mcp_servers.NAME]`: the home config's, then the workspace's
     /// (untrusted; a name the home config uses stays the home's).
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
+    /// `[[rules]]`: the home config's, then the workspace's (ask and deny
+    /// only; the rules' own `Source` says which). rules.toml is read by the
+    /// gate at each decision, not here.
+    pub rules: Vec<(wicket_gate::rules::Source, wicket_protocol::Rule)>,
     /// What of the workspace's config was ignored, and why: a repository's
     /// config never stops Wicket, it is only not obeyed.
     pub notices: Vec<ConfigNotice>,
@@ -254,6 +260,7 @@ impl Default for Config {
             prices: Default::default(),
             limits: Limits::default(),
             mcp_servers: Vec::new(),
+            rules: Vec::new(),
             notices: Vec::new(),
         }
     }
@@ -295,6 +302,16 @@ fn read_workspace(workspace: &Path) -> Result<Option<FileConfig>> {
 }
 
 impl Config {
+    /// The home config alone (for what holds in every workspace).
+    pub fn load_home(home: &Path) -> Result<Config> {
+        let mut config = Config::default();
+        let home_path = home.join("config.toml");
+        if let Some(file) = read_home(&home_path)? {
+            config.apply_home(file, &home_path)?;
+        }
+        Ok(config)
+    }
+
     /// The home config, then the workspace's.
     pub fn load(home: &Path, workspace: &Path) -> Result<Config> {
         let mut config = Config::default();
@@ -389,6 +406,13 @@ impl Config {
         if let Some(servers) = file.mcp_servers.take() {
             self.mcp_servers = mcp_servers::server_specs(servers, Owner::Home, path)?;
         }
+        let rules = wicket_gate::rules::checked(std::mem::take(&mut file.rules), "config")
+            .map_err(|message| config_error(path, format!("[[rules]]: {message}")))?;
+        self.rules.extend(
+            rules
+                .into_iter()
+                .map(|rule| (wicket_gate::rules::Source::HomeConfig, rule)),
+        );
         self.apply_common(file, Owner::Home);
         Ok(())
     }
@@ -500,7 +524,36 @@ impl Config {
                 ),
             }
         }
+        match wicket_gate::rules::checked(std::mem::take(&mut file.rules), "workspace") {
+            Ok(rules) => {
+                for rule in rules {
+                    if rule.action == wicket_protocol::RuleAction::Allow {
+                        ignore(
+                            "[[rules]]",
+                            &format!(
+                                "rule {} would let calls skip their card, and a repository's config can only ask or deny",
+                                rule.id
+                            ),
+                            "Put allow rules in $WICKET_HOME/config.toml or rules.toml",
+                        );
+                        continue;
+                    }
+                    self.rules
+                        .push((wicket_gate::rules::Source::Workspace, rule));
+                }
+            }
+            Err(message) => ignore(
+                "[[rules]]",
+                &message,
+                "Fix the rule; the workspace's other rules are ignored until then",
+            ),
+        }
         self.apply_common(file, Owner::Workspace);
+    }
+
+    /// The rules a gate decides with: these and `$WICKET_HOME/rules.toml`.
+    pub fn gate_rules(&self, home: &Path) -> wicket_gate::rules::Rules {
+        wicket_gate::rules::Rules::new(self.rules.clone(), home)
     }
 
     /// The keys both files may set.

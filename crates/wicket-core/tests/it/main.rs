@@ -105,9 +105,15 @@ fn call(
             mode: wicket_gate::sandbox::SandboxMode::Off,
             ..SandboxSettings::default()
         },
-        home,
+        home: home.clone(),
     };
-    Gate::new(tools, session, &confinement).call("call-1", &call, answerer, &Cancel::default())
+    let rules = wicket_gate::rules::Rules::new(Vec::new(), &home);
+    Gate::new(tools, session, &confinement, &rules).call(
+        "call-1",
+        &call,
+        answerer,
+        &Cancel::default(),
+    )
 }
 
 fn event_types(session: &Session) -> Vec<String> {
@@ -525,6 +531,7 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
                     card,
                     answer,
                     stale,
+                    ..
                 } => Some((card, answer, stale)),
                 _ => None,
             })

@@ -40,6 +40,7 @@ fn settings() -> Settings {
         notices: Vec::new(),
         ask_window: None,
         window_note: None,
+        rules: Default::default(),
     }
 }
 
@@ -156,7 +157,7 @@ impl World {
         match self.wait_open(id) {
             Open::Card(card) => {
                 self.manager.answer(id, &card.id, answer).unwrap();
-                card
+                *card
             }
             other => panic!("expected a card, got {other:?}"),
         }

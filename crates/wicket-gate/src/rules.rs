@@ -1,0 +1,817 @@
+//! The person's rules: which calls go through without a card, which always
+//! ask, which are refused. They come from the home config's `[[rules]]`,
+//! from `$WICKET_HOME/rules.toml` (where `allow_always` saves them; read
+//! again at every decision, so a revoke counts at the next call), and from
+//! the workspace's config, whose rules can only ask or deny.
+//!
+//! Any matching deny wins, then ask, then (after the session's grants) allow.
+//! A rule decides cards, never confinement: an allowed command runs in the
+//! same jail as one a person allowed on its card.
+
+use std::path::{Path, PathBuf};
+
+use globset::GlobBuilder;
+use wicket_protocol::rules::{Argv, Matcher, WriteTool};
+use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleSpec};
+
+use crate::shell;
+
+/// The file `allow_always` saves rules to, in `$WICKET_HOME`.
+pub const RULES_FILE: &str = "rules.toml";
+
+/// What went wrong reading or writing rules.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A rules file that cannot be read or is not valid.
+    #[error("{path}: {message}; fix or remove it (rules decide which calls skip their card)")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No rule has that id.
+    #[error("no saved rule has the id {0}; `wicket grants` lists them")]
+    NoSuchRule(String),
+}
+
+/// `Result` with this module's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A call as the rules see it.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'s> {
+    /// A command.
+    Run {
+        /// The exact argv.
+        argv: &'s [String],
+        /// Its folder relative to the workspace (`.` for the root).
+        cwd: &'s str,
+        /// It asked for the network.
+        network: bool,
+        /// It asked to write `.git`.
+        git: bool,
+    },
+    /// A write.
+    Write {
+        /// write_file or search_replace.
+        tool: &'s str,
+        /// The resolved absolute target.
+        absolute: &'s Path,
+    },
+    /// A read, list or grep outside the workspace.
+    ReadOutside {
+        /// The absolute path.
+        path: &'s Path,
+        /// Which reach.
+        reach: Reach,
+    },
+    /// An MCP call.
+    Mcp {
+        /// The server.
+        server: &'s str,
+        /// The tool on it.
+        tool: &'s str,
+        /// The exact arguments.
+        arguments: &'s serde_json::Value,
+    },
+}
+
+/// What the rules say of one call, before the session's grants are asked.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Verdict {
+    /// The first deny rule that matched.
+    pub deny: Option<String>,
+    /// The first ask rule that matched.
+    pub ask: Option<String>,
+    /// The allow that covers it.
+    pub allow: Option<AllowedBy>,
+}
+
+/// Where a rule was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `[[rules]]` of `$WICKET_HOME/config.toml`.
+    HomeConfig,
+    /// `$WICKET_HOME/rules.toml`: saved by `allow_always`, revocable.
+    Saved,
+    /// `[[rules]]` of the workspace's `.wicket/config.toml` (ask and deny only).
+    Workspace,
+}
+
+impl Source {
+    /// How listings name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::HomeConfig => "config",
+            Source::Saved => "rules.toml",
+            Source::Workspace => "workspace",
+        }
+    }
+}
+
+/// The rules one gate decides with.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// The home config's and the workspace's, read with the config.
+    config: Vec<(Source, Rule)>,
+    /// `$WICKET_HOME/rules.toml`, read at each decision.
+    saved: Option<PathBuf>,
+}
+
+impl Rules {
+    /// The config's rules (each with its source) and the saved ones in `home`.
+    pub fn new(config: Vec<(Source, Rule)>, home: &Path) -> Rules {
+        Rules {
+            config,
+            saved: Some(home.join(RULES_FILE)),
+        }
+    }
+
+    /// Every rule in force now: the config's, then the saved ones.
+    pub fn all(&self) -> Result<Vec<(Source, Rule)>> {
+        let mut all = self.config.clone();
+        if let Some(path) = &self.saved {
+            all.extend(
+                read_saved(path)?
+                    .into_iter()
+                    .map(|rule| (Source::Saved, rule)),
+            );
+        }
+        Ok(all)
+    }
+
+    /// What the rules say of `subject` in `workspace` (canonical).
+    pub fn verdict(&self, workspace: &Path, subject: &Subject<'_>) -> Result<Verdict> {
+        Ok(verdict(&self.all()?, workspace, subject))
+    }
+
+    /// Saves `spec` to rules.toml under a fresh id, which it returns.
+    pub fn save(&self, spec: RuleSpec) -> Result<String> {
+        let Some(path) = &self.saved else {
+            return Err(Error::File {
+                path: RULES_FILE.into(),
+                message: "this gate has no home to save rules in".into(),
+            });
+        };
+        save(path, spec)
+    }
+}
+
+/// What `rules` say of `subject`.
+pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>) -> Verdict {
+    let here = |rule: &Rule| {
+        rule.workspace
+            .as_deref()
+            .is_none_or(|only| Path::new(only) == workspace)
+    };
+    let mut verdict = Verdict::default();
+    for action in [RuleAction::Deny, RuleAction::Ask] {
+        let found = rules
+            .iter()
+            .map(|(_, rule)| rule)
+            .filter(|rule| rule.action == action && here(rule))
+            .find(|rule| restricts(rule, workspace, subject));
+        let found = found.map(|rule| rule.id.clone());
+        match action {
+            RuleAction::Deny => verdict.deny = found,
+            _ => verdict.ask = found,
+        }
+    }
+    let allows: Vec<&Rule> = rules
+        .iter()
+        .filter(|(source, rule)| {
+            // A repository's config can never let a call skip its card.
+            rule.action == RuleAction::Allow && *source != Source::Workspace && here(rule)
+        })
+        .map(|(_, rule)| rule)
+        .collect();
+    verdict.allow = allow(&allows, workspace, subject);
+    verdict
+}
+
+/// Whether a deny or ask rule matches: the call itself, what it wraps, and
+/// every command of its script, by program name (`/usr/bin/git` is `git`).
+fn restricts(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
+    match (&rule.matcher, subject) {
+        (
+            Matcher::Run {
+                argv,
+                cwd,
+                network,
+                git,
+            },
+            Subject::Run {
+                argv: called,
+                cwd: called_cwd,
+                network: called_network,
+                git: called_git,
+            },
+        ) => {
+            let flags = network.is_none_or(|wanted| wanted == *called_network)
+                && git.is_none_or(|wanted| wanted == *called_git);
+            flags
+                && cwd_matches(cwd.as_deref(), called_cwd)
+                && shell::commands_of(called)
+                    .iter()
+                    .any(|command| argv_matches(argv, command, true))
+        }
+        (matcher, subject) => same_call(matcher, workspace, subject),
+    }
+}
+
+/// The allow that covers `subject`: one rule for the call, or, for a plain
+/// shell script, one for each of its simple commands.
+fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<AllowedBy> {
+    let covering = |subject: &Subject<'_>| {
+        rules
+            .iter()
+            .find(|rule| covers(rule, workspace, subject))
+            .map(|rule| rule.id.clone())
+    };
+    if let Some(id) = covering(subject) {
+        return Some(AllowedBy::Rule(id));
+    }
+    let Subject::Run {
+        argv,
+        cwd,
+        network,
+        git,
+    } = *subject
+    else {
+        return None;
+    };
+    let script = shell::read(shell::script_of(argv)?);
+    if !script.plain || script.commands.is_empty() {
+        return None;
+    }
+    let mut ids = Vec::new();
+    for command in &script.commands {
+        let id = covering(&Subject::Run {
+            argv: command,
+            cwd,
+            network,
+            git,
+        })?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Some(AllowedBy::Rules(ids))
+}
+
+/// Whether an allow rule covers the call exactly as it is: the program word
+/// as written (`./git` is not `git`), the network and `.git` only when the
+/// rule gives them.
+fn covers(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
+    match (&rule.matcher, subject) {
+        (
+            Matcher::Run {
+                argv,
+                cwd,
+                network,
+                git,
+            },
+            Subject::Run {
+                argv: called,
+                cwd: called_cwd,
+                network: called_network,
+                git: called_git,
+            },
+        ) => {
+            (!called_network || *network == Some(true))
+                && (!called_git || *git == Some(true))
+                && cwd_matches(cwd.as_deref(), called_cwd)
+                && argv_matches(argv, called, false)
+        }
+        (matcher, subject) => same_call(matcher, workspace, subject),
+    }
+}
+
+/// The matchers that read the same for every action: writes, outside reads, MCP.
+fn same_call(matcher: &Matcher, workspace: &Path, subject: &Subject<'_>) -> bool {
+    match (matcher, subject) {
+        (
+            Matcher::Write { tool, path },
+            Subject::Write {
+                tool: called,
+                absolute,
+            },
+        ) => {
+            let tool_matches = match tool {
+                WriteTool::Any => true,
+                WriteTool::WriteFile => *called == "write_file",
+                WriteTool::SearchReplace => *called == "search_replace",
+            };
+            tool_matches && path_matches(path, workspace, absolute)
+        }
+        (
+            Matcher::ReadOutside { path, reach },
+            Subject::ReadOutside {
+                path: called,
+                reach: called_reach,
+            },
+        ) => {
+            reach.is_none_or(|reach| reach == *called_reach)
+                && glob_matches(path, &called.to_string_lossy())
+        }
+        (
+            Matcher::Mcp {
+                server,
+                tool,
+                arguments,
+            },
+            Subject::Mcp {
+                server: called_server,
+                tool: called_tool,
+                arguments: called_arguments,
+            },
+        ) => {
+            server == called_server
+                && tool.as_deref().is_none_or(|tool| tool == *called_tool)
+                && arguments.as_ref().is_none_or(|arguments| {
+                    wicket_session::canonical(arguments)
+                        == wicket_session::canonical(called_arguments)
+                })
+        }
+        _ => false,
+    }
+}
+
+fn argv_matches(rule: &Argv, argv: &[String], by_name: bool) -> bool {
+    let word_matches = |index: usize, wanted: &String, called: &String| {
+        if index == 0 && by_name {
+            shell::program_name(wanted) == shell::program_name(called)
+        } else {
+            wanted == called
+        }
+    };
+    let prefix_matches = |wanted: &[String]| {
+        argv.len() >= wanted.len()
+            && wanted
+                .iter()
+                .zip(argv)
+                .enumerate()
+                .all(|(index, (wanted, called))| word_matches(index, wanted, called))
+    };
+    match rule {
+        Argv::Exact(wanted) => wanted.len() == argv.len() && prefix_matches(wanted),
+        Argv::Prefix(wanted) => prefix_matches(wanted),
+    }
+}
+
+fn cwd_matches(rule: Option<&str>, called: &str) -> bool {
+    rule.is_none_or(|glob| glob == called || glob_matches(glob, called))
+}
+
+/// A relative glob matches inside the workspace, against the path below its
+/// root; an absolute one against the absolute path.
+fn path_matches(glob: &str, workspace: &Path, absolute: &Path) -> bool {
+    if glob.starts_with('/') {
+        return glob_matches(glob, &absolute.to_string_lossy());
+    }
+    match absolute.strip_prefix(workspace) {
+        Ok(relative) => glob_matches(glob, &relative.to_string_lossy()),
+        Err(_) => false,
+    }
+}
+
+/// `*` stays within one folder, `**` crosses them; a bad glob matches nothing.
+fn glob_matches(glob: &str, text: &str) -> bool {
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher().is_match(text))
+        .unwrap_or(false)
+}
+
+/// A path as a glob that matches only itself.
+pub fn exact_glob(path: &str) -> String {
+    globset::escape(path)
+}
+
+/// The rules in `text` (a file with `[[rules]]` tables), numbered
+/// `PREFIX-N` where a rule has no id.
+pub fn parse(text: &str, prefix: &str) -> std::result::Result<Vec<Rule>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        rules: Vec<RuleSpec>,
+    }
+    let file: File =
+        toml::from_str(text).map_err(|error| error.to_string().trim_end().to_string())?;
+    checked(file.rules, prefix)
+}
+
+/// `specs` checked, numbered `PREFIX-N` where one has no id.
+pub fn checked(specs: Vec<RuleSpec>, prefix: &str) -> std::result::Result<Vec<Rule>, String> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(index, spec)| spec.check(&format!("{prefix}-{}", index + 1)))
+        .collect()
+}
+
+/// The rules saved in `path` (none when it does not exist).
+pub fn read_saved(path: &Path) -> Result<Vec<Rule>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(file_error(path, error.to_string())),
+    };
+    parse(&text, "saved").map_err(|message| file_error(path, message))
+}
+
+fn file_error(path: &Path, message: String) -> Error {
+    Error::File {
+        path: path.display().to_string(),
+        message,
+    }
+}
+
+/// Serialises writers of rules.toml (two sessions saving at once).
+fn locked(path: &Path) -> Result<wicket_os::files::Locked> {
+    let lock = path.with_extension("lock");
+    wicket_os::files::lock(&lock, std::time::Duration::from_secs(5))
+        .map_err(|error| file_error(&lock, error.to_string()))
+}
+
+/// Appends `spec` to the rules file at `path` under a fresh id. The file is
+/// replaced whole (never a torn append), keeping what the person wrote.
+pub fn save(path: &Path, mut spec: RuleSpec) -> Result<String> {
+    let _lock = locked(path)?;
+    let existing = read_saved(path)?;
+    let id = loop {
+        let id = format!(
+            "r-{}",
+            wicket_os::ids::random_hex(8).get(..8).unwrap_or("0")
+        );
+        if !existing.iter().any(|rule| rule.id == id) {
+            break id;
+        }
+    };
+    spec.id = Some(id.clone());
+    spec.check(&id)
+        .map_err(|message| file_error(path, message))?;
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        rules: [&'a RuleSpec; 1],
+    }
+    let block = toml::to_string(&File { rules: [&spec] })
+        .map_err(|error| file_error(path, error.to_string()))?;
+    let mut text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            "# Rules saved by `allow_always` (and your own). `wicket grants` lists them,\n\
+             # `wicket grants revoke ID` takes one back.\n"
+                .to_string()
+        }
+        Err(error) => return Err(file_error(path, error.to_string())),
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(&block);
+    wicket_os::files::write_atomically(path, text.as_bytes(), true)
+        .map_err(|error| file_error(path, error.to_string()))?;
+    Ok(id)
+}
+
+/// Takes the saved rule `id` out of the file at `path`, keeping the rest of
+/// the file (comments included) as it was.
+pub fn revoke(path: &Path, id: &str) -> Result<Rule> {
+    let _lock = locked(path)?;
+    let rules = read_saved(path)?;
+    let Some(index) = rules.iter().position(|rule| rule.id == id) else {
+        return Err(Error::NoSuchRule(id.to_string()));
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|error| file_error(path, error.to_string()))?;
+    let mut document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error: toml_edit::TomlError| file_error(path, error.to_string()))?;
+    let Some(tables) = document
+        .get_mut("rules")
+        .and_then(|item| item.as_array_of_tables_mut())
+    else {
+        return Err(Error::NoSuchRule(id.to_string()));
+    };
+    tables.remove(index);
+    if tables.is_empty() {
+        document.remove("rules");
+    }
+    wicket_os::files::write_atomically(path, document.to_string().as_bytes(), true)
+        .map_err(|error| file_error(path, error.to_string()))?;
+    Ok(rules[index].clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(text: &str, source: Source) -> Vec<(Source, Rule)> {
+        parse(text, "t")
+            .unwrap()
+            .into_iter()
+            .map(|rule| (source, rule))
+            .collect()
+    }
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|word| word.to_string()).collect()
+    }
+
+    fn run_verdict(all: &[(Source, Rule)], words: &[&str]) -> Verdict {
+        let argv = argv(words);
+        verdict(
+            all,
+            Path::new("/w"),
+            &Subject::Run {
+                argv: &argv,
+                cwd: ".",
+                network: false,
+                git: false,
+            },
+        )
+    }
+
+    const HOME: &str = r#"
+[[rules]]
+id = "tests"
+action = "allow"
+tool = "run"
+argv_prefix = ["cargo", "test"]
+
+[[rules]]
+id = "fmt"
+action = "allow"
+tool = "run"
+argv = ["cargo", "fmt"]
+
+[[rules]]
+id = "no-push"
+action = "deny"
+tool = "run"
+argv_prefix = ["git", "push"]
+
+[[rules]]
+id = "ask-rm"
+action = "ask"
+tool = "run"
+argv_prefix = ["rm"]
+
+[[rules]]
+id = "rm-tmp"
+action = "allow"
+tool = "run"
+argv_prefix = ["rm", "tmp"]
+
+[[rules]]
+id = "net"
+action = "allow"
+tool = "run"
+argv_prefix = ["curl"]
+network = true
+
+[[rules]]
+id = "src"
+action = "allow"
+tool = "write"
+path = "src/**/*.rs"
+
+[[rules]]
+id = "no-lock"
+action = "deny"
+tool = "write_file"
+path = "**/*.lock"
+
+[[rules]]
+id = "etc"
+action = "allow"
+tool = "read_outside"
+path = "/etc/*"
+reach = "read"
+
+[[rules]]
+id = "git-status"
+action = "allow"
+tool = "mcp"
+server = "git"
+mcp_tool = "git_status"
+
+[[rules]]
+id = "elsewhere"
+action = "allow"
+tool = "run"
+argv = ["make"]
+workspace = "/other"
+"#;
+
+    #[test]
+    fn the_rule_table_decides_each_matcher_by_precedence() {
+        let all = rules(HOME, Source::HomeConfig);
+        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string()));
+        assert_eq!(
+            run_verdict(&all, &["cargo", "test", "foo"]).allow,
+            allowed("tests")
+        );
+        assert_eq!(run_verdict(&all, &["cargo", "fmt"]).allow, allowed("fmt"));
+        assert_eq!(run_verdict(&all, &["cargo", "fmt", "--check"]).allow, None);
+        assert_eq!(run_verdict(&all, &["./cargo", "test"]).allow, None);
+        assert_eq!(
+            run_verdict(&all, &["make"]).allow,
+            None,
+            "another workspace's rule"
+        );
+        // An ask beats an allow; the gate asks.
+        let rm = run_verdict(&all, &["rm", "tmp"]);
+        assert_eq!(
+            (rm.ask.as_deref(), rm.allow),
+            (Some("ask-rm"), allowed("rm-tmp"))
+        );
+        // The network only where the rule gives it.
+        let curl = argv(&["curl", "x"]);
+        let with_network = |network| {
+            verdict(
+                &all,
+                Path::new("/w"),
+                &Subject::Run {
+                    argv: &curl,
+                    cwd: ".",
+                    network,
+                    git: false,
+                },
+            )
+            .allow
+        };
+        assert_eq!(with_network(true), allowed("net"));
+        assert_eq!(with_network(false), allowed("net"));
+        assert_eq!(run_verdict(&all, &["cargo", "test"]).deny, None);
+        let tests = argv(&["cargo", "test"]);
+        let networked = verdict(
+            &all,
+            Path::new("/w"),
+            &Subject::Run {
+                argv: &tests,
+                cwd: ".",
+                network: true,
+                git: false,
+            },
+        );
+        assert_eq!(
+            networked.allow, None,
+            "cargo test's rule does not give the network"
+        );
+        // Writes: relative globs inside, write_file vs write.
+        let write = |tool: &'static str, path: &str| {
+            verdict(
+                &all,
+                Path::new("/w"),
+                &Subject::Write {
+                    tool,
+                    absolute: Path::new(path),
+                },
+            )
+        };
+        assert_eq!(
+            write("search_replace", "/w/src/a/b.rs").allow,
+            allowed("src")
+        );
+        assert_eq!(write("write_file", "/w/src/b.txt").allow, None);
+        assert_eq!(write("write_file", "/elsewhere/src/b.rs").allow, None);
+        assert_eq!(
+            write("write_file", "/w/Cargo.lock").deny.as_deref(),
+            Some("no-lock")
+        );
+        assert_eq!(write("search_replace", "/w/Cargo.lock").deny, None);
+        // Outside reads, by reach.
+        let read = |path: &str, reach| {
+            verdict(
+                &all,
+                Path::new("/w"),
+                &Subject::ReadOutside {
+                    path: Path::new(path),
+                    reach,
+                },
+            )
+            .allow
+        };
+        assert_eq!(read("/etc/hosts", Reach::Read), allowed("etc"));
+        assert_eq!(read("/etc/hosts", Reach::List), None);
+        assert_eq!(
+            read("/etc/ssl/x", Reach::Read),
+            None,
+            "* stays in one folder"
+        );
+        // MCP.
+        let arguments = serde_json::json!({"repo": "."});
+        let mcp = |tool| {
+            verdict(
+                &all,
+                Path::new("/w"),
+                &Subject::Mcp {
+                    server: "git",
+                    tool,
+                    arguments: &arguments,
+                },
+            )
+            .allow
+        };
+        assert_eq!(mcp("git_status"), allowed("git-status"));
+        assert_eq!(mcp("git_commit"), None);
+    }
+
+    #[test]
+    fn a_workspace_allow_is_ignored_and_its_deny_holds() {
+        let workspace = rules(
+            "[[rules]]\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"curl\"]\n\
+             [[rules]]\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"make\"]\n",
+            Source::Workspace,
+        );
+        assert_eq!(run_verdict(&workspace, &["curl", "x"]).allow, None);
+        assert_eq!(
+            run_verdict(&workspace, &["make"]).deny.as_deref(),
+            Some("t-2")
+        );
+    }
+
+    #[test]
+    fn a_deny_on_git_push_holds_through_paths_scripts_and_wrappers() {
+        let all = rules(HOME, Source::HomeConfig);
+        for words in [
+            &["git", "push"][..],
+            &["/usr/bin/git", "push"],
+            &["sh", "-c", "git push"],
+            &["sh", "-c", "echo x; git push origin"],
+            &["bash", "-c", "true && /usr/bin/git push"],
+            &["env", "GIT_DIR=x", "git", "push"],
+        ] {
+            assert_eq!(
+                run_verdict(&all, words).deny.as_deref(),
+                Some("no-push"),
+                "{words:?}"
+            );
+        }
+        // A substitution is never allowed by a rule: the card comes up.
+        let hidden = run_verdict(&all, &["sh", "-c", "$(echo git) push"]);
+        assert_eq!((hidden.deny, hidden.allow), (None, None));
+    }
+
+    #[test]
+    fn a_script_is_allowed_only_when_each_of_its_commands_is() {
+        let all = rules(HOME, Source::HomeConfig);
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test && cargo fmt"]).allow,
+            Some(AllowedBy::Rules(vec!["tests".into(), "fmt".into()]))
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test && cargo fmt --all"]).allow,
+            None
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test > /tmp/x"]).allow,
+            None
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "X=1 cargo test"]).allow,
+            None
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test 2>&1 > out.txt"]).allow,
+            Some(AllowedBy::Rules(vec!["tests".into()]))
+        );
+    }
+
+    #[test]
+    fn saved_rules_are_appended_and_revoked_keeping_the_rest_of_the_file() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join(RULES_FILE);
+        std::fs::write(
+            &path,
+            "# mine\n[[rules]]\nid = \"own\"\naction = \"deny\"\ntool = \"run\"\nargv = [\"x\"]\n",
+        )
+        .unwrap();
+        let spec: RuleSpec = toml::from_str(
+            "action = \"allow\"\ntool = \"run\"\nargv = [\"cargo\", \"test\"]\nworkspace = \"/w\"\n",
+        )
+        .unwrap();
+        let id = save(&path, spec).unwrap();
+        let saved = read_saved(&path).unwrap();
+        assert_eq!(
+            saved
+                .iter()
+                .map(|rule| rule.id.as_str())
+                .collect::<Vec<_>>(),
+            ["own", id.as_str()]
+        );
+        assert_eq!(revoke(&path, &id).unwrap().id, id);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# mine\n"), "{text}");
+        assert_eq!(read_saved(&path).unwrap().len(), 1);
+        assert!(matches!(revoke(&path, &id), Err(Error::NoSuchRule(_))));
+        std::fs::write(&path, "[[rules]]\naction = \"allow\"\ntool = \"run\"\n").unwrap();
+        assert!(read_saved(&path).unwrap_err().to_string().contains("argv"));
+    }
+}

@@ -1,0 +1,490 @@
+//! Rules as the person writes them (`[[rules]]` in the home config or
+//! `$WICKET_HOME/rules.toml`), as `allow_always` saves them, and as the API
+//! lists them: one flat table a rule, checked into a typed [`Rule`] before
+//! anything matches against it. A misspelt key is an error, never a rule
+//! that matches more than it says.
+
+use serde::{Deserialize, Serialize};
+
+use crate::card::Reach;
+
+/// What a rule does to the calls it matches. Any matching deny wins, then
+/// ask, then allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleAction {
+    /// The call goes through without a card (never without the jail).
+    Allow,
+    /// The call always raises a card, even where a grant or an allow would pass it.
+    Ask,
+    /// The call is refused without a card.
+    Deny,
+}
+
+impl RuleAction {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleAction::Allow => "allow",
+            RuleAction::Ask => "ask",
+            RuleAction::Deny => "deny",
+        }
+    }
+}
+
+/// Where a saved rule came from: the card whose `allow_always` saved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// The session the card was in.
+    pub session: String,
+    /// The card.
+    pub card: String,
+    /// When (RFC 3339).
+    pub ts: String,
+}
+
+/// One rule as written: a flat table. [`RuleSpec::check`] makes it a [`Rule`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Its id (saved rules have one; others are numbered where they are read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// allow, ask or deny.
+    pub action: RuleAction,
+    /// `run`, `write_file`, `search_replace`, `write` (both), `read_outside`, `mcp`.
+    pub tool: String,
+    /// run: the exact argv.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// run: the argv's first words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv_prefix: Option<Vec<String>>,
+    /// run: the folder, a glob relative to the workspace (`.` is its root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// run: an allow covers a call with network only when this is true; an
+    /// ask or deny without it matches either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<bool>,
+    /// run: as `network`, for a call that asks to write `.git`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<bool>,
+    /// Writes and outside reads: a glob; relative means inside the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// read_outside: read, list or grep (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<Reach>,
+    /// mcp: the server's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// mcp: the tool's name on the server (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<String>,
+    /// mcp: the exact arguments (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// Only in this workspace (absolute); every workspace when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The card that saved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Which argvs a run rule matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Argv {
+    /// Exactly this argv.
+    Exact(Vec<String>),
+    /// Every argv that starts with these words.
+    Prefix(Vec<String>),
+}
+
+/// Which write tools a write rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteTool {
+    /// write_file.
+    WriteFile,
+    /// search_replace.
+    SearchReplace,
+    /// Both.
+    Any,
+}
+
+/// What a rule matches, by tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matcher {
+    /// A command.
+    Run {
+        /// Its argv.
+        argv: Argv,
+        /// Its folder, a glob relative to the workspace.
+        cwd: Option<String>,
+        /// See [`RuleSpec::network`].
+        network: Option<bool>,
+        /// See [`RuleSpec::git`].
+        git: Option<bool>,
+    },
+    /// A write.
+    Write {
+        /// Which tools.
+        tool: WriteTool,
+        /// A glob; relative means inside the workspace.
+        path: String,
+    },
+    /// A read, list or grep outside the workspace.
+    ReadOutside {
+        /// An absolute glob.
+        path: String,
+        /// Which reach, or any.
+        reach: Option<Reach>,
+    },
+    /// An MCP call.
+    Mcp {
+        /// The server.
+        server: String,
+        /// The tool, or any.
+        tool: Option<String>,
+        /// The exact arguments, or any.
+        arguments: Option<serde_json::Value>,
+    },
+}
+
+/// A rule, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Its id.
+    pub id: String,
+    /// What it does.
+    pub action: RuleAction,
+    /// What it matches.
+    pub matcher: Matcher,
+    /// Only in this workspace.
+    pub workspace: Option<String>,
+    /// The card that saved it.
+    pub origin: Option<Origin>,
+}
+
+impl RuleSpec {
+    /// The typed rule, under `id` when the spec has none; an error names the
+    /// key that is wrong and what would be right.
+    pub fn check(&self, id: &str) -> Result<Rule, String> {
+        let id = self.id.clone().unwrap_or_else(|| id.to_string());
+        let misplaced = |keys: &[(&str, bool)]| -> Result<(), String> {
+            match keys.iter().find(|(_, present)| *present) {
+                Some((key, _)) => Err(format!(
+                    "rule {id}: `{key}` does not apply to tool = \"{}\"",
+                    self.tool
+                )),
+                None => Ok(()),
+            }
+        };
+        let run_keys = [
+            ("argv", self.argv.is_some()),
+            ("argv_prefix", self.argv_prefix.is_some()),
+            ("cwd", self.cwd.is_some()),
+            ("network", self.network.is_some()),
+            ("git", self.git.is_some()),
+        ];
+        let path_keys = [
+            ("path", self.path.is_some()),
+            ("reach", self.reach.is_some()),
+        ];
+        let mcp_keys = [
+            ("server", self.server.is_some()),
+            ("mcp_tool", self.mcp_tool.is_some()),
+            ("arguments", self.arguments.is_some()),
+        ];
+        let path = || match &self.path {
+            Some(path) if !path.is_empty() => Ok(path.clone()),
+            _ => Err(format!(
+                "rule {id}: tool = \"{}\" needs `path` (a glob; relative means inside the workspace)",
+                self.tool
+            )),
+        };
+        let matcher = match self.tool.as_str() {
+            "run" => {
+                misplaced(&path_keys)?;
+                misplaced(&mcp_keys)?;
+                let argv = match (&self.argv, &self.argv_prefix) {
+                    (Some(argv), None) if !argv.is_empty() => Argv::Exact(argv.clone()),
+                    (None, Some(prefix)) if !prefix.is_empty() => Argv::Prefix(prefix.clone()),
+                    (Some(_), Some(_)) => {
+                        return Err(format!(
+                            "rule {id}: give `argv` (exact) or `argv_prefix`, not both"
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "rule {id}: tool = \"run\" needs a non-empty `argv` (the exact command) \
+                             or `argv_prefix` (its first words)"
+                        ));
+                    }
+                };
+                Matcher::Run {
+                    argv,
+                    cwd: self.cwd.clone(),
+                    network: self.network,
+                    git: self.git,
+                }
+            }
+            "write_file" | "search_replace" | "write" => {
+                misplaced(&run_keys)?;
+                misplaced(&mcp_keys)?;
+                misplaced(&[("reach", self.reach.is_some())])?;
+                let tool = match self.tool.as_str() {
+                    "write_file" => WriteTool::WriteFile,
+                    "search_replace" => WriteTool::SearchReplace,
+                    _ => WriteTool::Any,
+                };
+                Matcher::Write {
+                    tool,
+                    path: path()?,
+                }
+            }
+            "read_outside" => {
+                misplaced(&run_keys)?;
+                misplaced(&mcp_keys)?;
+                let path = path()?;
+                if !path.starts_with('/') {
+                    return Err(format!(
+                        "rule {id}: a read_outside path is absolute (it is outside the workspace): {path}"
+                    ));
+                }
+                Matcher::ReadOutside {
+                    path,
+                    reach: self.reach,
+                }
+            }
+            "mcp" => {
+                misplaced(&run_keys)?;
+                misplaced(&path_keys)?;
+                let Some(server) = self.server.clone().filter(|server| !server.is_empty()) else {
+                    return Err(format!("rule {id}: tool = \"mcp\" needs `server`"));
+                };
+                Matcher::Mcp {
+                    server,
+                    tool: self.mcp_tool.clone(),
+                    arguments: self.arguments.clone(),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "rule {id}: unknown tool \"{other}\"; use run, write_file, search_replace, \
+                     write, read_outside or mcp"
+                ));
+            }
+        };
+        if let Some(workspace) = &self.workspace
+            && !workspace.starts_with('/')
+        {
+            return Err(format!(
+                "rule {id}: `workspace` is an absolute path: {workspace}"
+            ));
+        }
+        Ok(Rule {
+            id,
+            action: self.action,
+            matcher,
+            workspace: self.workspace.clone(),
+            origin: self.origin.clone(),
+        })
+    }
+}
+
+impl RuleSpec {
+    /// The rule in one line, as every front end shows it:
+    /// `allow run argv_prefix ["cargo", "test"] cwd "." in /w`.
+    pub fn describe(&self) -> String {
+        let quoted = |words: &[String]| {
+            serde_json::to_string(words)
+                .unwrap_or_default()
+                .replace("\",\"", "\", \"")
+        };
+        let mut out = format!("{} {}", self.action.as_str(), self.tool);
+        let mut add = |key: &str, value: String| out.push_str(&format!(" {key} {value}"));
+        if let Some(argv) = &self.argv {
+            add("argv", quoted(argv));
+        }
+        if let Some(prefix) = &self.argv_prefix {
+            add("argv_prefix", quoted(prefix));
+        }
+        if let Some(cwd) = &self.cwd {
+            add("cwd", format!("{cwd:?}"));
+        }
+        if self.network == Some(true) {
+            add("network", "true".into());
+        }
+        if self.git == Some(true) {
+            add("git", "true".into());
+        }
+        if let Some(path) = &self.path {
+            add("path", format!("{path:?}"));
+        }
+        if let Some(reach) = self.reach {
+            add("reach", reach.as_str().into());
+        }
+        if let Some(server) = &self.server {
+            add("server", server.clone());
+        }
+        if let Some(tool) = &self.mcp_tool {
+            add("mcp_tool", tool.clone());
+        }
+        if let Some(arguments) = &self.arguments {
+            add("arguments", arguments.to_string());
+        }
+        match &self.workspace {
+            Some(workspace) => out.push_str(&format!(" in {workspace}")),
+            None => out.push_str(" in every workspace"),
+        }
+        out
+    }
+}
+
+impl Rule {
+    /// The rule as written.
+    pub fn spec(&self) -> RuleSpec {
+        let mut spec = RuleSpec {
+            id: Some(self.id.clone()),
+            action: self.action,
+            tool: String::new(),
+            argv: None,
+            argv_prefix: None,
+            cwd: None,
+            network: None,
+            git: None,
+            path: None,
+            reach: None,
+            server: None,
+            mcp_tool: None,
+            arguments: None,
+            workspace: self.workspace.clone(),
+            origin: self.origin.clone(),
+        };
+        match &self.matcher {
+            Matcher::Run {
+                argv,
+                cwd,
+                network,
+                git,
+            } => {
+                spec.tool = "run".into();
+                match argv {
+                    Argv::Exact(argv) => spec.argv = Some(argv.clone()),
+                    Argv::Prefix(prefix) => spec.argv_prefix = Some(prefix.clone()),
+                }
+                spec.cwd = cwd.clone();
+                spec.network = *network;
+                spec.git = *git;
+            }
+            Matcher::Write { tool, path } => {
+                spec.tool = match tool {
+                    WriteTool::WriteFile => "write_file",
+                    WriteTool::SearchReplace => "search_replace",
+                    WriteTool::Any => "write",
+                }
+                .into();
+                spec.path = Some(path.clone());
+            }
+            Matcher::ReadOutside { path, reach } => {
+                spec.tool = "read_outside".into();
+                spec.path = Some(path.clone());
+                spec.reach = *reach;
+            }
+            Matcher::Mcp {
+                server,
+                tool,
+                arguments,
+            } => {
+                spec.tool = "mcp".into();
+                spec.server = Some(server.clone());
+                spec.mcp_tool = tool.clone();
+                spec.arguments = arguments.clone();
+            }
+        }
+        spec
+    }
+}
+
+/// Why a call went through without a card, on its `tool_call` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowedBy {
+    /// A rule's id.
+    Rule(String),
+    /// Every simple command of a shell script was allowed: the rules' ids.
+    Rules(Vec<String>),
+    /// A session grant's id.
+    Grant(String),
+    /// A hook's name.
+    Hook(String),
+}
+
+impl AllowedBy {
+    /// In words, for every front end: `allowed by rule r-1a2b`.
+    pub fn describe(&self) -> String {
+        match self {
+            AllowedBy::Rule(id) => format!("allowed by rule {id}"),
+            AllowedBy::Rules(ids) => format!("allowed by rules {}", ids.join(", ")),
+            AllowedBy::Grant(id) => format!("allowed for the session ({id})"),
+            AllowedBy::Hook(name) => format!("allowed by hook {name}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Result<Rule, String> {
+        let spec: RuleSpec = toml::from_str(text).map_err(|error| error.to_string())?;
+        spec.check("r1")
+    }
+
+    #[test]
+    fn a_rule_names_what_is_wrong_with_it() {
+        assert!(
+            spec("action = \"allow\"\ntool = \"run\"\nargv_prefx = [\"x\"]\n")
+                .unwrap_err()
+                .contains("argv_prefx")
+        );
+        assert!(
+            spec("action = \"allow\"\ntool = \"run\"\n")
+                .unwrap_err()
+                .contains("needs a non-empty `argv`")
+        );
+        assert!(spec("action = \"allow\"\ntool = \"run\"\nargv_prefix = []\n").is_err());
+        assert!(
+            spec("action = \"deny\"\ntool = \"write_file\"\nargv = [\"x\"]\n")
+                .unwrap_err()
+                .contains("`argv` does not apply")
+        );
+        assert!(
+            spec("action = \"deny\"\ntool = \"read_outside\"\npath = \"etc/*\"\n")
+                .unwrap_err()
+                .contains("absolute")
+        );
+        assert!(spec("action = \"maybe\"\ntool = \"run\"\nargv = [\"x\"]\n").is_err());
+        assert!(
+            spec("action = \"allow\"\ntool = \"shell\"\n")
+                .unwrap_err()
+                .contains("unknown tool")
+        );
+    }
+
+    #[test]
+    fn a_rule_reads_back_as_it_was_written() {
+        for text in [
+            "action = \"allow\"\ntool = \"run\"\nargv_prefix = [\"cargo\", \"test\"]\ncwd = \".\"\nnetwork = false\n",
+            "action = \"deny\"\ntool = \"write\"\npath = \"**/*.lock\"\n",
+            "action = \"ask\"\ntool = \"read_outside\"\npath = \"/etc/**\"\nreach = \"list\"\n",
+            "action = \"allow\"\ntool = \"mcp\"\nserver = \"git\"\nmcp_tool = \"git_status\"\n",
+        ] {
+            let rule = spec(text).unwrap();
+            assert_eq!(rule.spec().check("other").unwrap(), rule, "{text}");
+        }
+    }
+}
