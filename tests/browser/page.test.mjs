@@ -36,6 +36,14 @@ writeFileSync(script, JSON.stringify([
   { text: "unreachable" },
 ]));
 
+// Always allow, widened on the page: the next echo needs no card.
+const alwaysScript = join(base, "always.json");
+writeFileSync(alwaysScript, JSON.stringify([
+  { tool_calls: [{ name: "run", arguments: { argv: ["echo", "one", "two"] } }] },
+  { tool_calls: [{ name: "run", arguments: { argv: ["echo", "three"] } }] },
+  { text: "always done" },
+]));
+
 // A long session: one reply with 1,000 reads makes 1,000 rows.
 const longScript = join(base, "long.json");
 writeFileSync(longScript, JSON.stringify([
@@ -127,6 +135,32 @@ try {
   await page.click("#cancel");
   await page.waitForSelector(".error:has-text('cancelled')", { timeout: 10000 });
   await page.screenshot({ path: join(shots, "session.png"), fullPage: true });
+
+  // Always allow: the card shows the rule it saves; widened to `echo …`.
+  await page.fill("#new-workspace", ws);
+  await page.fill("#new-model", "script:" + alwaysScript);
+  await page.click("#new-session button");
+  await page.fill("#message", "Echo twice");
+  await page.press("#message", "Enter");
+  const echo = page.locator('.card[data-kind="run"]:not(.closed)');
+  await echo.waitFor();
+  assert.match(await echo.locator("pre.rule").innerText(), /argv = \["echo","one","two"\]/);
+  await echo.locator("select.widen").selectOption("1");
+  assert.match(await echo.locator("pre.rule").innerText(), /argv_prefix = \["echo"\]/);
+  await page.screenshot({ path: join(shots, "always-card.png"), fullPage: true });
+  await echo.locator("button[data-answer=allow_always]").click();
+  await page.waitForSelector(".result:has-text('always done')", { timeout: 10000 });
+  assert.equal(await page.locator(".card").count(), 1, "the second echo went through on the rule");
+  assert.match(await page.locator(".allowed-by").first().innerText(), /allowed by rule r-/);
+  // The panel lists the rule; a click revokes it.
+  await page.click("#show-grants");
+  const saved = page.locator("#grants .grant:has-text('argv_prefix')");
+  await saved.waitFor();
+  await page.screenshot({ path: join(shots, "grants.png"), fullPage: true });
+  await saved.getByText("Revoke").click();
+  await page.waitForFunction(() => !document.querySelector("#grants").textContent.includes("argv_prefix"));
+  assert.ok(!readFileSync(join(home, "rules.toml"), "utf8").includes("argv_prefix"), "revoked from rules.toml");
+  await page.click("#grants button:has-text('Close')");
 
   // The long session keeps only the rows near the view in the DOM, and
   // draws the others again when they are scrolled to.

@@ -1,5 +1,6 @@
 // The Wicket page: sessions, a live transcript over server-sent events, and
-// cards answered with buttons or the keys o / s / d. No build step.
+// cards answered with buttons or the keys o / s / a / d, and a panel of the
+// rules and grants in force, each revocable with a click. No build step.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -416,6 +417,7 @@ function row(item) {
       node.className = "row call";
       const line = el("div");
       line.append(el("span", "mark", "▸"), el("span", "name", event.name + " "), el("span", "", summary(event.name, event.arguments)));
+      if (event.allowed_by) line.append(el("span", "allowed-by", " (" + visible(allowedBy(event.allowed_by)) + ")"));
       node.append(line, el("pre", "", "arguments: " + JSON.stringify(event.arguments, null, 2)));
       const toggle = (open) => {
         item.expanded = open;
@@ -576,8 +578,12 @@ function renderCard(item) {
       for (const layer of event.sandbox.layers || []) card.append(el("div", "note layer", "· " + visible(layer)));
     }
   }
+  if (event.always) card.append(renderAlways(item));
   const buttons = el("div", "buttons");
-  for (const [answer, label] of [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"], ["deny", "Deny (d)"]]) {
+  const answers = [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"]];
+  if (event.always) answers.push(["allow_always", "Always allow (a)"]);
+  answers.push(["deny", "Deny (d)"]);
+  for (const [answer, label] of answers) {
     const button = el("button", "", label);
     button.dataset.answer = answer;
     button.onclick = () => answerCard(item, answer);
@@ -588,10 +594,54 @@ function renderCard(item) {
   return card;
 }
 
+// Why a call went through without a card, in words (as every front end says it).
+function allowedBy(by) {
+  if (by.rule) return "allowed by rule " + by.rule;
+  if (by.rules) return "allowed by rules " + by.rules.join(", ");
+  if (by.grant) return "allowed for the session (" + by.grant + ")";
+  if (by.hook) return "allowed by hook " + by.hook;
+  return "allowed";
+}
+
+// The rule "Always allow" saves, as it will be written in rules.toml; a run
+// card's command can be widened to fewer of its first words first.
+function renderAlways(item) {
+  const event = item.event;
+  const box = el("div", "always");
+  const rule = el("pre", "rule");
+  const show = () => {
+    const spec = Object.assign({}, event.always);
+    const prefix = item.widened;
+    if (prefix) { delete spec.argv; spec.argv_prefix = prefix; }
+    rule.textContent = "[[rules]]\n" + Object.entries(spec)
+      .map(([key, value]) => `${key} = ${JSON.stringify(value)}`).join("\n");
+  };
+  box.append(el("div", "note", "Always allow saves this rule, for every session until you revoke it:"));
+  if (event.kind === "run" && Array.isArray(event.argv)) {
+    const select = el("select", "widen");
+    select.append(new Option("exactly this command", ""));
+    for (let words = event.argv.length; words >= 1; words--) {
+      const prefix = event.argv.slice(0, words);
+      select.append(new Option(visible(prefix.join(" ")) + " …", String(words)));
+    }
+    select.onchange = () => {
+      const words = Number(select.value);
+      item.widened = words ? event.argv.slice(0, words) : null;
+      show();
+    };
+    box.append(select);
+  }
+  show();
+  box.append(rule);
+  return box;
+}
+
 async function answerCard(item, answer) {
   if (item.closed) return;
+  const body = { answer };
+  if (answer === "allow_always" && item.widened) body.argv_prefix = item.widened;
   try {
-    await api("POST", `/sessions/${encodeURIComponent(state.current)}/cards/${encodeURIComponent(item.event.id)}`, { answer });
+    await api("POST", `/sessions/${encodeURIComponent(state.current)}/cards/${encodeURIComponent(item.event.id)}`, body);
   } catch (error) {
     if (item.node) item.node.firstChild.append(el("div", "error-text", error.message));
   }
@@ -614,7 +664,8 @@ document.addEventListener("keydown", (event) => {
   if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
   const card = openCard();
   if (!card) return;
-  const answer = { o: "allow_once", s: "allow_session", d: "deny" }[event.key];
+  const answer = { o: "allow_once", s: "allow_session", a: "allow_always", d: "deny" }[event.key];
+  if (answer === "allow_always" && !card.event.always) return;
   if (answer) {
     event.preventDefault();
     answerCard(card, answer);
@@ -691,3 +742,51 @@ $("cancel").onclick = async () => {
   if (wanted) select(wanted);
   setInterval(refreshSessions, 2000);
 })();
+
+// ---- rules and grants ----
+
+// The panel: the person's rules (home config and rules.toml) and this
+// session's grants, each with where it came from; a click revokes one, and
+// the next matching call asks again.
+async function showGrants() {
+  const panel = $("grants");
+  panel.hidden = false;
+  panel.replaceChildren(el("h3", "", "Rules and grants"));
+  const add = (label, origin, revoke) => {
+    const row = el("div", "grant");
+    row.append(el("span", "", visible(label)));
+    if (origin) row.append(el("span", "note", " " + visible(origin)));
+    if (revoke) {
+      const button = el("button", "", "Revoke");
+      button.onclick = async () => {
+        try { await revoke(); showGrants(); } catch (error) { row.append(el("span", "error-text", " " + error.message)); }
+      };
+      row.append(button);
+    }
+    panel.append(row);
+  };
+  try {
+    const rules = await api("GET", "/rules");
+    for (const rule of rules) {
+      const origin = rule.origin ? `saved from card ${rule.origin.card} of session ${rule.origin.session}, ${rule.origin.ts}` : `in ${rule.source}`;
+      const revoke = rule.source === "rules.toml"
+        ? () => api("DELETE", `/rules/${encodeURIComponent(rule.id)}`) : null;
+      add(`${rule.id}: ${rule.describe}`, origin, revoke);
+    }
+    if (state.current) {
+      const grants = await api("GET", `/sessions/${encodeURIComponent(state.current)}/grants`);
+      for (const grant of grants) {
+        const origin = grant.origin ? `from card ${grant.origin.card}, ${grant.origin.ts}` : "";
+        add(`${grant.id}: this session allows ${grant.kind} ${JSON.stringify(grant.key)}`, origin,
+          () => api("DELETE", `/sessions/${encodeURIComponent(state.current)}/grants/${encodeURIComponent(grant.id)}`));
+      }
+    }
+    if (panel.children.length === 1) panel.append(el("div", "note", "No rules and no grants yet: a card's Always allow saves a rule."));
+  } catch (error) {
+    panel.append(el("div", "error-text", error.message));
+  }
+  const close = el("button", "", "Close");
+  close.onclick = () => { panel.hidden = true; };
+  panel.append(close);
+}
+$("show-grants").onclick = () => showGrants();

@@ -30,7 +30,13 @@ pub enum Action {
         card: CardId,
         /// The answer.
         answer: Answer,
+        /// With `allow_always` on a run card: the argv prefix its rule was widened to.
+        widened: Option<Vec<String>>,
     },
+    /// List the rules in force and the session's grants (`/grants`).
+    Grants,
+    /// Take back a session grant or a saved rule (`/grants revoke ID`).
+    Revoke(String),
     /// Reply to the open question.
     Reply {
         /// The question.
@@ -64,6 +70,46 @@ pub struct CardView {
     /// The flush that arms it, once asked for.
     epoch: Option<u64>,
     scroll: u16,
+    /// How many of a run card's argv words `[a]lways` saves as a prefix
+    /// (`<` and `>` change it); `None` saves the exact argv.
+    prefix: Option<usize>,
+}
+
+impl CardView {
+    /// The rule `[a]lways` would save now, as the person widened it.
+    fn always(&self) -> Option<wicket_protocol::RuleSpec> {
+        let mut always = self.card.always.as_deref()?.clone();
+        if let Some(prefix) = self.widened() {
+            always.argv = None;
+            always.argv_prefix = Some(prefix);
+        }
+        Some(always)
+    }
+
+    fn widened(&self) -> Option<Vec<String>> {
+        let (CardKind::Run(run), Some(words)) = (&self.card.kind, self.prefix) else {
+            return None;
+        };
+        Some(run.argv[..words.min(run.argv.len())].to_vec())
+    }
+
+    /// `<` widens the rule by a word (to the argv's first word at most),
+    /// `>` narrows it back, to the exact argv at the end.
+    fn widen(&mut self, wider: bool) {
+        let CardKind::Run(run) = &self.card.kind else {
+            return;
+        };
+        let words = run.argv.len();
+        // exact argv → its every word as a prefix (more arguments allowed)
+        // → one word fewer … → the program alone.
+        self.prefix = match (self.prefix, wider) {
+            (None, true) => Some(words),
+            (Some(kept), true) => Some(kept.saturating_sub(1).max(1)),
+            (Some(kept), false) if kept >= words => None,
+            (Some(kept), false) => Some(kept + 1),
+            (None, false) => None,
+        };
+    }
 }
 
 /// What has the keyboard.
@@ -116,7 +162,7 @@ pub struct App {
 }
 
 const SPINNER: [&str; 4] = ["⠋", "⠙", "⠸", "⠴"];
-const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /help · /quit";
+const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny";
 
 impl App {
     /// The UI for `session` in `workspace`.
@@ -218,6 +264,7 @@ impl App {
                     armed: false,
                     epoch: None,
                     scroll: 0,
+                    prefix: None,
                 }));
             }
             EventBody::Question { id, .. } => self.focus = Focus::Question { id: id.clone() },
@@ -381,6 +428,10 @@ impl App {
                     KeyCode::Char('s') => Answer::AllowSession,
                     KeyCode::Char('a') if view.card.always.is_some() => Answer::AllowAlways,
                     KeyCode::Char('d') => Answer::Deny,
+                    KeyCode::Char(key @ ('<' | '>')) => {
+                        view.widen(key == '<');
+                        return Action::None;
+                    }
                     KeyCode::Up | KeyCode::Char('k') => {
                         view.scroll = view.scroll.saturating_sub(1);
                         return Action::None;
@@ -394,6 +445,9 @@ impl App {
                 Action::Answer {
                     card: view.card.id.clone(),
                     answer,
+                    widened: (answer == Answer::AllowAlways)
+                        .then(|| view.widened())
+                        .flatten(),
                 }
             }
             Focus::Picker { sessions, selected } => match key.code {
@@ -518,6 +572,17 @@ impl App {
                 (Some("new"), _) => Action::NewSession,
                 (Some("sessions"), _) => Action::ListSessions,
                 (Some("compact"), _) => Action::Compact,
+                (Some("grants"), None) => Action::Grants,
+                (Some("grants"), Some("revoke")) => match words.next() {
+                    Some(id) => Action::Revoke(id.to_string()),
+                    None => {
+                        self.say(
+                            "give the id: /grants revoke ID (/grants lists them)",
+                            Color::Yellow,
+                        );
+                        Action::None
+                    }
+                },
                 (Some("model"), Some(model)) => Action::SetModel(model.to_string()),
                 (Some("model"), None) => {
                     self.say("give the model: /model PROVIDER:NAME, e.g. /model anthropic:claude-sonnet-4-5", Color::Yellow);
@@ -702,9 +767,17 @@ fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
         CardKind::Run(run) => run_lines(run, bold),
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
     };
-    if let Some(always) = &card.always {
+    if let Some(always) = view.always() {
+        let widen = if matches!(card.kind, CardKind::Run(_)) {
+            " (< widens it to fewer words, > narrows it)"
+        } else {
+            ""
+        };
         lines.push(Line::styled(
-            format!("[a]lways saves: {}", visible_line(&always.describe())),
+            format!(
+                "[a]lways saves: {}{widen}",
+                visible_line(&always.describe())
+            ),
             Style::new().fg(Color::DarkGray),
         ));
     }
@@ -1249,7 +1322,8 @@ mod tests {
             app.on_key(key(KeyCode::Char('d'))),
             Action::Answer {
                 card: "card-1".into(),
-                answer: Answer::Deny
+                answer: Answer::Deny,
+                widened: None,
             }
         );
     }
@@ -1284,7 +1358,52 @@ mod tests {
             app.on_key(key(KeyCode::Char('s'))),
             Action::Answer {
                 card: "card-2".into(),
-                answer: Answer::AllowSession
+                answer: Answer::AllowSession,
+                widened: None,
+            }
+        );
+    }
+
+    #[test]
+    fn always_saves_the_exact_command_or_the_prefix_the_person_widened_it_to() {
+        let mut app = with_card(run_card("card-3"));
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('<'))),
+            Action::None,
+            "< widens, answers nothing"
+        );
+        let shown = screen(&mut app, 120, 24);
+        assert!(
+            shown.contains(r#"[a]lways saves: allow run argv_prefix ["cargo", "test"] cwd"#),
+            "{shown}"
+        );
+        app.on_key(key(KeyCode::Char('<')));
+        let shown = screen(&mut app, 120, 24);
+        assert!(
+            shown.contains(
+                r#"[a]lways saves: allow run argv_prefix ["cargo"] cwd "." in /home/u/proj"#
+            ),
+            "{shown}"
+        );
+        app.on_key(key(KeyCode::Char('<')));
+        app.on_key(key(KeyCode::Char('<')));
+        app.on_key(key(KeyCode::Char('>')));
+        app.on_key(key(KeyCode::Char('>')));
+        let shown = screen(&mut app, 120, 24);
+        assert!(
+            shown.contains(
+                r#"[a]lways saves: allow run argv ["cargo", "test"] cwd "." in /home/u/proj"#
+            ),
+            "> narrows back to the exact argv: {shown}"
+        );
+        app.on_key(key(KeyCode::Char('<')));
+        app.on_key(key(KeyCode::Char('<')));
+        assert_eq!(
+            app.on_key(key(KeyCode::Char('a'))),
+            Action::Answer {
+                card: "card-3".into(),
+                answer: Answer::AllowAlways,
+                widened: Some(vec!["cargo".into()]),
             }
         );
     }
@@ -1515,6 +1634,8 @@ mod tests {
         assert_eq!(typed("/new"), Action::NewSession);
         assert_eq!(typed("/sessions"), Action::ListSessions);
         assert_eq!(typed("/compact"), Action::Compact);
+        assert_eq!(typed("/grants"), Action::Grants);
+        assert_eq!(typed("/grants revoke r-1"), Action::Revoke("r-1".into()));
         assert_eq!(typed("/quit"), Action::Quit);
         assert_eq!(typed("/help"), Action::None);
         let _ = Reach::Read;

@@ -217,7 +217,30 @@ impl Ui {
             Action::None => Ok(()),
             Action::Quit => return Some(0),
             Action::Send(text) => manager.send(id, &text).map(drop),
-            Action::Answer { card, answer } => manager.answer(id, &card, answer),
+            Action::Answer {
+                card,
+                answer,
+                widened,
+            } => manager.answer_widened(id, &card, answer, widened),
+            Action::Grants => {
+                let listed = grants(manager, id);
+                self.app.say(&listed, Color::Gray);
+                Ok(())
+            }
+            Action::Revoke(grant) => {
+                let said = match manager.revoke_grant(id, &grant) {
+                    Ok(revoked) => Ok(format!("revoked the session's grant {}", revoked.id)),
+                    Err(ManagerError::NoSuchGrant(_)) => manager.revoke_rule(&grant).map(|rule| {
+                        format!("revoked rule {} ({})", rule.id, rule.spec().describe())
+                    }),
+                    Err(error) => Err(error),
+                };
+                match said {
+                    Ok(said) => self.app.say(&said, Color::Gray),
+                    Err(error) => self.app.say(&error.to_string(), Color::Yellow),
+                }
+                Ok(())
+            }
             Action::Reply { question, text } => manager.reply(id, &question, &text),
             Action::Cancel => {
                 // Err only when the session is gone: nothing left to cancel.
@@ -387,4 +410,39 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
     manager.shutdown();
     terminal::restore();
     Ok(code)
+}
+
+/// `/grants`: the rules in force, then the session's grants, one a line.
+fn grants(manager: &Manager, id: &SessionId) -> String {
+    let mut lines = Vec::new();
+    match manager.rules() {
+        Ok(rules) => {
+            for (source, rule) in rules {
+                lines.push(format!(
+                    "{}  rule [{}]  {}",
+                    rule.id,
+                    source.as_str(),
+                    rule.spec().describe()
+                ));
+            }
+        }
+        Err(error) => lines.push(format!("the rules cannot be read: {error}")),
+    }
+    match manager.grants(id) {
+        Ok(grants) => {
+            for grant in grants {
+                lines.push(format!(
+                    "{}  session grant  allow {} {}",
+                    grant.id, grant.kind, grant.key
+                ));
+            }
+        }
+        Err(error) => lines.push(format!("the session's grants cannot be read: {error}")),
+    }
+    if lines.is_empty() {
+        lines.push("no rules and no grants; a card's [a]lways saves a rule".into());
+    } else {
+        lines.push("/grants revoke ID takes one back".into());
+    }
+    lines.join("\n")
 }
