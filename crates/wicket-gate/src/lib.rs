@@ -144,7 +144,7 @@ impl Check {
     fn of(pass: Option<Result<Pass, WireError>>) -> Check {
         match pass {
             None => Check::Free,
-            Some(Ok(Pass::Card)) => Check::Card,
+            Some(Ok(Pass::Card | Pass::Asked)) => Check::Card,
             Some(Ok(Pass::Through(by))) => Check::Allowed(by),
             Some(Err(error)) => Check::Refused(error.message),
         }
@@ -153,7 +153,9 @@ impl Check {
 
 /// What the gate does with a call that could raise a card.
 enum Pass {
-    /// Ask the person.
+    /// Ask the person: an ask rule says so (over any grant, allow or `auto_allow`).
+    Asked,
+    /// Ask the person: nothing lets it through.
     Card,
     /// Let it through, and say why.
     Through(AllowedBy),
@@ -345,7 +347,7 @@ impl<'a> Gate<'a> {
             return Err(denied_by_rule(&rule));
         }
         if verdict.ask.is_some() {
-            return Ok(Pass::Card);
+            return Ok(Pass::Asked);
         }
         if let Some(grant) = grant {
             return Ok(Pass::Through(AllowedBy::Grant(grant)));
@@ -663,10 +665,11 @@ impl<'a> Gate<'a> {
     ) -> Result<(), WireError> {
         let arguments = serde_json::Value::Object(request.arguments.clone());
         let key = Self::mcp_key(request);
-        // A deny rule holds over `auto_allow` too.
-        let pass = self.mcp_pass(request)?;
-        if request.auto_allowed || matches!(pass, Pass::Through(_)) {
-            return Ok(());
+        // Deny and ask rules hold over `auto_allow` too.
+        match self.mcp_pass(request)? {
+            Pass::Through(_) => return Ok(()),
+            Pass::Card if request.auto_allowed => return Ok(()),
+            Pass::Card | Pass::Asked => {}
         }
         let always = self.always(Matcher::Mcp {
             server: request.server.to_string(),
@@ -884,7 +887,7 @@ impl<'a> Gate<'a> {
             let key = target.absolute.display().to_string();
             let asked_digest = digest(target.current.as_deref());
             let mut remember = None;
-            if let Pass::Card = self.write_pass(tool, &target.absolute)? {
+            if let Pass::Card | Pass::Asked = self.write_pass(tool, &target.absolute)? {
                 let card = self.write_card(
                     tool,
                     &target.absolute,
