@@ -122,7 +122,7 @@ fn flush_typed_ahead() {
 }
 
 /// Draws the card on stderr, drops what was typed before it, and asks
-/// `[o]nce / [s]ession / [d]eny`. `None` at end of input.
+/// `[o]nce / [s]ession / [a]lways / [d]eny`. `None` at end of input.
 pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
     eprint!("\n{}", show::card(card, show::colour()));
     let _ = std::io::stderr().flush();

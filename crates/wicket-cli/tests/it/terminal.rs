@@ -110,14 +110,15 @@ fn a_card_cannot_be_redrawn_by_what_it_shows() {
         !screen.contains("\x1b[2A") && !screen.contains("\x1b[2K"),
         "{screen:?}"
     );
-    insta::assert_snapshot!(card.replace(&f.ws.display().to_string(), "[WS]"), @r"
+    insta::assert_snapshot!(card.replace(&f.ws.display().to_string(), "[WS]"), @r#"
     write_file wants to write [WS]/notes.sh
     --- /dev/null
     +++ b/notes.sh
     @@ -1,0 +1,2 @@
     +echo pwned > ~/.bashrc
     +␛[2A␛[2K␍+# just a comment
-    ");
+    always would save: allow write path "notes.sh" in [WS]
+    "#);
 }
 
 /// Text pasted at a question's prompt can carry the next card's answer.
