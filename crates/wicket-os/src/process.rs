@@ -21,8 +21,11 @@ pub fn survive_file_size_limit() -> std::io::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGXFSZ, hit).map(drop)
 }
 
-/// How much nicer than the rest of the process a turn's thread runs.
-pub const TURN_NICENESS: i32 = 5;
+/// How much nicer than the rest of the process a turn's thread runs: the
+/// most there is. A turn's own CPU time is small beside its fsyncs, and
+/// with a thousand turns at +5 the server's two async workers still got so
+/// small a share that answers waited hundreds of milliseconds (BENCHMARKS.md).
+pub const TURN_NICENESS: i32 = 19;
 
 /// Lowers this thread's priority by [`TURN_NICENESS`]: a turn's thread
 /// (its log writes and their fsyncs are accounted to it) yields the CPU to
