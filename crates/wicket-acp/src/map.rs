@@ -260,19 +260,19 @@ impl Mapper {
                 vec![message(text.clone())]
             }
             EventBody::Hook {
-                command,
+                event,
+                name,
                 outcome,
+                duration_ms,
                 stderr,
                 ..
-            } => vec![thought(format!(
-                "Stop hook {}: {outcome:?}{}",
-                command.join(" "),
-                if stderr.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {stderr}")
-                }
-            ))],
+            } => vec![thought(visible_line(&wicket_protocol::event::hook_line(
+                *event,
+                name,
+                *outcome,
+                *duration_ms,
+                stderr,
+            )))],
             EventBody::Retry {
                 attempt, reason, ..
             } => {

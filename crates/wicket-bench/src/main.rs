@@ -320,6 +320,69 @@ pub(crate) fn wicket_binary() -> Result<std::path::PathBuf> {
     Ok(exe.with_file_name("wicket"))
 }
 
+/// What a PreToolUse hook costs a call: `wicket exec` of a script of
+/// `CALLS` writes (each through the gate: allowed by a rule, so no card),
+/// with no hook, a hook whose matcher never matches, and a matched no-op
+/// (`true`, in the jail like every hook); the difference per call.
+fn hook_rows(rows: &mut Vec<Row>) -> Result<()> {
+    // Enough calls that the kernel probe a process makes once (~17 ms, at
+    // its first confined command) is not counted as a hook's.
+    const CALLS: usize = 200;
+    let wicket_exe = wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(&ws)?;
+    let mut replies: Vec<serde_json::Value> = (0..CALLS)
+        .map(|n| {
+            serde_json::json!({"tool_calls": [{"name": "write_file", "arguments": {"path": format!("w{n}.txt"), "content": "x\n"}}]})
+        })
+        .collect();
+    replies.push(serde_json::json!({"text": "done"}));
+    let script = dir.path().join("writes.json");
+    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    let rules =
+        "step_limit = 1000\n[[rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"*.txt\"\n";
+    let turn = |hooks: &str| -> Result<Duration> {
+        std::fs::write(home.join("config.toml"), format!("{rules}{hooks}"))?;
+        median(5, || {
+            let out = Command::new(&wicket_exe)
+                .env("WICKET_HOME", &home)
+                .args(["exec", "go", "--answers", "deny", "--model"])
+                .arg(format!("script:{}", script.display()))
+                .arg("--workspace")
+                .arg(&ws)
+                .stdin(std::process::Stdio::null())
+                .output()?;
+            anyhow::ensure!(
+                out.status.success(),
+                "wicket exec failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Ok(())
+        })
+    };
+    let none = turn("")?;
+    let unmatched = turn("[[hooks.pre_tool_use]]\nmatcher = \"run\"\ncommand = [\"true\"]\n")?;
+    let matched = turn("[[hooks.pre_tool_use]]\nmatcher = \"write_file\"\ncommand = [\"true\"]\n")?;
+    let per_call = |with: Duration| (with.as_secs_f64() - none.as_secs_f64()) / CALLS as f64;
+    for (name, with) in [
+        ("an unmatched hook", unmatched),
+        ("a matched no-op hook (true)", matched),
+    ] {
+        rows.push(Row {
+            name: format!("hooks: {name}, per call ({CALLS} writes a turn)"),
+            wicket: format!("{:+.2} ms", per_call(with) * 1e3),
+            reference: format!(
+                "no hook {:.2} ms a call",
+                none.as_secs_f64() * 1e3 / CALLS as f64
+            ),
+            ratio: None,
+        });
+    }
+    Ok(())
+}
+
 fn start_rows(rows: &mut Vec<Row>) -> Result<()> {
     let wicket_exe = wicket_binary()?;
     let dir = tempfile::tempdir()?;
@@ -949,8 +1012,9 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 14] = [
+    let workloads: [(&str, Workload); 15] = [
         ("load", load::load_rows),
+        ("hooks", hook_rows),
         ("tui", tui::tui_rows),
         ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),

@@ -156,8 +156,14 @@ pub(crate) fn mcp_rows(rows: &mut Vec<Row>) -> Result<()> {
     let mut direct = Vec::with_capacity(1000);
     for i in 0..1001 {
         let started = Instant::now();
-        mcp.call(&format!("call-{i}"), &call, &mut answers, &cancel)
-            .map_err(|e| anyhow::anyhow!(e.message))?;
+        mcp.call(
+            &format!("call-{i}"),
+            &call,
+            wicket_gate::Hooked::Nothing,
+            &mut answers,
+            &cancel,
+        )
+        .map_err(|e| anyhow::anyhow!(e.message))?;
         if i > 0 {
             gated.push(started.elapsed());
         }

@@ -237,7 +237,13 @@ pub(crate) fn call(
         arguments,
     };
     let call_id = wicket_os::ids::new_id("call");
-    let result = mcp.call(&call_id, &call, answerer, &Cancel::default());
+    let result = mcp.call(
+        &call_id,
+        &call,
+        wicket_gate::Hooked::Nothing,
+        answerer,
+        &Cancel::default(),
+    );
     setup.session.sync()?;
     hub.stop();
     println!("{}", result_line(&result));

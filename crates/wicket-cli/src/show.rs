@@ -5,8 +5,8 @@
 
 use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
 use wicket_protocol::{
-    Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, HookOutcome, McpCard, OutsideReadCard,
-    Reach, RunCard, RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
+    Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, McpCard, OutsideReadCard, Reach, RunCard,
+    RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
 };
 
 const RED: &str = "\x1b[31m";
@@ -260,15 +260,6 @@ pub(crate) fn card_summary(card: &Card) -> String {
     }
 }
 
-fn hook_outcome(outcome: HookOutcome) -> &'static str {
-    match outcome {
-        HookOutcome::Pass => "pass",
-        HookOutcome::Block => "block",
-        HookOutcome::Error => "error",
-        HookOutcome::Denied => "denied",
-    }
-}
-
 /// The usage line of a result: tokens, and the cost when it is known;
 /// "usage not reported" when the server sent none.
 pub(crate) fn usage_line(usage: &Option<wicket_protocol::Usage>) -> String {
@@ -344,11 +335,21 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
             format!("✔ {}\n  ({})", visible(text.trim_end()), usage_line(usage))
         }
         EventBody::Hook {
-            command, outcome, ..
+            event,
+            name,
+            outcome,
+            duration_ms,
+            stderr,
+            ..
         } => format!(
-            "  hook {} → {}",
-            visible_line(&command.join(" ")),
-            hook_outcome(*outcome)
+            "  {}",
+            visible_line(&wicket_protocol::event::hook_line(
+                *event,
+                name,
+                *outcome,
+                *duration_ms,
+                stderr
+            ))
         ),
         EventBody::Queued { text } => format!("queued: {}", visible(text)),
         EventBody::Retry {
@@ -495,15 +496,17 @@ pub(crate) fn event_line(event: &Event) -> String {
             format!("result {} ({})", short(text, 400), usage_line(usage))
         }
         EventBody::Hook {
+            event,
             command,
             outcome,
             exit_code,
             stderr,
             ..
         } => format!(
-            "hook {} {} exit {} {}",
+            "hook {} {} {} exit {} {}",
+            event.as_str(),
             visible_line(&command.join(" ")),
-            hook_outcome(*outcome),
+            outcome.as_str(),
             exit_code.map_or("-".to_string(), |code| code.to_string()),
             short(stderr.trim(), 400)
         ),

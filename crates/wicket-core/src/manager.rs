@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
@@ -216,6 +216,8 @@ struct Live {
     /// When it was last used, on the manager's clock: the least recently
     /// used idle sessions are closed first.
     used: AtomicU64,
+    /// Its SessionStart hooks ran in this process.
+    started: AtomicBool,
 }
 
 /// A broadcast ring that exists only while something listens: a session
@@ -591,6 +593,7 @@ impl Manager {
             events,
             text,
             used: AtomicU64::new(0),
+            started: AtomicBool::new(false),
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
@@ -940,7 +943,38 @@ impl Manager {
         let lives: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
         for live in lives {
             live.mcp.stop();
+            if live.started.load(Ordering::SeqCst) {
+                self.end_session(&live, "exit");
+            }
         }
+    }
+
+    /// The SessionEnd hooks of a session this process ran (the person's
+    /// own: a workspace's cannot ask for its card as the process leaves).
+    fn end_session(&self, live: &Arc<Live>, reason: &str) {
+        let model = live.session.meta().model;
+        // A session that cannot be set up now (its model gone from the
+        // config) has no hooks to run either.
+        let Ok((chat, settings)) = (self.setup)(&live.workspace, model.as_deref()) else {
+            return;
+        };
+        if !settings
+            .hooks
+            .iter()
+            .any(|hook| hook.event == wicket_protocol::HookEvent::SessionEnd)
+        {
+            return;
+        }
+        let runner = Runner {
+            tools: &live.tools,
+            session: &live.session,
+            chat: chat.as_ref(),
+            settings: &settings,
+            runtime: &self.runtime,
+            mcp: None,
+            on_text: None,
+        };
+        runner.session_end(reason);
     }
 
     /// Blocks until the session has no running turn and nothing queued.
@@ -963,7 +997,8 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
     let mut text = first;
     loop {
         let cancel = live.state().cancel.clone();
-        if live.session.meta().title.is_empty() {
+        let fresh = live.session.meta().title.is_empty();
+        if fresh {
             let title: String = text.chars().take(80).collect();
             // A failure is recorded in the session; the turn ends on it.
             let _ = live.session.update_meta(|meta| meta.title = title);
@@ -972,6 +1007,10 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
         match setup(&live.workspace, model.as_deref()) {
             Ok((chat, mut settings)) => {
                 live.add_extra_servers(&mut settings);
+                // SessionStart: the first turn of this session in this process.
+                if !live.started.swap(true, Ordering::SeqCst) {
+                    settings.session_start = Some(if fresh { "startup" } else { "resume" });
+                }
                 learn_window(&mut settings, &runtime);
                 let runner = Runner {
                     tools: &live.tools,
@@ -1075,7 +1114,8 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
         let settings = Settings {
             step_limit: config.step_limit,
             max_stop_blocks: config.max_stop_blocks,
-            stop_hooks: config.stop_hooks.clone(),
+            hooks: config.hooks.clone(),
+            session_start: None,
             max_tokens: config
                 .max_tokens
                 .unwrap_or(DEFAULT_MAX_TOKENS)

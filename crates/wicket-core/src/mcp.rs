@@ -182,6 +182,7 @@ impl McpSession<'_> {
         &self,
         call_id: &str,
         call: &McpCall,
+        hooked: wicket_gate::Hooked,
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
@@ -197,7 +198,7 @@ impl McpSession<'_> {
             annotations: annotations.as_ref(),
             auto_allowed: auto,
         };
-        let gate = self.gate();
+        let gate = self.gate().hooked(hooked);
         // Nothing is called that the log did not record.
         self.session
             .append(EventBody::ToolCall {

@@ -17,11 +17,13 @@ use wicket_protocol::{
 };
 use wicket_tools::{Cancel, Tools, Workspace};
 
-use crate::config::{Limits, Owner, StopHook};
-use crate::hooks::run_stop_hook;
+use crate::config::{Hook, Limits, Owner};
+use crate::hooks::{HookRun, run_hook};
 use crate::models::{ModelInfo, estimate_tokens};
 use crate::skills::{self, Skill};
-use wicket_gate::{Answerer, CommandRequest, Confinement, Gate};
+use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, Hooked};
+use wicket_os::spawn::Confine;
+use wicket_protocol::HookEvent;
 use wicket_session::{Session, Status, load_for_conversation, load_log};
 
 /// How the error that ends a turn at its step limit starts (its
@@ -35,8 +37,11 @@ pub struct Settings {
     pub step_limit: usize,
     /// Stop-hook blocks that end the turn.
     pub max_stop_blocks: usize,
-    /// The Stop hooks, the home config's first.
-    pub stop_hooks: Vec<StopHook>,
+    /// Every hook, by event, the home config's first.
+    pub hooks: Vec<Hook>,
+    /// The session's first turn in this process: its SessionStart hooks run
+    /// with this `source` (`startup` for a new session, `resume`).
+    pub session_start: Option<&'static str>,
     /// The output limit of one reply.
     pub max_tokens: u32,
     /// The skills the system prompt lists.
@@ -128,6 +133,57 @@ pub fn turn_over(body: &EventBody) -> Option<TurnOutcome> {
     match body {
         EventBody::TurnEnded { outcome } => Some(*outcome),
         _ => None,
+    }
+}
+
+/// No one to answer: a card raised when the process is leaving is withdrawn.
+struct Nobody;
+
+impl Person for Nobody {
+    fn card(&mut self, _card: &Card) -> Option<Answer> {
+        None
+    }
+
+    fn question(&mut self, _id: &str, _question: &str) -> Option<String> {
+        None
+    }
+}
+
+/// One hook's run, and what it comes to once its `on_error` is applied.
+struct Ran<'h> {
+    hook: &'h Hook,
+    run: HookRun,
+    settled: HookOutcome,
+}
+
+/// Answers a card from the person, after telling the Notification hooks
+/// that it is open.
+struct Notifying<'r, 'p> {
+    runner: &'r Runner<'r>,
+    person: &'p mut dyn Person,
+    cancel: &'r Cancel,
+}
+
+impl Answerer for Notifying<'_, '_> {
+    fn answer(&mut self, card: &Card) -> Option<Answer> {
+        let kind = serde_json::to_value(&card.kind)
+            .ok()
+            .and_then(|kind| kind.get("kind").cloned())
+            .unwrap_or_default();
+        let input = serde_json::json!({
+            "message": format!("Wicket needs your permission to use {}", card.tool),
+            "notification_type": "permission_prompt",
+            "card_id": card.id,
+            "card_kind": kind,
+            "tool_name": card.tool,
+        });
+        self.runner
+            .notify(input, &card.tool, self.person, self.cancel);
+        self.person.card(card)
+    }
+
+    fn widened(&mut self) -> Option<Vec<String>> {
+        self.person.widened()
     }
 }
 
@@ -477,11 +533,54 @@ impl Rebuild {
                 });
             }
             EventBody::Hook {
+                event: HookEvent::Stop,
                 call_id: None,
                 outcome: HookOutcome::Block | HookOutcome::Error,
+                ignored: false,
                 stderr,
                 ..
             } => self.user(hook_feedback(stderr)),
+            EventBody::Hook {
+                event: HookEvent::UserPromptSubmit | HookEvent::SessionStart,
+                name,
+                context: Some(context),
+                ..
+            } => self.user(crate::hooks::note(name, context.trim())),
+            EventBody::Hook {
+                event: event @ HookEvent::PostToolUse,
+                name,
+                call_id: Some(call_id),
+                outcome,
+                ignored,
+                stderr,
+                context,
+                ..
+            } => {
+                let note = crate::hooks::model_note(
+                    *event,
+                    name,
+                    *outcome,
+                    *ignored,
+                    stderr,
+                    context.as_deref(),
+                );
+                let result = self
+                    .messages
+                    .iter_mut()
+                    .rev()
+                    .find_map(|message| match message {
+                        Message::ToolResult {
+                            call_id: id,
+                            content,
+                            ..
+                        } if id == call_id => Some(content),
+                        _ => None,
+                    });
+                if let (Some(note), Some(content)) = (note, result) {
+                    content.push_str("\n\n");
+                    content.push_str(&note);
+                }
+            }
             EventBody::Hook { .. }
             | EventBody::SessionStarted { .. }
             | EventBody::ToolCall { .. }
@@ -702,6 +801,66 @@ impl Runner<'_> {
         outcome
     }
 
+    /// The SessionStart hooks (at the session's first turn here), then the
+    /// UserPromptSubmit hooks: their notes for the model, or the end of a
+    /// turn whose message a hook blocked (no request is made).
+    fn prompt_hooks(
+        &self,
+        ask: &str,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Result<Vec<String>, Outcome> {
+        let mut ran = Vec::new();
+        if let Some(source) = self.settings.session_start {
+            let input = serde_json::json!({ "source": source });
+            ran.extend(self.run_hooks(
+                HookEvent::SessionStart,
+                None,
+                None,
+                input,
+                person,
+                cancel,
+                false,
+            ));
+        }
+        let input = serde_json::json!({ "prompt": ask });
+        let prompted = self.run_hooks(
+            HookEvent::UserPromptSubmit,
+            None,
+            None,
+            input,
+            person,
+            cancel,
+            false,
+        );
+        if let Some(blocked) = prompted
+            .iter()
+            .find(|ran| ran.settled == HookOutcome::Block)
+        {
+            let why = if blocked.run.outcome == HookOutcome::Error {
+                format!(
+                    "it failed, and a failing UserPromptSubmit hook blocks: {}",
+                    blocked.run.stderr.trim()
+                )
+            } else {
+                blocked.run.stderr.trim().to_string()
+            };
+            let head: String = ask.chars().take(200).collect();
+            return Err(self.fail(format!(
+                "the hook {} blocked the message {head:?}, so the model never saw it: {why}",
+                blocked.hook.name
+            )));
+        }
+        ran.extend(prompted);
+        Ok(ran
+            .iter()
+            .filter_map(|ran| {
+                let context = ran.run.context.as_deref()?;
+                Some(crate::hooks::note(&ran.hook.name, context.trim()))
+            })
+            .collect())
+    }
+
     /// Runs the Stop hooks; `Ok` when all pass, else the feedback for the
     /// model. A hook the workspace declared asks first, as a `run` card.
     fn stop_hooks(
@@ -712,41 +871,32 @@ impl Runner<'_> {
         cancel: &Cancel,
     ) -> Result<(), String> {
         let input = serde_json::json!({
-            "session_id": self.session.meta().id,
-            "workspace": self.tools.workspace().root().display().to_string(),
             "result": result,
             "stop_hook_active": true,
-            "log_path": self.session.log_path().display().to_string(),
         });
         let mut feedback = Vec::new();
-        for hook in &self.settings.stop_hooks {
-            let run = self.stop_hook(hook, call_id, &input, person, cancel);
-            self.log(EventBody::Hook {
-                call_id: call_id.map(str::to_string),
-                command: hook.command.clone(),
-                outcome: run.outcome,
-                exit_code: run.exit_code,
-                stderr: run.stderr.clone(),
-            });
-            match run.outcome {
-                HookOutcome::Pass | HookOutcome::Denied => {}
-                HookOutcome::Block => feedback.push(run.stderr),
-                HookOutcome::Error => {
-                    self.log(EventBody::error(format!(
-                        "the Stop hook {:?} failed ({}); it counts as a block",
-                        hook.command,
-                        run.exit_code
-                            .map_or(run.stderr.trim().to_string(), |code| format!(
-                                "exit {code}: {}",
-                                run.stderr.trim()
-                            ))
-                    )));
-                    feedback.push(format!(
-                        "the Stop hook {:?} failed: {}",
-                        hook.command,
-                        run.stderr.trim()
-                    ));
-                }
+        for ran in self.run_hooks(HookEvent::Stop, None, call_id, input, person, cancel, false) {
+            if ran.settled != HookOutcome::Block {
+                continue;
+            }
+            if ran.run.outcome == HookOutcome::Error {
+                self.log(EventBody::error(format!(
+                    "the Stop hook {:?} failed ({}); it counts as a block",
+                    ran.hook.command,
+                    ran.run
+                        .exit_code
+                        .map_or(ran.run.stderr.trim().to_string(), |code| format!(
+                            "exit {code}: {}",
+                            ran.run.stderr.trim()
+                        ))
+                )));
+                feedback.push(format!(
+                    "the Stop hook {:?} failed: {}",
+                    ran.hook.command,
+                    ran.run.stderr.trim()
+                ));
+            } else {
+                feedback.push(ran.run.stderr);
             }
         }
         if feedback.is_empty() {
@@ -756,19 +906,114 @@ impl Runner<'_> {
         }
     }
 
-    fn stop_hook(
+    /// Runs the hooks of `event` that match `tool`, each with Claude Code's
+    /// stdin (`input`'s fields beside the common ones), concurrently (a
+    /// workspace hook asks for its `run` card first, one card at a time),
+    /// and logs each run as a `hook` event — but a `quiet` run that let the
+    /// call through (an inside read, list or grep leaves nothing in the log
+    /// but the model's own call).
+    #[allow(clippy::too_many_arguments)]
+    fn run_hooks(
         &self,
-        hook: &StopHook,
+        event: HookEvent,
+        tool: Option<&str>,
         call_id: Option<&str>,
-        input: &serde_json::Value,
+        input: serde_json::Value,
         person: &mut dyn Person,
         cancel: &Cancel,
-    ) -> crate::hooks::HookRun {
-        let failed = |message: String| crate::hooks::HookRun {
-            outcome: HookOutcome::Error,
-            exit_code: None,
-            stderr: message,
-        };
+        quiet: bool,
+    ) -> Vec<Ran<'_>> {
+        let hooks: Vec<&Hook> = self
+            .settings
+            .hooks
+            .iter()
+            .filter(|hook| hook.event == event && tool.is_none_or(|tool| hook.matches(tool)))
+            .collect();
+        if hooks.is_empty() {
+            return Vec::new();
+        }
+        let mut stdin = serde_json::json!({
+            "session_id": self.session.meta().id,
+            "cwd": self.tools.workspace().root().display().to_string(),
+            "hook_event_name": event.as_str(),
+            "transcript_path": self.session.log_path().display().to_string(),
+            "workspace": self.tools.workspace().root().display().to_string(),
+            "log_path": self.session.log_path().display().to_string(),
+        });
+        if let (Some(all), serde_json::Value::Object(extra)) = (stdin.as_object_mut(), input) {
+            all.extend(extra);
+        }
+        // The cards first, one at a time; then every allowed hook at once.
+        let mut started = Vec::new();
+        let mut ran = Vec::new();
+        for hook in hooks {
+            match self.hook_confine(hook, event, call_id, person) {
+                Ok(confined) => started.push((hook, confined)),
+                Err(refused) => ran.push((hook, refused)),
+            }
+        }
+        let stdin = &stdin;
+        std::thread::scope(|scope| {
+            let running: Vec<_> = started
+                .into_iter()
+                .map(|(hook, (confine, cwd))| {
+                    (
+                        hook,
+                        scope.spawn(move || run_hook(hook, cwd, stdin, confine, cancel)),
+                    )
+                })
+                .collect();
+            for (hook, handle) in running {
+                let run = handle.join().unwrap_or_else(|_| {
+                    HookRun::failed("the hook's thread stopped on an internal error".into())
+                });
+                ran.push((hook, run));
+            }
+        });
+        ran.into_iter()
+            .map(|(hook, mut run)| {
+                if run.outcome == HookOutcome::Allow && hook.owner == Owner::Workspace {
+                    // A repository's hook can deny or ask, never let a call skip its card.
+                    run.outcome = HookOutcome::Pass;
+                    run.stderr =
+                        "its allow was ignored: a workspace hook can deny or ask, never allow"
+                            .into();
+                }
+                let settled = crate::hooks::settled(hook, &run);
+                let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
+                if !(quiet && through && run.context.is_none()) {
+                    self.log(EventBody::Hook {
+                        event,
+                        name: hook.name.clone(),
+                        call_id: call_id.map(str::to_string),
+                        command: hook.command.clone(),
+                        outcome: run.outcome,
+                        exit_code: run.exit_code,
+                        duration_ms: Some(
+                            u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
+                        ),
+                        stderr: run.stderr.clone(),
+                        stdout: crate::hooks::stdout_head(&run.stdout),
+                        context: run.context.clone(),
+                        ignored: run.outcome == HookOutcome::Error && settled == HookOutcome::Pass,
+                    });
+                }
+                Ran { hook, run, settled }
+            })
+            .collect()
+    }
+
+    /// Where and how a hook runs: a workspace hook asks for its `run` card
+    /// first (a Notification hook cannot: a card is open then, so only the
+    /// person's own run); the person's own starts with no card.
+    fn hook_confine(
+        &self,
+        hook: &Hook,
+        event: HookEvent,
+        call_id: Option<&str>,
+        person: &mut dyn Person,
+    ) -> Result<(Confine, Cwd), HookRun> {
+        let failed = |message: String| Err(HookRun::failed(message));
         let workspace = self.tools.workspace();
         let root = match wicket_tools::tools::run::validate(
             workspace,
@@ -785,9 +1030,20 @@ impl Runner<'_> {
         };
         let gate = self.gate();
         let card_id = call_id.map_or_else(|| wicket_os::ids::new_id("hook"), str::to_string);
-        let confine = match hook.owner {
+        let confine = match (hook.owner, event) {
+            (Owner::Workspace, HookEvent::Notification | HookEvent::SessionEnd) => {
+                return Err(HookRun {
+                    outcome: HookOutcome::Denied,
+                    ..HookRun::failed(format!(
+                        "a workspace's {} hook would need its own card when none can be answered \
+                         (a card is open, or the process is leaving); declare it in \
+                         $WICKET_HOME/config.toml to have it",
+                        event.as_str()
+                    ))
+                });
+            }
             // The repository's own command: the person sees it first.
-            Owner::Workspace => match gate.allow_command(
+            (Owner::Workspace, _) => match gate.allow_command(
                 &card_id,
                 &CommandRequest {
                     tool: "run",
@@ -802,25 +1058,146 @@ impl Runner<'_> {
             ) {
                 Ok(allowed) => allowed.confine,
                 Err(error) if error.kind == ErrorKind::Denied => {
-                    return crate::hooks::HookRun {
+                    return Err(HookRun {
                         outcome: HookOutcome::Denied,
-                        exit_code: None,
-                        stderr: "the person did not allow this workspace hook; it did not run"
-                            .into(),
-                    };
+                        ..HookRun::failed(
+                            "the person did not allow this workspace hook; it did not run".into(),
+                        )
+                    });
                 }
                 Err(error) => return failed(error.message),
             },
-            Owner::Home => match gate.home_command(wicket_gate::sandbox::Access::default()) {
+            (Owner::Home, _) => match gate.home_command(wicket_gate::sandbox::Access::default()) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },
         };
-        let cwd = match workspace.open_folder(Path::new(""), ".") {
-            Ok((fd, _)) => Cwd::Fd(fd),
-            Err(error) => return failed(error.message),
+        match workspace.open_folder(Path::new(""), ".") {
+            Ok((fd, _)) => Ok((confine, Cwd::Fd(fd))),
+            Err(error) => failed(error.message),
+        }
+    }
+
+    /// The PreToolUse hooks of one call: a deny from any of them wins,
+    /// then an ask, then a home hook's allow.
+    fn pre_tool_use(
+        &self,
+        call: &ToolCallRequest,
+        tool_input: serde_json::Value,
+        quiet: bool,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Hooked {
+        let input = serde_json::json!({"tool_name": call.name, "tool_input": tool_input});
+        let ran = self.run_hooks(
+            HookEvent::PreToolUse,
+            Some(&call.name),
+            Some(&call.id),
+            input,
+            person,
+            cancel,
+            quiet,
+        );
+        if let Some(denied) = ran.iter().find(|ran| ran.settled == HookOutcome::Block) {
+            let reason = if denied.run.outcome == HookOutcome::Error {
+                format!(
+                    "the hook failed, and a failing PreToolUse hook blocks: {}",
+                    denied.run.stderr.trim()
+                )
+            } else {
+                denied.run.stderr.clone()
+            };
+            return Hooked::Deny {
+                hook: denied.hook.name.clone(),
+                reason,
+            };
+        }
+        if ran.iter().any(|ran| ran.settled == HookOutcome::Ask) {
+            return Hooked::Ask;
+        }
+        match ran.iter().find(|ran| ran.settled == HookOutcome::Allow) {
+            Some(allowed) => Hooked::Allow {
+                hook: allowed.hook.name.clone(),
+            },
+            None => Hooked::Nothing,
+        }
+    }
+
+    /// The PostToolUse hooks of one call: the notes they have for the model.
+    fn post_tool_use(
+        &self,
+        call: &ToolCallRequest,
+        tool_input: serde_json::Value,
+        result: &Result<ToolOutput, WireError>,
+        quiet: bool,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Vec<String> {
+        let response = match result {
+            Ok(output) => serde_json::to_value(output).unwrap_or_default(),
+            Err(error) => serde_json::json!({ "error": error }),
         };
-        run_stop_hook(hook, cwd, input, confine, cancel)
+        let input = serde_json::json!({
+            "tool_name": call.name,
+            "tool_input": tool_input,
+            "tool_response": response,
+        });
+        self.run_hooks(
+            HookEvent::PostToolUse,
+            Some(&call.name),
+            Some(&call.id),
+            input,
+            person,
+            cancel,
+            quiet,
+        )
+        .iter()
+        .filter_map(|ran| {
+            crate::hooks::model_note(
+                HookEvent::PostToolUse,
+                &ran.hook.name,
+                ran.run.outcome,
+                ran.settled == HookOutcome::Pass && ran.run.outcome == HookOutcome::Error,
+                &ran.run.stderr,
+                ran.run.context.as_deref(),
+            )
+        })
+        .collect()
+    }
+
+    /// The SessionEnd hooks, as the process lets the session go.
+    pub fn session_end(&self, reason: &str) {
+        let input = serde_json::json!({ "reason": reason });
+        self.run_hooks(
+            HookEvent::SessionEnd,
+            None,
+            None,
+            input,
+            &mut Nobody,
+            &Cancel::default(),
+            false,
+        );
+        // A failed sync is recorded in the session; nothing runs after it.
+        let _ = self.session.sync();
+    }
+
+    /// Tells the Notification hooks that a card or a question is open.
+    fn notify(
+        &self,
+        input: serde_json::Value,
+        tool: &str,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) {
+        self.run_hooks(
+            HookEvent::Notification,
+            Some(tool),
+            None,
+            input,
+            person,
+            cancel,
+            false,
+        );
     }
 
     /// Compacts the session's conversation now (`/compact`, the API's
@@ -856,6 +1233,12 @@ impl Runner<'_> {
             Ok(events) => conversation(&events),
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
+        // The hooks first: a message a hook blocks is never the model's
+        // (its words stay in the error that says so).
+        let mut said = match self.prompt_hooks(ask, person, cancel) {
+            Ok(notes) => notes,
+            Err(outcome) => return outcome,
+        };
         self.log(EventBody::UserMessage { text: ask.into() });
         for notice in &self.settings.notices {
             self.log(EventBody::Notice {
@@ -871,7 +1254,11 @@ impl Runner<'_> {
                 key: Some("context_window".into()),
             });
         }
-        history.push(Message::User { text: ask.into() });
+        // As the log rebuilds it: the hooks' notes, then the message.
+        said.push(ask.to_string());
+        history.push(Message::User {
+            text: said.join("\n\n"),
+        });
         // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
         if let Some(outcome) = self.broken() {
@@ -1207,9 +1594,14 @@ impl Runner<'_> {
                     .and_then(|hub| hub.find(name))
                     .map(|offered| (offered.server, offered.tool))
             };
+            let mut notes = Vec::new();
             let result = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
                 Err((arguments, error)) => self.refused(call, arguments, error),
-                Ok(Call::Tool(tool_call)) => self.tool(call, &tool_call, person, cancel),
+                Ok(Call::Tool(tool_call)) => {
+                    let (result, said) = self.tool(call, &tool_call, person, cancel);
+                    notes = said;
+                    result
+                }
                 Ok(Call::Core(CoreCall::Ask(args))) => match self.ask(call, &args, person) {
                     Some(result) => result,
                     None => return Flow::End(self.cancelled(&calls[index..])),
@@ -1224,9 +1616,17 @@ impl Runner<'_> {
                     result
                 }
                 Ok(Call::Core(CoreCall::UseSkill(args))) => self.use_skill(call, &args),
-                Ok(Call::Mcp(mcp)) => self.mcp_call(call, &mcp, person, cancel),
+                Ok(Call::Mcp(mcp)) => {
+                    let (result, said) = self.mcp_call(call, &mcp, person, cancel);
+                    notes = said;
+                    result
+                }
             };
-            let (content, is_error) = result_content(&result);
+            let (mut content, is_error) = result_content(&result);
+            for note in notes {
+                content.push_str("\n\n");
+                content.push_str(&note);
+            }
             turn.push(Message::ToolResult {
                 call_id: call.id.clone(),
                 content,
@@ -1308,6 +1708,12 @@ impl Runner<'_> {
         });
         // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
+        let input = serde_json::json!({
+            "message": args.question,
+            "notification_type": "question",
+            "question_id": id,
+        });
+        self.notify(input, "ask", person, &Cancel::default());
         let reply = person.question(&id, &args.question);
         // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
         let _ = self
@@ -1407,37 +1813,78 @@ impl Runner<'_> {
         }
     }
 
-    /// One MCP tool, through the gate's `mcp` card, then to its server.
+    /// One MCP tool: its PreToolUse hooks, the gate's `mcp` card, its
+    /// server, its PostToolUse hooks (whose notes it returns).
     fn mcp_call(
         &self,
         call: &ToolCallRequest,
         mcp: &wicket_protocol::McpCall,
         person: &mut dyn Person,
         cancel: &Cancel,
-    ) -> Result<ToolOutput, WireError> {
-        match self.mcp_session() {
-            Some(session) => session.call(&call.id, mcp, &mut Asker(person), cancel),
-            None => self.refused(
+    ) -> (Result<ToolOutput, WireError>, Vec<String>) {
+        let input = serde_json::Value::Object(mcp.arguments.clone());
+        let Some(session) = self.mcp_session() else {
+            let refused = self.refused(
                 call,
-                serde_json::Value::Object(mcp.arguments.clone()),
+                input,
                 WireError::invalid(format!(
                     "there is no MCP tool '{}' in this session",
                     mcp.name
                 )),
-            ),
-        }
+            );
+            return (refused, Vec::new());
+        };
+        let hooked = self.pre_tool_use(call, input.clone(), false, person, cancel);
+        let mut answerer = Notifying {
+            runner: self,
+            person: &mut *person,
+            cancel,
+        };
+        let result = session.call(&call.id, mcp, hooked, &mut answerer, cancel);
+        let notes = self.post_tool_use(call, input, &result, false, person, cancel);
+        (result, notes)
     }
 
-    /// One of the six tools, through the gate.
+    /// One of the six tools: its PreToolUse hooks, the gate, its
+    /// PostToolUse hooks (whose notes it returns). An inside read, list or
+    /// grep logs no hook run that let it through.
     fn tool(
         &self,
         call: &ToolCallRequest,
         tool_call: &ToolCall,
         person: &mut dyn Person,
         cancel: &Cancel,
-    ) -> Result<ToolOutput, WireError> {
-        self.gate()
-            .call(&call.id, tool_call, &mut Asker(person), cancel)
+    ) -> (Result<ToolOutput, WireError>, Vec<String>) {
+        let input = tool_call.arguments();
+        let quiet = self.inside_read(tool_call);
+        let hooked = self.pre_tool_use(call, input.clone(), quiet, person, cancel);
+        let mut answerer = Notifying {
+            runner: self,
+            person: &mut *person,
+            cancel,
+        };
+        let result = self
+            .gate()
+            .hooked(hooked)
+            .call(&call.id, tool_call, &mut answerer, cancel);
+        let notes = self.post_tool_use(call, input, &result, quiet, person, cancel);
+        (result, notes)
+    }
+
+    /// Whether a call reads, lists or greps inside the workspace.
+    fn inside_read(&self, call: &ToolCall) -> bool {
+        let path = match call {
+            ToolCall::ReadFile(args) => Some(args.path.as_str()),
+            ToolCall::ListDir(args) => args.path.as_deref(),
+            ToolCall::Grep(args) => args.path.as_deref(),
+            ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => return false,
+        };
+        path.is_none_or(|path| {
+            matches!(
+                self.tools.workspace().classify(path),
+                Ok(wicket_tools::Location::Inside(_))
+            )
+        })
     }
 }
 

@@ -127,6 +127,43 @@ fn rules_failed(error: rules::Error) -> WireError {
     WireError::new(ErrorKind::Io, error.to_string())
 }
 
+/// What the PreToolUse hooks said of a call, before the gate decides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Hooked {
+    /// Nothing (no hook, or every hook passed).
+    #[default]
+    Nothing,
+    /// A hook denied it: refused, its reason to the model.
+    Deny {
+        /// The hook's name.
+        hook: String,
+        /// Why.
+        reason: String,
+    },
+    /// A hook asked for the card, even where a rule or a grant would pass the call.
+    Ask,
+    /// A hook of the person's own config let it skip the card (never the jail,
+    /// never a deny rule).
+    Allow {
+        /// The hook's name.
+        hook: String,
+    },
+}
+
+fn denied_by_hook(hook: &str, reason: &str) -> WireError {
+    WireError::new(
+        ErrorKind::Denied,
+        format!(
+            "the hook {hook} refused this call: {}; the workspace is as it was",
+            if reason.trim().is_empty() {
+                "it gave no reason"
+            } else {
+                reason.trim()
+            }
+        ),
+    )
+}
+
 /// What the gate would do with a call (see [`Gate::check`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {
@@ -225,6 +262,7 @@ pub struct Gate<'a> {
     session: &'a Session,
     confinement: &'a Confinement,
     rules: &'a Rules,
+    hooked: Hooked,
 }
 
 impl<'a> Gate<'a> {
@@ -240,6 +278,21 @@ impl<'a> Gate<'a> {
             session,
             confinement,
             rules,
+            hooked: Hooked::Nothing,
+        }
+    }
+
+    /// The gate for one call, with what its PreToolUse hooks said.
+    pub fn hooked(mut self, hooked: Hooked) -> Gate<'a> {
+        self.hooked = hooked;
+        self
+    }
+
+    /// A hook's deny, before anything else (an inside read too).
+    fn hook_denied(&self) -> Result<(), WireError> {
+        match &self.hooked {
+            Hooked::Deny { hook, reason } => Err(denied_by_hook(hook, reason)),
+            Hooked::Nothing | Hooked::Ask | Hooked::Allow { .. } => Ok(()),
         }
     }
 
@@ -267,7 +320,9 @@ impl<'a> Gate<'a> {
                 allowed_by,
             })
             .map_err(internal)?;
-        let result = self.dispatch(call_id, call, answerer, cancel);
+        let result = self
+            .hook_denied()
+            .and_then(|()| self.dispatch(call_id, call, answerer, cancel));
         self.log_result(call_id, &result)?;
         result
     }
@@ -346,8 +401,12 @@ impl<'a> Gate<'a> {
         if let Some(rule) = verdict.deny {
             return Err(denied_by_rule(&rule));
         }
-        if verdict.ask.is_some() {
+        self.hook_denied()?;
+        if verdict.ask.is_some() || self.hooked == Hooked::Ask {
             return Ok(Pass::Asked);
+        }
+        if let Hooked::Allow { hook } = &self.hooked {
+            return Ok(Pass::Through(AllowedBy::Hook(hook.clone())));
         }
         if let Some(grant) = grant {
             return Ok(Pass::Through(AllowedBy::Grant(grant)));
@@ -665,6 +724,7 @@ impl<'a> Gate<'a> {
     ) -> Result<(), WireError> {
         let arguments = serde_json::Value::Object(request.arguments.clone());
         let key = Self::mcp_key(request);
+        self.hook_denied()?;
         // Deny and ask rules hold over `auto_allow` too.
         match self.mcp_pass(request)? {
             Pass::Through(_) => return Ok(()),

@@ -65,18 +65,102 @@ impl Usage {
     }
 }
 
-/// A Stop hook's verdict.
+/// A hook's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookOutcome {
-    /// Exit 0.
+    /// Exit 0 with nothing to say against the call.
     Pass,
-    /// Exit 2: its stderr goes back to the model.
+    /// Exit 2, or `"decision": "block"`, or a PreToolUse `deny`: its reason
+    /// goes back to the model (to the person, for a prompt).
     Block,
-    /// Anything else: counts as a block.
+    /// It failed (another exit, a signal, a timeout, bad output): its
+    /// `on_error` says whether that blocks (the default for PreToolUse,
+    /// UserPromptSubmit and Stop) or is ignored.
     Error,
     /// A workspace-declared hook the person did not allow to run: skipped.
     Denied,
+    /// A PreToolUse `allow`: the call skips its card (a home hook only).
+    Allow,
+    /// A PreToolUse `ask`: the call raises its card even where a rule or a grant would pass it.
+    Ask,
+}
+
+impl HookOutcome {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookOutcome::Pass => "pass",
+            HookOutcome::Block => "block",
+            HookOutcome::Error => "error",
+            HookOutcome::Denied => "denied",
+            HookOutcome::Allow => "allow",
+            HookOutcome::Ask => "ask",
+        }
+    }
+}
+
+/// A hook's run in one line, as every front end shows it:
+/// `PreToolUse hook no-rm: block (12 ms): rm is not allowed here`. The
+/// caller makes it visible.
+pub fn hook_line(
+    event: HookEvent,
+    name: &str,
+    outcome: HookOutcome,
+    duration_ms: Option<u64>,
+    stderr: &str,
+) -> String {
+    let took = duration_ms.map_or(String::new(), |ms| format!(" ({ms} ms)"));
+    let said = stderr
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("");
+    let said: String = said.chars().take(200).collect();
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {said}")
+    };
+    format!(
+        "{} hook {name}: {}{took}{said}",
+        event.as_str(),
+        outcome.as_str()
+    )
+}
+
+/// When a hook runs, in Claude Code's names (`hook_event_name` on its stdin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum HookEvent {
+    /// Before a tool call, before the gate decides.
+    PreToolUse,
+    /// After a tool call, with its result.
+    PostToolUse,
+    /// When the person sends a message, before the model sees it.
+    UserPromptSubmit,
+    /// At a session's first turn in this process.
+    SessionStart,
+    /// When the process lets a session go.
+    SessionEnd,
+    /// Before a turn may finish.
+    #[default]
+    Stop,
+    /// When a card or a question opens.
+    Notification,
+}
+
+impl HookEvent {
+    /// Claude Code's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::Stop => "Stop",
+            HookEvent::Notification => "Notification",
+        }
+    }
 }
 
 /// How a turn ended, as its `turn_ended` event says.
@@ -245,8 +329,15 @@ pub enum EventBody {
     },
     /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
     Hook {
-        /// The `finish` call the hook judged; none when the turn ended with a
-        /// reply that had no tool call (then a block goes back as a user message).
+        /// When it ran (Stop for logs written before there were others).
+        #[serde(default)]
+        event: HookEvent,
+        /// Its name in the config (its argv when it has none).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+        /// The call it judged: a tool call's for PreToolUse and PostToolUse,
+        /// the `finish` call's for Stop; none for a Stop after a reply with
+        /// no tool call (then a block goes back as a user message).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
         /// The hook's argv.
@@ -256,9 +347,22 @@ pub enum EventBody {
         /// Its exit code.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
-        /// Its stderr (for a block, what the model reads).
+        /// How long it ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// Its stderr, or its reason (for a block, what the model reads).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         stderr: String,
+        /// The head of its stdout.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stdout: String,
+        /// Its `additionalContext`: a note the model reads beside the call's
+        /// result (PostToolUse) or the person's message (UserPromptSubmit, SessionStart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        /// It failed, and its `on_error = "ignore"` let what it guarded go on.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ignored: bool,
     },
     /// A message sent while a turn ran; it starts when the turn ends.
     Queued {

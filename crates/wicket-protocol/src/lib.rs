@@ -21,7 +21,9 @@ pub use card::{
     RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
-pub use event::{Event, EventBody, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage};
+pub use event::{
+    Event, EventBody, HookEvent, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage,
+};
 pub use ids::{CardId, SessionId};
 pub use rules::{AllowedBy, Rule, RuleAction, RuleSpec};
 pub use schema::{ToolSpec, tool_specs};

@@ -470,7 +470,13 @@ function row(item) {
       node.append(el("div", "note", `retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
       break;
     case "hook":
-      node.append(el("div", "note", `Stop hook ${event.command.join(" ")}: ${event.outcome}${event.stderr ? " — " + event.stderr : ""}`));
+      {
+        // One line, as every front end shows a hook's run.
+        const said = (event.stderr || "").split("\n").find((line) => line.trim()) || "";
+        const took = event.duration_ms === undefined ? "" : ` (${event.duration_ms} ms)`;
+        const name = event.name || event.command.join(" ");
+        node.append(el("div", "note", visible(`${event.event || "Stop"} hook ${name}: ${event.outcome}${took}${said ? ": " + said.slice(0, 200) : ""}`)));
+      }
       break;
   }
   item.node = node;

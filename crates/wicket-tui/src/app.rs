@@ -1190,11 +1190,17 @@ mod tests {
             event(
                 15,
                 EventBody::Hook {
+                    event: wicket_protocol::HookEvent::Stop,
+                    name: "make check".into(),
                     call_id: None,
                     command: vec!["make".into(), "check".into()],
                     outcome: HookOutcome::Block,
                     exit_code: Some(2),
+                    duration_ms: Some(12),
                     stderr: "lint failed".into(),
+                    stdout: String::new(),
+                    context: None,
+                    ignored: false,
                 },
             ),
             event(

@@ -273,23 +273,16 @@ impl Transcript {
                 self.push(done_lines(text, usage));
             }
             EventBody::Hook {
-                command,
+                event,
+                name,
                 outcome,
+                duration_ms,
                 stderr,
                 ..
             } => {
-                self.push(vec![Line::styled(
-                    format!(
-                        "stop hook {}: {outcome:?}{}",
-                        first_line(&command.join(" "), 100),
-                        if stderr.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", first_line(stderr, 200))
-                        }
-                    ),
-                    dim(),
-                )]);
+                let line =
+                    wicket_protocol::event::hook_line(*event, name, *outcome, *duration_ms, stderr);
+                self.push(vec![Line::styled(first_line(&line, 300), dim())]);
             }
             EventBody::Retry {
                 attempt,

@@ -11,6 +11,7 @@ mod chat;
 mod context;
 mod crash;
 mod exec;
+mod hooks;
 mod mcp;
 mod output;
 mod rules;

@@ -38,15 +38,78 @@ pub enum Owner {
     Workspace,
 }
 
-/// One `[[hooks.stop]]` table.
+/// What a hook's failure (an exit other than 0 and 2, a signal, a
+/// timeout, output that is not what it should be) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// It counts as a block: a policy hook that crashes fails closed.
+    Block,
+    /// It is logged and the call (or prompt, or turn) goes on.
+    Ignore,
+}
+
+/// One `[[hooks.<event>]]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StopHook {
+pub struct Hook {
+    /// When it runs.
+    pub event: wicket_protocol::HookEvent,
+    /// Its name (`name`, else its argv), as `allowed_by` and the log name it.
+    pub name: String,
+    /// A regex on the tool name, matched whole (`run|write_file`,
+    /// `mcp__git__.*`); none, `""` or `"*"` matches every tool.
+    pub matcher: Option<String>,
     /// The argv, run with no shell, in the workspace.
     pub command: Vec<String>,
     /// Seconds before it is stopped.
     pub timeout_s: Option<u64>,
+    /// What its failure does.
+    pub on_error: OnError,
     /// Which config declared it.
     pub owner: Owner,
+}
+
+/// A Stop hook (`[[hooks.stop]]`): a [`Hook`] whose event is Stop.
+pub type StopHook = Hook;
+
+impl Hook {
+    /// A hook of `event` with the defaults of a table that gives only its
+    /// command and timeout: named by its argv, every tool, and failing
+    /// closed where it guards something (a call, a prompt, a turn's end).
+    pub fn new(
+        event: wicket_protocol::HookEvent,
+        command: Vec<String>,
+        timeout_s: Option<u64>,
+        owner: Owner,
+    ) -> Hook {
+        use wicket_protocol::HookEvent;
+        let guards = matches!(
+            event,
+            HookEvent::PreToolUse | HookEvent::UserPromptSubmit | HookEvent::Stop
+        );
+        Hook {
+            event,
+            name: wicket_protocol::text::shell_words(&command),
+            matcher: None,
+            command,
+            timeout_s,
+            on_error: if guards {
+                OnError::Block
+            } else {
+                OnError::Ignore
+            },
+            owner,
+        }
+    }
+
+    /// Whether it runs for `tool` (a tool's name; MCP tools as `mcp__S__T`).
+    pub fn matches(&self, tool: &str) -> bool {
+        match self.matcher.as_deref() {
+            None | Some("" | "*") => true,
+            Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
+                .is_ok_and(|matcher| matcher.is_match(tool)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -54,6 +117,9 @@ pub struct StopHook {
 struct FileHook {
     command: Vec<String>,
     timeout_s: Option<u64>,
+    name: Option<String>,
+    matcher: Option<String>,
+    on_error: Option<OnError>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -61,6 +127,65 @@ struct FileHook {
 struct Hooks {
     #[serde(default)]
     stop: Vec<FileHook>,
+    #[serde(default)]
+    pre_tool_use: Vec<FileHook>,
+    #[serde(default)]
+    post_tool_use: Vec<FileHook>,
+    #[serde(default)]
+    user_prompt_submit: Vec<FileHook>,
+    #[serde(default)]
+    session_start: Vec<FileHook>,
+    #[serde(default)]
+    session_end: Vec<FileHook>,
+    #[serde(default)]
+    notification: Vec<FileHook>,
+}
+
+impl Hooks {
+    /// Every table, checked: a matcher must be a regex, a command an argv.
+    fn checked(self, owner: Owner) -> std::result::Result<Vec<Hook>, String> {
+        use wicket_protocol::HookEvent;
+        let tables = [
+            (HookEvent::Stop, "stop", self.stop),
+            (HookEvent::PreToolUse, "pre_tool_use", self.pre_tool_use),
+            (HookEvent::PostToolUse, "post_tool_use", self.post_tool_use),
+            (
+                HookEvent::UserPromptSubmit,
+                "user_prompt_submit",
+                self.user_prompt_submit,
+            ),
+            (HookEvent::SessionStart, "session_start", self.session_start),
+            (HookEvent::SessionEnd, "session_end", self.session_end),
+            (HookEvent::Notification, "notification", self.notification),
+        ];
+        let mut hooks = Vec::new();
+        for (event, key, tables) in tables {
+            for table in tables {
+                if table.command.is_empty() {
+                    return Err(format!(
+                        "[[hooks.{key}]] has an empty command; give an argv like [\"make\", \"check\"]"
+                    ));
+                }
+                if let Some(pattern) = &table.matcher
+                    && let Err(error) = regex::Regex::new(&format!("^(?:{pattern})$"))
+                {
+                    return Err(format!(
+                        "[[hooks.{key}]] matcher {pattern:?} is not a regex: {error}"
+                    ));
+                }
+                let mut hook = Hook::new(event, table.command, table.timeout_s, owner);
+                if let Some(name) = table.name {
+                    hook.name = name;
+                }
+                hook.matcher = table.matcher;
+                if let Some(on_error) = table.on_error {
+                    hook.on_error = on_error;
+                }
+                hooks.push(hook);
+            }
+        }
+        Ok(hooks)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -182,7 +307,7 @@ pub struct Config {
     /// the home config, workspace-relative from the workspace's.
     pub skill_dirs: Vec<SkillDir>,
     /// Stop hooks, the home config's first.
-    pub stop_hooks: Vec<StopHook>,
+    pub hooks: Vec<Hook>,
     /// `[providers.openai] base_url` (home only).
     pub openai_base_url: Option<String>,
     /// `[providers.openai] tool_choice` (home only).
@@ -246,7 +371,7 @@ impl Default for Config {
             step_limit: DEFAULT_STEP_LIMIT,
             max_stop_blocks: DEFAULT_MAX_STOP_BLOCKS,
             skill_dirs: Vec::new(),
-            stop_hooks: Vec::new(),
+            hooks: Vec::new(),
             openai_base_url: None,
             openai_tool_choice: None,
             anthropic_base_url: None,
@@ -408,12 +533,16 @@ impl Config {
         }
         let rules = wicket_gate::rules::checked(std::mem::take(&mut file.rules), "config")
             .map_err(|message| config_error(path, format!("[[rules]]: {message}")))?;
+        let hooks = std::mem::take(&mut file.hooks)
+            .checked(Owner::Home)
+            .map_err(|message| config_error(path, message))?;
+        self.hooks.extend(hooks);
         self.rules.extend(
             rules
                 .into_iter()
                 .map(|rule| (wicket_gate::rules::Source::HomeConfig, rule)),
         );
-        self.apply_common(file, Owner::Home);
+        self.apply_common(file);
         Ok(())
     }
 
@@ -524,6 +653,14 @@ impl Config {
                 ),
             }
         }
+        match std::mem::take(&mut file.hooks).checked(Owner::Workspace) {
+            Ok(hooks) => self.hooks.extend(hooks),
+            Err(message) => ignore(
+                "[hooks]",
+                &message,
+                "Fix the table; the workspace's hooks do not run until then",
+            ),
+        }
         match wicket_gate::rules::checked(std::mem::take(&mut file.rules), "workspace") {
             Ok(rules) => {
                 for rule in rules {
@@ -548,7 +685,7 @@ impl Config {
                 "Fix the rule; the workspace's other rules are ignored until then",
             ),
         }
-        self.apply_common(file, Owner::Workspace);
+        self.apply_common(file);
     }
 
     /// The rules a gate decides with: these and `$WICKET_HOME/rules.toml`.
@@ -557,7 +694,7 @@ impl Config {
     }
 
     /// The keys both files may set.
-    fn apply_common(&mut self, file: FileConfig, owner: Owner) {
+    fn apply_common(&mut self, file: FileConfig) {
         if file.model.is_some() {
             self.model = file.model;
         }
@@ -567,12 +704,6 @@ impl Config {
         if let Some(blocks) = file.max_stop_blocks {
             self.max_stop_blocks = blocks.max(1);
         }
-        self.stop_hooks
-            .extend(file.hooks.stop.into_iter().map(|hook| StopHook {
-                command: hook.command,
-                timeout_s: hook.timeout_s,
-                owner,
-            }));
         if let Some(chat) = file.chat {
             self.request_timeout_s = chat.request_timeout_s.or(self.request_timeout_s);
             self.idle_timeout_s = chat.idle_timeout_s.or(self.idle_timeout_s);
@@ -832,21 +963,74 @@ timeout_s = 300
             config.skill_dirs,
             vec![SkillDir::Workspace(PathBuf::from("more-skills"))]
         );
+        use wicket_protocol::HookEvent;
         assert_eq!(
-            config.stop_hooks,
+            config.hooks,
             vec![
-                StopHook {
-                    command: vec!["make".into(), "check".into()],
-                    timeout_s: None,
-                    owner: Owner::Home,
-                },
-                StopHook {
-                    command: vec!["cargo".into(), "test".into()],
-                    timeout_s: Some(300),
-                    owner: Owner::Workspace,
-                },
+                StopHook::new(
+                    HookEvent::Stop,
+                    vec!["make".into(), "check".into()],
+                    None,
+                    Owner::Home
+                ),
+                StopHook::new(
+                    HookEvent::Stop,
+                    vec!["cargo".into(), "test".into()],
+                    Some(300),
+                    Owner::Workspace
+                ),
             ]
         );
+    }
+
+    #[test]
+    fn hook_tables_of_every_event_are_read_with_their_matcher_and_on_error() {
+        use wicket_protocol::HookEvent;
+        let dir = tempfile::tempdir().unwrap();
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+        write(
+            &home.join("config.toml"),
+            r#"
+[[hooks.pre_tool_use]]
+name = "no-rm"
+matcher = "run|mcp__.*"
+command = ["python3", "deny.py"]
+[[hooks.post_tool_use]]
+matcher = "write_file"
+command = ["fmt"]
+on_error = "block"
+[[hooks.notification]]
+command = ["notify-send", "wicket"]
+"#,
+        );
+        std::fs::create_dir_all(&ws).unwrap();
+        let config = Config::load(&home, &ws).unwrap();
+        let [pre, post, notify] = &config.hooks[..] else {
+            panic!("{:?}", config.hooks);
+        };
+        assert_eq!(
+            (pre.event, pre.name.as_str()),
+            (HookEvent::PreToolUse, "no-rm")
+        );
+        assert!(pre.matches("run") && pre.matches("mcp__git__status") && !pre.matches("run2"));
+        assert_eq!(
+            (pre.on_error, post.on_error),
+            (OnError::Block, OnError::Block)
+        );
+        assert_eq!(
+            (notify.on_error, notify.name.as_str()),
+            (OnError::Ignore, "notify-send wicket")
+        );
+        assert!(notify.matches("anything"));
+        write(
+            &home.join("config.toml"),
+            "[[hooks.pre_tool_use]]
+matcher = \"(\"
+command = [\"x\"]
+",
+        );
+        let error = Config::load(&home, &ws).unwrap_err().to_string();
+        assert!(error.contains("not a regex"), "{error}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
 use wicket_core::turn::Settings;
 use wicket_gate::Confinement;
 use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
-use wicket_protocol::{Answer, CardKind, EventBody, RunSource, SessionId, TurnOutcome};
+use wicket_protocol::{Answer, CardKind, EventBody, HookEvent, RunSource, SessionId, TurnOutcome};
 use wicket_session as session;
 use wicket_test_support::scripted::{calls, text};
 use wicket_test_support::{Fixture, ScriptedClient, wait_until};
@@ -21,7 +21,8 @@ fn settings() -> Settings {
     Settings {
         step_limit: 20,
         max_stop_blocks: 3,
-        stop_hooks: Vec::new(),
+        hooks: Vec::new(),
+        session_start: None,
         max_tokens: 1000,
         skills: Vec::new(),
         confinement: Confinement {
@@ -437,11 +438,12 @@ fn use_skill_returns_the_body_and_a_missing_one_lists_the_skills() {
 fn hook_script(dir: &std::path::Path, body: &str) -> StopHook {
     let path = dir.join("hook.sh");
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    StopHook {
-        command: vec!["sh".into(), path.display().to_string()],
-        timeout_s: Some(20),
-        owner: Owner::Home,
-    }
+    StopHook::new(
+        HookEvent::Stop,
+        vec!["sh".into(), path.display().to_string()],
+        Some(20),
+        Owner::Home,
+    )
 }
 
 #[test]
@@ -451,7 +453,7 @@ fn a_stop_hook_that_blocks_once_sends_the_model_back_then_passes() {
     let mut s = settings();
     // Blocks the first time (stderr to the model), passes the second; it
     // also checks the JSON it is given on stdin.
-    s.stop_hooks = vec![hook_script(
+    s.hooks = vec![hook_script(
         dir.path(),
         &format!(
             "input=$(cat)\ncase \"$input\" in *'\"stop_hook_active\":true'*) ;; *) echo bad input >&2; exit 1;; esac\nif [ -e {m} ]; then exit 0; fi\ntouch {m}\necho 'tests fail: fix test_x' >&2\nexit 2",
@@ -488,7 +490,7 @@ fn a_stop_hook_that_blocks_once_sends_the_model_back_then_passes() {
 fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = settings();
-    s.stop_hooks = vec![hook_script(dir.path(), "echo 'not yet' >&2\nexit 2")];
+    s.hooks = vec![hook_script(dir.path(), "echo 'not yet' >&2\nexit 2")];
     let w = world(
         vec![
             calls(&[("finish", json!({"result": "1"}))]),
@@ -512,7 +514,7 @@ fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = settings();
     s.max_stop_blocks = 1;
-    s.stop_hooks = vec![hook_script(dir.path(), "exit 1")];
+    s.hooks = vec![hook_script(dir.path(), "exit 1")];
     let w = world(vec![calls(&[("finish", json!({"result": "x"}))])], s);
     let id = w.open("s");
     w.manager.send(&id, "work").unwrap();
@@ -628,17 +630,20 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
 fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
     let f = Fixture::new();
     let ran = f.root.join("ran");
-    let hook = |owner| StopHook {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            format!("echo x >> {}", ran.display()),
-        ],
-        timeout_s: Some(20),
-        owner,
+    let hook = |owner| {
+        StopHook::new(
+            HookEvent::Stop,
+            vec![
+                "sh".into(),
+                "-c".into(),
+                format!("echo x >> {}", ran.display()),
+            ],
+            Some(20),
+            owner,
+        )
     };
     let mut s = settings();
-    s.stop_hooks = vec![hook(Owner::Workspace)];
+    s.hooks = vec![hook(Owner::Workspace)];
     let w = world_in(
         f,
         vec![text("one"), text("two"), text("three"), text("four")],
@@ -680,11 +685,12 @@ fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
     let f = Fixture::new();
     let mut s = settings();
     let mine = f.root.join("mine");
-    s.stop_hooks = vec![StopHook {
-        command: vec!["touch".into(), mine.display().to_string()],
-        timeout_s: Some(20),
-        owner: Owner::Home,
-    }];
+    s.hooks = vec![StopHook::new(
+        HookEvent::Stop,
+        vec!["touch".into(), mine.display().to_string()],
+        Some(20),
+        Owner::Home,
+    )];
     let w = world_in(f, vec![text("done")], s);
     let id = w.open("s");
     w.manager.send(&id, "go").unwrap();
