@@ -414,6 +414,16 @@ impl<'a> Gate<'a> {
         Ok(verdict.allow.map_or(Pass::Card, Pass::Through))
     }
 
+    /// The id of the session's grant for `key`, when `held` says the session has one.
+    fn held_grant<K: serde::Serialize>(
+        &self,
+        kind: &str,
+        key: &K,
+        held: impl FnOnce(&wicket_session::Allowed) -> bool,
+    ) -> Option<String> {
+        held(&self.session.meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
+    }
+
     fn run_key(argv: &[String], dir: &RunDir, network: bool, git: bool) -> RunKey {
         RunKey {
             argv: argv.to_vec(),
@@ -431,13 +441,7 @@ impl<'a> Gate<'a> {
         git: bool,
     ) -> Result<Pass, WireError> {
         let key = Self::run_key(argv, dir, network, git);
-        let grant = self
-            .session
-            .meta()
-            .allowed
-            .run
-            .contains(&key)
-            .then(|| grant_id("run", &serde_json::json!(key)));
+        let grant = self.held_grant("run", &key, |allowed| allowed.run.contains(&key));
         let subject = Subject::Run {
             argv,
             cwd: &dir.shown,
@@ -449,13 +453,7 @@ impl<'a> Gate<'a> {
 
     fn write_pass(&self, tool: &str, absolute: &Path) -> Result<Pass, WireError> {
         let key = absolute.display().to_string();
-        let grant = self
-            .session
-            .meta()
-            .allowed
-            .write
-            .contains(&key)
-            .then(|| grant_id("write", &serde_json::json!(key)));
+        let grant = self.held_grant("write", &key, |allowed| allowed.write.contains(&key));
         self.pass(&Subject::Write { tool, absolute }, grant)
     }
 
@@ -464,13 +462,9 @@ impl<'a> Gate<'a> {
             path: path.display().to_string(),
             reach,
         };
-        let grant = self
-            .session
-            .meta()
-            .allowed
-            .outside
-            .contains(&key)
-            .then(|| grant_id("outside_read", &serde_json::json!(key)));
+        let grant = self.held_grant("outside_read", &key, |allowed| {
+            allowed.outside.contains(&key)
+        });
         self.pass(&Subject::ReadOutside { path, reach }, grant)
     }
 
@@ -486,13 +480,7 @@ impl<'a> Gate<'a> {
 
     fn mcp_pass(&self, request: &McpRequest<'_>) -> Result<Pass, WireError> {
         let key = Self::mcp_key(request);
-        let grant = self
-            .session
-            .meta()
-            .allowed
-            .mcp
-            .contains(&key)
-            .then(|| grant_id("mcp", &serde_json::json!(key)));
+        let grant = self.held_grant("mcp", &key, |allowed| allowed.mcp.contains(&key));
         let arguments = serde_json::Value::Object(request.arguments.clone());
         self.pass(
             &Subject::Mcp {

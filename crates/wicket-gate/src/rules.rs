@@ -190,9 +190,28 @@ pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>
     verdict
 }
 
-/// Whether a deny or ask rule matches: the call itself, what it wraps, and
-/// every command of its script, by program name (`/usr/bin/git` is `git`).
+/// How a run rule is read: a deny or ask restricts, an allow covers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// The call itself, what it wraps, and every command of its script, by
+    /// program name (`/usr/bin/git` is `git`); a flag the rule leaves out matches either.
+    Restrict,
+    /// The call exactly as it is: the program word as written (`./git` is
+    /// not `git`), the network and `.git` only when the rule gives them.
+    Cover,
+}
+
+/// Whether a deny or ask rule matches the call.
 fn restricts(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
+    matches_as(rule, workspace, subject, Reading::Restrict)
+}
+
+/// Whether an allow rule covers the call.
+fn covers(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
+    matches_as(rule, workspace, subject, Reading::Cover)
+}
+
+fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Reading) -> bool {
     match (&rule.matcher, subject) {
         (
             Matcher::Run {
@@ -208,13 +227,20 @@ fn restricts(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
                 git: called_git,
             },
         ) => {
-            let flags = network.is_none_or(|wanted| wanted == *called_network)
-                && git.is_none_or(|wanted| wanted == *called_git);
-            flags
-                && cwd_matches(cwd.as_deref(), called_cwd)
-                && shell::commands_of(called)
+            let flag = |wanted: &Option<bool>, called: bool| match reading {
+                Reading::Restrict => wanted.is_none_or(|wanted| wanted == called),
+                Reading::Cover => !called || *wanted == Some(true),
+            };
+            let argv_matches = match reading {
+                Reading::Restrict => shell::commands_of(called)
                     .iter()
-                    .any(|command| argv_matches(argv, command, true))
+                    .any(|command| argv_matches(argv, command, true)),
+                Reading::Cover => argv_matches(argv, called, false),
+            };
+            flag(network, *called_network)
+                && flag(git, *called_git)
+                && cwd_matches(cwd.as_deref(), called_cwd)
+                && argv_matches
         }
         (matcher, subject) => same_call(matcher, workspace, subject),
     }
@@ -258,34 +284,6 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
         }
     }
     Some(AllowedBy::Rules(ids))
-}
-
-/// Whether an allow rule covers the call exactly as it is: the program word
-/// as written (`./git` is not `git`), the network and `.git` only when the
-/// rule gives them.
-fn covers(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
-    match (&rule.matcher, subject) {
-        (
-            Matcher::Run {
-                argv,
-                cwd,
-                network,
-                git,
-            },
-            Subject::Run {
-                argv: called,
-                cwd: called_cwd,
-                network: called_network,
-                git: called_git,
-            },
-        ) => {
-            (!called_network || *network == Some(true))
-                && (!called_git || *git == Some(true))
-                && cwd_matches(cwd.as_deref(), called_cwd)
-                && argv_matches(argv, called, false)
-        }
-        (matcher, subject) => same_call(matcher, workspace, subject),
-    }
 }
 
 /// The matchers that read the same for every action: writes, outside reads, MCP.
