@@ -1088,7 +1088,11 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> Hooked {
-        let input = serde_json::json!({"tool_name": call.name, "tool_input": tool_input});
+        let input = serde_json::json!({
+            "tool_name": call.name,
+            "tool_input": tool_input,
+            "tool_use_id": call.id,
+        });
         let ran = self.run_hooks(
             HookEvent::PreToolUse,
             Some(&call.name),
@@ -1141,6 +1145,7 @@ impl Runner<'_> {
             "tool_name": call.name,
             "tool_input": tool_input,
             "tool_response": response,
+            "tool_use_id": call.id,
         });
         self.run_hooks(
             HookEvent::PostToolUse,

@@ -237,6 +237,7 @@ fn a_post_tool_use_hook_sees_the_call_and_its_note_reaches_the_next_request() {
     assert_eq!(seen["tool_name"], "write_file");
     assert_eq!(seen["tool_input"]["content"], "one\n");
     assert_eq!(seen["tool_response"]["bytes"], 4);
+    assert_eq!(seen["tool_use_id"], "call_w1");
     assert_eq!(seen["cwd"], f.ws.display().to_string());
     let requests: Vec<_> = fake
         .requests()
