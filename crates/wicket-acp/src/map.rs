@@ -426,7 +426,7 @@ impl Mapper {
                 }
                 let who = match run.source {
                     RunSource::Tool => "run",
-                    RunSource::Hook => "the workspace's Stop hook:",
+                    RunSource::Hook => "a hook of the workspace's:",
                     RunSource::Mcp => "start the workspace's MCP server:",
                 };
                 fields = fields

@@ -136,7 +136,7 @@ fn run_card(run: &RunCard, color: bool) -> String {
         .collect();
     let who = match run.source {
         RunSource::Tool => "run wants to start a command",
-        RunSource::Hook => "the workspace's Stop hook (.wicket/config.toml) wants to run",
+        RunSource::Hook => "a hook of the workspace's (.wicket/config.toml) wants to run",
         RunSource::Mcp => "the workspace's MCP server (.wicket/config.toml) wants to start",
     };
     let mut out = paint(who, BOLD, color);

@@ -1090,7 +1090,7 @@ impl Runner<'_> {
     ) -> Hooked {
         let input = serde_json::json!({
             "tool_name": call.name,
-            "tool_input": tool_input,
+            "tool_input": self.claude_fields(tool_input),
             "tool_use_id": call.id,
         });
         let ran = self.run_hooks(
@@ -1127,6 +1127,25 @@ impl Runner<'_> {
         }
     }
 
+    /// A call's arguments with Claude Code's fields beside Wicket's own, so
+    /// that a hook written for Claude Code finds what it reads: `command`
+    /// (a run's argv, shell-quoted) and `file_path` (absolute).
+    fn claude_fields(&self, mut input: serde_json::Value) -> serde_json::Value {
+        let Some(fields) = input.as_object_mut() else {
+            return input;
+        };
+        if let Some(argv) = fields.get("argv").and_then(|argv| argv.as_array()) {
+            let words: Vec<&str> = argv.iter().filter_map(|word| word.as_str()).collect();
+            let command = wicket_protocol::text::shell_words(&words);
+            fields.insert("command".into(), command.into());
+        }
+        if let Some(path) = fields.get("path").and_then(|path| path.as_str()) {
+            let absolute = self.tools.workspace().root().join(path);
+            fields.insert("file_path".into(), absolute.display().to_string().into());
+        }
+        input
+    }
+
     /// The PostToolUse hooks of one call: the notes they have for the model.
     fn post_tool_use(
         &self,
@@ -1143,7 +1162,7 @@ impl Runner<'_> {
         };
         let input = serde_json::json!({
             "tool_name": call.name,
-            "tool_input": tool_input,
+            "tool_input": self.claude_fields(tool_input),
             "tool_response": response,
             "tool_use_id": call.id,
         });

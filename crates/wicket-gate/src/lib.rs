@@ -62,6 +62,19 @@ pub fn widen(card: &mut Card, prefix: Vec<String>) -> Result<(), WireError> {
             ));
         }
     };
+    let short = prefix.len() < argv.len();
+    if let Some(program) = prefix.first()
+        && short
+        && prefix.len() < 3
+        && shell::runs_anything(program)
+    {
+        return Err(WireError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "argv_prefix {prefix:?} would allow any command {program} is given; keep more of the card's words"
+            ),
+        ));
+    }
     if prefix.is_empty() || !argv.starts_with(&prefix) {
         return Err(WireError::new(
             ErrorKind::InvalidArgs,
@@ -662,7 +675,7 @@ impl<'a> Gate<'a> {
         }
         let always = self.always(Matcher::Run {
             argv: Argv::Exact(request.argv.to_vec()),
-            cwd: Some(request.dir.shown.clone()),
+            cwd: Some(rules::exact_glob(&request.dir.shown)),
             network: request.network.then_some(true),
             git: request.git.then_some(true),
         });

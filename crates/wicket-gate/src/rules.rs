@@ -166,18 +166,21 @@ pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>
             .is_none_or(|only| Path::new(only) == workspace)
     };
     let mut verdict = Verdict::default();
-    for action in [RuleAction::Deny, RuleAction::Ask] {
-        let found = rules
+    let first = |action: RuleAction, reading: Reading| {
+        rules
             .iter()
             .map(|(_, rule)| rule)
             .filter(|rule| rule.action == action && here(rule))
-            .find(|rule| restricts(rule, workspace, subject));
-        let found = found.map(|rule| rule.id.clone());
-        match action {
-            RuleAction::Deny => verdict.deny = found,
-            _ => verdict.ask = found,
-        }
-    }
+            .find(|rule| matches_as(rule, workspace, subject, reading))
+            .map(|rule| rule.id.clone())
+    };
+    verdict.deny = first(RuleAction::Deny, Reading::Restrict);
+    // A deny whose words stand in the command with others between them
+    // (`git -C . push` for `git push`) may or may not be that command: the
+    // person decides, on a card.
+    verdict.ask = first(RuleAction::Ask, Reading::Restrict)
+        .or_else(|| first(RuleAction::Ask, Reading::Loose))
+        .or_else(|| first(RuleAction::Deny, Reading::Loose));
     let allows: Vec<&Rule> = rules
         .iter()
         .filter(|(source, rule)| {
@@ -196,14 +199,12 @@ enum Reading {
     /// The call itself, what it wraps, and every command of its script, by
     /// program name (`/usr/bin/git` is `git`); a flag the rule leaves out matches either.
     Restrict,
+    /// As `Restrict`, but the rule's words after the program may stand with
+    /// other words between them: `git -c x=y push` for `git push`.
+    Loose,
     /// The call exactly as it is: the program word as written (`./git` is
     /// not `git`), the network and `.git` only when the rule gives them.
     Cover,
-}
-
-/// Whether a deny or ask rule matches the call.
-fn restricts(rule: &Rule, workspace: &Path, subject: &Subject<'_>) -> bool {
-    matches_as(rule, workspace, subject, Reading::Restrict)
 }
 
 /// Whether an allow rule covers the call.
@@ -228,13 +229,16 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
             },
         ) => {
             let flag = |wanted: &Option<bool>, called: bool| match reading {
-                Reading::Restrict => wanted.is_none_or(|wanted| wanted == called),
+                Reading::Restrict | Reading::Loose => wanted.is_none_or(|wanted| wanted == called),
                 Reading::Cover => !called || *wanted == Some(true),
             };
             let argv_matches = match reading {
                 Reading::Restrict => shell::commands_of(called)
                     .iter()
                     .any(|command| argv_matches(argv, command, true)),
+                Reading::Loose => shell::commands_of(called)
+                    .iter()
+                    .any(|command| words_among(argv, command)),
                 Reading::Cover => argv_matches(argv, called, false),
             };
             flag(network, *called_network)
@@ -268,7 +272,7 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
         return None;
     };
     let script = shell::read(shell::script_of(argv)?);
-    if !script.plain || script.commands.is_empty() {
+    if !script.plain || (script.commands.is_empty() && script.writes.is_empty()) {
         return None;
     }
     let mut ids = Vec::new();
@@ -278,6 +282,17 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
             cwd,
             network,
             git,
+        })?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    // What its redirections write is a write, which a write rule must cover.
+    for path in &script.writes {
+        let absolute = workspace.join(cwd).join(path);
+        let id = covering(&Subject::Write {
+            tool: "write_file",
+            absolute: &absolute,
         })?;
         if !ids.contains(&id) {
             ids.push(id);
@@ -358,6 +373,19 @@ fn argv_matches(rule: &Argv, argv: &[String], by_name: bool) -> bool {
     }
 }
 
+/// The rule's program is the command's (by name), and the rule's other
+/// words stand in the rest of the command in order, others between them.
+fn words_among(rule: &Argv, argv: &[String]) -> bool {
+    let (Argv::Exact(wanted) | Argv::Prefix(wanted)) = rule;
+    let (Some((program, words)), Some((called, rest))) = (wanted.split_first(), argv.split_first())
+    else {
+        return false;
+    };
+    let mut rest = rest.iter();
+    shell::program_name(program) == shell::program_name(called)
+        && words.iter().all(|word| rest.any(|called| called == word))
+}
+
 fn cwd_matches(rule: Option<&str>, called: &str) -> bool {
     rule.is_none_or(|glob| glob == called || glob_matches(glob, called))
 }
@@ -378,6 +406,9 @@ fn path_matches(glob: &str, workspace: &Path, absolute: &Path) -> bool {
 fn glob_matches(glob: &str, text: &str) -> bool {
     GlobBuilder::new(glob)
         .literal_separator(true)
+        // A backslash is a character of a path, never an escape: an exact
+        // rule escapes with brackets.
+        .backslash_escape(false)
         .build()
         .map(|glob| glob.compile_matcher().is_match(text))
         .unwrap_or(false)
@@ -472,6 +503,15 @@ pub fn save(path: &Path, mut spec: RuleSpec) -> Result<String> {
     }
     text.push('\n');
     text.push_str(&block);
+    // The file must read back with the rule in it (a person's `rules = []`
+    // would not), or nothing is written.
+    let read_back = parse(&text, "saved").map_err(|message| file_error(path, message))?;
+    if !read_back.iter().any(|rule| rule.id == id) {
+        return Err(file_error(
+            path,
+            "the rule could not be added to the file as it is written".into(),
+        ));
+    }
     wicket_os::files::write_atomically(path, text.as_bytes(), true)
         .map_err(|error| file_error(path, error.to_string()))?;
     Ok(id)
@@ -777,9 +817,114 @@ workspace = "/other"
             None
         );
         assert_eq!(
-            run_verdict(&all, &["sh", "-c", "cargo test 2>&1 > out.txt"]).allow,
+            run_verdict(&all, &["sh", "-c", "cargo test 2>&1 > /dev/null"]).allow,
             Some(AllowedBy::Rules(vec!["tests".into()]))
         );
+        // What it writes is a write: no rule covers out.txt.
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test > out.txt"]).allow,
+            None
+        );
+    }
+
+    #[test]
+    fn what_a_review_found_stays_closed() {
+        let all = rules(HOME, Source::HomeConfig);
+        // A redirection is a write: no write rule for it, no allow.
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test; > build.rs"]).allow,
+            None
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test > src/out.rs"]).allow,
+            Some(AllowedBy::Rules(vec!["tests".into(), "src".into()])),
+            "src/**/*.rs may be written"
+        );
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cargo test > .git/config"]).allow,
+            None
+        );
+        // A repository's own `./sh` is not a shell.
+        let ls = rules(
+            "[[rules]]\nid = \"ls\"\naction = \"allow\"\ntool = \"run\"\nargv = [\"ls\"]\n",
+            Source::HomeConfig,
+        );
+        assert_eq!(run_verdict(&ls, &["./sh", "-c", "ls"]).allow, None);
+        assert_eq!(
+            run_verdict(&ls, &["/bin/sh", "-c", "ls"]).allow,
+            Some(AllowedBy::Rules(vec!["ls".into()]))
+        );
+        // `cd` moves the rest of a script out of the folder a rule names.
+        assert_eq!(
+            run_verdict(&all, &["sh", "-c", "cd .. && cargo test"]).allow,
+            None
+        );
+        // Options before the subcommand: not a sure match, so a card.
+        let git = rules(
+            "[[rules]]\nid = \"git\"\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"git\"]\n\
+             [[rules]]\nid = \"no-clean\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"clean\"]\n",
+            Source::HomeConfig,
+        );
+        let sneaky = run_verdict(&git, &["git", "-c", "x=y", "clean", "-fdx"]);
+        assert_eq!(
+            (sneaky.deny, sneaky.ask.as_deref()),
+            (None, Some("no-clean"))
+        );
+        // Denies read shells, eval and env -S however they are spelt.
+        for words in [
+            &["sh", "-c", "git push", "x"][..],
+            &["bash", "-ic", "git push"],
+            &["command", "eval", "git push"],
+            &["env", "-iS", "git push"],
+            &["xargs", "--max-args", "1", "git", "push"],
+        ] {
+            assert_eq!(
+                run_verdict(&all, words).deny.as_deref(),
+                Some("no-push"),
+                "{words:?}"
+            );
+        }
+        // An exact path is exact: a backslash is not an escape.
+        let exact = exact_glob("/home/me/\\.ssh/id_rsa");
+        assert!(glob_matches(&exact, "/home/me/\\.ssh/id_rsa"));
+        assert!(!glob_matches(&exact, "/home/me/.ssh/id_rsa"));
+        assert!(!glob_matches(&exact_glob("a*"), "ab"));
+    }
+
+    #[test]
+    fn a_card_widens_only_to_its_own_first_words_and_never_to_a_bare_shell() {
+        let card = |argv: &[&str]| wicket_protocol::Card {
+            id: "card-1".into(),
+            tool: "run".into(),
+            kind: wicket_protocol::CardKind::Run(wicket_protocol::RunCard {
+                argv: argv.iter().map(|word| word.to_string()).collect(),
+                cwd: ".".into(),
+                timeout_s: None,
+                network: false,
+                git: false,
+                sandbox: wicket_protocol::SandboxSummary {
+                    mode: wicket_protocol::SandboxMode::WorkspaceWrite,
+                    network: false,
+                    layers: Vec::new(),
+                    note: None,
+                },
+                source: wicket_protocol::RunSource::Tool,
+            }),
+            always: Some(Box::new(
+                toml::from_str("action = \"allow\"\ntool = \"run\"\nargv = [\"x\"]\n").unwrap(),
+            )),
+        };
+        let mut tests = card(&["cargo", "test", "foo"]);
+        crate::widen(&mut tests, argv(&["cargo", "test"])).unwrap();
+        let always = tests.always.unwrap();
+        assert_eq!(
+            (always.argv, always.argv_prefix),
+            (None, Some(argv(&["cargo", "test"])))
+        );
+        assert!(crate::widen(&mut card(&["cargo", "test"]), argv(&["rm"])).is_err());
+        assert!(crate::widen(&mut card(&["cargo", "test"]), Vec::new()).is_err());
+        assert!(crate::widen(&mut card(&["sh", "-c", "cargo test"]), argv(&["sh", "-c"])).is_err());
+        assert!(crate::widen(&mut card(&["env", "A=1", "make"]), argv(&["env"])).is_err());
     }
 
     #[test]
@@ -809,6 +954,12 @@ workspace = "/other"
         assert!(text.starts_with("# mine\n"), "{text}");
         assert_eq!(read_saved(&path).unwrap().len(), 1);
         assert!(matches!(revoke(&path, &id), Err(Error::NoSuchRule(_))));
+        // A file the rule cannot be added to is left as it is.
+        std::fs::write(&path, "rules = []\n").unwrap();
+        let spec: RuleSpec =
+            toml::from_str("action = \"deny\"\ntool = \"run\"\nargv = [\"x\"]\n").unwrap();
+        assert!(save(&path, spec).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "rules = []\n");
         std::fs::write(&path, "[[rules]]\naction = \"allow\"\ntool = \"run\"\n").unwrap();
         assert!(read_saved(&path).unwrap_err().to_string().contains("argv"));
     }

@@ -28,6 +28,9 @@ pub struct Script {
     /// Each simple command whose program is literal, as far as its words are
     /// literal (a word that is not cuts the argv there), from every depth.
     pub commands: Vec<Vec<String>>,
+    /// The files its redirections write, relative to its folder: each a
+    /// write that a write rule must cover before an allow covers the script.
+    pub writes: Vec<String>,
     /// True when an allow may cover it: see the module's doc.
     pub plain: bool,
 }
@@ -49,15 +52,37 @@ pub fn program_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-/// The script of `sh -c SCRIPT` (`bash -ec SCRIPT`, `/bin/sh -c …`): the
-/// shell, a flags word with `c`, the script, and nothing after.
+/// The script of `sh -c SCRIPT` (`bash -ec SCRIPT`, `/bin/sh -c …`) as an
+/// allow reads it: a system shell (a bare name found on PATH, or one in
+/// /bin or /usr/bin: a repository's own `./sh` is not a shell), a flags word
+/// of known flags with `c`, the script, and nothing after.
 pub fn script_of(argv: &[String]) -> Option<&str> {
     let [shell, flags, script] = argv else {
         return None;
     };
+    let system = !shell.contains('/')
+        || ["/bin/", "/usr/bin/"].iter().any(|folder| {
+            shell
+                .strip_prefix(folder)
+                .is_some_and(|name| !name.contains('/'))
+        });
     let flags = flags.strip_prefix('-')?;
     let known = flags.contains('c') && flags.chars().all(|flag| "cefuxlo".contains(flag));
-    (SHELLS.contains(&program_name(shell)) && known).then_some(script.as_str())
+    (system && SHELLS.contains(&program_name(shell)) && known).then_some(script.as_str())
+}
+
+/// The script of any shell's `-c` as a deny reads it: wherever the shell
+/// is, whatever other flags come with `c`, whatever arguments follow.
+fn any_script_of(argv: &[String]) -> Option<&str> {
+    let (shell, rest) = argv.split_first()?;
+    if !SHELLS.contains(&program_name(shell)) {
+        return None;
+    }
+    let at = rest.iter().position(|word| {
+        word.strip_prefix('-')
+            .is_some_and(|flags| !flags.starts_with('-') && flags.contains('c'))
+    })?;
+    rest.get(at + 1).map(String::as_str)
 }
 
 /// Reads `script`. An unreadable script runs nothing an allow could cover:
@@ -68,6 +93,7 @@ pub fn read(script: &str) -> Script {
     reader.script(script, 0);
     Script {
         commands: reader.commands,
+        writes: reader.writes,
         plain: reader.plain,
     }
 }
@@ -82,6 +108,7 @@ pub fn commands_of(argv: &[String]) -> Vec<Vec<String>> {
 
 struct Reader {
     commands: Vec<Vec<String>>,
+    writes: Vec<String>,
     plain: bool,
 }
 
@@ -89,10 +116,18 @@ impl Default for Reader {
     fn default() -> Reader {
         Reader {
             commands: Vec::new(),
+            writes: Vec::new(),
             plain: true,
         }
     }
 }
+
+/// Builtins that change what the rest of a script is: where it runs, or
+/// what its words mean.
+const STEERING: &[&str] = &[
+    "cd", "pushd", "popd", "alias", "unalias", "set", "shopt", "export", "unset", "source", ".",
+    "trap", "hash", "enable", "builtin", "declare", "typeset", "readonly", "local",
+];
 
 impl Reader {
     fn not_plain(&mut self) {
@@ -245,11 +280,9 @@ impl Reader {
         }
         if argv
             .first()
-            .is_some_and(|program| program_name(program) == "eval")
+            .is_some_and(|program| STEERING.contains(&program.as_str()))
         {
             self.not_plain();
-            let script = argv[1..].join(" ");
-            self.script(&script, depth + 1);
         }
         if !argv.is_empty() {
             self.command(argv, depth);
@@ -262,8 +295,16 @@ impl Reader {
             self.not_plain();
             return;
         }
-        if let Some(script) = script_of(&argv) {
+        if let Some(script) = any_script_of(&argv) {
             self.script(script, depth + 1);
+        }
+        if argv
+            .first()
+            .is_some_and(|program| program_name(program) == "eval")
+        {
+            self.not_plain();
+            let script = argv[1..].join(" ");
+            self.script(&script, depth + 1);
         }
         if let Some(inner) = unwrapped(&argv) {
             self.command(inner, depth + 1);
@@ -273,11 +314,16 @@ impl Reader {
 
     fn redirect(&mut self, redirect: &IoRedirect, depth: usize) {
         match redirect {
-            IoRedirect::File(_, _, target) => match target {
-                IoFileRedirectTarget::Filename(word) => match self.word(&word.value, depth) {
-                    Some(path) if safe_target(&path) => {}
-                    _ => self.not_plain(),
-                },
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::Filename(word) => {
+                    let reads = matches!(kind, ast::IoFileRedirectKind::Read);
+                    match self.word(&word.value, depth) {
+                        Some(path) if is_device(&path) => {}
+                        Some(path) if reads && below(&path) => {}
+                        Some(path) if below(&path) => self.writes.push(path),
+                        _ => self.not_plain(),
+                    }
+                }
                 IoFileRedirectTarget::Fd(_) => {}
                 IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
                     self.not_plain();
@@ -292,7 +338,8 @@ impl Reader {
                 }
             },
             IoRedirect::OutputAndError(word, _) => match self.word(&word.value, depth) {
-                Some(path) if safe_target(&path) => {}
+                Some(path) if is_device(&path) => {}
+                Some(path) if below(&path) => self.writes.push(path),
                 _ => self.not_plain(),
             },
             // A here-document's body may expand anything: its card is shown.
@@ -350,19 +397,36 @@ impl Reader {
     }
 }
 
-/// A redirection an allow may cover: below the command's folder, or /dev/null.
-fn safe_target(path: &str) -> bool {
-    if matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
-        return true;
-    }
+/// A redirection to or from nothing that is a file.
+fn is_device(path: &str) -> bool {
+    matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr")
+}
+
+/// A path below the command's folder (no `..`, not absolute), and not in
+/// `.git` or `.wicket`, which no rule may let a script write.
+fn below(path: &str) -> bool {
+    let parts: Vec<_> = std::path::Path::new(path).components().collect();
     !path.is_empty()
         && !path.starts_with('/')
-        && std::path::Path::new(path).components().all(|part| {
+        && parts.iter().all(|part| {
             matches!(
                 part,
                 std::path::Component::Normal(_) | std::path::Component::CurDir
             )
         })
+        && !parts.iter().any(|part| {
+            matches!(part, std::path::Component::Normal(name) if *name == ".git" || *name == ".wicket")
+        })
+}
+
+/// Whether a command that starts with `program` may run any other command
+/// it is given (a shell, `env`, `sudo`, `xargs`, …): an argv prefix of it
+/// alone allows anything.
+pub fn runs_anything(program: &str) -> bool {
+    let name = program_name(program);
+    SHELLS.contains(&name)
+        || name == "eval"
+        || unwrapped(&[program.to_string(), "x".to_string()]).is_some()
 }
 
 /// The command a wrapper runs: `env A=1 git push` → `git push`,
@@ -380,6 +444,7 @@ pub fn unwrapped(argv: &[String]) -> Option<Vec<String>> {
             0,
         ),
         "nice" => (&["-n", "--adjustment"], 0),
+        "time" => (&["-f", "-o", "--format", "--output"], 0),
         "ionice" => (&["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"], 0),
         "timeout" => (&["-s", "-k", "--signal", "--kill-after"], 1),
         "stdbuf" => (&["-i", "-o", "-e", "--input", "--output", "--error"], 0),
@@ -395,10 +460,16 @@ pub fn unwrapped(argv: &[String]) -> Option<Vec<String>> {
                 "-a",
                 "--arg-file",
                 "--delimiter",
+                "--max-args",
+                "--max-lines",
+                "--max-procs",
+                "--max-chars",
+                "--replace",
+                "--eof",
             ],
             0,
         ),
-        "nohup" | "time" | "command" | "builtin" | "setsid" | "exec" | "chronic" => (&["-a"], 0),
+        "nohup" | "command" | "builtin" | "setsid" | "exec" | "chronic" => (&["-a"], 0),
         _ => return None,
     };
     let env = program_name(program) == "env";
@@ -410,7 +481,9 @@ pub fn unwrapped(argv: &[String]) -> Option<Vec<String>> {
             inner.extend(words.by_ref().cloned());
             break;
         }
-        if env && (word == "-S" || word == "--split-string") {
+        let split = word == "--split-string"
+            || (word.starts_with('-') && !word.starts_with("--") && word.ends_with('S'));
+        if env && split {
             let line = words.next()?;
             inner.extend(shlex::split(line)?);
             inner.extend(words.by_ref().cloned());

@@ -572,7 +572,7 @@ function renderCard(item) {
     if (event.arguments_truncated) card.append(el("div", "note", "The arguments are longer; the card shows their start."));
     if (event.annotations) card.append(el("div", "note", "The server says (a claim, not a permission): " + visible(JSON.stringify(event.annotations))));
   } else {
-    const who = { hook: "the workspace's Stop hook wants to run", mcp: "the workspace's MCP server wants to start" }[event.source] || "run wants to start a command";
+    const who = { hook: "a hook of the workspace's wants to run", mcp: "the workspace's MCP server wants to start" }[event.source] || "run wants to start a command";
     card.append(el("h3", "", who), el("span", "argv", visible(JSON.stringify(event.argv))));
     card.append(el("div", "note", "in " + visible(event.cwd || ".")));
     if (event.timeout_s) card.append(el("div", "note", `timeout ${event.timeout_s} s`));

@@ -876,7 +876,7 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
 fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
     let who = match run.source {
         wicket_protocol::RunSource::Tool => "run wants to start a command",
-        wicket_protocol::RunSource::Hook => "the workspace's Stop hook wants to run",
+        wicket_protocol::RunSource::Hook => "a hook of the workspace's wants to run",
         wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
     };
     let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();

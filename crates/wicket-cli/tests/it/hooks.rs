@@ -13,8 +13,8 @@ use wicket_fake::{FakeReply, FakeServer, Step, Wire};
 /// denies a `run` whose argv holds `rm`.
 const DENY_RM: &str = r#"import json, sys
 data = json.load(sys.stdin)
-argv = data.get("tool_input", {}).get("argv", [])
-if data["hook_event_name"] == "PreToolUse" and data["tool_name"] == "run" and "rm" in argv:
+command = data.get("tool_input", {}).get("command", "")
+if data["hook_event_name"] == "PreToolUse" and "rm" in command.split():
     print(json.dumps({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": "deny",
@@ -67,7 +67,9 @@ fn a_claude_code_hook_denies_rm_and_the_model_gets_its_reason() {
     let hook = python_hook(&f, "deny_rm.py", DENY_RM);
     home_config(
         &f,
-        &format!("[[hooks.pre_tool_use]]\nname = \"no-rm\"\nmatcher = \"run\"\ncommand = {hook}\n"),
+        &format!(
+            "[[hooks.pre_tool_use]]\nname = \"no-rm\"\nmatcher = \"Bash\"\ncommand = {hook}\n"
+        ),
     );
     std::fs::create_dir_all(f.ws.join("src")).unwrap();
     // Even a person who would allow it is never asked.
@@ -238,6 +240,10 @@ fn a_post_tool_use_hook_sees_the_call_and_its_note_reaches_the_next_request() {
     assert_eq!(seen["tool_input"]["content"], "one\n");
     assert_eq!(seen["tool_response"]["bytes"], 4);
     assert_eq!(seen["tool_use_id"], "call_w1");
+    assert_eq!(
+        seen["tool_input"]["file_path"],
+        f.ws.join("a.txt").display().to_string()
+    );
     assert_eq!(seen["cwd"], f.ws.display().to_string());
     let requests: Vec<_> = fake
         .requests()

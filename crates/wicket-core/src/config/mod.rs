@@ -102,14 +102,31 @@ impl Hook {
         }
     }
 
-    /// Whether it runs for `tool` (a tool's name; MCP tools as `mcp__S__T`).
+    /// Whether it runs for `tool` (a tool's name; MCP tools as `mcp__S__T`;
+    /// Claude Code's names for the same tools match too: `Bash` is `run`).
     pub fn matches(&self, tool: &str) -> bool {
         match self.matcher.as_deref() {
             None | Some("" | "*") => true,
-            Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
-                .is_ok_and(|matcher| matcher.is_match(tool)),
+            Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|matcher| {
+                matcher.is_match(tool)
+                    || claude_name(tool).is_some_and(|name| matcher.is_match(name))
+            }),
         }
     }
+}
+
+/// Claude Code's name for one of Wicket's tools, so that a matcher written
+/// for Claude Code (`Bash`, `Edit|Write`) matches here too.
+pub fn claude_name(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "run" => "Bash",
+        "write_file" => "Write",
+        "search_replace" => "Edit",
+        "read_file" => "Read",
+        "grep" => "Grep",
+        "list_dir" => "LS",
+        _ => return None,
+    })
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -663,7 +680,16 @@ impl Config {
         }
         match wicket_gate::rules::checked(std::mem::take(&mut file.rules), "workspace") {
             Ok(rules) => {
-                for rule in rules {
+                for mut rule in rules {
+                    // A repository names its rules in its own words: only
+                    // as a marked, plain id (it reaches the model and the screen).
+                    let plain: String = rule
+                        .id
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                        .take(40)
+                        .collect();
+                    rule.id = format!("workspace:{plain}");
                     if rule.action == wicket_protocol::RuleAction::Allow {
                         ignore(
                             "[[rules]]",
@@ -1022,6 +1048,15 @@ command = ["notify-send", "wicket"]
             (OnError::Ignore, "notify-send wicket")
         );
         assert!(notify.matches("anything"));
+        let claude = Hook {
+            matcher: Some("Bash|Edit".into()),
+            ..pre.clone()
+        };
+        assert!(
+            claude.matches("run")
+                && claude.matches("search_replace")
+                && !claude.matches("write_file")
+        );
         write(
             &home.join("config.toml"),
             "[[hooks.pre_tool_use]]
