@@ -205,17 +205,13 @@ impl McpSession<'_> {
                 call_id: call_id.to_string(),
                 name: call.name.clone(),
                 arguments: serde_json::Value::Object(call.arguments.clone()),
-                auto_allowed: auto.then(|| {
+                auto_allowed: gate.mcp_auto_allowed(&request).then(|| {
                     format!(
                         "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
                         call.server
                     )
                 }),
-                allowed_by: if auto {
-                    None
-                } else {
-                    gate.mcp_allowed_by(&request)
-                },
+                allowed_by: gate.mcp_allowed_by(&request),
             })
             .map_err(wicket_gate::internal)?;
         let result = gate.allow_mcp(call_id, &request, answerer).and_then(|()| {

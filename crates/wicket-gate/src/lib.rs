@@ -396,6 +396,12 @@ impl<'a> Gate<'a> {
         Check::of(Some(self.mcp_pass(request)))
     }
 
+    /// Whether the person's `auto_allow` is what lets an MCP call through
+    /// (no rule or hook asks or denies it, and nothing else allows it first).
+    pub fn mcp_auto_allowed(&self, request: &McpRequest<'_>) -> bool {
+        request.auto_allowed && matches!(self.mcp_pass(request), Ok(Pass::Card))
+    }
+
     /// Why an MCP call will go through without a card, if it will: for the
     /// caller's own log line.
     pub fn mcp_allowed_by(&self, request: &McpRequest<'_>) -> Option<AllowedBy> {

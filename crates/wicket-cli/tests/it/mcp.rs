@@ -344,6 +344,43 @@ fn a_home_auto_allow_skips_the_card_and_the_log_says_so() {
         &["--answers", "deny"],
     );
     assert_eq!(out[0]["kind"], "mcp");
+    // An ask rule holds over auto_allow: the card comes up, and the log does
+    // not say auto_allow let it through; a deny rule refuses it outright.
+    std::fs::write(
+        f.home.join("rules.toml"),
+        "[[rules]]\nid = \"ask-echo\"\naction = \"ask\"\ntool = \"mcp\"\nserver = \"everything\"\nmcp_tool = \"echo\"\n",
+    )
+    .unwrap();
+    let (out, _) = call(
+        &f,
+        "everything",
+        "echo",
+        json!({"message": "asked"}),
+        &["--answers", "deny", "--session", "asked"],
+    );
+    assert_eq!(out[0]["kind"], "mcp", "{out:#?}");
+    let log = f.log("asked");
+    let called = log.iter().find(|e| e["type"] == "tool_call").unwrap();
+    assert!(called.get("auto_allowed").is_none(), "{called}");
+    std::fs::write(
+        f.home.join("rules.toml"),
+        "[[rules]]\nid = \"no-echo\"\naction = \"deny\"\ntool = \"mcp\"\nserver = \"everything\"\n",
+    )
+    .unwrap();
+    let (out, code) = call(
+        &f,
+        "everything",
+        "echo",
+        json!({"message": "denied"}),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!((out.len(), code), (1, 1), "{out:#?}");
+    assert!(
+        out[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no-echo")
+    );
 }
 
 /// server-everything over Streamable HTTP on a loopback port it picks.
