@@ -36,13 +36,10 @@ pub fn options(card: &wicket_protocol::Card) -> Vec<PermissionOption> {
             PermissionOptionKind::AllowAlways,
         ),
     ];
-    if let Some(always) = &card.always {
+    if card.always.is_some() {
         options.push(PermissionOption::new(
             ALLOW_ALWAYS,
-            format!(
-                "Always allow ({})",
-                wicket_protocol::text::visible_line(&always.describe())
-            ),
+            "Always allow",
             PermissionOptionKind::AllowAlways,
         ));
     }
@@ -376,6 +373,7 @@ impl Mapper {
         let mut fields = ToolCallUpdateFields::new()
             .status(ToolCallStatus::Pending)
             .kind(tool_kind(&card.tool));
+        let mut content: Vec<ToolCallContent> = Vec::new();
         match &card.kind {
             CardKind::Write(write) => {
                 let path = self.absolute(&write.path);
@@ -385,6 +383,7 @@ impl Mapper {
                     write.path,
                     write.outside_note()
                 )));
+                let shown = &mut content;
                 let content = match proposed {
                     Some(proposed) => {
                         let diff = ToolCallContent::Diff(
@@ -395,9 +394,8 @@ impl Mapper {
                     }
                     None => write.diff.clone().into(),
                 };
-                fields = fields
-                    .content(vec![content])
-                    .locations(vec![ToolCallLocation::new(path)]);
+                shown.push(content);
+                fields = fields.locations(vec![ToolCallLocation::new(path)]);
             }
             CardKind::OutsideRead(read) => {
                 fields = fields
@@ -429,10 +427,10 @@ impl Mapper {
                     RunSource::Hook => "a hook of the workspace's:",
                     RunSource::Mcp => "start the workspace's MCP server:",
                 };
+                content.push(said.into());
                 fields = fields
                     .title(format!("{who} {}", shell_words(&run.argv)))
                     .kind(ToolKind::Execute)
-                    .content(vec![said.into()])
                     .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }));
             }
             CardKind::Mcp(mcp) => {
@@ -442,11 +440,24 @@ impl Mapper {
                         "\nThe server says (a claim, not a permission): {annotations}"
                     ));
                 }
+                content.push(said.into());
                 fields = fields
                     .title(visible_line(&format!("MCP {} {}", mcp.server, card.tool)))
-                    .content(vec![said.into()])
                     .raw_input(mcp.arguments.clone());
             }
+        }
+        // What "Always allow" would save, where the editor shows the call.
+        if let Some(always) = &card.always {
+            content.push(
+                visible_line(&format!(
+                    "Always allow saves the rule: {}",
+                    always.describe()
+                ))
+                .into(),
+            );
+        }
+        if !content.is_empty() {
+            fields = fields.content(content);
         }
         RequestPermissionRequest::new(
             session.clone(),
