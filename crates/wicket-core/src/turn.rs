@@ -156,6 +156,27 @@ struct Ran<'h> {
     settled: HookOutcome,
 }
 
+impl Ran<'_> {
+    /// It failed, and its `on_error = "ignore"` let what it guarded go on.
+    fn ignored(&self) -> bool {
+        self.run.outcome == HookOutcome::Error && self.settled == HookOutcome::Pass
+    }
+
+    /// Why it blocked: its own reason, or that it failed and a failing
+    /// `event` hook blocks.
+    fn block_reason(&self, event: HookEvent) -> String {
+        if self.run.outcome == HookOutcome::Error {
+            format!(
+                "it failed, and a failing {} hook blocks: {}",
+                event.as_str(),
+                self.run.stderr.trim()
+            )
+        } else {
+            self.run.stderr.trim().to_string()
+        }
+    }
+}
+
 /// Answers a card from the person, after telling the Notification hooks
 /// that it is open.
 struct Notifying<'r, 'p> {
@@ -166,17 +187,19 @@ struct Notifying<'r, 'p> {
 
 impl Answerer for Notifying<'_, '_> {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
-        let kind = serde_json::to_value(&card.kind)
-            .ok()
-            .and_then(|kind| kind.get("kind").cloned())
-            .unwrap_or_default();
-        let input = serde_json::json!({
-            "message": format!("Wicket needs your permission to use {}", card.tool),
-            "notification_type": "permission_prompt",
-            "card_id": card.id,
-            "card_kind": kind,
-            "tool_name": card.tool,
-        });
+        let input = || {
+            let kind = serde_json::to_value(&card.kind)
+                .ok()
+                .and_then(|kind| kind.get("kind").cloned())
+                .unwrap_or_default();
+            serde_json::json!({
+                "message": format!("Wicket needs your permission to use {}", card.tool),
+                "notification_type": "permission_prompt",
+                "card_id": card.id,
+                "card_kind": kind,
+                "tool_name": card.tool,
+            })
+        };
         self.runner
             .notify(input, &card.tool, self.person, self.cancel);
         self.person.card(card)
@@ -817,7 +840,7 @@ impl Runner<'_> {
                 HookEvent::SessionStart,
                 None,
                 None,
-                input,
+                || input,
                 person,
                 cancel,
                 false,
@@ -828,7 +851,7 @@ impl Runner<'_> {
             HookEvent::UserPromptSubmit,
             None,
             None,
-            input,
+            || input,
             person,
             cancel,
             false,
@@ -837,14 +860,7 @@ impl Runner<'_> {
             .iter()
             .find(|ran| ran.settled == HookOutcome::Block)
         {
-            let why = if blocked.run.outcome == HookOutcome::Error {
-                format!(
-                    "it failed, and a failing UserPromptSubmit hook blocks: {}",
-                    blocked.run.stderr.trim()
-                )
-            } else {
-                blocked.run.stderr.trim().to_string()
-            };
+            let why = blocked.block_reason(HookEvent::UserPromptSubmit);
             let head: String = ask.chars().take(200).collect();
             return Err(self.fail(format!(
                 "the hook {} blocked the message {head:?}, so the model never saw it: {why}",
@@ -875,7 +891,15 @@ impl Runner<'_> {
             "stop_hook_active": true,
         });
         let mut feedback = Vec::new();
-        for ran in self.run_hooks(HookEvent::Stop, None, call_id, input, person, cancel, false) {
+        for ran in self.run_hooks(
+            HookEvent::Stop,
+            None,
+            call_id,
+            || input,
+            person,
+            cancel,
+            false,
+        ) {
             if ran.settled != HookOutcome::Block {
                 continue;
             }
@@ -918,7 +942,7 @@ impl Runner<'_> {
         event: HookEvent,
         tool: Option<&str>,
         call_id: Option<&str>,
-        input: serde_json::Value,
+        input: impl FnOnce() -> serde_json::Value,
         person: &mut dyn Person,
         cancel: &Cancel,
         quiet: bool,
@@ -940,7 +964,8 @@ impl Runner<'_> {
             "workspace": self.tools.workspace().root().display().to_string(),
             "log_path": self.session.log_path().display().to_string(),
         });
-        if let (Some(all), serde_json::Value::Object(extra)) = (stdin.as_object_mut(), input) {
+        // Built only for a hook that will read it (a call's whole result, for one).
+        if let (Some(all), serde_json::Value::Object(extra)) = (stdin.as_object_mut(), input()) {
             all.extend(extra);
         }
         // The cards first, one at a time; then every allowed hook at once.
@@ -980,7 +1005,9 @@ impl Runner<'_> {
                             .into();
                 }
                 let settled = crate::hooks::settled(hook, &run);
+                let ran = Ran { hook, run, settled };
                 let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
+                let run = &ran.run;
                 if !(quiet && through && run.context.is_none()) {
                     self.log(EventBody::Hook {
                         event,
@@ -995,10 +1022,10 @@ impl Runner<'_> {
                         stderr: run.stderr.clone(),
                         stdout: crate::hooks::stdout_head(&run.stdout),
                         context: run.context.clone(),
-                        ignored: run.outcome == HookOutcome::Error && settled == HookOutcome::Pass,
+                        ignored: ran.ignored(),
                     });
                 }
-                Ran { hook, run, settled }
+                ran
             })
             .collect()
     }
@@ -1097,23 +1124,15 @@ impl Runner<'_> {
             HookEvent::PreToolUse,
             Some(&call.name),
             Some(&call.id),
-            input,
+            || input,
             person,
             cancel,
             quiet,
         );
         if let Some(denied) = ran.iter().find(|ran| ran.settled == HookOutcome::Block) {
-            let reason = if denied.run.outcome == HookOutcome::Error {
-                format!(
-                    "the hook failed, and a failing PreToolUse hook blocks: {}",
-                    denied.run.stderr.trim()
-                )
-            } else {
-                denied.run.stderr.clone()
-            };
             return Hooked::Deny {
                 hook: denied.hook.name.clone(),
-                reason,
+                reason: denied.block_reason(HookEvent::PreToolUse),
             };
         }
         if ran.iter().any(|ran| ran.settled == HookOutcome::Ask) {
@@ -1156,16 +1175,18 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> Vec<String> {
-        let response = match result {
-            Ok(output) => serde_json::to_value(output).unwrap_or_default(),
-            Err(error) => serde_json::json!({ "error": error }),
+        let input = || {
+            let response = match result {
+                Ok(output) => serde_json::to_value(output).unwrap_or_default(),
+                Err(error) => serde_json::json!({ "error": error }),
+            };
+            serde_json::json!({
+                "tool_name": call.name,
+                "tool_input": self.claude_fields(tool_input),
+                "tool_response": response,
+                "tool_use_id": call.id,
+            })
         };
-        let input = serde_json::json!({
-            "tool_name": call.name,
-            "tool_input": self.claude_fields(tool_input),
-            "tool_response": response,
-            "tool_use_id": call.id,
-        });
         self.run_hooks(
             HookEvent::PostToolUse,
             Some(&call.name),
@@ -1181,7 +1202,7 @@ impl Runner<'_> {
                 HookEvent::PostToolUse,
                 &ran.hook.name,
                 ran.run.outcome,
-                ran.settled == HookOutcome::Pass && ran.run.outcome == HookOutcome::Error,
+                ran.ignored(),
                 &ran.run.stderr,
                 ran.run.context.as_deref(),
             )
@@ -1196,7 +1217,7 @@ impl Runner<'_> {
             HookEvent::SessionEnd,
             None,
             None,
-            input,
+            || input,
             &mut Nobody,
             &Cancel::default(),
             false,
@@ -1208,7 +1229,7 @@ impl Runner<'_> {
     /// Tells the Notification hooks that a card or a question is open.
     fn notify(
         &self,
-        input: serde_json::Value,
+        input: impl FnOnce() -> serde_json::Value,
         tool: &str,
         person: &mut dyn Person,
         cancel: &Cancel,
@@ -1732,11 +1753,13 @@ impl Runner<'_> {
         });
         // A failed sync is recorded in the session; the turn ends on it at its next boundary.
         let _ = self.session.sync();
-        let input = serde_json::json!({
-            "message": args.question,
-            "notification_type": "question",
-            "question_id": id,
-        });
+        let input = || {
+            serde_json::json!({
+                "message": args.question,
+                "notification_type": "question",
+                "question_id": id,
+            })
+        };
         self.notify(input, "ask", person, &Cancel::default());
         let reply = person.question(&id, &args.question);
         // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
@@ -1846,11 +1869,10 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> (Result<ToolOutput, WireError>, Vec<String>) {
-        let input = serde_json::Value::Object(mcp.arguments.clone());
         let Some(session) = self.mcp_session() else {
             let refused = self.refused(
                 call,
-                input,
+                serde_json::Value::Object(mcp.arguments.clone()),
                 WireError::invalid(format!(
                     "there is no MCP tool '{}' in this session",
                     mcp.name
@@ -1858,6 +1880,16 @@ impl Runner<'_> {
             );
             return (refused, Vec::new());
         };
+        if !self.tool_hooked(&call.name) {
+            let mut answerer = Notifying {
+                runner: self,
+                person,
+                cancel,
+            };
+            let result = session.call(&call.id, mcp, Hooked::Nothing, &mut answerer, cancel);
+            return (result, Vec::new());
+        }
+        let input = serde_json::Value::Object(mcp.arguments.clone());
         let hooked = self.pre_tool_use(call, input.clone(), false, person, cancel);
         let mut answerer = Notifying {
             runner: self,
@@ -1879,6 +1911,15 @@ impl Runner<'_> {
         person: &mut dyn Person,
         cancel: &Cancel,
     ) -> (Result<ToolOutput, WireError>, Vec<String>) {
+        if !self.tool_hooked(&call.name) {
+            let mut answerer = Notifying {
+                runner: self,
+                person,
+                cancel,
+            };
+            let result = self.gate().call(&call.id, tool_call, &mut answerer, cancel);
+            return (result, Vec::new());
+        }
         let input = tool_call.arguments();
         let quiet = self.inside_read(tool_call);
         let hooked = self.pre_tool_use(call, input.clone(), quiet, person, cancel);
@@ -1893,6 +1934,16 @@ impl Runner<'_> {
             .call(&call.id, tool_call, &mut answerer, cancel);
         let notes = self.post_tool_use(call, input, &result, quiet, person, cancel);
         (result, notes)
+    }
+
+    /// Whether a PreToolUse or PostToolUse hook runs for `tool`: when none
+    /// does, a call pays for nothing of theirs (no input built, no result
+    /// serialised, no path classified twice).
+    fn tool_hooked(&self, tool: &str) -> bool {
+        self.settings.hooks.iter().any(|hook| {
+            matches!(hook.event, HookEvent::PreToolUse | HookEvent::PostToolUse)
+                && hook.matches(tool)
+        })
     }
 
     /// Whether a call reads, lists or greps inside the workspace.
