@@ -199,19 +199,20 @@ impl McpSession<'_> {
             auto_allowed: auto,
         };
         let gate = self.gate().hooked(hooked);
+        let (auto_allowed, allowed_by) = gate.mcp_passage(&request);
         // Nothing is called that the log did not record.
         self.session
             .append(EventBody::ToolCall {
                 call_id: call_id.to_string(),
                 name: call.name.clone(),
                 arguments: serde_json::Value::Object(call.arguments.clone()),
-                auto_allowed: gate.mcp_auto_allowed(&request).then(|| {
+                auto_allowed: auto_allowed.then(|| {
                     format!(
                         "auto_allow of [mcp_servers.{}] in $WICKET_HOME/config.toml",
                         call.server
                     )
                 }),
-                allowed_by: gate.mcp_allowed_by(&request),
+                allowed_by,
             })
             .map_err(wicket_gate::internal)?;
         let result = gate.allow_mcp(call_id, &request, answerer).and_then(|()| {

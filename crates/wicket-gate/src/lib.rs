@@ -374,8 +374,9 @@ impl<'a> Gate<'a> {
             ToolCall::Grep(args) => outside(args.path.as_deref()?, Reach::Grep),
             ToolCall::WriteFile(WriteFileArgs { path, .. })
             | ToolCall::SearchReplace(SearchReplaceArgs { path, .. }) => {
+                // Where it lands, without reading what is there: the write reads that.
                 let location = workspace.classify(path).ok()?;
-                let target = self.tools.plan_write(&location, path).ok()?;
+                let target = workspace.resolve_write(&location, false).ok()?;
                 Some(self.write_pass(call.name(), &target.absolute))
             }
             ToolCall::Run(args) => {
@@ -396,18 +397,15 @@ impl<'a> Gate<'a> {
         Check::of(Some(self.mcp_pass(request)))
     }
 
-    /// Whether the person's `auto_allow` is what lets an MCP call through
-    /// (no rule or hook asks or denies it, and nothing else allows it first).
-    pub fn mcp_auto_allowed(&self, request: &McpRequest<'_>) -> bool {
-        request.auto_allowed && matches!(self.mcp_pass(request), Ok(Pass::Card))
-    }
-
-    /// Why an MCP call will go through without a card, if it will: for the
-    /// caller's own log line.
-    pub fn mcp_allowed_by(&self, request: &McpRequest<'_>) -> Option<AllowedBy> {
+    /// How an MCP call will go through without a card, for the caller's own
+    /// log line, from one decision: whether the person's `auto_allow` is
+    /// what lets it (no rule or hook asks or denies it, nothing else allows
+    /// it first), or what else does.
+    pub fn mcp_passage(&self, request: &McpRequest<'_>) -> (bool, Option<AllowedBy>) {
         match self.mcp_pass(request) {
-            Ok(Pass::Through(by)) => Some(by),
-            _ => None,
+            Ok(Pass::Card) => (request.auto_allowed, None),
+            Ok(Pass::Through(by)) => (false, Some(by)),
+            Ok(Pass::Asked) | Err(_) => (false, None),
         }
     }
 
