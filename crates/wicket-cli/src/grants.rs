@@ -110,7 +110,7 @@ pub(crate) fn list(session_id: Option<&str>, json: bool) -> anyhow::Result<ExitC
                     out,
                     "{}  session grant  allow {} {}{}",
                     grant.id,
-                    grant.kind,
+                    grant.kind.as_str(),
                     visible_line(&grant.key.to_string()),
                     origin
                 )?;
@@ -150,7 +150,7 @@ pub(crate) fn revoke(id: &str, session_id: Option<&str>) -> anyhow::Result<ExitC
                 println!(
                     "revoked {} (allow {} {})",
                     grant.id,
-                    grant.kind,
+                    grant.kind.as_str(),
                     visible_line(&grant.key.to_string())
                 );
                 Ok(ExitCode::SUCCESS)

@@ -31,7 +31,7 @@ use crate::rules::{Rules, Subject};
 use crate::sandbox::{Access, SandboxSettings};
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, Rule, RuleAction, RuleSpec};
-use wicket_session::{McpKey, OutsideKey, RunKey, Session, Status, grant_id};
+use wicket_session::{GrantKind, McpKey, OutsideKey, RunKey, Session, Status, grant_id};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -434,7 +434,7 @@ impl<'a> Gate<'a> {
     /// The id of the session's grant for `key`, when `held` says the session has one.
     fn held_grant<K: serde::Serialize>(
         &self,
-        kind: &str,
+        kind: GrantKind,
         key: &K,
         held: impl FnOnce(&wicket_session::Allowed) -> bool,
     ) -> Option<String> {
@@ -458,7 +458,7 @@ impl<'a> Gate<'a> {
         git: bool,
     ) -> Result<Pass, WireError> {
         let key = Self::run_key(argv, dir, network, git);
-        let grant = self.held_grant("run", &key, |allowed| allowed.run.contains(&key));
+        let grant = self.held_grant(GrantKind::Run, &key, |allowed| allowed.run.contains(&key));
         let subject = Subject::Run {
             argv,
             cwd: &dir.shown,
@@ -470,7 +470,9 @@ impl<'a> Gate<'a> {
 
     fn write_pass(&self, tool: &str, absolute: &Path) -> Result<Pass, WireError> {
         let key = absolute.display().to_string();
-        let grant = self.held_grant("write", &key, |allowed| allowed.write.contains(&key));
+        let grant = self.held_grant(GrantKind::Write, &key, |allowed| {
+            allowed.write.contains(&key)
+        });
         self.pass(&Subject::Write { tool, absolute }, grant)
     }
 
@@ -479,7 +481,7 @@ impl<'a> Gate<'a> {
             path: path.display().to_string(),
             reach,
         };
-        let grant = self.held_grant("outside_read", &key, |allowed| {
+        let grant = self.held_grant(GrantKind::OutsideRead, &key, |allowed| {
             allowed.outside.contains(&key)
         });
         self.pass(&Subject::ReadOutside { path, reach }, grant)
@@ -497,7 +499,7 @@ impl<'a> Gate<'a> {
 
     fn mcp_pass(&self, request: &McpRequest<'_>) -> Result<Pass, WireError> {
         let key = Self::mcp_key(request);
-        let grant = self.held_grant("mcp", &key, |allowed| allowed.mcp.contains(&key));
+        let grant = self.held_grant(GrantKind::Mcp, &key, |allowed| allowed.mcp.contains(&key));
         let arguments = serde_json::Value::Object(request.arguments.clone());
         self.pass(
             &Subject::Mcp {
@@ -702,7 +704,7 @@ impl<'a> Gate<'a> {
             Answer::Deny => Err(denied("this command; it never started")),
             Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
             Answer::AllowSession => {
-                self.grant(&card, "run", &key, |allowed| {
+                self.grant(&card, GrantKind::Run, &key, |allowed| {
                     allowed.run.insert(key.clone());
                 })?;
                 Ok(Allowed { confine })
@@ -758,7 +760,7 @@ impl<'a> Gate<'a> {
         match answer {
             Answer::Deny => Err(denied("this call; the server was never called")),
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
-            Answer::AllowSession => self.grant(&card, "mcp", &key, |allowed| {
+            Answer::AllowSession => self.grant(&card, GrantKind::Mcp, &key, |allowed| {
                 allowed.mcp.insert(key.clone());
             }),
         }
@@ -790,7 +792,7 @@ impl<'a> Gate<'a> {
     fn grant(
         &self,
         card: &Card,
-        kind: &str,
+        kind: GrantKind,
         key: &impl serde::Serialize,
         insert: impl FnOnce(&mut wicket_session::Allowed),
     ) -> Result<(), WireError> {
@@ -927,7 +929,7 @@ impl<'a> Gate<'a> {
         match answer {
             Answer::Deny => Err(denied(&what)),
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
-            Answer::AllowSession => self.grant(&card, "outside_read", &key, |allowed| {
+            Answer::AllowSession => self.grant(&card, GrantKind::OutsideRead, &key, |allowed| {
                 allowed.outside.insert(key.clone());
             }),
         }
@@ -989,7 +991,7 @@ impl<'a> Gate<'a> {
             {
                 Ok(output) => {
                     if let Some(card) = remember {
-                        self.grant(&card, "write", &key, |allowed| {
+                        self.grant(&card, GrantKind::Write, &key, |allowed| {
                             allowed.write.insert(key.clone());
                         })?;
                     }

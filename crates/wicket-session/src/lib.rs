@@ -156,13 +156,39 @@ pub struct GrantOrigin {
     pub ts: String,
 }
 
+/// Which of [`Allowed`]'s sets a grant is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantKind {
+    /// A write path.
+    Write,
+    /// An outside path and its reach.
+    OutsideRead,
+    /// A command.
+    Run,
+    /// An MCP call.
+    Mcp,
+}
+
+impl GrantKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::Write => "write",
+            GrantKind::OutsideRead => "outside_read",
+            GrantKind::Run => "run",
+            GrantKind::Mcp => "mcp",
+        }
+    }
+}
+
 /// One grant of a session, as `wicket grants` and the API list it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
     /// Its id: the same for the same key, in every session.
     pub id: String,
-    /// `write`, `outside_read`, `run` or `mcp`.
-    pub kind: &'static str,
+    /// Which set it is in.
+    pub kind: GrantKind,
     /// The exact key it lets through.
     pub key: serde_json::Value,
     /// The card that made it.
@@ -170,10 +196,10 @@ pub struct Grant {
 }
 
 /// A grant's id: `g-` and 12 hex digits of the SHA-256 of its kind and key.
-pub fn grant_id(kind: &str, key: &impl Serialize) -> String {
+pub fn grant_id(kind: GrantKind, key: &impl Serialize) -> String {
     use sha2::Digest;
     let mut hasher = sha2::Sha256::new();
-    hasher.update(kind.as_bytes());
+    hasher.update(kind.as_str().as_bytes());
     hasher.update([0]);
     hasher.update(serde_json::to_vec(key).unwrap_or_default());
     let digest = hasher.finalize();
@@ -189,7 +215,7 @@ impl Allowed {
     /// Every grant, with its id and origin.
     pub fn grants(&self) -> Vec<Grant> {
         let mut grants = Vec::new();
-        let mut add = |kind: &'static str, key: serde_json::Value| {
+        let mut add = |kind: GrantKind, key: serde_json::Value| {
             let id = grant_id(kind, &key);
             let origin = self.origins.get(&id).cloned();
             grants.push(Grant {
@@ -200,16 +226,16 @@ impl Allowed {
             });
         };
         for path in &self.write {
-            add("write", serde_json::json!(path));
+            add(GrantKind::Write, serde_json::json!(path));
         }
         for key in &self.outside {
-            add("outside_read", serde_json::json!(key));
+            add(GrantKind::OutsideRead, serde_json::json!(key));
         }
         for key in &self.run {
-            add("run", serde_json::json!(key));
+            add(GrantKind::Run, serde_json::json!(key));
         }
         for key in &self.mcp {
-            add("mcp", serde_json::json!(key));
+            add(GrantKind::Mcp, serde_json::json!(key));
         }
         grants
     }
@@ -219,12 +245,10 @@ impl Allowed {
         let grant = self.grants().into_iter().find(|grant| grant.id == id)?;
         let key = grant.key.clone();
         match grant.kind {
-            "write" => {
-                self.write.retain(|path| serde_json::json!(path) != key);
-            }
-            "outside_read" => self.outside.retain(|held| serde_json::json!(held) != key),
-            "run" => self.run.retain(|held| serde_json::json!(held) != key),
-            _ => self.mcp.retain(|held| serde_json::json!(held) != key),
+            GrantKind::Write => self.write.retain(|path| serde_json::json!(path) != key),
+            GrantKind::OutsideRead => self.outside.retain(|held| serde_json::json!(held) != key),
+            GrantKind::Run => self.run.retain(|held| serde_json::json!(held) != key),
+            GrantKind::Mcp => self.mcp.retain(|held| serde_json::json!(held) != key),
         }
         self.origins.remove(id);
         Some(grant)

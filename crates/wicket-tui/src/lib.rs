@@ -433,7 +433,9 @@ fn grants(manager: &Manager, id: &SessionId) -> String {
             for grant in grants {
                 lines.push(format!(
                     "{}  session grant  allow {} {}",
-                    grant.id, grant.kind, grant.key
+                    grant.id,
+                    grant.kind.as_str(),
+                    grant.key
                 ));
             }
         }
