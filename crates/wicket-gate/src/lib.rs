@@ -83,9 +83,8 @@ pub fn widen(card: &mut Card, prefix: Vec<String>) -> Result<(), WireError> {
             ),
         ));
     }
-    if let Some(always) = card.always.as_deref_mut() {
-        always.argv = None;
-        always.argv_prefix = Some(prefix);
+    if let Some(always) = card.always.take() {
+        card.always = Some(Box::new(always.widened(prefix)));
     }
     Ok(())
 }

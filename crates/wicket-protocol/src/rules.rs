@@ -296,6 +296,14 @@ impl RuleSpec {
 }
 
 impl RuleSpec {
+    /// The same run rule covering every argv that starts with `prefix`
+    /// (the caller checks that `prefix` is the card's own first words).
+    pub fn widened(mut self, prefix: Vec<String>) -> RuleSpec {
+        self.argv = None;
+        self.argv_prefix = Some(prefix);
+        self
+    }
+
     /// The rule in one line, as every front end shows it:
     /// `allow run argv_prefix ["cargo", "test"] cwd "." in /w`.
     pub fn describe(&self) -> String {

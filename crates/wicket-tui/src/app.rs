@@ -78,12 +78,11 @@ pub struct CardView {
 impl CardView {
     /// The rule `[a]lways` would save now, as the person widened it.
     fn always(&self) -> Option<wicket_protocol::RuleSpec> {
-        let mut always = self.card.always.as_deref()?.clone();
-        if let Some(prefix) = self.widened() {
-            always.argv = None;
-            always.argv_prefix = Some(prefix);
-        }
-        Some(always)
+        let always = self.card.always.as_deref()?.clone();
+        Some(match self.widened() {
+            Some(prefix) => always.widened(prefix),
+            None => always,
+        })
     }
 
     fn widened(&self) -> Option<Vec<String>> {
