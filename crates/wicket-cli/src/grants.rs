@@ -88,11 +88,8 @@ pub(crate) fn list(session_id: Option<&str>, json: bool) -> anyhow::Result<ExitC
                 .unwrap_or_default();
             writeln!(
                 out,
-                "{}  rule [{}]  {}{}",
-                visible_line(&rule.id),
-                source.as_str(),
-                visible_line(&rule.spec().describe()),
-                visible_line(&origin)
+                "{}",
+                visible_line(&format!("{}{origin}", source.listed(rule)))
             )?;
         }
     }
@@ -108,11 +105,8 @@ pub(crate) fn list(session_id: Option<&str>, json: bool) -> anyhow::Result<ExitC
                     .unwrap_or_default();
                 writeln!(
                     out,
-                    "{}  session grant  allow {} {}{}",
-                    grant.id,
-                    grant.kind.as_str(),
-                    visible_line(&grant.key.to_string()),
-                    origin
+                    "{}",
+                    visible_line(&format!("{}{origin}", grant.listed()))
                 )?;
             }
         }

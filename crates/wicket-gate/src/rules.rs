@@ -100,6 +100,17 @@ pub enum Source {
 }
 
 impl Source {
+    /// `rule`, read from here, in one line of a listing (`wicket grants`,
+    /// the TUI's `/grants`).
+    pub fn listed(self, rule: &Rule) -> String {
+        format!(
+            "{}  rule [{}]  {}",
+            rule.id,
+            self.as_str(),
+            rule.spec().describe()
+        )
+    }
+
     /// How listings name it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -195,6 +195,18 @@ pub struct Grant {
     pub origin: Option<GrantOrigin>,
 }
 
+impl Grant {
+    /// The grant in one line of a listing (`wicket grants`, the TUI's `/grants`).
+    pub fn listed(&self) -> String {
+        format!(
+            "{}  session grant  allow {} {}",
+            self.id,
+            self.kind.as_str(),
+            self.key
+        )
+    }
+}
+
 /// A grant's id: `g-` and 12 hex digits of the SHA-256 of its kind and key.
 pub fn grant_id(kind: GrantKind, key: &impl Serialize) -> String {
     use sha2::Digest;

@@ -418,12 +418,7 @@ fn grants(manager: &Manager, id: &SessionId) -> String {
     match manager.rules() {
         Ok(rules) => {
             for (source, rule) in rules {
-                lines.push(format!(
-                    "{}  rule [{}]  {}",
-                    rule.id,
-                    source.as_str(),
-                    rule.spec().describe()
-                ));
+                lines.push(source.listed(&rule));
             }
         }
         Err(error) => lines.push(format!("the rules cannot be read: {error}")),
@@ -431,12 +426,7 @@ fn grants(manager: &Manager, id: &SessionId) -> String {
     match manager.grants(id) {
         Ok(grants) => {
             for grant in grants {
-                lines.push(format!(
-                    "{}  session grant  allow {} {}",
-                    grant.id,
-                    grant.kind.as_str(),
-                    grant.key
-                ));
+                lines.push(grant.listed());
             }
         }
         Err(error) => lines.push(format!("the session's grants cannot be read: {error}")),
