@@ -135,10 +135,6 @@ fn denied_by_rule(rule: &str) -> WireError {
     )
 }
 
-fn rules_failed(error: rules::Error) -> WireError {
-    WireError::new(ErrorKind::Io, error.to_string())
-}
-
 /// What the PreToolUse hooks said of a call, before the gate decides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Hooked {
@@ -274,6 +270,10 @@ pub struct Gate<'a> {
     session: &'a Session,
     confinement: &'a Confinement,
     rules: &'a Rules,
+    /// The rules in force, read once for this gate (a gate serves one
+    /// call: its preview, its decision and any card it re-asks) — or why
+    /// they could not be read.
+    rules_now: std::cell::OnceCell<Result<Vec<(rules::Source, Rule)>, String>>,
     hooked: Hooked,
 }
 
@@ -290,6 +290,7 @@ impl<'a> Gate<'a> {
             session,
             confinement,
             rules,
+            rules_now: std::cell::OnceCell::new(),
             hooked: Hooked::Nothing,
         }
     }
@@ -410,10 +411,12 @@ impl<'a> Gate<'a> {
 
     /// Deny rules first, then ask rules, then the session's grant, then allow rules.
     fn pass(&self, subject: &Subject<'_>, grant: Option<String>) -> Result<Pass, WireError> {
-        let verdict = self
-            .rules
-            .verdict(self.tools.workspace().root(), subject)
-            .map_err(rules_failed)?;
+        let in_force = self
+            .rules_now
+            .get_or_init(|| self.rules.all().map_err(|error| error.to_string()))
+            .as_ref()
+            .map_err(|message| WireError::new(ErrorKind::Io, message.clone()))?;
+        let verdict = rules::verdict(in_force, self.tools.workspace().root(), subject);
         if let Some(rule) = verdict.deny {
             return Err(denied_by_rule(&rule));
         }

@@ -1,7 +1,7 @@
 //! The person's rules: which calls go through without a card, which always
 //! ask, which are refused. They come from the home config's `[[rules]]`,
 //! from `$WICKET_HOME/rules.toml` (where `allow_always` saves them; read
-//! again at every decision, so a revoke counts at the next call), and from
+//! again for every call, so a revoke counts at the next one), and from
 //! the workspace's config, whose rules can only ask or deny.
 //!
 //! Any matching deny wins, then ask, then (after the session's grants) allow.
@@ -126,7 +126,7 @@ impl Source {
 pub struct Rules {
     /// The home config's and the workspace's, read with the config.
     config: Vec<(Source, Rule)>,
-    /// `$WICKET_HOME/rules.toml`, read at each decision.
+    /// `$WICKET_HOME/rules.toml`, read for each call (once, by the gate that serves it).
     saved: Option<PathBuf>,
 }
 
@@ -150,11 +150,6 @@ impl Rules {
             );
         }
         Ok(all)
-    }
-
-    /// What the rules say of `subject` in `workspace` (canonical).
-    pub fn verdict(&self, workspace: &Path, subject: &Subject<'_>) -> Result<Verdict> {
-        Ok(verdict(&self.all()?, workspace, subject))
     }
 
     /// Saves `spec` to rules.toml under a fresh id, which it returns.
