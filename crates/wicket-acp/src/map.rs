@@ -303,6 +303,23 @@ impl Mapper {
                 "MCP server {server}: {state:?}. {message}"
             ))],
             EventBody::Notice { message: text, .. } => vec![message(format!("Notice: {text}"))],
+            EventBody::Checkpoint { message: text, .. } => {
+                vec![message(format!("No checkpoint: {}", visible_line(text)))]
+            }
+            EventBody::Rewound {
+                to,
+                restored,
+                created,
+                deleted,
+                not_restored,
+                more,
+            } => vec![message(visible_line(
+                &wicket_protocol::event::rewound_line(
+                    *to,
+                    [restored, created, deleted, not_restored],
+                    *more,
+                ),
+            ))],
             EventBody::Error {
                 message: text,
                 ends_turn,
@@ -529,6 +546,7 @@ mod tests {
                 digest: "d".into(),
                 outside: false,
             }),
+            no_checkpoint: None,
             always: None,
         }
     }
@@ -557,6 +575,7 @@ mod tests {
                 path: "/etc/hosts".into(),
                 reach: Reach::Read,
             }),
+            no_checkpoint: None,
             always: None,
         };
         let mcp = Card {
@@ -569,6 +588,7 @@ mod tests {
                 arguments_truncated: false,
                 annotations: Some(json!({"readOnlyHint": true})),
             }),
+            no_checkpoint: None,
             always: None,
         };
         let requests = vec![
@@ -604,6 +624,7 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            no_checkpoint: None,
             always: None,
         }
     }

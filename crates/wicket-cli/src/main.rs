@@ -6,6 +6,7 @@ mod answer;
 mod exec;
 mod grants;
 mod mcp;
+mod rewind;
 mod serve;
 mod show;
 
@@ -185,6 +186,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Put a session's files back to how they were before an event (default:
+    /// before the last turn that changed anything), after showing what changes.
+    Rewind {
+        session: String,
+        /// Before this log event (`wicket log SESSION` shows the numbers).
+        #[arg(long)]
+        to: Option<u64>,
+        /// Take back the last rewind.
+        #[arg(long, conflicts_with = "to")]
+        undo: bool,
+        /// Do it without asking.
+        #[arg(long)]
+        yes: bool,
+        /// List the checkpoints instead: the event each comes before.
+        #[arg(long, conflicts_with_all = ["to", "undo", "yes"])]
+        list: bool,
+    },
     /// Check recorded sessions against today's rules.
     Policy {
         #[command(subcommand)]
@@ -330,6 +348,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policy {
             action: PolicyAction::Check { session },
         } => grants::check(&session),
+        Command::Rewind {
+            session,
+            to,
+            undo,
+            yes,
+            list,
+        } => rewind::rewind(rewind::Options {
+            session,
+            to,
+            undo,
+            yes,
+            list,
+        }),
     }
 }
 

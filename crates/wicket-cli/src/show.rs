@@ -12,6 +12,7 @@ use wicket_protocol::{
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
 const CYAN: &str = "\x1b[36m";
+const YELLOW: &str = "\x1b[33m";
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
 const RESET: &str = "\x1b[0m";
@@ -38,6 +39,17 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         CardKind::Run(run) => run_card(run, color),
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
     };
+    if let Some(missed) = &card.no_checkpoint {
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown.push_str(&paint(
+            &format!("no checkpoint: {}", visible_line(missed)),
+            YELLOW,
+            color,
+        ));
+        shown.push('\n');
+    }
     if let Some(always) = &card.always {
         if !shown.ends_with('\n') {
             shown.push('\n');
@@ -384,6 +396,19 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
                 format!(": {}", visible_line(message))
             }
         ),
+        EventBody::Checkpoint { message, .. } => format!("no checkpoint: {}", visible(message)),
+        EventBody::Rewound {
+            to,
+            restored,
+            created,
+            deleted,
+            not_restored,
+            more,
+        } => visible_line(&wicket_protocol::event::rewound_line(
+            *to,
+            [restored, created, deleted, not_restored],
+            *more,
+        )),
         EventBody::Notice { message, .. } => format!("notice: {}", visible(message)),
         EventBody::Error { message, .. } => format!("error: {}", visible(message)),
         // The result, error or cancel before it said how the turn ended.
@@ -539,6 +564,25 @@ pub(crate) fn event_line(event: &Event) -> String {
             visible_line(server),
             short(message, 400)
         ),
+        EventBody::Checkpoint { call_id, message } => {
+            format!(
+                "checkpoint {} missed: {}",
+                visible_line(call_id),
+                short(message, 400)
+            )
+        }
+        EventBody::Rewound {
+            to,
+            restored,
+            created,
+            deleted,
+            not_restored,
+            more,
+        } => visible_line(&wicket_protocol::event::rewound_line(
+            *to,
+            [restored, created, deleted, not_restored],
+            *more,
+        )),
         EventBody::Notice { message, .. } => format!("notice {}", short(message, 400)),
         EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
         EventBody::TurnEnded { outcome } => format!("turn_ended {}", outcome.as_str()),
@@ -566,6 +610,7 @@ mod tests {
                 digest: "absent".into(),
                 outside: false,
             }),
+            no_checkpoint: None,
             always: None,
         }
     }
@@ -597,6 +642,7 @@ mod tests {
                 sandbox,
                 source,
             }),
+            no_checkpoint: None,
             always: None,
         }
     }
@@ -705,6 +751,7 @@ mod tests {
                 path: "/etc".into(),
                 reach: Reach::Grep,
             }),
+            no_checkpoint: None,
             always: None,
         };
         insta::assert_snapshot!(card(&read, false));
@@ -723,6 +770,7 @@ mod tests {
                 arguments_truncated: false,
                 annotations: Some(serde_json::json!({"readOnlyHint": true})),
             }),
+            no_checkpoint: None,
             always: None,
         };
         let shown = card(&mcp, false);

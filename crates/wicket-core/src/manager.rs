@@ -17,6 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use wicket_chat::{ChatClient, ChatError};
+use wicket_protocol::limits::REWOUND_MAX_PATHS;
 use wicket_protocol::{Answer, Card, CardId, CardKind, Event, EventBody, SessionId, TurnOutcome};
 use wicket_tools::{Cancel, Tools};
 
@@ -60,6 +61,17 @@ pub type TurnSetup = Arc<
         + Sync,
 >;
 
+/// Where a rewind goes back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewindTo {
+    /// Before this log event (the first checkpoint at or after it).
+    Seq(u64),
+    /// Before the last turn that wrote or ran anything.
+    LastTurn,
+    /// Back to before the last rewind.
+    Undo,
+}
+
 /// What the manager refuses.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
@@ -97,6 +109,12 @@ pub enum ManagerError {
     /// A turn runs; what was asked needs the session idle.
     #[error("a turn is running in session {0}; try again when it ends")]
     Busy(String),
+    /// A rewind is changing the files.
+    #[error("a rewind is changing the files of session {0}; try again when it is done")]
+    Rewinding(String),
+    /// A checkpoint or rewind failed.
+    #[error(transparent)]
+    Checkpoints(#[from] wicket_checkpoints::Error),
     /// An answer that cannot be given as it is (a widening that is not the
     /// card's own argv prefix).
     #[error("{0}")]
@@ -193,6 +211,8 @@ enum Given {
 #[derive(Default)]
 struct State {
     running: bool,
+    /// A rewind is changing the files: no turn may start.
+    rewinding: bool,
     queue: VecDeque<String>,
     open: Option<Open>,
     given: Option<Given>,
@@ -218,6 +238,8 @@ struct Live {
     used: AtomicU64,
     /// Its SessionStart hooks ran in this process.
     started: AtomicBool,
+    /// Its checkpoints.
+    checkpoints: wicket_checkpoints::Store,
 }
 
 /// A broadcast ring that exists only while something listens: a session
@@ -582,6 +604,7 @@ impl Manager {
                 sender.send(|| Arc::new(event.clone()));
             }));
         }
+        let checkpoints = wicket_checkpoints::Store::new(session.dir());
         let live = Arc::new(Live {
             session,
             tools,
@@ -594,6 +617,7 @@ impl Manager {
             text,
             used: AtomicU64::new(0),
             started: AtomicBool::new(false),
+            checkpoints,
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
@@ -612,6 +636,9 @@ impl Manager {
                 session: id.to_string(),
                 open: Box::new(open.clone()),
             });
+        }
+        if state.rewinding {
+            return Err(ManagerError::Rewinding(id.to_string()));
         }
         if state.running {
             // Logged before it is queued: a message the log does not have
@@ -644,7 +671,7 @@ impl Manager {
     pub fn compact(&self, id: &SessionId) -> Result<(), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
-        if state.running {
+        if state.running || state.rewinding {
             return Err(ManagerError::Busy(id.to_string()));
         }
         state.running = true;
@@ -668,6 +695,7 @@ impl Manager {
                             runtime: &runtime,
                             mcp: Some(&live.mcp),
                             on_text: None,
+                            checkpoints: None,
                         };
                         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             runner.compact_now(&cancel)
@@ -973,8 +1001,135 @@ impl Manager {
             runtime: &self.runtime,
             mcp: None,
             on_text: None,
+            checkpoints: None,
         };
         runner.session_end(reason);
+    }
+
+    /// The session's checkpoints, oldest first.
+    pub fn checkpoints(
+        &self,
+        id: &SessionId,
+    ) -> Result<Vec<wicket_checkpoints::Info>, ManagerError> {
+        Ok(self.live(id)?.checkpoints.list()?)
+    }
+
+    /// The checkpoint a rewind to `to` goes back to.
+    fn rewind_target(
+        &self,
+        live: &Live,
+        to: RewindTo,
+    ) -> Result<wicket_checkpoints::Info, ManagerError> {
+        let seq = match to {
+            RewindTo::Seq(seq) => seq,
+            RewindTo::LastTurn => {
+                let list = live.checkpoints.list()?;
+                let Some(last) = list.iter().rev().find(|info| info.tool != "rewind") else {
+                    return Err(wicket_checkpoints::Error::NoCheckpoint(1).into());
+                };
+                let events = session::load_log_after(live.session.log_path(), 0)?;
+                events
+                    .iter()
+                    .rev()
+                    .find(|event| {
+                        event.seq < last.seq && matches!(event.body, EventBody::UserMessage { .. })
+                    })
+                    .map_or(1, |event| event.seq)
+            }
+            RewindTo::Undo => {
+                let events = session::load_log_after(live.session.log_path(), 0)?;
+                let Some(rewound) = events
+                    .iter()
+                    .rev()
+                    .find(|event| matches!(event.body, EventBody::Rewound { .. }))
+                else {
+                    return Err(ManagerError::BadAnswer(
+                        "this session has no rewind to undo; `wicket rewind SESSION` rewinds the last turn"
+                            .into(),
+                    ));
+                };
+                rewound.seq
+            }
+        };
+        Ok(live.checkpoints.find(seq)?)
+    }
+
+    /// Takes the session for a rewind: refused while a turn runs (or another rewind).
+    fn hold_for_rewind(&self, id: &SessionId) -> Result<Arc<Live>, ManagerError> {
+        let live = self.live(id)?;
+        let mut state = live.state();
+        if state.rewinding {
+            return Err(ManagerError::Rewinding(id.to_string()));
+        }
+        if state.running {
+            return Err(ManagerError::Busy(id.to_string()));
+        }
+        state.rewinding = true;
+        drop(state);
+        Ok(live)
+    }
+
+    /// What a rewind to `to` would change now; nothing is changed.
+    pub fn rewind_plan(
+        &self,
+        id: &SessionId,
+        to: RewindTo,
+    ) -> Result<(wicket_checkpoints::Info, wicket_checkpoints::Plan), ManagerError> {
+        let live = self.hold_for_rewind(id)?;
+        let planned = (|| {
+            let target = self.rewind_target(&live, to)?;
+            let settings = Config::load_home(&self.home)?.checkpoints;
+            let plan = live
+                .checkpoints
+                .plan(live.tools.workspace(), &settings, &target)?;
+            Ok((target, plan))
+        })();
+        live.state().rewinding = false;
+        planned
+    }
+
+    /// Rewinds the session's files to how they were before `to` (a log
+    /// seq, the last turn, or before the last rewind): a checkpoint of the
+    /// files as they are is taken first, then what differs is written back,
+    /// made or removed; a `rewound` event says what. Refused while a turn runs.
+    pub fn rewind(&self, id: &SessionId, to: RewindTo) -> Result<Event, ManagerError> {
+        let live = self.hold_for_rewind(id)?;
+        let rewound = (|| {
+            let target = self.rewind_target(&live, to)?;
+            let settings = Config::load_home(&self.home)?.checkpoints;
+            let seq = live.session.last_seq() + 1;
+            let rewound =
+                live.checkpoints
+                    .rewind(live.tools.workspace(), &settings, &target, seq)?;
+            let applied = rewound.applied;
+            let mut more = 0;
+            let mut cut = |paths: Vec<String>| {
+                more += paths.len().saturating_sub(REWOUND_MAX_PATHS) as u64;
+                paths
+                    .into_iter()
+                    .take(REWOUND_MAX_PATHS)
+                    .collect::<Vec<_>>()
+            };
+            let failed: Vec<String> = applied
+                .failed
+                .iter()
+                .chain(&applied.plan.kept)
+                .map(|(path, why)| format!("{path}: {why}"))
+                .collect();
+            let body = EventBody::Rewound {
+                to: target.seq,
+                restored: cut(applied.plan.restore),
+                created: cut(applied.plan.create),
+                deleted: cut(applied.plan.delete),
+                not_restored: cut(failed),
+                more,
+            };
+            let event = live.session.append(body)?;
+            live.session.sync()?;
+            Ok(event)
+        })();
+        live.state().rewinding = false;
+        rewound
     }
 
     /// Blocks until the session has no running turn and nothing queued.
@@ -1020,6 +1175,7 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
                     runtime: &runtime,
                     mcp: Some(&live.mcp),
                     on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
+                    checkpoints: Some(&live.checkpoints),
                 };
                 // A bug in one session's turn ends that turn, never the
                 // process that holds every other session.
@@ -1128,6 +1284,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             rules: config.gate_rules(&home),
             model: info,
             limits: config.limits,
+            checkpoints: config.checkpoints.clone(),
             mcp_servers: config.mcp_servers.clone(),
             notices: config.notices.clone(),
             ask_window: (!config.window_known(&model)).then(|| (model.clone(), client.clone())),

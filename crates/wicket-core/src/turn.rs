@@ -54,6 +54,8 @@ pub struct Settings {
     pub model: ModelInfo,
     /// The turn's budget.
     pub limits: Limits,
+    /// `[checkpoints]` of the person's config.
+    pub checkpoints: wicket_checkpoints::Settings,
     /// The MCP servers the session starts at its first turn.
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
     /// What of the workspace's config was ignored: a `notice` each, at the turn's start.
@@ -604,7 +606,20 @@ impl Rebuild {
                     content.push_str(&note);
                 }
             }
+            EventBody::Rewound {
+                to,
+                restored,
+                created,
+                deleted,
+                not_restored,
+                more,
+            } => self.user(rewound_note(
+                *to,
+                [restored, created, deleted, not_restored],
+                *more,
+            )),
             EventBody::Hook { .. }
+            | EventBody::Checkpoint { .. }
             | EventBody::SessionStarted { .. }
             | EventBody::ToolCall { .. }
             | EventBody::Card { .. }
@@ -624,6 +639,27 @@ impl Rebuild {
             | EventBody::Unreadable { .. } => {}
         }
     }
+}
+
+/// What the model is told of a rewind, before the person's next message:
+/// its earlier reads and writes no longer describe the files.
+fn rewound_note(to: u64, lists: [&Vec<String>; 4], more: u64) -> String {
+    let mut note = format!(
+        "[Wicket] The person rewound the workspace's files to how they were before event {to} \
+         (the files only: this conversation is as it was). Read a file again before you edit it."
+    );
+    for (label, paths) in ["Restored", "Created again", "Deleted", "Left as they are"]
+        .into_iter()
+        .zip(lists)
+    {
+        if !paths.is_empty() {
+            note.push_str(&format!("\n{label}: {}", paths.join(", ")));
+        }
+    }
+    if more > 0 {
+        note.push_str(&format!("\n(and {more} more paths)"));
+    }
+    note
 }
 
 /// The system prompt: the tools, the workspace, the skills, and AGENTS.md
@@ -716,6 +752,8 @@ pub struct Runner<'a> {
     /// Each piece of a reply's text as it streams in (the log gets the whole
     /// reply once it is done).
     pub on_text: Option<&'a (dyn Fn(&str) + Send + Sync)>,
+    /// The session's checkpoints (`None`: this runner takes none).
+    pub checkpoints: Option<&'a wicket_checkpoints::Store>,
 }
 
 impl Runner<'_> {
@@ -744,6 +782,10 @@ impl Runner<'_> {
             &self.settings.confinement,
             &self.settings.rules,
         )
+        .checkpointed(self.checkpoints.map(|store| wicket_gate::Checkpointing {
+            store,
+            settings: &self.settings.checkpoints,
+        }))
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {

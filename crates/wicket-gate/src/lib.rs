@@ -275,6 +275,34 @@ pub struct Gate<'a> {
     /// they could not be read.
     rules_now: std::cell::OnceCell<Result<Vec<(rules::Source, Rule)>, String>>,
     hooked: Hooked,
+    checkpoints: Option<Checkpointing<'a>>,
+    /// What the checkpoint before this call has no copy of: said on its card.
+    no_checkpoint: std::cell::RefCell<Option<String>>,
+}
+
+/// Where a gate records a checkpoint before each write and command.
+#[derive(Clone, Copy)]
+pub struct Checkpointing<'a> {
+    /// The session's store.
+    pub store: &'a wicket_checkpoints::Store,
+    /// `[checkpoints]` of the person's config.
+    pub settings: &'a wicket_checkpoints::Settings,
+}
+
+/// Gaps of a checkpoint named on a card: this many paths, then a count.
+const GAPS_NAMED: usize = 5;
+
+/// What a checkpoint has no copy of, in one line.
+fn gaps_line(gaps: &[(String, String)]) -> String {
+    let mut line: Vec<String> = gaps
+        .iter()
+        .take(GAPS_NAMED)
+        .map(|(path, why)| format!("{path} ({why})"))
+        .collect();
+    if gaps.len() > GAPS_NAMED {
+        line.push(format!("and {} more", gaps.len() - GAPS_NAMED));
+    }
+    format!("{}; a rewind cannot bring these back", line.join("; "))
 }
 
 impl<'a> Gate<'a> {
@@ -292,7 +320,40 @@ impl<'a> Gate<'a> {
             rules,
             rules_now: std::cell::OnceCell::new(),
             hooked: Hooked::Nothing,
+            checkpoints: None,
+            no_checkpoint: std::cell::RefCell::new(None),
         }
+    }
+
+    /// The gate records a checkpoint in `checkpointing` before each write and command.
+    pub fn checkpointed(mut self, checkpointing: Option<Checkpointing<'a>>) -> Gate<'a> {
+        self.checkpoints = checkpointing;
+        self
+    }
+
+    /// Records the checkpoint before call `seq`; what it has no copy of
+    /// (or why there is none) is a `checkpoint` event and goes on the card.
+    fn checkpoint(&self, call_id: &str, seq: u64, tool: &str) -> Result<(), WireError> {
+        let Some(checkpointing) = self.checkpoints else {
+            return Ok(());
+        };
+        let taken =
+            checkpointing
+                .store
+                .take(self.tools.workspace(), checkpointing.settings, seq, tool);
+        let missed = match taken {
+            Ok(taken) if taken.gaps.is_empty() => return Ok(()),
+            Ok(taken) => gaps_line(&taken.gaps),
+            Err(error) => format!("{error}; a rewind cannot go back to before this call"),
+        };
+        self.session
+            .append(EventBody::Checkpoint {
+                call_id: call_id.to_string(),
+                message: missed.clone(),
+            })
+            .map_err(internal)?;
+        *self.no_checkpoint.borrow_mut() = Some(missed);
+        Ok(())
     }
 
     /// The gate for one call, with what its PreToolUse hooks said.
@@ -324,7 +385,8 @@ impl<'a> Gate<'a> {
             Some(Ok(Pass::Through(by))) => Some(by),
             _ => None,
         };
-        self.session
+        let logged = self
+            .session
             .append(EventBody::ToolCall {
                 call_id: call_id.to_string(),
                 name: call.name().to_string(),
@@ -333,8 +395,16 @@ impl<'a> Gate<'a> {
                 allowed_by,
             })
             .map_err(internal)?;
+        let changes_files = match call {
+            ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => true,
+            ToolCall::ReadFile(_) | ToolCall::ListDir(_) | ToolCall::Grep(_) => false,
+        };
         let result = self
             .hook_denied()
+            .and_then(|()| match changes_files {
+                true => self.checkpoint(call_id, logged.seq, call.name()),
+                false => Ok(()),
+            })
             .and_then(|()| self.dispatch(call_id, call, answerer, cancel));
         self.log_result(call_id, &result)?;
         result
@@ -699,6 +769,7 @@ impl<'a> Gate<'a> {
                 sandbox,
                 source: request.source,
             }),
+            no_checkpoint: None,
             always: Some(Box::new(always)),
         };
         let (card, answer) = self.ask(call_id, card, answerer)?;
@@ -756,6 +827,7 @@ impl<'a> Gate<'a> {
                 arguments_truncated: shown.truncated,
                 annotations: request.annotations.cloned(),
             }),
+            no_checkpoint: None,
             always: Some(Box::new(always)),
         };
         let (card, answer) = self.ask(call_id, card, answerer)?;
@@ -838,6 +910,7 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
     ) -> Result<(Card, Answer), WireError> {
         card.id = wicket_os::ids::new_id("card").into();
+        card.no_checkpoint = self.no_checkpoint.borrow().clone();
         // The session reads `waiting` while the card is open, then what it was.
         let before = self.session.meta().status;
         self.session
@@ -924,6 +997,7 @@ impl<'a> Gate<'a> {
                 path: key.path.clone(),
                 reach,
             }),
+            no_checkpoint: None,
             always: Some(Box::new(always)),
         };
         let what = format!("{} {}", reach.as_str(), key.path);
@@ -1046,6 +1120,7 @@ impl<'a> Gate<'a> {
                 digest: digest.to_string(),
                 outside,
             }),
+            no_checkpoint: None,
             always: Some(Box::new(always)),
         }
     }

@@ -916,6 +916,7 @@ workspace = "/other"
                 },
                 source: wicket_protocol::RunSource::Tool,
             }),
+            no_checkpoint: None,
             always: Some(Box::new(
                 toml::from_str("action = \"allow\"\ntool = \"run\"\nargv = [\"x\"]\n").unwrap(),
             )),

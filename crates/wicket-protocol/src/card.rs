@@ -46,6 +46,10 @@ pub struct Card {
     /// The rule `allow_always` would save: the card's exact key, in this workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always: Option<Box<crate::rules::RuleSpec>>,
+    /// Why the checkpoint taken before this write or command holds no copy
+    /// of some files (or none at all): a rewind cannot bring those back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_checkpoint: Option<String>,
 }
 
 /// What a card asks, by kind.
@@ -253,6 +257,7 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            no_checkpoint: None,
             always: None,
         };
         let json = serde_json::to_value(&card).unwrap();

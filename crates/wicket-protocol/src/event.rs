@@ -128,6 +128,34 @@ pub fn hook_line(
     )
 }
 
+/// A rewind in one line, as every front end shows it: `rewound to before
+/// event 12: restored a.txt; created c.txt; deleted d/e, d`. The lists are
+/// `[restored, created, deleted, not_restored]`. The caller makes it visible.
+pub fn rewound_line(to: u64, lists: [&[String]; 4], more: u64) -> String {
+    let mut line = format!("rewound to before event {to}:");
+    let mut any = false;
+    for (label, paths) in ["restored", "created", "deleted", "not restored"]
+        .into_iter()
+        .zip(lists)
+    {
+        if !paths.is_empty() {
+            line.push_str(&format!(
+                "{} {label} {}",
+                if any { ";" } else { "" },
+                paths.join(", ")
+            ));
+            any = true;
+        }
+    }
+    if !any {
+        line.push_str(" nothing had changed");
+    }
+    if more > 0 {
+        line.push_str(&format!(" (and {more} more)"));
+    }
+    line
+}
+
 /// When a hook runs, in Claude Code's names (`hook_event_name` on its stdin).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum HookEvent {
@@ -416,6 +444,38 @@ pub enum EventBody {
         /// Details: why it failed, how many tools it offers.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         message: String,
+    },
+    /// The checkpoint before a write or a command could not be taken, or
+    /// holds no copy of some files: a rewind cannot bring those back. The
+    /// call's card (if it has one) says the same.
+    Checkpoint {
+        /// The call it came before.
+        call_id: String,
+        /// What has no copy, and why.
+        message: String,
+    },
+    /// The person rewound the workspace's files to how they were before
+    /// event `to`. A checkpoint of the files as they were just before this
+    /// event was taken first, so `wicket rewind --to` this event's seq
+    /// (or `--undo`) takes it back.
+    Rewound {
+        /// The files are as they were just before this event.
+        to: u64,
+        /// Written back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        restored: Vec<String>,
+        /// Made again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        created: Vec<String>,
+        /// Removed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deleted: Vec<String>,
+        /// Left as they are, each `path: why`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_restored: Vec<String>,
+        /// Paths the lists leave out (each names at most `REWOUND_MAX_PATHS`).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        more: u64,
     },
     /// Something the person should know that changes nothing in the turn:
     /// a part of the workspace's config that was ignored, and why.

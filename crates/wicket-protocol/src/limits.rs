@@ -40,3 +40,13 @@ pub const CARD_DIFF_MAX_BYTES: usize = 64 * 1024;
 pub const CARD_DIFF_MAX_LINES: usize = 400;
 /// AGENTS.md and SKILL.md files larger than this are not read.
 pub const PROMPT_FILE_MAX_BYTES: u64 = 256 * 1024;
+/// A file larger than this is not copied into a checkpoint (`[checkpoints]
+/// max_file_mb` says otherwise); the checkpoint says it has no copy of it.
+pub const CHECKPOINT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// A workspace with more entries than this (not ignored) gets no
+/// checkpoint (`[checkpoints] max_files` says otherwise).
+pub const CHECKPOINT_MAX_FILES: usize = 100_000;
+/// Checkpoints older than this many days are pruned (`[checkpoints] keep_days`).
+pub const CHECKPOINT_KEEP_DAYS: u64 = 30;
+/// A `rewound` event names this many paths of each list; the counts are whole.
+pub const REWOUND_MAX_PATHS: usize = 100;

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use wicket_core::manager::{Manager, ManagerError, Open, Sent};
+use wicket_core::manager::{Manager, ManagerError, Open, RewindTo, Sent};
 use wicket_protocol::{Answer, CardId, SessionId};
 
 use crate::Shared;
@@ -87,7 +87,19 @@ impl From<ManagerError> for ApiError {
             },
             ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            ManagerError::Busy(_) => (StatusCode::CONFLICT, "busy"),
+            ManagerError::Busy(_) | ManagerError::Rewinding(_) => (StatusCode::CONFLICT, "busy"),
+            ManagerError::Checkpoints(checkpoints) => match checkpoints {
+                wicket_checkpoints::Error::NoCheckpoint(_) => (StatusCode::NOT_FOUND, "not_found"),
+                wicket_checkpoints::Error::BadGlob { .. } => {
+                    (StatusCode::BAD_REQUEST, "invalid_args")
+                }
+                wicket_checkpoints::Error::Io { .. }
+                | wicket_checkpoints::Error::Workspace(_)
+                | wicket_checkpoints::Error::TooManyFiles(_)
+                | wicket_checkpoints::Error::Damaged { .. } => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
+                }
+            },
             ManagerError::BadAnswer(_) => (StatusCode::BAD_REQUEST, "invalid_args"),
             ManagerError::NoSuchGrant(_) => (StatusCode::NOT_FOUND, "not_found"),
             ManagerError::Rules(rules) => match rules {
@@ -396,6 +408,58 @@ pub async fn compact_session(
         StatusCode::ACCEPTED,
         Json(serde_json::json!({ "state": "compacting" })),
     ))
+}
+
+/// The body of `POST /api/sessions/{id}/rewind`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewindRequest {
+    /// Before this log event; absent: before the last turn that changed anything.
+    #[serde(default)]
+    to: Option<u64>,
+    /// Back to before the last rewind.
+    #[serde(default)]
+    undo: bool,
+    /// Say what would change, change nothing.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// `POST /api/sessions/{id}/rewind`: `{"to": SEQ}`, `{"undo": true}` or
+/// `{}`; with `"dry_run": true` the plan, else the `rewound` event.
+pub async fn rewind_session(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<SessionId>,
+    Body(request): Body<RewindRequest>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let to = match (request.to, request.undo) {
+        (Some(_), true) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_args",
+                "give \"to\" or \"undo\", not both".to_string(),
+            ));
+        }
+        (Some(seq), false) => RewindTo::Seq(seq),
+        (None, true) => RewindTo::Undo,
+        (None, false) => RewindTo::LastTurn,
+    };
+    if request.dry_run {
+        let (target, plan) =
+            blocking(&server.manager, move |manager| manager.rewind_plan(&id, to)).await?;
+        return Ok(Json(serde_json::json!({ "to": target.seq, "plan": plan })));
+    }
+    let event = blocking(&server.manager, move |manager| manager.rewind(&id, to)).await?;
+    Ok(Json(serde_json::json!({ "rewound": event })))
+}
+
+/// `GET /api/sessions/{id}/checkpoints`: every checkpoint, oldest first.
+pub async fn list_checkpoints(
+    State(server): State<Shared>,
+    UrlPath(id): UrlPath<SessionId>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let list = blocking(&server.manager, move |manager| manager.checkpoints(&id)).await?;
+    Ok(Json(serde_json::json!({ "checkpoints": list })))
 }
 
 /// `POST /api/sessions/{id}/cancel`.

@@ -87,6 +87,8 @@ pub fn app(server: Shared) -> Router {
         .route("/sessions/{id}/questions/{qid}", post(api::reply_question))
         .route("/sessions/{id}/cancel", post(api::cancel_turn))
         .route("/sessions/{id}/compact", post(api::compact_session))
+        .route("/sessions/{id}/rewind", post(api::rewind_session))
+        .route("/sessions/{id}/checkpoints", get(api::list_checkpoints))
         .route("/sessions/{id}/grants", get(api::list_grants))
         .route("/sessions/{id}/grants/{grant}", delete(api::revoke_grant))
         .route("/rules", get(api::list_rules).post(api::add_rule))

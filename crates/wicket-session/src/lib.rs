@@ -507,6 +507,8 @@ impl Unfinished {
                 | EventBody::Compacted { .. }
                 | EventBody::Mcp { .. }
                 | EventBody::Notice { .. }
+                | EventBody::Checkpoint { .. }
+                | EventBody::Rewound { .. }
                 | EventBody::Error {
                     ends_turn: false, ..
                 }
@@ -1147,6 +1149,7 @@ mod tests {
                             path: "/etc/hosts".into(),
                             reach: Reach::Read,
                         }),
+                        no_checkpoint: None,
                         always: None,
                     },
                     proposed: None,

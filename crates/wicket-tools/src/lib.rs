@@ -9,6 +9,7 @@ mod ignore_files;
 pub mod limits;
 pub mod resolve;
 pub mod tools;
+pub mod tree;
 
 use std::path::Path;
 

@@ -150,6 +150,11 @@ impl Workspace {
         })
     }
 
+    /// The workspace root, held open.
+    pub(crate) fn root_fd(&self) -> BorrowedFd<'_> {
+        self.root_fd.as_fd()
+    }
+
     /// The workspace root, canonical.
     pub fn root(&self) -> &Path {
         &self.root

@@ -279,6 +279,8 @@ impl App {
             | EventBody::Retry { .. }
             | EventBody::Compacted { .. }
             | EventBody::Notice { .. }
+            | EventBody::Checkpoint { .. }
+            | EventBody::Rewound { .. }
             | EventBody::Mcp { .. }
             | EventBody::Error { .. }
             | EventBody::Unreadable { .. } => {}
@@ -1024,6 +1026,7 @@ mod tests {
                 },
                 source: RunSource::Tool,
             }),
+            no_checkpoint: None,
             always: Some(Box::new(
                 serde_json::from_value(serde_json::json!({
                     "action": "allow", "tool": "run", "argv": ["cargo", "test"],
@@ -1121,6 +1124,7 @@ mod tests {
                             digest: "d".into(),
                             outside: false,
                         }),
+                        no_checkpoint: None,
                         always: None,
                     },
                     proposed: None,
@@ -1308,6 +1312,7 @@ mod tests {
                         digest: "d".into(),
                         outside: false,
                     }),
+                    no_checkpoint: None,
                     always: None,
                 },
                 proposed: None,
@@ -1463,6 +1468,7 @@ mod tests {
                 digest: "d".into(),
                 outside: false,
             }),
+            no_checkpoint: None,
             always: None,
         }
     }

@@ -346,6 +346,30 @@ impl Transcript {
                     dim(),
                 )]);
             }
+            EventBody::Checkpoint { message, .. } => {
+                self.push(vec![Line::styled(
+                    format!("no checkpoint: {}", visible_line(message)),
+                    Style::new().fg(Color::Yellow),
+                )]);
+            }
+            EventBody::Rewound {
+                to,
+                restored,
+                created,
+                deleted,
+                not_restored,
+                more,
+            } => {
+                let line = wicket_protocol::event::rewound_line(
+                    *to,
+                    [restored, created, deleted, not_restored],
+                    *more,
+                );
+                self.push(vec![Line::styled(
+                    visible_line(&line),
+                    Style::new().fg(Color::Magenta),
+                )]);
+            }
             EventBody::Notice { message, .. } => {
                 self.push(vec![Line::styled(
                     format!("notice: {}", visible_line(message)),

@@ -14,6 +14,7 @@ mod exec;
 mod hooks;
 mod mcp;
 mod output;
+mod rewind;
 mod rules;
 mod sandbox;
 mod serve;

@@ -274,6 +274,16 @@ struct FilePrices {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct FileCheckpoints {
+    #[serde(default)]
+    ignore: Vec<String>,
+    keep_days: Option<u64>,
+    max_file_mb: Option<u64>,
+    max_files: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FileLimits {
     max_cost_usd_per_turn: Option<f64>,
     max_tokens_per_turn: Option<u64>,
@@ -306,6 +316,7 @@ struct FileConfig {
     models: Option<std::collections::BTreeMap<String, FileModel>>,
     prices: Option<std::collections::BTreeMap<String, FilePrices>>,
     limits: Option<FileLimits>,
+    checkpoints: Option<FileCheckpoints>,
     mcp_servers: Option<std::collections::BTreeMap<String, mcp_servers::FileServer>>,
     #[serde(default)]
     rules: Vec<wicket_protocol::RuleSpec>,
@@ -349,6 +360,8 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, Prices>,
     /// `[limits]` (home only).
     pub limits: Limits,
+    /// `[checkpoints]`: what they skip, how long they are kept.
+    pub checkpoints: wicket_checkpoints::Settings,
     /// `[mcp_servers.NAME]`: the home config's, then the workspace's
     /// (untrusted; a name the home config uses stays the home's).
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
@@ -401,6 +414,7 @@ impl Default for Config {
             models: Default::default(),
             prices: Default::default(),
             limits: Limits::default(),
+            checkpoints: wicket_checkpoints::Settings::default(),
             mcp_servers: Vec::new(),
             rules: Vec::new(),
             notices: Vec::new(),
@@ -545,6 +559,9 @@ impl Config {
                 max_tokens_per_turn: limits.max_tokens_per_turn,
             };
         }
+        if let Some(checkpoints) = file.checkpoints.take() {
+            self.checkpoints = checkpoint_settings(checkpoints, path)?;
+        }
         if let Some(servers) = file.mcp_servers.take() {
             self.mcp_servers = mcp_servers::server_specs(servers, Owner::Home, path)?;
         }
@@ -614,6 +631,13 @@ impl Config {
                 "[providers]",
                 "a repository's config could send your API key to another host",
                 "Set providers in $WICKET_HOME/config.toml",
+            );
+        }
+        if file.checkpoints.take().is_some() {
+            ignore(
+                "[checkpoints]",
+                "a repository's config could leave its own changes out of your checkpoints",
+                "Set it in $WICKET_HOME/config.toml",
             );
         }
         if file.sandbox.take().is_some() {
@@ -807,6 +831,32 @@ fn existing(path: &Path, key: &str, entry: &Path) -> Result<(PathBuf, PathBuf)> 
 /// Whether one path lies in the other.
 fn overlaps(a: &Path, b: &Path) -> bool {
     a.starts_with(b) || b.starts_with(a)
+}
+
+fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_checkpoints::Settings> {
+    let mut settings = wicket_checkpoints::Settings::default();
+    for (key, value) in [
+        ("keep_days", file.keep_days),
+        ("max_file_mb", file.max_file_mb),
+        ("max_files", file.max_files.map(|n| n as u64)),
+    ] {
+        if value == Some(0) {
+            return Err(config_error(
+                path,
+                format!(
+                    "[checkpoints] {key} = 0 would keep no checkpoint; give a number above 0, or leave it out for the default"
+                ),
+            ));
+        }
+    }
+    settings.keep_days = file.keep_days.unwrap_or(settings.keep_days);
+    settings.max_file_bytes = file
+        .max_file_mb
+        .map_or(settings.max_file_bytes, |mb| mb.saturating_mul(1024 * 1024));
+    settings.max_files = file.max_files.unwrap_or(settings.max_files);
+    settings
+        .with_ignore(file.ignore)
+        .map_err(|error| config_error(path, error.to_string()))
 }
 
 fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {

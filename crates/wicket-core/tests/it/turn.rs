@@ -37,6 +37,7 @@ fn settings() -> Settings {
             ..wicket_core::models::UNKNOWN
         },
         limits: wicket_core::config::Limits::default(),
+        checkpoints: Default::default(),
         mcp_servers: Vec::new(),
         notices: Vec::new(),
         ask_window: None,

@@ -1,0 +1,174 @@
+//! A rewind: what differs between a checkpoint and the workspace now, and
+//! the changes that make the workspace what it was, each through the
+//! workspace's no-link path ([`wicket_tools::tree`]).
+
+use wicket_tools::Workspace;
+use wicket_tools::tree::Kind;
+
+use crate::objects::Objects;
+use crate::state::{Content, Entry, State};
+
+/// What a rewind will change (paths below the workspace root, as text).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Plan {
+    /// There now, different then: written back.
+    pub restore: Vec<String>,
+    /// Not there now: made again.
+    pub create: Vec<String>,
+    /// Not there then: removed.
+    pub delete: Vec<String>,
+    /// Left as they are, and why (no copy of them was saved).
+    pub kept: Vec<(String, String)>,
+    #[serde(skip)]
+    steps: Steps,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Steps {
+    /// Removed first, deepest first.
+    remove: Vec<(Vec<u8>, Kind)>,
+    /// Then folders made, shallowest first.
+    dirs: Vec<Vec<u8>>,
+    /// Then files and links written.
+    put: Vec<(Vec<u8>, Entry)>,
+    /// Then folders' modes, deepest first.
+    modes: Vec<(Vec<u8>, u32)>,
+}
+
+/// What a rewind did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The plan it carried out.
+    pub plan: Plan,
+    /// Paths it could not change, and why.
+    pub failed: Vec<(String, String)>,
+}
+
+fn text(path: &[u8]) -> String {
+    wicket_tools::tree::shown(path)
+}
+
+fn kind(entry: &Entry) -> Option<Kind> {
+    match entry.content {
+        Content::File(_) => Some(Kind::File),
+        Content::Link(_) => Some(Kind::Link),
+        Content::Dir => Some(Kind::Dir),
+        Content::Missed(_) => None,
+    }
+}
+
+/// The nearest folder at or above `path` that one of the states has no
+/// record of inside (it could not be read), with why.
+fn missed_above<'s>(path: &[u8], states: [&'s State; 2]) -> Option<&'s str> {
+    let mut end = path.len();
+    loop {
+        for state in states {
+            if let Some(Entry {
+                content: Content::Missed(why),
+                ..
+            }) = state.get(&path[..end])
+            {
+                return Some(why);
+            }
+        }
+        end = path[..end].iter().rposition(|byte| *byte == b'/')?;
+    }
+}
+
+impl Plan {
+    /// What takes the workspace from `now` back to `then`.
+    pub(crate) fn between(then: &State, now: &State) -> Plan {
+        let mut plan = Plan::default();
+        for (path, old) in then {
+            let current = now.get(path);
+            if current.is_some_and(|current| current.same_as(old)) {
+                continue;
+            }
+            if let Some(why) = missed_above(path, [then, now]) {
+                plan.kept.push((text(path), why.to_string()));
+                continue;
+            }
+            let Some(old_kind) = kind(old) else { continue };
+            match current.and_then(kind) {
+                None => plan.create.push(text(path)),
+                Some(now_kind) => {
+                    if now_kind != old_kind {
+                        plan.steps.remove.push((path.clone(), now_kind));
+                    }
+                    plan.restore.push(text(path));
+                }
+            }
+            match old_kind {
+                Kind::Dir => {
+                    if current.and_then(kind) != Some(Kind::Dir) {
+                        plan.steps.dirs.push(path.clone());
+                    }
+                    plan.steps.modes.push((path.clone(), old.mode));
+                }
+                Kind::File | Kind::Link => plan.steps.put.push((path.clone(), old.clone())),
+            }
+        }
+        for (path, current) in now {
+            if then.contains_key(path) {
+                continue;
+            }
+            if let Some(why) = missed_above(path, [then, now]) {
+                plan.kept.push((
+                    text(path),
+                    format!("{why}; a file with no saved copy is never deleted, since no rewind could bring it back"),
+                ));
+                continue;
+            }
+            if let Some(now_kind) = kind(current) {
+                plan.steps.remove.push((path.clone(), now_kind));
+                plan.delete.push(text(path));
+            }
+        }
+        // Children sort after their folder: reversed, they go first.
+        plan.steps.remove.sort_by(|a, b| b.0.cmp(&a.0));
+        plan.steps.modes.sort_by(|a, b| b.0.cmp(&a.0));
+        plan
+    }
+
+    /// Nothing to change.
+    pub fn is_empty(&self) -> bool {
+        self.restore.is_empty() && self.create.is_empty() && self.delete.is_empty()
+    }
+
+    /// Carries the plan out: every step is tried; what fails is said.
+    pub(crate) fn apply(self, workspace: &Workspace, objects: &Objects) -> Applied {
+        let mut failed = Vec::new();
+        let mut fail =
+            |path: &[u8], error: std::io::Error| failed.push((text(path), error.to_string()));
+        for (path, kind) in &self.steps.remove {
+            if let Err(error) = workspace.remove(path, *kind) {
+                fail(path, error);
+            }
+        }
+        for path in &self.steps.dirs {
+            if let Err(error) = workspace.make_dir(path) {
+                fail(path, error);
+            }
+        }
+        for (path, entry) in &self.steps.put {
+            let put = match &entry.content {
+                Content::File(hash) => objects
+                    .get(hash)
+                    .and_then(|bytes| workspace.put_file(path, &bytes, entry.mode)),
+                Content::Link(hash) => objects
+                    .get(hash)
+                    .and_then(|target| workspace.put_link(path, &target)),
+                Content::Dir | Content::Missed(_) => Ok(()),
+            };
+            if let Err(error) = put {
+                fail(path, error);
+            }
+        }
+        for (path, mode) in &self.steps.modes {
+            if let Err(error) = workspace.set_dir_mode(path, *mode) {
+                fail(path, error);
+            }
+        }
+        Applied { plan: self, failed }
+    }
+}

@@ -1,0 +1,141 @@
+//! `wicket rewind`: the files of a session's workspace back to how they
+//! were before an event, after saying what will change.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use wicket_core::manager::{Manager, RewindTo, standard_setup};
+use wicket_protocol::text::visible_line;
+use wicket_protocol::{EventBody, SessionId};
+use wicket_session as session;
+
+use crate::show::say;
+
+/// What `wicket rewind` was asked.
+pub(crate) struct Options {
+    pub session: String,
+    pub to: Option<u64>,
+    pub undo: bool,
+    pub yes: bool,
+    pub list: bool,
+}
+
+fn when(at: u64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(at as i64)
+        .ok()
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| at.to_string())
+}
+
+/// The plan as a person reads it: one path a line.
+pub(crate) fn plan_lines(plan: &wicket_checkpoints::Plan) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (verb, paths) in [
+        ("restore", &plan.restore),
+        ("create ", &plan.create),
+        ("delete ", &plan.delete),
+    ] {
+        lines.extend(
+            paths
+                .iter()
+                .map(|path| format!("  {verb} {}", visible_line(path))),
+        );
+    }
+    lines.extend(
+        plan.kept
+            .iter()
+            .map(|(path, why)| format!("  keep    {}: {}", visible_line(path), visible_line(why))),
+    );
+    lines
+}
+
+pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
+    let home = session::home();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let manager = Manager::new(&home, runtime.handle().clone(), standard_setup(&home));
+    let id = SessionId::from(options.session.clone());
+    if options.list {
+        for info in manager.checkpoints(&id)? {
+            println!(
+                "{:>5}  {:<14}  {}  {} changed",
+                info.seq,
+                info.tool,
+                when(info.at),
+                info.changed
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let to = match (options.to, options.undo) {
+        (Some(seq), false) => RewindTo::Seq(seq),
+        (None, true) => RewindTo::Undo,
+        (None, false) => RewindTo::LastTurn,
+        (Some(_), true) => anyhow::bail!("give --to or --undo, not both"),
+    };
+    let (target, plan) = manager.rewind_plan(&id, to)?;
+    if plan.is_empty() {
+        println!(
+            "nothing to rewind: the files are as they were before event {}",
+            target.seq
+        );
+        for line in plan_lines(&plan) {
+            println!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "rewind session {} to before event {} ({}, {}):",
+        options.session,
+        target.seq,
+        target.tool,
+        when(target.at)
+    );
+    for line in plan_lines(&plan) {
+        println!("{line}");
+    }
+    if !options.yes {
+        if !std::io::stdin().is_terminal() {
+            say(
+                "nothing changed: stdin is not a terminal to ask on; add --yes to rewind without asking",
+            );
+            return Ok(ExitCode::from(2));
+        }
+        print!("rewind these files? [y/N] ");
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("nothing changed");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let event = manager.rewind(&id, to)?;
+    if let EventBody::Rewound {
+        to,
+        restored,
+        created,
+        deleted,
+        not_restored,
+        more,
+    } = &event.body
+    {
+        println!(
+            "{}",
+            visible_line(&wicket_protocol::event::rewound_line(
+                *to,
+                [restored, created, deleted, not_restored],
+                *more,
+            ))
+        );
+    }
+    println!(
+        "`wicket rewind {} --undo` takes it back (event {})",
+        options.session, event.seq
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,377 @@
+//! The workspace as a tree of entries, for checkpoints and rewinds.
+//!
+//! [`Workspace::scan`] walks every folder from the held root, depth first,
+//! names in byte order, following no link: a link is an entry (its target
+//! is text), never a way somewhere else. `.git` is never entered, and what
+//! the ignore files ignore (as grep reads them: [`crate::ignore_files`]) is
+//! skipped, as is whatever the caller's own test skips.
+//!
+//! The changes a rewind makes ([`Workspace::put_file`], [`Workspace::put_link`],
+//! [`Workspace::make_dir`], [`Workspace::set_dir_mode`], [`Workspace::remove`])
+//! reach their folder by opening one component at a time from the root with
+//! `O_NOFOLLOW | O_DIRECTORY`: a link anywhere on the way is an error, never
+//! followed, so a link a command left behind cannot carry a restore out of
+//! the workspace. A file or link is written under a temporary name in its
+//! folder and renamed over the old entry, so a reader sees the old bytes or
+//! the new, never a torn file.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
+
+use crate::ignore_files::{Level, Rules};
+use crate::resolve::{Workspace, file_type};
+
+/// What kind of entry a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link (not followed).
+    Link,
+}
+
+/// One entry met by a scan.
+pub struct Found<'a> {
+    /// Its path below the root, `/` between names (bytes: a name need not be UTF-8).
+    pub path: &'a [u8],
+    /// Its metadata, not following a link.
+    pub stat: &'a Stat,
+    /// What it is.
+    pub kind: Kind,
+    dir: BorrowedFd<'a>,
+    name: &'a OsStr,
+}
+
+impl Found<'_> {
+    /// Opens the file for reading (never following a link, never blocking
+    /// on a special file that replaced it since the scan looked).
+    pub fn open(&self) -> std::io::Result<(File, Stat)> {
+        let fd = rustix::fs::openat(
+            self.dir,
+            self.name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let stat = rustix::fs::fstat(&fd)?;
+        if file_type(&stat) != FileType::RegularFile {
+            return Err(std::io::Error::other("it is no longer a regular file"));
+        }
+        Ok((File::from(fd), stat))
+    }
+
+    /// Reads up to `cap` bytes of the file (one more than `cap` says it is bigger).
+    pub fn read(&self, cap: u64) -> std::io::Result<(Vec<u8>, Stat)> {
+        let (file, stat) = self.open()?;
+        let mut bytes = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0).min(1 << 24));
+        file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+        Ok((bytes, stat))
+    }
+
+    /// The link's target, as written.
+    pub fn link_target(&self) -> std::io::Result<Vec<u8>> {
+        Ok(rustix::fs::readlinkat(self.dir, self.name, Vec::new())?.into_bytes())
+    }
+}
+
+/// What a scan met.
+pub enum Met<'a> {
+    /// An entry.
+    Entry(Found<'a>),
+    /// A folder that could not be opened (its entries are not seen).
+    Unreadable {
+        /// Its path below the root.
+        path: &'a [u8],
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// Whether the scan goes on.
+pub enum Go {
+    /// Next entry.
+    On,
+    /// Stop the whole scan.
+    Stop,
+}
+
+struct Frame {
+    fd: OwnedFd,
+    absolute: PathBuf,
+    /// Its path below the root, with a trailing `/` unless it is the root.
+    prefix: Vec<u8>,
+    names: std::vec::IntoIter<Box<OsStr>>,
+}
+
+fn sorted_names(fd: &OwnedFd) -> std::io::Result<Vec<Box<OsStr>>> {
+    let mut dir = rustix::fs::Dir::read_from(fd)?;
+    let mut names = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        names.push(Box::<OsStr>::from(OsStr::from_bytes(name)));
+    }
+    names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    Ok(names)
+}
+
+fn open_dir_at(dir: impl AsFd, name: &OsStr) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+fn kind_of(stat: &Stat) -> Option<Kind> {
+    match file_type(stat) {
+        FileType::RegularFile => Some(Kind::File),
+        FileType::Directory => Some(Kind::Dir),
+        FileType::Symlink => Some(Kind::Link),
+        // FIFOs, sockets and devices are no one's source: not kept.
+        _ => None,
+    }
+}
+
+/// A path below the root as names: each must be a plain name (no `.`,
+/// `..`, empty part or leading `/`).
+fn names_of(path: &[u8]) -> std::io::Result<Vec<&OsStr>> {
+    let names: Vec<&OsStr> = path
+        .split(|byte| *byte == b'/')
+        .map(OsStr::from_bytes)
+        .collect();
+    let plain =
+        |name: &&OsStr| !name.is_empty() && name.as_bytes() != b"." && name.as_bytes() != b"..";
+    if names.is_empty() || !names.iter().all(plain) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "'{}' is not a plain path below the workspace",
+                String::from_utf8_lossy(path)
+            ),
+        ));
+    }
+    Ok(names)
+}
+
+fn temp_name() -> String {
+    format!(".wicket-rewind-{:016x}", wicket_os::ids::random_u64())
+}
+
+impl Workspace {
+    /// Walks the workspace (see the module's docs), calling `visit` for each
+    /// entry and each folder that cannot be read. `skip` gets a path below
+    /// the root and whether it is a folder; true leaves it (and all below it) out.
+    pub fn scan(
+        &self,
+        skip: &dyn Fn(&[u8], bool) -> bool,
+        visit: &mut dyn FnMut(Met<'_>) -> Go,
+    ) -> std::io::Result<()> {
+        let root = open_dir_at(self.root_fd(), OsStr::new("."))?;
+        let mut rules = Rules::above(self.root());
+        rules.push(Level::read(&root, self.root()));
+        let names = sorted_names(&root)?;
+        let mut stack = vec![Frame {
+            fd: root,
+            absolute: self.root().to_path_buf(),
+            prefix: Vec::new(),
+            names: names.into_iter(),
+        }];
+        let mut path = Vec::new();
+        while let Some(frame) = stack.last_mut() {
+            let Some(name) = frame.names.next() else {
+                stack.pop();
+                rules.pop();
+                continue;
+            };
+            if name.as_bytes() == b".git" {
+                continue;
+            }
+            // Gone since the listing, or unreadable: not there for this scan.
+            let Ok(stat) = rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let Some(kind) = kind_of(&stat) else {
+                continue;
+            };
+            let is_dir = kind == Kind::Dir;
+            path.clear();
+            path.extend_from_slice(&frame.prefix);
+            path.extend_from_slice(name.as_bytes());
+            if skip(&path, is_dir)
+                || (rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir))
+            {
+                continue;
+            }
+            let found = Found {
+                path: &path,
+                stat: &stat,
+                kind,
+                dir: frame.fd.as_fd(),
+                name: &name,
+            };
+            if let Go::Stop = visit(Met::Entry(found)) {
+                return Ok(());
+            }
+            if !is_dir {
+                continue;
+            }
+            let opened = open_dir_at(&frame.fd, &name).and_then(|fd| Ok((sorted_names(&fd)?, fd)));
+            match opened {
+                Ok((names, fd)) => {
+                    let absolute = frame.absolute.join(&*name);
+                    rules.push(Level::read(&fd, &absolute));
+                    let mut prefix = path.clone();
+                    prefix.push(b'/');
+                    stack.push(Frame {
+                        fd,
+                        absolute,
+                        prefix,
+                        names: names.into_iter(),
+                    });
+                }
+                Err(error) => {
+                    if let Go::Stop = visit(Met::Unreadable { path: &path, error }) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The folder `path` is in, reached from the root one real folder at a
+    /// time (no link followed), and its last name.
+    fn parent_of<'p>(&self, path: &'p [u8]) -> std::io::Result<(OwnedFd, &'p OsStr)> {
+        let mut names = names_of(path)?;
+        let last = names.pop().unwrap_or_default();
+        let mut dir = open_dir_at(self.root_fd(), OsStr::new("."))?;
+        for name in names {
+            dir = open_dir_at(&dir, name).map_err(|error| match error.raw_os_error() {
+                Some(code)
+                    if code == Errno::LOOP.raw_os_error()
+                        || code == Errno::NOTDIR.raw_os_error() =>
+                {
+                    std::io::Error::other(format!(
+                        "'{}' is not a folder (a link or a file stands there)",
+                        name.to_string_lossy()
+                    ))
+                }
+                _ => error,
+            })?;
+        }
+        Ok((dir, last))
+    }
+
+    /// Writes `bytes` as the file `path` with `mode` (permission bits),
+    /// replacing a file or link there.
+    pub fn put_file(&self, path: &[u8], bytes: &[u8], mode: u32) -> std::io::Result<()> {
+        let (dir, name) = self.parent_of(path)?;
+        let temp = temp_name();
+        let fd = rustix::fs::openat(
+            &dir,
+            temp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let written = (|| {
+            let mut file = File::from(fd);
+            file.write_all(bytes)?;
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+            rustix::fs::renameat(&dir, temp.as_str(), &dir, name)?;
+            Ok(())
+        })();
+        if written.is_err() {
+            // The temporary file goes; if that fails it is a stray file, said nowhere else.
+            let _ = rustix::fs::unlinkat(&dir, temp.as_str(), AtFlags::empty());
+        }
+        written
+    }
+
+    /// Makes `path` a link to `target`, replacing a file or link there.
+    pub fn put_link(&self, path: &[u8], target: &[u8]) -> std::io::Result<()> {
+        let (dir, name) = self.parent_of(path)?;
+        let temp = temp_name();
+        rustix::fs::symlinkat(OsStr::from_bytes(target), &dir, temp.as_str())?;
+        let renamed = rustix::fs::renameat(&dir, temp.as_str(), &dir, name);
+        if renamed.is_err() {
+            // As in put_file.
+            let _ = rustix::fs::unlinkat(&dir, temp.as_str(), AtFlags::empty());
+        }
+        Ok(renamed?)
+    }
+
+    /// Makes the folder `path` (0700 until [`Workspace::set_dir_mode`]);
+    /// a folder already there is kept.
+    pub fn make_dir(&self, path: &[u8]) -> std::io::Result<()> {
+        let (dir, name) = self.parent_of(path)?;
+        match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => {
+                let stat = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+                if kind_of(&stat) == Some(Kind::Dir) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(
+                        "something that is not a folder stands there",
+                    ))
+                }
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Sets the folder `path`'s permission bits.
+    pub fn set_dir_mode(&self, path: &[u8], mode: u32) -> std::io::Result<()> {
+        let (dir, name) = self.parent_of(path)?;
+        let fd = open_dir_at(&dir, name)?;
+        Ok(rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777))?)
+    }
+
+    /// Removes the entry `path`: a file or link, or an empty folder.
+    pub fn remove(&self, path: &[u8], kind: Kind) -> std::io::Result<()> {
+        let (dir, name) = self.parent_of(path)?;
+        let flags = match kind {
+            Kind::Dir => AtFlags::REMOVEDIR,
+            Kind::File | Kind::Link => AtFlags::empty(),
+        };
+        match rustix::fs::unlinkat(&dir, name, flags) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Err(std::io::Error::other(
+                "the folder still holds files the checkpoints skip (ignored ones)",
+            )),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The entry at `path` now, not following a link (`None`: nothing there).
+    pub fn entry_at(&self, path: &[u8]) -> std::io::Result<Option<(Kind, Stat)>> {
+        let (dir, name) = match self.parent_of(path) {
+            Ok(found) => found,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(kind_of(&stat).map(|kind| (kind, stat))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// `path` (bytes) as a path, for messages.
+pub fn shown(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
+}
