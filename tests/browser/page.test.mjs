@@ -1,7 +1,8 @@
 // Drives `wicket serve`'s page in headless Chromium (Debian's, through
 // playwright-core): create a session, send a message, see the write card
 // and its diff, Allow once, see the file written; answer a question in the
-// page; deny a command; cancel a running one; a long session drawn only
+// page; deny a command; rewind the turn's files and undo that; cancel a
+// running one; a long session drawn only
 // near the view. Screenshots go under
 // target/browser/ for people to look at.
 //
@@ -117,6 +118,24 @@ try {
   // A script reports no usage: unknown, said so, never "0 tokens".
   assert.match(await page.locator("#usage").innerText(), /usage not reported/);
   assert.ok(existsSync(join(ws, "src")), "the denied command never ran");
+  assert.match(readFileSync(join(ws, "src/main.rs"), "utf8"), /from the page/);
+
+  // Rewind the turn's files: the plan first, then the rewind; then undo it.
+  const turn = page.locator(".row:has(.user:has-text('Add a line to main.rs'))");
+  await turn.locator(".rewind button").click();
+  const plan = turn.locator(".rewind .plan");
+  await plan.waitFor();
+  assert.match(await plan.innerText(), /restore src\/main\.rs/);
+  await page.screenshot({ path: join(shots, "rewind-plan.png"), fullPage: true });
+  await plan.getByText("Rewind these files").click();
+  const rewound = page.locator(".note.rewound").last();
+  await rewound.waitFor({ timeout: 10000 });
+  assert.match(await rewound.innerText(), /restored src\/main\.rs/);
+  assert.doesNotMatch(readFileSync(join(ws, "src/main.rs"), "utf8"), /from the page/);
+  const undo = page.locator(".row:has(.note.rewound) .rewind").last();
+  await undo.locator("button").click();
+  await undo.locator(".plan").getByText("Rewind these files").click();
+  await page.waitForFunction(() => document.querySelectorAll(".note.rewound").length === 2, null, { timeout: 10000 });
   assert.match(readFileSync(join(ws, "src/main.rs"), "utf8"), /from the page/);
 
   // A second turn: allow a long command, then cancel it.

@@ -17,16 +17,18 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, EmbeddedResourceResource, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, EmbeddedResourceResource,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionId, SessionNotification, StopReason,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
-use wicket_core::manager::{Manager, ManagerError, Open, Sent};
+use wicket_core::manager::{Manager, ManagerError, Open, RewindTo, Sent};
 use wicket_mcp::{ServerSpec, Transport};
 use wicket_protocol::limits::WRITE_EXISTING_MAX_BYTES;
+use wicket_protocol::text::visible_line;
 use wicket_protocol::{Answer, Card, CardKind, EventBody, SessionId as Id, TurnOutcome};
 
 use crate::map::Mapper;
@@ -56,6 +58,11 @@ fn invalid(message: impl Into<String>) -> Error {
 }
 
 fn failed(error: ManagerError) -> Error {
+    Error::internal_error().data(serde_json::Value::String(error.to_string()))
+}
+
+/// A blocking task that panicked.
+fn joined(error: tokio::task::JoinError) -> Error {
     Error::internal_error().data(serde_json::Value::String(error.to_string()))
 }
 
@@ -287,6 +294,89 @@ fn stop_at(body: &EventBody, last_error: &str) -> Option<Result<StopReason, Stri
     })
 }
 
+/// `/rewind [SEQ|undo]`: the plan as a permission request, then the rewind.
+async fn rewind(
+    acp: Arc<Acp>,
+    cx: ConnectionTo<Client>,
+    session: SessionId,
+    id: Id,
+    argument: &str,
+) -> Result<StopReason, Error> {
+    let say = |text: String| {
+        cx.send_notification(SessionNotification::new(
+            session.clone(),
+            SessionUpdate::AgentMessageChunk(ContentChunk::new(text.into())),
+        ))
+    };
+    let to = match argument {
+        "" => RewindTo::LastTurn,
+        "undo" => RewindTo::Undo,
+        seq => match seq.parse() {
+            Ok(seq) => RewindTo::Seq(seq),
+            Err(_) => {
+                say(format!(
+                    "/rewind takes nothing (before the last turn), SEQ (before event SEQ) or undo; not {}",
+                    visible_line(seq)
+                ))?;
+                return Ok(StopReason::EndTurn);
+            }
+        },
+    };
+    let manager = acp.manager.clone();
+    let planned = {
+        let (manager, id) = (manager.clone(), id.clone());
+        tokio::task::spawn_blocking(move || manager.rewind_plan(&id, to))
+            .await
+            .map_err(joined)?
+    };
+    let (target, plan) = match planned {
+        Ok(planned) => planned,
+        Err(error) => {
+            say(error.to_string())?;
+            return Ok(StopReason::EndTurn);
+        }
+    };
+    if plan.is_empty() {
+        say(format!(
+            "Nothing to rewind: the files are as they were before event {}.",
+            target.seq
+        ))?;
+        return Ok(StopReason::EndTurn);
+    }
+    let ask = map::rewind_request(&session, target.seq, &plan.lines());
+    let chosen = match cx.send_request(ask).block_task().await {
+        Ok(response) => matches!(
+            &response.outcome,
+            RequestPermissionOutcome::Selected(selected) if &*selected.option_id.0 == map::REWIND
+        ),
+        Err(_) => false,
+    };
+    if !chosen {
+        say("Nothing changed.".into())?;
+        return Ok(StopReason::EndTurn);
+    }
+    let rewound = {
+        let id = id.clone();
+        tokio::task::spawn_blocking(move || manager.rewind(&id, RewindTo::Seq(target.seq)))
+            .await
+            .map_err(joined)?
+    };
+    match rewound {
+        Ok(event) => {
+            if let Some(known) = acp.known().get_mut(id.as_str()) {
+                known.seen = event.seq;
+            }
+            let mut mapper = Mapper::new(Path::new(""), false);
+            for update in mapper.updates(&event) {
+                cx.send_notification(SessionNotification::new(session.clone(), update))?;
+            }
+            say(" `/rewind undo` takes it back.".into())?;
+        }
+        Err(error) => say(error.to_string())?,
+    }
+    Ok(StopReason::EndTurn)
+}
+
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
 /// ends with a question).
 async fn prompt(
@@ -301,6 +391,11 @@ async fn prompt(
         None => return Err(session_not_found(&session)),
     };
     let text = prompt_text(&request.prompt);
+    if let Some(argument) = text.trim().strip_prefix("/rewind")
+        && (argument.is_empty() || argument.starts_with(char::is_whitespace))
+    {
+        return rewind(acp, cx, session, id, argument.trim()).await;
+    }
     let manager = acp.manager.clone();
     let mut events = manager.follow(&id, seen).map_err(failed)?;
     let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
@@ -390,9 +485,12 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
         .on_receive_request(
             async move |request: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
-                        _cx: ConnectionTo<Client>| {
+                        cx: ConnectionTo<Client>| {
                 match for_new.new_session(&request) {
-                    Ok(id) => responder.respond(NewSessionResponse::new(id)),
+                    Ok(id) => {
+                        responder.respond(NewSessionResponse::new(id.clone()))?;
+                        cx.send_notification(SessionNotification::new(id, map::commands()))
+                    }
                     Err(error) => responder.respond_with_error(error),
                 }
             },
@@ -408,6 +506,10 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         for update in updates {
                             cx.send_notification(update)?;
                         }
+                        cx.send_notification(SessionNotification::new(
+                            request.session_id.clone(),
+                            map::commands(),
+                        ))?;
                         responder.respond(LoadSessionResponse::new())
                     }
                     Err(error) => responder.respond_with_error(error),

@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentChunk, Diff, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionId, SessionUpdate, ToolCall, ToolCallContent,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentChunk, Diff,
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
 };
 use wicket_protocol::text::{shell_words, visible_line};
 use wicket_protocol::{
@@ -482,6 +483,48 @@ impl Mapper {
             options(card),
         )
     }
+}
+
+/// The slash commands Wicket offers an editor.
+pub fn commands() -> SessionUpdate {
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![
+        AvailableCommand::new(
+            "rewind",
+            "Put the workspace's files back to how they were before the last turn that changed them \
+             (or before event SEQ); shows what changes and asks first. `undo` takes the last rewind back",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("empty, SEQ or undo"),
+        )),
+    ]))
+}
+
+/// The option of a rewind's permission request that rewinds.
+pub const REWIND: &str = "rewind";
+
+/// A rewind asked as a permission request: the plan is its content.
+pub fn rewind_request(session: &SessionId, seq: u64, plan: &[String]) -> RequestPermissionRequest {
+    let fields = ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Pending)
+        .kind(ToolKind::Edit)
+        .title(format!("Rewind the files to before event {seq}"))
+        .content(vec![plan.join("\n").into()]);
+    RequestPermissionRequest::new(
+        session.clone(),
+        ToolCallUpdate::new(format!("rewind-{seq}"), fields),
+        vec![
+            PermissionOption::new(
+                REWIND,
+                "Rewind these files",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(
+                DENY,
+                "Keep the files as they are",
+                PermissionOptionKind::RejectOnce,
+            ),
+        ],
+    )
 }
 
 /// What a call's output says in an editor: a read's text, a run's output.

@@ -368,8 +368,9 @@ impl Store {
 
     /// Drops checkpoints older than `keep_days`: the oldest one kept is
     /// written whole as the journal's first line, and objects no kept
-    /// checkpoint names are removed.
-    fn prune(&self, keep_days: u64) -> Result<()> {
+    /// checkpoint names are removed. (Done when a process first uses the
+    /// store; the caller holds the session's lock.)
+    pub fn prune(&self, keep_days: u64) -> Result<()> {
         let lines = self.lines()?;
         let cutoff = now_secs().saturating_sub(keep_days.saturating_mul(86_400));
         let Some(first) = lines.first() else {

@@ -130,6 +130,30 @@ impl Plan {
         plan
     }
 
+    /// The plan as a person reads it, one path a line (`restore a.txt`,
+    /// `keep big.iso: why`), control characters made visible.
+    pub fn lines(&self) -> Vec<String> {
+        use wicket_protocol::text::visible_line;
+        let mut lines = Vec::new();
+        for (verb, paths) in [
+            ("restore", &self.restore),
+            ("create ", &self.create),
+            ("delete ", &self.delete),
+        ] {
+            lines.extend(
+                paths
+                    .iter()
+                    .map(|path| format!("{verb} {}", visible_line(path))),
+            );
+        }
+        lines.extend(
+            self.kept.iter().map(|(path, why)| {
+                format!("keep    {}: {}", visible_line(path), visible_line(why))
+            }),
+        );
+        lines
+    }
+
     /// Nothing to change.
     pub fn is_empty(&self) -> bool {
         self.restore.is_empty() && self.create.is_empty() && self.delete.is_empty()

@@ -30,26 +30,12 @@ fn when(at: u64) -> String {
         .unwrap_or_else(|| at.to_string())
 }
 
-/// The plan as a person reads it: one path a line.
-pub(crate) fn plan_lines(plan: &wicket_checkpoints::Plan) -> Vec<String> {
-    let mut lines = Vec::new();
-    for (verb, paths) in [
-        ("restore", &plan.restore),
-        ("create ", &plan.create),
-        ("delete ", &plan.delete),
-    ] {
-        lines.extend(
-            paths
-                .iter()
-                .map(|path| format!("  {verb} {}", visible_line(path))),
-        );
-    }
-    lines.extend(
-        plan.kept
-            .iter()
-            .map(|(path, why)| format!("  keep    {}: {}", visible_line(path), visible_line(why))),
-    );
-    lines
+/// The plan, indented.
+fn plan_lines(plan: &wicket_checkpoints::Plan) -> Vec<String> {
+    plan.lines()
+        .into_iter()
+        .map(|line| format!("  {line}"))
+        .collect()
 }
 
 pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {

@@ -54,6 +54,11 @@ pub(crate) fn serve(options: Options) -> anyhow::Result<ExitCode> {
         runtime.handle().clone(),
         standard_setup(&home),
     ));
+    {
+        // Old checkpoints of sessions nobody opens go too, off the start's path.
+        let manager = manager.clone();
+        std::thread::spawn(move || manager.prune_checkpoints());
+    }
     let token = new_token();
     let mut server = Server::new(manager.clone(), token.clone(), addr);
     server.default_workspace = workspace;

@@ -1132,6 +1132,32 @@ impl Manager {
         rewound
     }
 
+    /// Prunes the checkpoints past `[checkpoints] keep_days` of every
+    /// session no process holds (one in use prunes its own when it first
+    /// takes a checkpoint). Returns how many sessions were looked at.
+    pub fn prune_checkpoints(&self) -> Result<usize, ManagerError> {
+        let keep_days = Config::load_home(&self.home)?.checkpoints.keep_days;
+        let Ok(folders) = std::fs::read_dir(self.home.join("sessions")) else {
+            return Ok(0);
+        };
+        let mut looked = 0;
+        for folder in folders.flatten() {
+            let dir = folder.path();
+            if !dir.join("checkpoints").is_dir() {
+                continue;
+            }
+            let Ok(wicket_os::files::Locked::Held(_lock)) =
+                wicket_os::files::lock(&dir.join("lock"), std::time::Duration::ZERO)
+            else {
+                continue;
+            };
+            looked += 1;
+            // A store that cannot be pruned now is pruned when its session is next used.
+            let _ = wicket_checkpoints::Store::new(&dir).prune(keep_days);
+        }
+        Ok(looked)
+    }
+
     /// Blocks until the session has no running turn and nothing queued.
     pub fn wait_idle(&self, id: &SessionId) -> Result<(), ManagerError> {
         let live = self.live(id)?;

@@ -299,6 +299,7 @@ function ingest(event) {
     case "session_started": case "tool_call": case "card": case "question": case "result":
     case "cancelled": case "error":
     case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "notice": case "unreadable":
+    case "checkpoint": case "rewound":
       break;
     default:
       return;
@@ -408,7 +409,13 @@ function row(item) {
       node.append(el("span", "note", `session ${event.session} in ${event.workspace}`));
       break;
     case "user_message":
-      node.append(el("div", "user", event.text));
+      node.append(el("div", "user", event.text), rewindControl(event.seq, "Rewind files to before this turn"));
+      break;
+    case "checkpoint":
+      node.append(el("div", "note warn", "no checkpoint: " + visible(event.message)));
+      break;
+    case "rewound":
+      node.append(el("div", "note rewound", visible(rewoundLine(event))), rewindControl(null, "Undo this rewind"));
       break;
     case "assistant_message":
       node.append(el("div", "assistant", event.text));
@@ -584,6 +591,7 @@ function renderCard(item) {
       for (const layer of event.sandbox.layers || []) card.append(el("div", "note layer", "· " + visible(layer)));
     }
   }
+  if (event.no_checkpoint) card.append(el("div", "note warn", "no checkpoint: " + visible(event.no_checkpoint)));
   if (event.always) card.append(renderAlways(item));
   const buttons = el("div", "buttons");
   const answers = [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"]];
@@ -796,3 +804,56 @@ async function showGrants() {
   panel.append(close);
 }
 $("show-grants").onclick = () => showGrants();
+
+// ---- rewind ----
+
+// A rewind in one line, as every front end shows it.
+function rewoundLine(event) {
+  const parts = [["restored", event.restored], ["created", event.created], ["deleted", event.deleted], ["not restored", event.not_restored]]
+    .filter(([, paths]) => paths && paths.length)
+    .map(([label, paths]) => `${label} ${paths.join(", ")}`);
+  return `rewound to before event ${event.to}: ${parts.length ? parts.join("; ") : "nothing had changed"}${event.more ? ` (and ${event.more} more)` : ""}`;
+}
+
+// A control that rewinds the files to before event `seq` (null: undoes
+// the last rewind): the first click shows what would change, the second does it.
+function rewindControl(seq, label) {
+  const box = el("div", "rewind");
+  const button = el("button", "", label);
+  const body = seq === null ? { undo: true } : { to: seq };
+  const path = () => `/sessions/${encodeURIComponent(state.current)}/rewind`;
+  button.onclick = async (e) => {
+    e.stopPropagation();
+    box.querySelectorAll(".plan, .error-text").forEach((node) => node.remove());
+    try {
+      const { to, plan } = await api("POST", path(), { ...body, dry_run: true });
+      const shown = el("div", "plan");
+      const lines = [];
+      for (const [verb, paths] of [["restore", plan.restore], ["create", plan.create], ["delete", plan.delete]]) {
+        for (const one of paths) lines.push(`${verb} ${one}`);
+      }
+      for (const [one, why] of plan.kept) lines.push(`keep ${one}: ${why}`);
+      if (!lines.length) {
+        shown.append(el("div", "note", `Nothing to rewind: the files are as they were before event ${to}.`));
+      } else {
+        shown.append(el("div", "note", `Rewind to before event ${to} would:`), el("pre", "", visible(lines.join("\n"))));
+        const apply = el("button", "", "Rewind these files");
+        apply.onclick = async (e) => {
+          e.stopPropagation();
+          try {
+            await api("POST", path(), { to });
+            shown.remove();
+          } catch (error) {
+            shown.append(el("span", "error-text", " " + error.message));
+          }
+        };
+        shown.append(apply);
+      }
+      box.append(shown);
+    } catch (error) {
+      box.append(el("span", "error-text", " " + error.message));
+    }
+  };
+  box.append(button);
+  return box;
+}

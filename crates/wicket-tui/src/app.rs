@@ -16,6 +16,7 @@ use wicket_protocol::{
 
 use crate::composer::Composer;
 use crate::transcript::{Transcript, card_summary};
+use wicket_core::manager::RewindTo;
 
 /// What the run loop must do for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,25 @@ pub enum Action {
     SetModel(String),
     /// Compact the conversation now.
     Compact,
+    /// Show the turns and checkpoints to rewind to (`/rewind`).
+    RewindList,
+    /// Show what a rewind would change, and ask (`/rewind undo`, or a pick).
+    RewindPlan(RewindTo),
+    /// Rewind (confirmed).
+    Rewind(RewindTo),
+}
+
+/// What a line of the picker stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    /// A session to open.
+    Session(String),
+    /// A point to rewind to: its plan is shown next.
+    Rewind(RewindTo),
+    /// The rewind shown: do it.
+    Confirm(RewindTo),
+    /// Nothing.
+    Cancel,
 }
 
 /// A card on screen.
@@ -120,8 +140,9 @@ enum Focus {
         id: String,
     },
     Picker {
-        sessions: Vec<(String, String)>,
+        items: Vec<(Pick, String)>,
         selected: usize,
+        title: &'static str,
     },
 }
 
@@ -161,7 +182,7 @@ pub struct App {
 }
 
 const SPINNER: [&str; 4] = ["⠋", "⠙", "⠸", "⠴"];
-const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny";
+const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /rewind · /rewind undo · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny";
 
 impl App {
     /// The UI for `session` in `workspace`.
@@ -341,9 +362,25 @@ impl App {
                 .note(vec![Line::from("there are no sessions yet")]);
             return;
         }
+        let items = sessions
+            .into_iter()
+            .map(|(id, label)| (Pick::Session(id), label))
+            .collect();
+        self.pick(items, " sessions: Enter opens, Esc closes ");
+    }
+
+    /// Shows a picker of `items` (the last one selected: the latest point).
+    pub fn pick(&mut self, items: Vec<(Pick, String)>, title: &'static str) {
+        if items.is_empty() {
+            return;
+        }
         self.focus = Focus::Picker {
-            sessions,
-            selected: 0,
+            selected: match items.first() {
+                Some((Pick::Session(_), _)) => 0,
+                _ => items.len() - 1,
+            },
+            items,
+            title,
         };
     }
 
@@ -451,19 +488,26 @@ impl App {
                         .flatten(),
                 }
             }
-            Focus::Picker { sessions, selected } => match key.code {
+            Focus::Picker {
+                items, selected, ..
+            } => match key.code {
                 KeyCode::Up => {
                     *selected = selected.saturating_sub(1);
                     Action::None
                 }
                 KeyCode::Down => {
-                    *selected = (*selected + 1).min(sessions.len().saturating_sub(1));
+                    *selected = (*selected + 1).min(items.len().saturating_sub(1));
                     Action::None
                 }
                 KeyCode::Enter => {
-                    let id = SessionId::from(sessions[*selected].0.as_str());
+                    let picked = items.get(*selected).map(|(pick, _)| pick.clone());
                     self.focus = Focus::Input;
-                    Action::OpenSession(id)
+                    match picked {
+                        Some(Pick::Session(id)) => Action::OpenSession(SessionId::from(id)),
+                        Some(Pick::Rewind(to)) => Action::RewindPlan(to),
+                        Some(Pick::Confirm(to)) => Action::Rewind(to),
+                        Some(Pick::Cancel) | None => Action::None,
+                    }
                 }
                 KeyCode::Esc => {
                     self.focus = Focus::Input;
@@ -573,6 +617,18 @@ impl App {
                 (Some("new"), _) => Action::NewSession,
                 (Some("sessions"), _) => Action::ListSessions,
                 (Some("compact"), _) => Action::Compact,
+                (Some("rewind"), None) => Action::RewindList,
+                (Some("rewind"), Some("undo")) => Action::RewindPlan(RewindTo::Undo),
+                (Some("rewind"), Some(seq)) => match seq.parse() {
+                    Ok(seq) => Action::RewindPlan(RewindTo::Seq(seq)),
+                    Err(_) => {
+                        self.say(
+                            "/rewind lists the points to go back to; /rewind SEQ goes to before event SEQ; /rewind undo takes the last rewind back",
+                            Color::Yellow,
+                        );
+                        Action::None
+                    }
+                },
                 (Some("grants"), None) => Action::Grants,
                 (Some("grants"), Some("revoke")) => match words.next() {
                     Some(id) => Action::Revoke(id.to_string()),
@@ -656,7 +712,7 @@ impl App {
             Focus::Card(_) => (area.height * 3 / 5)
                 .max(8)
                 .min(area.height.saturating_sub(2)),
-            Focus::Picker { sessions, .. } => (sessions.len() as u16 + 2).min(area.height / 2),
+            Focus::Picker { items, .. } => (items.len() as u16 + 2).min(area.height / 2),
             _ => 0,
         };
         let [transcript, streaming, panel, input, status] = Layout::vertical([
@@ -684,12 +740,20 @@ impl App {
                 let most = render_card(frame, panel, view);
                 view.scroll = view.scroll.min(most);
             }
-            Focus::Picker { sessions, selected } => {
-                let lines: Vec<Line<'static>> = sessions
+            Focus::Picker {
+                items,
+                selected,
+                title,
+            } => {
+                // The selected line stays in view in a long list.
+                let rows = usize::from(panel.height.saturating_sub(2)).max(1);
+                let skip = selected.saturating_sub(rows - 1);
+                let lines: Vec<Line<'static>> = items
                     .iter()
+                    .skip(skip)
                     .enumerate()
                     .map(|(i, (_, label))| {
-                        let style = if i == *selected {
+                        let style = if i + skip == *selected {
                             Style::new().add_modifier(Modifier::REVERSED)
                         } else {
                             Style::new()
@@ -699,11 +763,8 @@ impl App {
                     .collect();
                 frame.render_widget(Clear, panel);
                 frame.render_widget(
-                    Paragraph::new(lines).block(
-                        Block::default()
-                            .borders(Borders::ALL)
-                            .title(" sessions: Enter opens, Esc closes "),
-                    ),
+                    Paragraph::new(lines)
+                        .block(Block::default().borders(Borders::ALL).title(*title)),
                     panel,
                 );
             }
@@ -1647,6 +1708,9 @@ mod tests {
         assert_eq!(typed("/compact"), Action::Compact);
         assert_eq!(typed("/grants"), Action::Grants);
         assert_eq!(typed("/grants revoke r-1"), Action::Revoke("r-1".into()));
+        assert_eq!(typed("/rewind"), Action::RewindList);
+        assert_eq!(typed("/rewind undo"), Action::RewindPlan(RewindTo::Undo));
+        assert_eq!(typed("/rewind 12"), Action::RewindPlan(RewindTo::Seq(12)));
         assert_eq!(typed("/quit"), Action::Quit);
         assert_eq!(typed("/help"), Action::None);
         let _ = Reach::Read;

@@ -18,10 +18,11 @@ use ratatui::crossterm::event::Event as TermEvent;
 use ratatui::style::Color;
 use tokio::sync::broadcast::error::RecvError;
 use wicket_core::config::Config;
-use wicket_core::manager::{Manager, ManagerError, TurnSetup, standard_setup};
-use wicket_protocol::{Event, SessionId};
+use wicket_core::manager::{Manager, ManagerError, RewindTo, TurnSetup, standard_setup};
+use wicket_protocol::text::visible_line;
+use wicket_protocol::{Event, EventBody, SessionId};
 
-use crate::app::{Action, App};
+use crate::app::{Action, App, Pick};
 use crate::terminal::Input;
 
 /// What the loop waits for.
@@ -248,6 +249,56 @@ impl Ui {
                 Ok(())
             }
             Action::Compact => manager.compact(id),
+            Action::RewindList => {
+                match rewind_points(manager, id) {
+                    Ok(points) if points.is_empty() => self.app.say(
+                        "nothing to rewind yet: a checkpoint is taken before each write and command",
+                        Color::Gray,
+                    ),
+                    Ok(points) => self.app.pick(
+                        points,
+                        " rewind the files to before: Enter shows what changes, Esc closes ",
+                    ),
+                    Err(error) => self.app.say(&error.to_string(), Color::Yellow),
+                }
+                Ok(())
+            }
+            Action::RewindPlan(to) => {
+                match manager.rewind_plan(id, to) {
+                    Ok((target, plan)) if plan.is_empty() => self.app.say(
+                        &format!(
+                            "nothing to rewind: the files are as they were before event {}",
+                            target.seq
+                        ),
+                        Color::Gray,
+                    ),
+                    Ok((target, plan)) => {
+                        let mut lines =
+                            vec![format!("rewind to before event {} would:", target.seq)];
+                        lines.extend(plan.lines().into_iter().map(|line| format!("  {line}")));
+                        self.app.say(&lines.join("\n"), Color::Gray);
+                        let to = RewindTo::Seq(target.seq);
+                        self.app.pick(
+                            vec![
+                                (Pick::Cancel, "keep the files as they are".into()),
+                                (
+                                    Pick::Confirm(to),
+                                    "rewind them (/rewind undo takes it back)".into(),
+                                ),
+                            ],
+                            " rewind? Enter chooses, Esc closes ",
+                        );
+                    }
+                    Err(error) => self.app.say(&error.to_string(), Color::Yellow),
+                }
+                Ok(())
+            }
+            Action::Rewind(to) => {
+                if let Err(error) = manager.rewind(id, to) {
+                    self.app.say(&error.to_string(), Color::Yellow);
+                }
+                Ok(())
+            }
             Action::SetModel(model) => {
                 self.set_model(&model);
                 Ok(())
@@ -413,6 +464,66 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
 }
 
 /// `/grants`: the rules in force, then the session's grants, one a line.
+/// The points `/rewind` offers, oldest first: each turn that wrote or ran
+/// something, then each write and command in it.
+fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)>, ManagerError> {
+    let checkpoints = manager.checkpoints(id)?;
+    let events = manager.events_after(id, 0)?;
+    let mut points = Vec::new();
+    let mut turn: Option<(u64, String)> = None;
+    let mut checkpoint = checkpoints.iter().peekable();
+    for event in &events {
+        if let EventBody::UserMessage { text } = &event.body {
+            let first: String = text.lines().next().unwrap_or("").chars().take(60).collect();
+            turn = Some((event.seq, first));
+        }
+        while let Some(info) = checkpoint.next_if(|info| info.seq == event.seq) {
+            if let Some((seq, text)) = turn.take() {
+                points.push((
+                    Pick::Rewind(RewindTo::Seq(seq)),
+                    format!("{seq:>5}  turn: {}", visible_line(&text)),
+                ));
+            }
+            let what = match &event.body {
+                EventBody::ToolCall {
+                    name, arguments, ..
+                } => {
+                    let detail = arguments
+                        .get("argv")
+                        .and_then(|argv| argv.as_array())
+                        .map(|argv| {
+                            argv.iter()
+                                .filter_map(|word| word.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .or_else(|| {
+                            arguments
+                                .get("path")
+                                .and_then(|p| p.as_str())
+                                .map(str::to_string)
+                        })
+                        .unwrap_or_default();
+                    format!("{name} {detail}")
+                }
+                EventBody::Rewound { .. } => "the rewind".to_string(),
+                _ => info.tool.clone(),
+            };
+            let what: String = what.chars().take(70).collect();
+            points.push((
+                Pick::Rewind(RewindTo::Seq(info.seq)),
+                format!(
+                    "{:>5}    before {} · {} changed",
+                    info.seq,
+                    visible_line(&what),
+                    info.changed
+                ),
+            ));
+        }
+    }
+    Ok(points)
+}
+
 fn grants(manager: &Manager, id: &SessionId) -> String {
     let mut lines = Vec::new();
     match manager.rules() {

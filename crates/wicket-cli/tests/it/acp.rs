@@ -295,3 +295,58 @@ fn a_line_over_16_mib_gets_an_error_and_the_agent_goes_on() {
     assert!(error.to_string().contains("was dropped"), "{error}");
     raw.initialize();
 }
+
+#[test]
+fn rewind_is_a_slash_command_that_asks_with_the_plan() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "rewind.json",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "changed\n"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "wrote a.txt"}}]}
+        ]),
+    );
+    let mut raw = Raw::start(&f, &model);
+    raw.initialize();
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": f.ws, "mcpServers": []}}).to_string());
+    let new = raw.read();
+    let session = new["result"]["sessionId"].clone();
+    let commands = raw.read();
+    assert_eq!(
+        commands["params"]["update"]["sessionUpdate"], "available_commands_update",
+        "{commands}"
+    );
+    assert_eq!(
+        commands["params"]["update"]["availableCommands"][0]["name"],
+        "rewind"
+    );
+    let prompt = raw.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "change a.txt"}]}),
+    );
+    assert_eq!(prompt["result"]["stopReason"], "end_turn", "{prompt}");
+    assert_eq!(f.read("a.txt"), "changed\n");
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "/rewind"}]}})
+        .to_string(),
+    );
+    let ask = loop {
+        let message = raw.read();
+        if message["method"] == "session/request_permission" {
+            break message;
+        }
+    };
+    let content = ask["params"]["toolCall"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(content, "restore a.txt", "{ask}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "rewind"}}});
+    raw.send(&answer.to_string());
+    let done = raw.response(4, "deny");
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
+}

@@ -275,3 +275,29 @@ fn a_long_run_card_wraps_and_o_comes_after_its_tail_is_on_screen() {
     let (code, _) = leave(pty);
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn rewind_lists_the_points_shows_what_changes_and_puts_the_file_back() {
+    let f = Fixture::new();
+    let model = write_model(&f);
+    let mut pty = chat(&f, &model, "");
+    pty.expect_drawn(ROWS, COLUMNS, "workspace");
+    pty.send("make it gamma\r");
+    pty.expect_drawn(ROWS, COLUMNS, "[o]nce");
+    pty.send("o");
+    pty.expect_drawn(ROWS, COLUMNS, "a.txt says gamma now");
+    pty.send("/rewind\r");
+    pty.expect_drawn(ROWS, COLUMNS, "turn: make it gamma");
+    pty.expect_drawn(ROWS, COLUMNS, "before write_file a.txt");
+    // The latest point is selected; Enter shows what it would change.
+    pty.send("\r");
+    pty.expect_drawn(ROWS, COLUMNS, "restore a.txt");
+    pty.expect_drawn(ROWS, COLUMNS, "rewind them");
+    assert_eq!(f.read("a.txt"), "alpha\ngamma\n");
+    pty.send("\r");
+    pty.expect_drawn(ROWS, COLUMNS, "rewound to before event");
+    assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
+    let (code, raw) = leave(pty);
+    assert_eq!(code, Some(0));
+    restored(&raw);
+}

@@ -589,3 +589,81 @@ fn allow_always_widened_over_http_saves_a_prefix_rule_and_grants_are_listed_and_
         (400, Some("invalid_args"))
     );
 }
+
+#[test]
+fn rewind_over_http_shows_its_plan_is_refused_mid_turn_and_can_be_undone() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "rewind.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", "echo new > n.txt"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    let card = events(&s, &id, 0, None, is("card")).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "allow_once"}),
+    );
+    let seen = events(&s, &id, 0, None, |event| {
+        event["type"] == "card" && event["argv"] == json!(["true"])
+    });
+    // A card is open: the turn runs, and a rewind is refused.
+    let rewind = format!("/api/sessions/{id}/rewind");
+    let (status, body) = post(&s, &rewind, json!({"dry_run": true}));
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("busy")),
+        "{body}"
+    );
+    let card = seen.last().unwrap()["id"].as_str().unwrap().to_string();
+    post(
+        &s,
+        &format!("/api/sessions/{id}/cards/{card}"),
+        json!({"answer": "deny"}),
+    );
+    wait_until_idle(&s, &id);
+    let first_call = seen
+        .iter()
+        .find(|event| event["type"] == "tool_call")
+        .unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    let (status, body) = post(&s, &rewind, json!({"to": first_call, "dry_run": true}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["plan"]["delete"], json!(["n.txt"]), "{body}");
+    assert!(f.ws.join("n.txt").exists(), "a dry run changes nothing");
+    let (status, body) = post(&s, &rewind, json!({"to": first_call}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rewound"]["type"], "rewound");
+    assert_eq!(body["rewound"]["deleted"], json!(["n.txt"]));
+    assert!(!f.ws.join("n.txt").exists());
+    let (status, body) = post(&s, &rewind, json!({"undo": true}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(f.read("n.txt"), "new\n");
+    let (status, body) = post(&s, &rewind, json!({"to": 100_000}));
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+    let listed = s.api.get(&format!("/api/sessions/{id}/checkpoints")).body;
+    assert_eq!(
+        listed["checkpoints"].as_array().unwrap().len(),
+        4,
+        "{listed}"
+    );
+}
