@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+mod checkpoints;
 mod load;
 mod mcp;
 mod tui;
@@ -1012,7 +1013,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 15] = [
+    let workloads: [(&str, Workload); 16] = [
+        ("checkpoints", checkpoints::checkpoint_rows),
         ("load", load::load_rows),
         ("hooks", hook_rows),
         ("tui", tui::tui_rows),

@@ -29,7 +29,7 @@ use std::sync::{Mutex, MutexGuard};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use wicket_protocol::limits::{
-    CHECKPOINT_KEEP_DAYS, CHECKPOINT_MAX_FILE_BYTES, CHECKPOINT_MAX_FILES,
+    CHECKPOINT_KEEP_DAYS, CHECKPOINT_MAX_FILE_BYTES, CHECKPOINT_MAX_FILES, CHECKPOINT_MAX_NEW_BYTES,
 };
 use wicket_tools::Workspace;
 use wicket_tools::tree::{Go, Kind, Met};
@@ -72,15 +72,20 @@ pub enum Error {
         "no checkpoint at or after event {0}: no write or command ran from there on; `wicket log` shows the events"
     )]
     NoCheckpoint(u64),
-    /// A journal line that does not read.
+    /// A checkpoint that is no longer kept.
     #[error(
-        "line {line} of the checkpoint journal {path} is damaged; checkpoints up to the line before it can still be rewound to"
+        "that checkpoint is no longer kept (older than [checkpoints] keep_days, or lost with a damaged journal line); `wicket rewind SESSION --list` shows the ones there are"
     )]
-    Damaged {
-        /// The journal.
-        path: PathBuf,
-        /// Its 1-based line.
-        line: usize,
+    Gone,
+    /// A call's checkpoint was never taken.
+    #[error(
+        "the checkpoint before event {missed} was not taken (its `checkpoint` event says why), so the files cannot go back to before it; the nearest earlier point is before event {nearest}"
+    )]
+    Missed {
+        /// The call that has none.
+        missed: u64,
+        /// The nearest checkpoint before it (0: none).
+        nearest: u64,
     },
 }
 
@@ -210,6 +215,14 @@ struct Line {
     changes: Vec<Change>,
 }
 
+/// A journal line read back.
+struct Record {
+    info: Info,
+    changes: Vec<state::Decoded>,
+    /// The journal's length up to and including this line.
+    end: u64,
+}
+
 #[derive(Serialize, Deserialize)]
 struct Index {
     journal_len: u64,
@@ -242,21 +255,40 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
+/// A file changed within this many seconds of a scan is read again at the
+/// next one, whatever its stat says.
+const RACY_SECONDS: i64 = 2;
+
 /// A session's checkpoints.
 pub struct Store {
     dir: PathBuf,
+    /// `$WICKET_HOME`, canonical: never part of a checkpoint, even when the
+    /// workspace holds it.
+    home: Option<PathBuf>,
     objects: Objects,
     cache: Mutex<Option<Cache>>,
 }
 
+/// A journal line's text, with its newline.
+fn line_text(line: &Line) -> String {
+    let mut text = serde_json::to_string(line).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 impl Store {
-    /// The store of the session whose folder is `session_dir` (nothing is
-    /// read or made until the first checkpoint).
+    /// The store of the session whose folder is `session_dir` (in
+    /// `$WICKET_HOME/sessions/`; nothing is read or made until it is used).
     pub fn new(session_dir: &Path) -> Store {
         let dir = session_dir.join("checkpoints");
+        let home = session_dir
+            .ancestors()
+            .nth(2)
+            .and_then(|home| std::fs::canonicalize(home).ok());
         Store {
             objects: Objects::new(dir.join("objects")),
             dir,
+            home,
             cache: Mutex::new(None),
         }
     }
@@ -280,90 +312,106 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The journal's whole lines (a torn last line, from a crash while it
-    /// was written, is cut off).
-    fn lines(&self) -> Result<Vec<String>> {
+    /// The journal's lines, oldest first. The journal is cut after the
+    /// last line that reads whole: a torn line (a crash, a full disk) or a
+    /// damaged one goes, and what follows it too (a delta after a gap
+    /// cannot be replayed) — checkpoints are lost, never the store.
+    fn records(&self) -> Result<Vec<Record>> {
         let path = self.journal();
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(error) => return Err(self.io(&path, "read")(error)),
         };
-        let whole = bytes
-            .iter()
-            .rposition(|byte| *byte == b'\n')
-            .map_or(0, |end| end + 1);
-        if whole < bytes.len() {
-            let file = std::fs::OpenOptions::new().write(true).open(&path);
-            file.and_then(|file| file.set_len(whole as u64))
+        let mut records = Vec::new();
+        let mut end = 0usize;
+        for text in bytes.split_inclusive(|byte| *byte == b'\n') {
+            let Some(body) = text.strip_suffix(b"\n") else {
+                break;
+            };
+            let Ok(line) = serde_json::from_slice::<Line>(body) else {
+                break;
+            };
+            let Some(changes) = line
+                .changes
+                .into_iter()
+                .map(Change::decode)
+                .collect::<Option<Vec<_>>>()
+            else {
+                break;
+            };
+            end += text.len();
+            records.push(Record {
+                info: Info {
+                    id: line.id,
+                    seq: line.seq,
+                    at: line.at,
+                    tool: line.tool,
+                    changed: changes.len(),
+                },
+                changes,
+                end: end as u64,
+            });
+        }
+        if end < bytes.len() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|file| file.set_len(end as u64))
                 .map_err(self.io(&path, "written"))?;
         }
-        Ok(String::from_utf8_lossy(&bytes[..whole])
-            .lines()
-            .map(str::to_string)
-            .collect())
+        Ok(records)
     }
 
-    fn parse(&self, number: usize, line: &str) -> Result<Line> {
-        serde_json::from_str(line).map_err(|_| Error::Damaged {
-            path: self.journal(),
-            line: number + 1,
-        })
-    }
-
-    /// Replays lines onto `state` up to and including checkpoint `until`.
-    fn replay(&self, lines: &[String], until: Option<u64>) -> Result<(State, Option<Line>)> {
+    /// The state at checkpoint `id`.
+    fn state_at(records: &[Record], id: u64) -> Result<State> {
         let mut state = State::new();
-        let mut last = None;
-        for (number, text) in lines.iter().enumerate() {
-            let mut line = self.parse(number, text)?;
-            for change in std::mem::take(&mut line.changes) {
-                change.apply(&mut state).ok_or_else(|| Error::Damaged {
-                    path: self.journal(),
-                    line: number + 1,
-                })?;
-            }
-            let done = until == Some(line.id);
-            last = Some(line);
-            if done {
-                break;
+        for record in records {
+            state::apply(&mut state, &record.changes);
+            if record.info.id == id {
+                return Ok(state);
             }
         }
-        Ok((state, last))
+        Err(Error::Gone)
     }
 
-    /// Loads the last checkpoint (its index, or the journal replayed when
-    /// the index is missing or behind), after pruning old checkpoints.
+    /// Loads the last checkpoint: the index, and the journal's lines after
+    /// it replayed on it (a replayed file is read again at the next scan).
     fn load(&self, settings: &Settings) -> Result<Cache> {
         self.prune(settings.keep_days)?;
-        let lines = self.lines()?;
-        let journal_len: u64 = lines.iter().map(|line| line.len() as u64 + 1).sum();
+        let records = self.records()?;
+        let journal_len = records.last().map_or(0, |record| record.end);
+        let next_id = records.last().map_or(1, |record| record.info.id + 1);
         let index = std::fs::read(self.index())
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
-            .filter(|index| index.journal_len == journal_len);
+            .filter(|index| {
+                index.journal_len == 0
+                    || records.iter().any(|record| record.end == index.journal_len)
+            });
+        let mut journaled = State::new();
+        let mut after = 0;
         if let Some(index) = index {
-            let mut journaled = State::new();
-            if index
-                .entries
-                .into_iter()
-                .all(|change| change.apply(&mut journaled).is_some())
-            {
-                return Ok(Cache {
-                    journaled,
-                    journal_len,
-                    next_id: index.next_id,
-                });
+            let decoded: Option<Vec<_>> = index.entries.into_iter().map(Change::decode).collect();
+            if let Some(decoded) = decoded {
+                state::apply(&mut journaled, &decoded);
+                after = index.journal_len;
             }
         }
-        // No index to trust: every file is read once more (objects already
-        // stored are not written again).
-        let (journaled, last) = self.replay(&lines, None)?;
+        for record in records.iter().filter(|record| record.end > after) {
+            state::apply(&mut journaled, &record.changes);
+        }
         Ok(Cache {
             journaled,
             journal_len,
-            next_id: last.map_or(1, |line| line.id + 1),
+            next_id,
         })
+    }
+
+    /// Makes the store ready: old checkpoints pruned, the last one loaded.
+    pub fn ready(&self, settings: &Settings) -> Result<()> {
+        let mut guard = self.lock();
+        self.cache(&mut guard, settings).map(drop)
     }
 
     /// Drops checkpoints older than `keep_days`: the oldest one kept is
@@ -371,22 +419,12 @@ impl Store {
     /// checkpoint names are removed. (Done when a process first uses the
     /// store; the caller holds the session's lock.)
     pub fn prune(&self, keep_days: u64) -> Result<()> {
-        let lines = self.lines()?;
+        let records = self.records()?;
         let cutoff = now_secs().saturating_sub(keep_days.saturating_mul(86_400));
-        let Some(first) = lines.first() else {
-            return Ok(());
-        };
-        if self.parse(0, first)?.at >= cutoff {
+        if records.first().is_none_or(|first| first.info.at >= cutoff) {
             return Ok(());
         }
-        let mut kept = None;
-        for (number, text) in lines.iter().enumerate() {
-            if self.parse(number, text)?.at >= cutoff {
-                kept = Some(number);
-                break;
-            }
-        }
-        let Some(kept) = kept else {
+        let Some(kept) = records.iter().position(|record| record.info.at >= cutoff) else {
             for path in [self.journal(), self.index()] {
                 match std::fs::remove_file(&path) {
                     Ok(()) => {}
@@ -396,28 +434,52 @@ impl Store {
             }
             return self.sweep(&HashSet::new());
         };
-        let (base_state, base) = self.replay(&lines[..=kept], None)?;
-        let Some(base) = base else { return Ok(()) };
+        let base_state = Self::state_at(&records, records[kept].info.id)?;
         let mut keep: HashSet<state::Hash> = state::hashes(&base_state).copied().collect();
-        let base = Line {
-            changes: state::delta(&State::new(), &base_state),
-            ..base
-        };
-        let mut text = serde_json::to_string(&base).unwrap_or_default();
-        text.push('\n');
-        for (offset, rest) in lines[kept + 1..].iter().enumerate() {
-            let mut state = State::new();
-            for change in self.parse(kept + 1 + offset, rest)?.changes {
-                // A damaged change was found by the replay above or is found by the next load.
-                let _ = change.apply(&mut state);
-            }
-            keep.extend(state::hashes(&state).copied());
-            text.push_str(rest);
-            text.push('\n');
+        let mut text = String::new();
+        for (offset, record) in records[kept..].iter().enumerate() {
+            let changes = if offset == 0 {
+                state::delta(&State::new(), &base_state)
+            } else {
+                let mut later = State::new();
+                state::apply(&mut later, &record.changes);
+                keep.extend(state::hashes(&later).copied());
+                record
+                    .changes
+                    .iter()
+                    .map(|(path, entry)| match entry {
+                        Some(entry) => Change::of(path, entry, false),
+                        None => Change::gone(path),
+                    })
+                    .collect()
+            };
+            text.push_str(&line_text(&Line {
+                id: record.info.id,
+                seq: record.info.seq,
+                at: record.info.at,
+                tool: record.info.tool.clone(),
+                changes,
+            }));
         }
         let journal = self.journal();
         wicket_os::files::write_atomically(&journal, text.as_bytes(), false)
             .map_err(self.io(&journal, "written"))?;
+        // The index stands for the last line, which is unchanged: its place moved.
+        let index = self.index();
+        if let Some(mut read) = std::fs::read(&index)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
+            .filter(|read| {
+                records
+                    .last()
+                    .is_some_and(|last| last.end == read.journal_len)
+            })
+        {
+            read.journal_len = text.len() as u64;
+            let bytes = serde_json::to_vec(&read).unwrap_or_default();
+            wicket_os::files::write_atomically(&index, &bytes, false)
+                .map_err(self.io(&index, "written"))?;
+        }
         self.sweep(&keep)
     }
 
@@ -466,21 +528,26 @@ impl Store {
         tool: &str,
     ) -> Result<Taken> {
         let scanned = self.scan(workspace, settings, &cache.journaled)?;
-        let changes = state::delta(&cache.journaled, &scanned.state);
         let line = Line {
             id: cache.next_id,
             seq,
             at: now_secs(),
             tool: tool.to_string(),
-            changes,
+            changes: state::delta(&cache.journaled, &scanned.state),
         };
-        let mut text = serde_json::to_string(&line).unwrap_or_default();
-        text.push('\n');
+        let text = line_text(&line);
         let journal = self.journal();
         wicket_os::files::private_dir(&self.dir).map_err(self.io(&self.dir, "written"))?;
-        wicket_os::files::open_private_append(&journal)
-            .and_then(|mut file| file.write_all(text.as_bytes()))
-            .map_err(self.io(&journal, "written"))?;
+        let appended = wicket_os::files::open_private_append(&journal).and_then(|mut file| {
+            let written = file.write_all(text.as_bytes());
+            if written.is_err() {
+                // A part of the line may be there: cut it, or the next line
+                // joins it. If the cut fails too, the next load cuts it.
+                let _ = file.set_len(cache.journal_len);
+            }
+            written
+        });
+        appended.map_err(self.io(&journal, "written"))?;
         let changed = line.changes.len();
         cache.journal_len += text.len() as u64;
         cache.next_id += 1;
@@ -513,6 +580,13 @@ impl Store {
         wicket_os::files::write_atomically(&path, &bytes, false).map_err(self.io(&path, "written"))
     }
 
+    /// `$WICKET_HOME` as a path below the workspace root, when it is there.
+    fn home_below(&self, workspace: &Workspace) -> Option<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let below = self.home.as_ref()?.strip_prefix(workspace.root()).ok()?;
+        Some(below.as_os_str().as_bytes().to_vec())
+    }
+
     /// Walks the workspace: an entry whose stat matches the last checkpoint
     /// keeps its object; any other file or link is read, hashed and stored.
     fn scan(&self, workspace: &Workspace, settings: &Settings, last: &State) -> Result<Scanned> {
@@ -522,12 +596,15 @@ impl Store {
             new_bytes: 0,
             keys_changed: false,
         };
+        let started = now_secs() as i64;
+        let home = self.home_below(workspace);
         let mut failure = None;
         let skip = |path: &[u8], _is_dir: bool| {
-            !settings.ignore.is_empty()
-                && settings.ignore.is_match(Path::new(
-                    <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
-                ))
+            home.as_deref() == Some(path)
+                || (!settings.ignore.is_empty()
+                    && settings.ignore.is_match(Path::new(
+                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+                    )))
         };
         let mut visit = |met: Met<'_>| {
             if scanned.state.len() >= settings.max_files {
@@ -555,11 +632,20 @@ impl Store {
                             &mut scanned.new_bytes,
                             settings,
                             || {
-                                if found.stat.st_size as u64 > settings.max_file_bytes {
+                                let size = found.stat.st_size as u64;
+                                if size > settings.max_file_bytes {
                                     return Err(format!(
                                         "no copy: it is {}, over [checkpoints] max_file_mb ({})",
-                                        mib(found.stat.st_size as u64),
+                                        mib(size),
                                         mib(settings.max_file_bytes)
+                                    ));
+                                }
+                                let on_disk = (found.stat.st_blocks as u64).saturating_mul(512);
+                                if size > SPARSE_FROM && on_disk < size / 2 {
+                                    return Err(format!(
+                                        "no copy: it is sparse ({} written of {})",
+                                        mib(on_disk),
+                                        mib(size)
                                     ));
                                 }
                                 found
@@ -582,24 +668,28 @@ impl Store {
                             Content::Link,
                         ),
                     };
+                    // A file changed in the last tick may change again unseen: read it next time.
+                    let key = if found.kind != Kind::Dir && key.racy(started, RACY_SECONDS) {
+                        StatKey::default()
+                    } else {
+                        key
+                    };
                     scanned.keys_changed |= before.is_none_or(|before| before.key != key);
                     (found.path.to_vec(), Entry { content, mode, key })
                 }
                 Met::Unreadable { path, error } => (
                     path.to_vec(),
                     Entry {
-                        content: Content::Missed(format!(
-                            "no copy: the folder could not be read: {error}"
-                        )),
+                        content: Content::Missed(format!("no copy: it could not be read: {error}")),
                         mode: 0,
                         key: StatKey::default(),
                     },
                 ),
             };
             if let Content::Missed(why) = &entry.content {
-                let known = last.get(&path).is_some_and(|before| {
-                    before.content == entry.content && before.key == entry.key
-                });
+                let known = last
+                    .get(&path)
+                    .is_some_and(|before| before.content == entry.content);
                 if !known {
                     scanned
                         .gaps
@@ -619,8 +709,8 @@ impl Store {
     }
 
     /// Reads an entry's bytes and stores them; a read that fails (or a
-    /// file too big) is an entry with no copy, and a store that fails the
-    /// whole checkpoint.
+    /// file too big, or past what one checkpoint may store) is an entry
+    /// with no copy.
     fn copy(
         &self,
         new_bytes: &mut u64,
@@ -628,6 +718,12 @@ impl Store {
         read: impl FnOnce() -> std::result::Result<Vec<u8>, String>,
         content: fn(state::Hash) -> Content,
     ) -> Content {
+        if *new_bytes >= CHECKPOINT_MAX_NEW_BYTES {
+            return Content::Missed(format!(
+                "no copy: this checkpoint already stored {} of new copies (the most one may)",
+                mib(CHECKPOINT_MAX_NEW_BYTES)
+            ));
+        }
         let bytes = match read() {
             Ok(bytes) if bytes.len() as u64 > settings.max_file_bytes => {
                 return Content::Missed(format!(
@@ -654,21 +750,11 @@ impl Store {
     /// Every checkpoint, oldest first.
     pub fn list(&self) -> Result<Vec<Info>> {
         let _guard = self.lock();
-        let lines = self.lines()?;
-        lines
-            .iter()
-            .enumerate()
-            .map(|(number, text)| {
-                let line = self.parse(number, text)?;
-                Ok(Info {
-                    id: line.id,
-                    seq: line.seq,
-                    at: line.at,
-                    tool: line.tool,
-                    changed: line.changes.len(),
-                })
-            })
-            .collect()
+        Ok(self
+            .records()?
+            .into_iter()
+            .map(|record| record.info)
+            .collect())
     }
 
     /// The first checkpoint at or after event `seq`: the files as they
@@ -680,17 +766,12 @@ impl Store {
             .ok_or(Error::NoCheckpoint(seq))
     }
 
-    fn state_of(&self, id: u64) -> Result<State> {
-        let lines = self.lines()?;
-        Ok(self.replay(&lines, Some(id))?.0)
-    }
-
     /// What a rewind to the checkpoint `to` would change now (nothing is
-    /// recorded or changed).
+    /// recorded or changed; copies of changed files may be stored).
     pub fn plan(&self, workspace: &Workspace, settings: &Settings, to: &Info) -> Result<Plan> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let then = self.state_of(to.id)?;
+        let then = Self::state_at(&self.records()?, to.id)?;
         let now = self.scan(workspace, settings, &cache.journaled)?;
         Ok(Plan::between(&then, &now.state))
     }
@@ -709,7 +790,7 @@ impl Store {
     ) -> Result<Rewound> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let then = self.state_of(to.id)?;
+        let then = Self::state_at(&self.records()?, to.id)?;
         let before = self.take_in(cache, workspace, settings, seq, "rewind")?;
         let plan = Plan::between(&then, &cache.journaled);
         let applied = plan.apply(workspace, &self.objects);
@@ -725,6 +806,10 @@ impl Store {
         self.objects.bytes()
     }
 }
+
+/// A file larger than this whose blocks on disk are fewer than half its
+/// size is sparse, and not copied (its holes would be stored as bytes).
+const SPARSE_FROM: u64 = 1024 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -882,5 +967,99 @@ mod tests {
         let rewound = fresh.rewind(&w.workspace, &settings, &to, 4).unwrap();
         assert!(rewound.applied.failed.is_empty());
         assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "new\n");
+    }
+
+    fn age_journal(store: &Store, days: u64, lines: usize) {
+        let journal = store.journal();
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let old = now_secs() - days * 86_400;
+        let aged: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(n, line)| {
+                let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+                if n < lines {
+                    value["at"] = serde_json::json!(old);
+                }
+                value.to_string()
+            })
+            .collect();
+        std::fs::write(&journal, aged.join("\n") + "\n").unwrap();
+    }
+
+    #[test]
+    fn a_rewind_to_a_pruned_checkpoint_is_refused_and_deletes_nothing() {
+        let w = world();
+        let settings = Settings::default();
+        std::fs::write(w.ws.join("f"), "f\n").unwrap();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        let to = w.store.find(1).unwrap();
+        age_journal(&w.store, 40, 1);
+        let fresh = Store::new(w.store.dir.parent().unwrap());
+        let refused = fresh.rewind(&w.workspace, &settings, &to, 2);
+        assert!(matches!(refused, Err(Error::Gone)), "{refused:?}");
+        assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "f\n");
+        assert!(matches!(fresh.find(1), Err(Error::NoCheckpoint(1))));
+    }
+
+    #[test]
+    fn a_damaged_line_loses_that_checkpoint_and_what_follows_not_the_store() {
+        let w = world();
+        let settings = Settings::default();
+        std::fs::write(w.ws.join("f"), "one\n").unwrap();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        let journal = w.store.journal();
+        let mut text = std::fs::read_to_string(&journal).unwrap();
+        text.push_str("{\"id\": 2, \"seq\": 2, torn\n{\"id\":3}\n");
+        std::fs::write(&journal, text).unwrap();
+        let fresh = Store::new(w.store.dir.parent().unwrap());
+        std::fs::write(w.ws.join("f"), "two\n").unwrap();
+        fresh.take(&w.workspace, &settings, 5, "run").unwrap();
+        let seqs: Vec<u64> = fresh.list().unwrap().iter().map(|info| info.seq).collect();
+        assert_eq!(seqs, [1, 5]);
+        let to = fresh.find(1).unwrap();
+        let rewound = fresh.rewind(&w.workspace, &settings, &to, 6).unwrap();
+        assert!(rewound.applied.failed.is_empty(), "{rewound:?}");
+        assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "one\n");
+    }
+
+    #[test]
+    fn a_file_that_is_ignored_now_is_never_written_over() {
+        let w = world();
+        let settings = Settings::default();
+        std::fs::write(w.ws.join("x.log"), "old\n").unwrap();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        // The model hides the file from later checkpoints, then changes it.
+        std::fs::write(w.ws.join(".gitignore"), "x.log\n").unwrap();
+        std::fs::write(w.ws.join("x.log"), "precious\n").unwrap();
+        let applied = rewind_to(&w, 1, 2);
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join("x.log")).unwrap(),
+            "precious\n"
+        );
+        assert_eq!(applied.failed.len(), 1, "{applied:?}");
+        assert!(applied.failed[0].1.contains("left as it is"), "{applied:?}");
+        assert!(applied.plan.create.is_empty(), "{applied:?}");
+        assert!(!w.ws.join(".gitignore").exists());
+    }
+
+    #[test]
+    fn wickets_own_home_inside_the_workspace_is_never_checkpointed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let session = ws.join("home/sessions/s");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join("log.jsonl"), "{}\n").unwrap();
+        std::fs::write(ws.join("a"), "a\n").unwrap();
+        let store = Store::new(&session);
+        let workspace = Workspace::open(&ws).unwrap();
+        let taken = store
+            .take(&workspace, &Settings::default(), 1, "run")
+            .unwrap();
+        assert_eq!(taken.entries, 1, "{taken:?}");
+        let again = store
+            .take(&workspace, &Settings::default(), 2, "run")
+            .unwrap();
+        assert_eq!(again.changed, 0, "{again:?}");
     }
 }

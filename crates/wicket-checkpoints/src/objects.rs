@@ -33,7 +33,8 @@ impl Objects {
     /// Stores `bytes` (whose hash is `hash`); true when it was not there yet.
     pub(crate) fn put(&self, hash: &Hash, bytes: &[u8]) -> std::io::Result<bool> {
         let path = self.path_of(hash);
-        if path.exists() {
+        // A copy a crash cut short is written again.
+        if std::fs::metadata(&path).is_ok_and(|meta| meta.len() == bytes.len() as u64) {
             return Ok(false);
         }
         let folder = path.parent().unwrap_or(&self.dir);
@@ -52,6 +53,11 @@ impl Objects {
             let _ = std::fs::remove_file(&temp);
         }
         written.map(|()| true)
+    }
+
+    /// Whether the store holds `hash` (not read: [`Objects::get`] checks the bytes).
+    pub(crate) fn has(&self, hash: &Hash) -> bool {
+        self.path_of(hash).is_file()
     }
 
     /// The bytes of `hash`, checked against it.

@@ -29,10 +29,13 @@ struct Steps {
     remove: Vec<(Vec<u8>, Kind)>,
     /// Then folders made, shallowest first.
     dirs: Vec<Vec<u8>>,
-    /// Then files and links written.
-    put: Vec<(Vec<u8>, Entry)>,
+    /// Then files and links written (true: over what is there now).
+    put: Vec<(Vec<u8>, Entry, bool)>,
     /// Then folders' modes, deepest first.
     modes: Vec<(Vec<u8>, u32)>,
+    /// First of all, folders a step is in that their owner may not change
+    /// now (`chmod 555`): opened up, and given their mode again at the end.
+    open_up: Vec<(Vec<u8>, u32)>,
 }
 
 /// What a rewind did.
@@ -105,7 +108,10 @@ impl Plan {
                     }
                     plan.steps.modes.push((path.clone(), old.mode));
                 }
-                Kind::File | Kind::Link => plan.steps.put.push((path.clone(), old.clone())),
+                Kind::File | Kind::Link => {
+                    let replace = current.is_some();
+                    plan.steps.put.push((path.clone(), old.clone(), replace));
+                }
             }
         }
         for (path, current) in now {
@@ -124,10 +130,51 @@ impl Plan {
                 plan.delete.push(text(path));
             }
         }
+        plan.open_up(then, now);
         // Children sort after their folder: reversed, they go first.
         plan.steps.remove.sort_by(|a, b| b.0.cmp(&a.0));
         plan.steps.modes.sort_by(|a, b| b.0.cmp(&a.0));
+        plan.steps.modes.dedup_by(|a, b| a.0 == b.0);
         plan
+    }
+
+    /// The folders now in the way of a step (no write or search for their
+    /// owner), to open up first; those kept get their mode back at the end.
+    fn open_up(&mut self, then: &State, now: &State) {
+        let mut touched: Vec<&[u8]> = Vec::new();
+        touched.extend(self.steps.remove.iter().map(|(path, _)| path.as_slice()));
+        touched.extend(self.steps.dirs.iter().map(Vec::as_slice));
+        touched.extend(self.steps.put.iter().map(|(path, _, _)| path.as_slice()));
+        let mut folders = std::collections::BTreeSet::new();
+        for path in touched {
+            let mut end = path.len();
+            while let Some(slash) = path[..end].iter().rposition(|byte| *byte == b'/') {
+                end = slash;
+                folders.insert(&path[..end]);
+            }
+        }
+        for folder in folders {
+            let Some(Entry {
+                content: Content::Dir,
+                mode,
+                ..
+            }) = now.get(folder)
+            else {
+                continue;
+            };
+            if mode & 0o300 == 0o300 {
+                continue;
+            }
+            self.steps.open_up.push((folder.to_vec(), mode | 0o700));
+            if let Some(Entry {
+                content: Content::Dir,
+                mode,
+                ..
+            }) = then.get(folder)
+            {
+                self.steps.modes.push((folder.to_vec(), *mode));
+            }
+        }
     }
 
     /// The plan as a person reads it, one path a line (`restore a.txt`,
@@ -160,10 +207,42 @@ impl Plan {
     }
 
     /// Carries the plan out: every step is tried; what fails is said.
-    pub(crate) fn apply(self, workspace: &Workspace, objects: &Objects) -> Applied {
+    pub(crate) fn apply(mut self, workspace: &Workspace, objects: &Objects) -> Applied {
         let mut failed = Vec::new();
+        // A copy missing from the store: its path is left as it is, not
+        // removed to make room for what cannot be written.
+        let missing: Vec<Vec<u8>> = self
+            .steps
+            .put
+            .iter()
+            .filter(|(_, entry, _)| match &entry.content {
+                Content::File(hash) | Content::Link(hash) => !objects.has(hash),
+                Content::Dir | Content::Missed(_) => false,
+            })
+            .map(|(path, _, _)| path.clone())
+            .collect();
+        for path in &missing {
+            failed.push((
+                text(path),
+                "its saved copy is missing from the store".to_string(),
+            ));
+        }
+        let shown: Vec<String> = missing.iter().map(|path| text(path)).collect();
+        self.restore.retain(|path| !shown.contains(path));
+        self.create.retain(|path| !shown.contains(path));
+        self.steps
+            .put
+            .retain(|(path, _, _)| !missing.contains(path));
+        self.steps
+            .remove
+            .retain(|(path, _)| !missing.contains(path));
         let mut fail =
             |path: &[u8], error: std::io::Error| failed.push((text(path), error.to_string()));
+        for (path, mode) in &self.steps.open_up {
+            if let Err(error) = workspace.set_dir_mode(path, *mode) {
+                fail(path, error);
+            }
+        }
         for (path, kind) in &self.steps.remove {
             if let Err(error) = workspace.remove(path, *kind) {
                 fail(path, error);
@@ -174,14 +253,14 @@ impl Plan {
                 fail(path, error);
             }
         }
-        for (path, entry) in &self.steps.put {
+        for (path, entry, replace) in &self.steps.put {
             let put = match &entry.content {
                 Content::File(hash) => objects
                     .get(hash)
-                    .and_then(|bytes| workspace.put_file(path, &bytes, entry.mode)),
+                    .and_then(|bytes| workspace.put_file(path, &bytes, entry.mode, *replace)),
                 Content::Link(hash) => objects
                     .get(hash)
-                    .and_then(|target| workspace.put_link(path, &target)),
+                    .and_then(|target| workspace.put_link(path, &target, *replace)),
                 Content::Dir | Content::Missed(_) => Ok(()),
             };
             if let Err(error) = put {
@@ -192,6 +271,11 @@ impl Plan {
             if let Err(error) = workspace.set_dir_mode(path, *mode) {
                 fail(path, error);
             }
+        }
+        // What failed is said once, as not done.
+        let failed_paths: Vec<&String> = failed.iter().map(|(path, _)| path).collect();
+        for list in [&mut self.restore, &mut self.create, &mut self.delete] {
+            list.retain(|path| !failed_paths.contains(&path));
         }
         Applied { plan: self, failed }
     }

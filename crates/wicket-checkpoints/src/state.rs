@@ -43,6 +43,13 @@ impl StatKey {
         }
     }
 
+    /// Whether the entry was changed so recently (within `slack` seconds of
+    /// `now`) that a change in the same clock tick could hide behind the
+    /// same key: such a file is read again next time (git's racy check).
+    pub(crate) fn racy(&self, now: i64, slack: i64) -> bool {
+        self.mtime.0 >= now - slack || self.ctime.0 >= now - slack
+    }
+
     fn encode(self) -> [i64; 6] {
         [
             self.size,
@@ -162,16 +169,15 @@ impl Change {
         }
     }
 
-    /// Applies this change to `state`; `None` when the line is damaged.
-    pub(crate) fn apply(self, state: &mut State) -> Option<()> {
+    /// The path and its entry (`None`: gone); `None` when the change is damaged.
+    pub(crate) fn decode(self) -> Option<Decoded> {
         let path = match (self.p, self.pb) {
             (Some(text), None) => text.into_bytes(),
             (None, Some(bytes)) => bytes,
             _ => return None,
         };
         if self.x {
-            state.remove(&path);
-            return Some(());
+            return Some((path, None));
         }
         let content = match (self.f, self.l, self.d, self.u) {
             (Some(hash), None, false, None) => Content::File(decode_hash(&hash)?),
@@ -181,15 +187,25 @@ impl Change {
             _ => return None,
         };
         let key = self.s.map(StatKey::decode).unwrap_or_default();
-        state.insert(
-            path,
-            Entry {
-                content,
-                mode: self.m,
-                key,
-            },
-        );
-        Some(())
+        let entry = Entry {
+            content,
+            mode: self.m,
+            key,
+        };
+        Some((path, Some(entry)))
+    }
+}
+
+/// A decoded change: a path and what it is (`None`: gone).
+pub(crate) type Decoded = (Vec<u8>, Option<Entry>);
+
+/// Applies decoded changes to `state`.
+pub(crate) fn apply<'c>(state: &mut State, changes: impl IntoIterator<Item = &'c Decoded>) {
+    for (path, entry) in changes {
+        match entry {
+            Some(entry) => state.insert(path.clone(), entry.clone()),
+            None => state.remove(path),
+        };
     }
 }
 
@@ -248,17 +264,16 @@ mod tests {
         let line = serde_json::to_string(&changes).unwrap();
         let read: Vec<Change> = serde_json::from_str(&line).unwrap();
         let mut replayed = before.clone();
-        for change in read {
-            change.apply(&mut replayed).unwrap();
-        }
+        let decoded: Vec<Decoded> = read.into_iter().map(|c| c.decode().unwrap()).collect();
+        apply(&mut replayed, &decoded);
         assert_eq!(replayed, after);
     }
 
     #[test]
     fn a_damaged_change_is_refused() {
         let change: Change = serde_json::from_str(r#"{"p":"a","f":"zz","m":420}"#).unwrap();
-        assert!(change.apply(&mut State::new()).is_none());
+        assert!(change.decode().is_none());
         let change: Change = serde_json::from_str(r#"{"m":420,"d":true}"#).unwrap();
-        assert!(change.apply(&mut State::new()).is_none());
+        assert!(change.decode().is_none());
     }
 }

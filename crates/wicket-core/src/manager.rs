@@ -61,6 +61,15 @@ pub type TurnSetup = Arc<
         + Sync,
 >;
 
+/// A session held for a rewind (no turn may start); let go on drop.
+struct RewindHold(Arc<Live>);
+
+impl Drop for RewindHold {
+    fn drop(&mut self) {
+        self.0.state().rewinding = false;
+    }
+}
+
 /// Where a rewind goes back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RewindTo {
@@ -1051,11 +1060,40 @@ impl Manager {
                 rewound.seq
             }
         };
-        Ok(live.checkpoints.find(seq)?)
+        let found = live.checkpoints.find(seq)?;
+        // A write or command between the point asked for and the checkpoint
+        // found had none of its own: the files cannot go back past it.
+        let events = session::load_log_after(live.session.log_path(), seq.saturating_sub(1))?;
+        let missed = events.iter().find(|event| {
+            event.seq >= seq
+                && event.seq < found.seq
+                && matches!(&event.body, EventBody::ToolCall { name, .. }
+                    if matches!(name.as_str(), "write_file" | "search_replace" | "run"))
+        });
+        if let Some(missed) = missed {
+            let nearest = live
+                .checkpoints
+                .list()?
+                .into_iter()
+                .rev()
+                .find(|info| info.seq < missed.seq)
+                .map_or(0, |info| info.seq);
+            return Err(wicket_checkpoints::Error::Missed {
+                missed: missed.seq,
+                nearest,
+            }
+            .into());
+        }
+        Ok(found)
     }
 
-    /// Takes the session for a rewind: refused while a turn runs (or another rewind).
-    fn hold_for_rewind(&self, id: &SessionId) -> Result<Arc<Live>, ManagerError> {
+    /// Takes the session for a rewind: refused while a turn runs (or
+    /// another rewind); let go when the hold is dropped, a panic too.
+    /// Old checkpoints are pruned before a target is chosen among them.
+    fn hold_for_rewind(
+        &self,
+        id: &SessionId,
+    ) -> Result<(RewindHold, wicket_checkpoints::Settings), ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         if state.rewinding {
@@ -1066,7 +1104,10 @@ impl Manager {
         }
         state.rewinding = true;
         drop(state);
-        Ok(live)
+        let hold = RewindHold(live);
+        let settings = Config::load_home(&self.home)?.checkpoints;
+        hold.0.checkpoints.ready(&settings)?;
+        Ok((hold, settings))
     }
 
     /// What a rewind to `to` would change now; nothing is changed.
@@ -1075,17 +1116,13 @@ impl Manager {
         id: &SessionId,
         to: RewindTo,
     ) -> Result<(wicket_checkpoints::Info, wicket_checkpoints::Plan), ManagerError> {
-        let live = self.hold_for_rewind(id)?;
-        let planned = (|| {
-            let target = self.rewind_target(&live, to)?;
-            let settings = Config::load_home(&self.home)?.checkpoints;
-            let plan = live
-                .checkpoints
-                .plan(live.tools.workspace(), &settings, &target)?;
-            Ok((target, plan))
-        })();
-        live.state().rewinding = false;
-        planned
+        let (hold, settings) = self.hold_for_rewind(id)?;
+        let live = &hold.0;
+        let target = self.rewind_target(live, to)?;
+        let plan = live
+            .checkpoints
+            .plan(live.tools.workspace(), &settings, &target)?;
+        Ok((target, plan))
     }
 
     /// Rewinds the session's files to how they were before `to` (a log
@@ -1093,10 +1130,10 @@ impl Manager {
     /// files as they are is taken first, then what differs is written back,
     /// made or removed; a `rewound` event says what. Refused while a turn runs.
     pub fn rewind(&self, id: &SessionId, to: RewindTo) -> Result<Event, ManagerError> {
-        let live = self.hold_for_rewind(id)?;
-        let rewound = (|| {
-            let target = self.rewind_target(&live, to)?;
-            let settings = Config::load_home(&self.home)?.checkpoints;
+        let (hold, settings) = self.hold_for_rewind(id)?;
+        let live = &hold.0;
+        {
+            let target = self.rewind_target(live, to)?;
             let seq = live.session.last_seq() + 1;
             let rewound =
                 live.checkpoints
@@ -1127,9 +1164,7 @@ impl Manager {
             let event = live.session.append(body)?;
             live.session.sync()?;
             Ok(event)
-        })();
-        live.state().rewinding = false;
-        rewound
+        }
     }
 
     /// Prunes the checkpoints past `[checkpoints] keep_days` of every

@@ -50,3 +50,6 @@ pub const CHECKPOINT_MAX_FILES: usize = 100_000;
 pub const CHECKPOINT_KEEP_DAYS: u64 = 30;
 /// A `rewound` event names this many paths of each list; the counts are whole.
 pub const REWOUND_MAX_PATHS: usize = 100;
+/// One checkpoint stores at most this many bytes of new copies; files past
+/// it get none, and the checkpoint says so.
+pub const CHECKPOINT_MAX_NEW_BYTES: u64 = 512 * 1024 * 1024;

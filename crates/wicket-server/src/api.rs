@@ -89,14 +89,15 @@ impl From<ManagerError> for ApiError {
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             ManagerError::Busy(_) | ManagerError::Rewinding(_) => (StatusCode::CONFLICT, "busy"),
             ManagerError::Checkpoints(checkpoints) => match checkpoints {
-                wicket_checkpoints::Error::NoCheckpoint(_) => (StatusCode::NOT_FOUND, "not_found"),
+                wicket_checkpoints::Error::NoCheckpoint(_)
+                | wicket_checkpoints::Error::Gone
+                | wicket_checkpoints::Error::Missed { .. } => (StatusCode::NOT_FOUND, "not_found"),
                 wicket_checkpoints::Error::BadGlob { .. } => {
                     (StatusCode::BAD_REQUEST, "invalid_args")
                 }
                 wicket_checkpoints::Error::Io { .. }
                 | wicket_checkpoints::Error::Workspace(_)
-                | wicket_checkpoints::Error::TooManyFiles(_)
-                | wicket_checkpoints::Error::Damaged { .. } => {
+                | wicket_checkpoints::Error::TooManyFiles(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "io")
                 }
             },

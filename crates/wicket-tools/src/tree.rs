@@ -166,6 +166,22 @@ fn names_of(path: &[u8]) -> std::io::Result<Vec<&OsStr>> {
     Ok(names)
 }
 
+/// Renames `temp` to `name` in `dir`; without `replace`, an entry already
+/// there is kept and the rename refused.
+fn rename_into(dir: &OwnedFd, temp: &str, name: &OsStr, replace: bool) -> std::io::Result<()> {
+    if replace {
+        return Ok(rustix::fs::renameat(dir, temp, dir, name)?);
+    }
+    match rustix::fs::renameat_with(dir, temp, dir, name, rustix::fs::RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "something the checkpoints skip (an ignored file?) stands there now; it was left as it is",
+        )),
+        Err(error) => Err(error.into()),
+    }
+}
+
 fn temp_name() -> String {
     format!(".wicket-rewind-{:016x}", wicket_os::ids::random_u64())
 }
@@ -199,17 +215,25 @@ impl Workspace {
             if name.as_bytes() == b".git" {
                 continue;
             }
-            // Gone since the listing, or unreadable: not there for this scan.
-            let Ok(stat) = rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) else {
-                continue;
+            path.clear();
+            path.extend_from_slice(&frame.prefix);
+            path.extend_from_slice(name.as_bytes());
+            let stat = match rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => stat,
+                // Gone since the listing: not there for this scan.
+                Err(Errno::NOENT) => continue,
+                Err(error) => {
+                    let error = error.into();
+                    if let Go::Stop = visit(Met::Unreadable { path: &path, error }) {
+                        return Ok(());
+                    }
+                    continue;
+                }
             };
             let Some(kind) = kind_of(&stat) else {
                 continue;
             };
             let is_dir = kind == Kind::Dir;
-            path.clear();
-            path.extend_from_slice(&frame.prefix);
-            path.extend_from_slice(name.as_bytes());
             if skip(&path, is_dir)
                 || (rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir))
             {
@@ -276,8 +300,14 @@ impl Workspace {
     }
 
     /// Writes `bytes` as the file `path` with `mode` (permission bits),
-    /// replacing a file or link there.
-    pub fn put_file(&self, path: &[u8], bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    /// replacing a file or link there only when `replace` says so.
+    pub fn put_file(
+        &self,
+        path: &[u8],
+        bytes: &[u8],
+        mode: u32,
+        replace: bool,
+    ) -> std::io::Result<()> {
         let (dir, name) = self.parent_of(path)?;
         let temp = temp_name();
         let fd = rustix::fs::openat(
@@ -290,8 +320,7 @@ impl Workspace {
             let mut file = File::from(fd);
             file.write_all(bytes)?;
             rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
-            rustix::fs::renameat(&dir, temp.as_str(), &dir, name)?;
-            Ok(())
+            rename_into(&dir, &temp, name, replace)
         })();
         if written.is_err() {
             // The temporary file goes; if that fails it is a stray file, said nowhere else.
@@ -300,17 +329,18 @@ impl Workspace {
         written
     }
 
-    /// Makes `path` a link to `target`, replacing a file or link there.
-    pub fn put_link(&self, path: &[u8], target: &[u8]) -> std::io::Result<()> {
+    /// Makes `path` a link to `target`, replacing a file or link there only
+    /// when `replace` says so.
+    pub fn put_link(&self, path: &[u8], target: &[u8], replace: bool) -> std::io::Result<()> {
         let (dir, name) = self.parent_of(path)?;
         let temp = temp_name();
         rustix::fs::symlinkat(OsStr::from_bytes(target), &dir, temp.as_str())?;
-        let renamed = rustix::fs::renameat(&dir, temp.as_str(), &dir, name);
+        let renamed = rename_into(&dir, &temp, name, replace);
         if renamed.is_err() {
             // As in put_file.
             let _ = rustix::fs::unlinkat(&dir, temp.as_str(), AtFlags::empty());
         }
-        Ok(renamed?)
+        renamed
     }
 
     /// Makes the folder `path` (0700 until [`Workspace::set_dir_mode`]);

@@ -356,3 +356,35 @@ fn a_file_the_checkpoint_cannot_copy_is_said_on_the_card_and_in_the_log() {
     assert!(stored.contains(&b"alpha\nbeta\n".to_vec()));
     assert!(!stored.contains(&b"skipped by the config's glob\n".to_vec()));
 }
+
+#[test]
+fn a_rewind_past_a_call_whose_checkpoint_failed_is_refused() {
+    let f = Fixture::new();
+    std::fs::write(f.home.join("config.toml"), "[checkpoints]\nmax_files = 4\n").unwrap();
+    for n in 1..=4 {
+        f.write(&format!("f{n}"), "x\n");
+    }
+    let model = script(
+        &f,
+        "turn.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["rm", "f1", "f2"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let mut cards = Vec::new();
+    let events = turn(&f, &model, "missed", |card| cards.push(card.clone()));
+    let said = cards[0]["no_checkpoint"].as_str().unwrap();
+    assert!(said.contains("more than 4 files"), "{said}");
+    assert!(cards[1].get("no_checkpoint").is_none(), "{}", cards[1]);
+    let first = events
+        .iter()
+        .find(|event| event["type"] == "tool_call")
+        .unwrap()["seq"]
+        .to_string();
+    let output = rewind(&f, &["missed", "--to", &first, "--yes"]);
+    assert_ne!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("was not taken"), "{}", text(&output));
+    assert!(!f.ws.join("f1").exists());
+}
