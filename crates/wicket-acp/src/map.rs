@@ -307,20 +307,7 @@ impl Mapper {
             EventBody::Checkpoint { message: text, .. } => {
                 vec![message(format!("No checkpoint: {}", visible_line(text)))]
             }
-            EventBody::Rewound {
-                to,
-                restored,
-                created,
-                deleted,
-                not_restored,
-                more,
-            } => vec![message(visible_line(
-                &wicket_protocol::event::rewound_line(
-                    *to,
-                    [restored, created, deleted, not_restored],
-                    *more,
-                ),
-            ))],
+            EventBody::Rewound { to, files } => vec![message(visible_line(&files.line(*to)))],
             EventBody::Error {
                 message: text,
                 ends_turn,

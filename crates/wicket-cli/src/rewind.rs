@@ -101,23 +101,8 @@ pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
         }
     }
     let event = manager.rewind(&id, to)?;
-    if let EventBody::Rewound {
-        to,
-        restored,
-        created,
-        deleted,
-        not_restored,
-        more,
-    } = &event.body
-    {
-        println!(
-            "{}",
-            visible_line(&wicket_protocol::event::rewound_line(
-                *to,
-                [restored, created, deleted, not_restored],
-                *more,
-            ))
-        );
+    if let EventBody::Rewound { to, files } = &event.body {
+        println!("{}", visible_line(&files.line(*to)));
     }
     println!(
         "`wicket rewind {} --undo` takes it back (event {})",

@@ -397,18 +397,7 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
             }
         ),
         EventBody::Checkpoint { message, .. } => format!("no checkpoint: {}", visible(message)),
-        EventBody::Rewound {
-            to,
-            restored,
-            created,
-            deleted,
-            not_restored,
-            more,
-        } => visible_line(&wicket_protocol::event::rewound_line(
-            *to,
-            [restored, created, deleted, not_restored],
-            *more,
-        )),
+        EventBody::Rewound { to, files } => visible_line(&files.line(*to)),
         EventBody::Notice { message, .. } => format!("notice: {}", visible(message)),
         EventBody::Error { message, .. } => format!("error: {}", visible(message)),
         // The result, error or cancel before it said how the turn ended.
@@ -571,18 +560,7 @@ pub(crate) fn event_line(event: &Event) -> String {
                 short(message, 400)
             )
         }
-        EventBody::Rewound {
-            to,
-            restored,
-            created,
-            deleted,
-            not_restored,
-            more,
-        } => visible_line(&wicket_protocol::event::rewound_line(
-            *to,
-            [restored, created, deleted, not_restored],
-            *more,
-        )),
+        EventBody::Rewound { to, files } => visible_line(&files.line(*to)),
         EventBody::Notice { message, .. } => format!("notice {}", short(message, 400)),
         EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
         EventBody::TurnEnded { outcome } => format!("turn_ended {}", outcome.as_str()),

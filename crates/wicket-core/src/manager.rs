@@ -1153,13 +1153,16 @@ impl Manager {
                 .chain(&applied.plan.kept)
                 .map(|(path, why)| format!("{path}: {why}"))
                 .collect();
-            let body = EventBody::Rewound {
-                to: target.seq,
+            let files = wicket_protocol::event::RewoundFiles {
                 restored: cut(applied.plan.restore),
                 created: cut(applied.plan.create),
                 deleted: cut(applied.plan.delete),
                 not_restored: cut(failed),
                 more,
+            };
+            let body = EventBody::Rewound {
+                to: target.seq,
+                files,
             };
             let event = live.session.append(body)?;
             live.session.sync()?;

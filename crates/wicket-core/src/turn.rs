@@ -606,18 +606,7 @@ impl Rebuild {
                     content.push_str(&note);
                 }
             }
-            EventBody::Rewound {
-                to,
-                restored,
-                created,
-                deleted,
-                not_restored,
-                more,
-            } => self.user(rewound_note(
-                *to,
-                [restored, created, deleted, not_restored],
-                *more,
-            )),
+            EventBody::Rewound { to, files } => self.user(rewound_note(*to, files)),
             EventBody::Hook { .. }
             | EventBody::Checkpoint { .. }
             | EventBody::SessionStarted { .. }
@@ -643,21 +632,18 @@ impl Rebuild {
 
 /// What the model is told of a rewind, before the person's next message:
 /// its earlier reads and writes no longer describe the files.
-fn rewound_note(to: u64, lists: [&Vec<String>; 4], more: u64) -> String {
+fn rewound_note(to: u64, files: &wicket_protocol::event::RewoundFiles) -> String {
     let mut note = format!(
         "[Wicket] The person rewound the workspace's files to how they were before event {to} \
          (the files only: this conversation is as it was). Read a file again before you edit it."
     );
-    for (label, paths) in ["Restored", "Created again", "Deleted", "Left as they are"]
-        .into_iter()
-        .zip(lists)
-    {
+    for (label, paths) in files.lists() {
         if !paths.is_empty() {
             note.push_str(&format!("\n{label}: {}", paths.join(", ")));
         }
     }
-    if more > 0 {
-        note.push_str(&format!("\n(and {more} more paths)"));
+    if files.more > 0 {
+        note.push_str(&format!("\n(and {} more paths)", files.more));
     }
     note
 }

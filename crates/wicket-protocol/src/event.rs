@@ -128,32 +128,61 @@ pub fn hook_line(
     )
 }
 
-/// A rewind in one line, as every front end shows it: `rewound to before
-/// event 12: restored a.txt; created c.txt; deleted d/e, d`. The lists are
-/// `[restored, created, deleted, not_restored]`. The caller makes it visible.
-pub fn rewound_line(to: u64, lists: [&[String]; 4], more: u64) -> String {
-    let mut line = format!("rewound to before event {to}:");
-    let mut any = false;
-    for (label, paths) in ["restored", "created", "deleted", "not restored"]
-        .into_iter()
-        .zip(lists)
-    {
-        if !paths.is_empty() {
-            line.push_str(&format!(
-                "{} {label} {}",
-                if any { ";" } else { "" },
-                paths.join(", ")
-            ));
-            any = true;
+/// What a rewind changed: paths below the workspace root.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewoundFiles {
+    /// Written back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<String>,
+    /// Made again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created: Vec<String>,
+    /// Removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+    /// Left as they are, each `path: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_restored: Vec<String>,
+    /// Paths the lists leave out (each names at most `REWOUND_MAX_PATHS`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more: u64,
+}
+
+impl RewoundFiles {
+    /// The lists with their labels, in order.
+    pub fn lists(&self) -> [(&'static str, &[String]); 4] {
+        [
+            ("restored", &self.restored),
+            ("created", &self.created),
+            ("deleted", &self.deleted),
+            ("not restored", &self.not_restored),
+        ]
+    }
+
+    /// The rewind to before event `to` in one line, as every front end
+    /// shows it: `rewound to before event 12: restored a.txt; deleted d/e, d`.
+    /// The caller makes it visible.
+    pub fn line(&self, to: u64) -> String {
+        let mut line = format!("rewound to before event {to}:");
+        let mut any = false;
+        for (label, paths) in self.lists() {
+            if !paths.is_empty() {
+                line.push_str(&format!(
+                    "{} {label} {}",
+                    if any { ";" } else { "" },
+                    paths.join(", ")
+                ));
+                any = true;
+            }
         }
+        if !any {
+            line.push_str(" nothing had changed");
+        }
+        if self.more > 0 {
+            line.push_str(&format!(" (and {} more)", self.more));
+        }
+        line
     }
-    if !any {
-        line.push_str(" nothing had changed");
-    }
-    if more > 0 {
-        line.push_str(&format!(" (and {more} more)"));
-    }
-    line
 }
 
 /// When a hook runs, in Claude Code's names (`hook_event_name` on its stdin).
@@ -461,21 +490,9 @@ pub enum EventBody {
     Rewound {
         /// The files are as they were just before this event.
         to: u64,
-        /// Written back.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        restored: Vec<String>,
-        /// Made again.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        created: Vec<String>,
-        /// Removed.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        deleted: Vec<String>,
-        /// Left as they are, each `path: why`.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        not_restored: Vec<String>,
-        /// Paths the lists leave out (each names at most `REWOUND_MAX_PATHS`).
-        #[serde(default, skip_serializing_if = "is_zero")]
-        more: u64,
+        /// What it changed, and what it could not.
+        #[serde(flatten)]
+        files: RewoundFiles,
     },
     /// Something the person should know that changes nothing in the turn:
     /// a part of the workspace's config that was ignored, and why.

@@ -352,19 +352,8 @@ impl Transcript {
                     Style::new().fg(Color::Yellow),
                 )]);
             }
-            EventBody::Rewound {
-                to,
-                restored,
-                created,
-                deleted,
-                not_restored,
-                more,
-            } => {
-                let line = wicket_protocol::event::rewound_line(
-                    *to,
-                    [restored, created, deleted, not_restored],
-                    *more,
-                );
+            EventBody::Rewound { to, files } => {
+                let line = files.line(*to);
                 self.push(vec![Line::styled(
                     visible_line(&line),
                     Style::new().fg(Color::Magenta),
