@@ -527,7 +527,7 @@ impl Store {
         seq: u64,
         tool: &str,
     ) -> Result<Taken> {
-        let scanned = self.scan(workspace, settings, &cache.journaled)?;
+        let scanned = self.scan(workspace, settings, &cache.journaled, Keep::Store)?;
         let line = Line {
             id: cache.next_id,
             seq,
@@ -589,7 +589,13 @@ impl Store {
 
     /// Walks the workspace: an entry whose stat matches the last checkpoint
     /// keeps its object; any other file or link is read, hashed and stored.
-    fn scan(&self, workspace: &Workspace, settings: &Settings, last: &State) -> Result<Scanned> {
+    fn scan(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        last: &State,
+        keep: Keep,
+    ) -> Result<Scanned> {
         let mut scanned = Scanned {
             state: State::new(),
             gaps: Vec::new(),
@@ -631,6 +637,7 @@ impl Store {
                         (None, Kind::File) => self.copy(
                             &mut scanned.new_bytes,
                             settings,
+                            keep,
                             || {
                                 let size = found.stat.st_size as u64;
                                 if size > settings.max_file_bytes {
@@ -660,6 +667,7 @@ impl Store {
                         (None, Kind::Link) => self.copy(
                             &mut scanned.new_bytes,
                             settings,
+                            keep,
                             || {
                                 found.link_target().map_err(|error| {
                                     format!("no copy: the link could not be read: {error}")
@@ -715,6 +723,7 @@ impl Store {
         &self,
         new_bytes: &mut u64,
         settings: &Settings,
+        keep: Keep,
         read: impl FnOnce() -> std::result::Result<Vec<u8>, String>,
         content: fn(state::Hash) -> Content,
     ) -> Content {
@@ -735,6 +744,9 @@ impl Store {
             Err(why) => return Content::Missed(why),
         };
         let hash = hash_of(&bytes);
+        if keep == Keep::HashOnly {
+            return content(hash);
+        }
         match self.objects.put(&hash, &bytes) {
             Ok(true) => *new_bytes += bytes.len() as u64,
             Ok(false) => {}
@@ -767,12 +779,12 @@ impl Store {
     }
 
     /// What a rewind to the checkpoint `to` would change now (nothing is
-    /// recorded or changed; copies of changed files may be stored).
+    /// recorded, stored or changed).
     pub fn plan(&self, workspace: &Workspace, settings: &Settings, to: &Info) -> Result<Plan> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
         let then = Self::state_at(&self.records()?, to.id)?;
-        let now = self.scan(workspace, settings, &cache.journaled)?;
+        let now = self.scan(workspace, settings, &cache.journaled, Keep::HashOnly)?;
         Ok(Plan::between(&then, &now.state))
     }
 
@@ -805,6 +817,15 @@ impl Store {
     pub fn object_bytes(&self) -> u64 {
         self.objects.bytes()
     }
+}
+
+/// What a scan does with a changed file's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Stores them (a checkpoint).
+    Store,
+    /// Only hashes them (a plan: it records nothing, so it stores nothing).
+    HashOnly,
 }
 
 /// A file larger than this whose blocks on disk are fewer than half its
@@ -1061,5 +1082,19 @@ mod tests {
             .take(&workspace, &Settings::default(), 2, "run")
             .unwrap();
         assert_eq!(again.changed, 0, "{again:?}");
+    }
+
+    #[test]
+    fn a_plan_stores_nothing() {
+        let w = world();
+        let settings = Settings::default();
+        std::fs::write(w.ws.join("f"), "one\n").unwrap();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        let stored = w.store.object_bytes();
+        std::fs::write(w.ws.join("f"), "a change nobody recorded\n").unwrap();
+        let to = w.store.find(1).unwrap();
+        let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
+        assert_eq!(plan.restore, ["f"]);
+        assert_eq!(w.store.object_bytes(), stored);
     }
 }
