@@ -262,9 +262,9 @@ const RACY_SECONDS: i64 = 2;
 /// A session's checkpoints.
 pub struct Store {
     dir: PathBuf,
-    /// `$WICKET_HOME`, canonical: never part of a checkpoint, even when the
-    /// workspace holds it.
-    home: Option<PathBuf>,
+    /// `$WICKET_HOME`, canonical (found at the first scan): never part of
+    /// a checkpoint, even when the workspace holds it.
+    home: std::sync::OnceLock<Option<PathBuf>>,
     objects: Objects,
     cache: Mutex<Option<Cache>>,
 }
@@ -281,14 +281,10 @@ impl Store {
     /// `$WICKET_HOME/sessions/`; nothing is read or made until it is used).
     pub fn new(session_dir: &Path) -> Store {
         let dir = session_dir.join("checkpoints");
-        let home = session_dir
-            .ancestors()
-            .nth(2)
-            .and_then(|home| std::fs::canonicalize(home).ok());
         Store {
             objects: Objects::new(dir.join("objects")),
             dir,
-            home,
+            home: std::sync::OnceLock::new(),
             cache: Mutex::new(None),
         }
     }
@@ -583,7 +579,12 @@ impl Store {
     /// `$WICKET_HOME` as a path below the workspace root, when it is there.
     fn home_below(&self, workspace: &Workspace) -> Option<Vec<u8>> {
         use std::os::unix::ffi::OsStrExt;
-        let below = self.home.as_ref()?.strip_prefix(workspace.root()).ok()?;
+        let home = self.home.get_or_init(|| {
+            // checkpoints/ → <id>/ → sessions/ → the home.
+            let home = self.dir.ancestors().nth(3)?;
+            std::fs::canonicalize(home).ok()
+        });
+        let below = home.as_ref()?.strip_prefix(workspace.root()).ok()?;
         Some(below.as_os_str().as_bytes().to_vec())
     }
 
@@ -622,15 +623,8 @@ impl Store {
                     let key = StatKey::of(found.stat);
                     let mode = found.stat.st_mode & 0o7777;
                     let before = last.get(found.path);
-                    let kept = before.filter(|before| {
-                        before.key == key
-                            && matches!(
-                                (&before.content, found.kind),
-                                (Content::File(_), Kind::File)
-                                    | (Content::Link(_), Kind::Link)
-                                    | (Content::Dir, Kind::Dir)
-                            )
-                    });
+                    let kept = before
+                        .filter(|before| before.key == key && before.kind() == Some(found.kind));
                     let content = match (kept, found.kind) {
                         (Some(before), _) => before.content.clone(),
                         (None, Kind::Dir) => Content::Dir,
@@ -772,10 +766,7 @@ impl Store {
     /// The first checkpoint at or after event `seq`: the files as they
     /// were just before that event.
     pub fn find(&self, seq: u64) -> Result<Info> {
-        self.list()?
-            .into_iter()
-            .find(|info| info.seq >= seq)
-            .ok_or(Error::NoCheckpoint(seq))
+        first_at(&self.list()?, seq).cloned()
     }
 
     /// What a rewind to the checkpoint `to` would change now (nothing is
@@ -817,6 +808,14 @@ impl Store {
     pub fn object_bytes(&self) -> u64 {
         self.objects.bytes()
     }
+}
+
+/// In a list of checkpoints, the first at or after event `seq`.
+pub fn first_at(checkpoints: &[Info], seq: u64) -> Result<&Info> {
+    checkpoints
+        .iter()
+        .find(|info| info.seq >= seq)
+        .ok_or(Error::NoCheckpoint(seq))
 }
 
 /// What a scan does with a changed file's bytes.

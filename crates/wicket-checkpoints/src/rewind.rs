@@ -51,15 +51,6 @@ fn text(path: &[u8]) -> String {
     wicket_tools::tree::shown(path)
 }
 
-fn kind(entry: &Entry) -> Option<Kind> {
-    match entry.content {
-        Content::File(_) => Some(Kind::File),
-        Content::Link(_) => Some(Kind::Link),
-        Content::Dir => Some(Kind::Dir),
-        Content::Missed(_) => None,
-    }
-}
-
 /// The nearest folder at or above `path` that one of the states has no
 /// record of inside (it could not be read), with why.
 fn missed_above<'s>(path: &[u8], states: [&'s State; 2]) -> Option<&'s str> {
@@ -91,8 +82,8 @@ impl Plan {
                 plan.kept.push((text(path), why.to_string()));
                 continue;
             }
-            let Some(old_kind) = kind(old) else { continue };
-            match current.and_then(kind) {
+            let Some(old_kind) = old.kind() else { continue };
+            match current.and_then(Entry::kind) {
                 None => plan.create.push(text(path)),
                 Some(now_kind) => {
                     if now_kind != old_kind {
@@ -103,7 +94,7 @@ impl Plan {
             }
             match old_kind {
                 Kind::Dir => {
-                    if current.and_then(kind) != Some(Kind::Dir) {
+                    if current.and_then(Entry::kind) != Some(Kind::Dir) {
                         plan.steps.dirs.push(path.clone());
                     }
                     plan.steps.modes.push((path.clone(), old.mode));
@@ -125,7 +116,7 @@ impl Plan {
                 ));
                 continue;
             }
-            if let Some(now_kind) = kind(current) {
+            if let Some(now_kind) = current.kind() {
                 plan.steps.remove.push((path.clone(), now_kind));
                 plan.delete.push(text(path));
             }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use rustix::fs::Stat;
 use serde::{Deserialize, Serialize};
+use wicket_tools::tree::Kind;
 
 /// A SHA-256 of the bytes (a file's, or a link's target's).
 pub(crate) type Hash = [u8; 32];
@@ -82,6 +83,16 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// What kind of entry it is (`None`: no copy, so not known).
+    pub(crate) fn kind(&self) -> Option<Kind> {
+        match self.content {
+            Content::File(_) => Some(Kind::File),
+            Content::Link(_) => Some(Kind::Link),
+            Content::Dir => Some(Kind::Dir),
+            Content::Missed(_) => None,
+        }
+    }
+
     /// The same entry for a rewind: same kind, bytes and mode (a link's mode means nothing).
     pub(crate) fn same_as(&self, other: &Entry) -> bool {
         match (&self.content, &other.content) {

@@ -1029,14 +1029,14 @@ impl Manager {
         live: &Live,
         to: RewindTo,
     ) -> Result<wicket_checkpoints::Info, ManagerError> {
+        let checkpoints = live.checkpoints.list()?;
+        let events = session::load_log_after(live.session.log_path(), 0)?;
         let seq = match to {
             RewindTo::Seq(seq) => seq,
             RewindTo::LastTurn => {
-                let list = live.checkpoints.list()?;
-                let Some(last) = list.iter().rev().find(|info| info.tool != "rewind") else {
+                let Some(last) = checkpoints.iter().rev().find(|info| info.tool != "rewind") else {
                     return Err(wicket_checkpoints::Error::NoCheckpoint(1).into());
                 };
-                let events = session::load_log_after(live.session.log_path(), 0)?;
                 events
                     .iter()
                     .rev()
@@ -1046,7 +1046,6 @@ impl Manager {
                     .map_or(1, |event| event.seq)
             }
             RewindTo::Undo => {
-                let events = session::load_log_after(live.session.log_path(), 0)?;
                 let Some(rewound) = events
                     .iter()
                     .rev()
@@ -1060,21 +1059,18 @@ impl Manager {
                 rewound.seq
             }
         };
-        let found = live.checkpoints.find(seq)?;
+        let found = wicket_checkpoints::first_at(&checkpoints, seq)?;
         // A write or command between the point asked for and the checkpoint
         // found had none of its own: the files cannot go back past it.
-        let events = session::load_log_after(live.session.log_path(), seq.saturating_sub(1))?;
         let missed = events.iter().find(|event| {
             event.seq >= seq
                 && event.seq < found.seq
                 && matches!(&event.body, EventBody::ToolCall { name, .. }
-                    if matches!(name.as_str(), "write_file" | "search_replace" | "run"))
+                    if wicket_protocol::tools::changes_files(name))
         });
         if let Some(missed) = missed {
-            let nearest = live
-                .checkpoints
-                .list()?
-                .into_iter()
+            let nearest = checkpoints
+                .iter()
                 .rev()
                 .find(|info| info.seq < missed.seq)
                 .map_or(0, |info| info.seq);
@@ -1084,7 +1080,7 @@ impl Manager {
             }
             .into());
         }
-        Ok(found)
+        Ok(found.clone())
     }
 
     /// Takes the session for a rewind: refused while a turn runs (or

@@ -395,13 +395,9 @@ impl<'a> Gate<'a> {
                 allowed_by,
             })
             .map_err(internal)?;
-        let changes_files = match call {
-            ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => true,
-            ToolCall::ReadFile(_) | ToolCall::ListDir(_) | ToolCall::Grep(_) => false,
-        };
         let result = self
             .hook_denied()
-            .and_then(|()| match changes_files {
+            .and_then(|()| match call.changes_files() {
                 true => self.checkpoint(call_id, logged.seq, call.name()),
                 false => Ok(()),
             })

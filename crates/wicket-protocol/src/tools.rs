@@ -167,6 +167,12 @@ fn parse_args<T: serde::de::DeserializeOwned>(
         .map_err(|error| WireError::invalid(format!("bad arguments for {name}: {error}")))
 }
 
+/// Whether the tool named `name` may change the workspace's files:
+/// `write_file`, `search_replace`, `run`.
+pub fn changes_files(name: &str) -> bool {
+    matches!(name, "write_file" | "search_replace" | "run")
+}
+
 impl ToolCall {
     /// Parses a tool call from its name and JSON arguments, as a model sends them.
     pub fn parse(name: &str, arguments: serde_json::Value) -> Result<ToolCall, WireError> {
@@ -196,6 +202,12 @@ impl ToolCall {
             ToolCall::WriteFile(_) => "write_file",
             ToolCall::Run(_) => "run",
         }
+    }
+
+    /// Whether the call may change the workspace's files (a checkpoint
+    /// comes before it).
+    pub fn changes_files(&self) -> bool {
+        changes_files(self.name())
     }
 
     /// The arguments as JSON, for the log.

@@ -385,20 +385,6 @@ impl Workspace {
             Err(error) => Err(error.into()),
         }
     }
-
-    /// The entry at `path` now, not following a link (`None`: nothing there).
-    pub fn entry_at(&self, path: &[u8]) -> std::io::Result<Option<(Kind, Stat)>> {
-        let (dir, name) = match self.parent_of(path) {
-            Ok(found) => found,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(error),
-        };
-        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => Ok(kind_of(&stat).map(|kind| (kind, stat))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
-    }
 }
 
 /// `path` (bytes) as a path, for messages.
