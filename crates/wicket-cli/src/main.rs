@@ -11,16 +11,16 @@ mod serve;
 mod show;
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use wicket_core::config::Config;
-use wicket_gate::{Answerer, Confinement, Gate, Policy};
-use wicket_protocol::{
-    Answer, ErrorKind, GrepArgs, ListDirArgs, ReadFileArgs, ToolCall, WireError, result_line,
-};
+use wicket_core::hooked::Caller;
+use wicket_core::turn::Person;
+use wicket_gate::{Answerer, Confinement, Policy};
+use wicket_protocol::{Answer, Card, ErrorKind, ToolCall, ToolCallRequest, WireError, result_line};
 use wicket_session::{self as session, Session};
 use wicket_tools::{Cancel, Tools};
 
@@ -514,20 +514,8 @@ fn tool(
     };
     let home = session::home();
     let root = tools.workspace().root().to_path_buf();
-    // A read inside the workspace needs no config: only a call that can
-    // raise a card is decided by the rules (and a command by the sandbox).
-    let may_card = match &call {
-        ToolCall::ReadFile(ReadFileArgs { path, .. }) => Path::new(path).is_absolute(),
-        ToolCall::ListDir(ListDirArgs { path, .. }) | ToolCall::Grep(GrepArgs { path, .. }) => path
-            .as_deref()
-            .is_some_and(|path| Path::new(path).is_absolute()),
-        ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => true,
-    };
-    let config = if may_card {
-        Config::load(&home, &root)?
-    } else {
-        Config::default()
-    };
+    // Every call reads the config: its hooks guard an inside read too.
+    let config = Config::load(&home, &root)?;
     let rules = config.gate_rules(&home);
     let confinement = Confinement {
         sandbox: config.sandbox,
@@ -548,16 +536,53 @@ fn tool(
         None => Session::in_memory(&root),
     };
     let mut answerer = answerer_for(answers);
-    let gate = Gate::new(&tools, &session, &confinement, &rules);
-    let call_id = wicket_os::ids::new_id("call");
-    let result = gate.call(&call_id, &call, answerer.as_mut(), &Cancel::default());
+    // The same hooks as a turn's, around the same gate.
+    let caller = Caller {
+        tools: &tools,
+        session: &session,
+        hooks: &config.hooks,
+        confinement: &confinement,
+        rules: &rules,
+        checkpoints: None,
+    };
+    let request = ToolCallRequest {
+        id: wicket_os::ids::new_id("call"),
+        name: name.to_string(),
+        arguments: call.arguments().to_string(),
+    };
+    let (result, notes) = caller.call(
+        &request,
+        &call,
+        &mut Cards(answerer.as_mut()),
+        &Cancel::default(),
+    );
     session.sync()?;
+    for note in notes {
+        show::say(note);
+    }
     println!("{}", result_line(&result));
     Ok(if result.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `wicket tool`'s person: it answers cards (its hooks' too); a tool call asks no question.
+struct Cards<'a>(&'a mut dyn Answerer);
+
+impl Person for Cards<'_> {
+    fn card(&mut self, card: &Card) -> Option<Answer> {
+        self.0.answer(card)
+    }
+
+    fn question(&mut self, _id: &str, _question: &str) -> Option<String> {
+        None
+    }
+
+    fn widened(&mut self) -> Option<Vec<String>> {
+        self.0.widened()
+    }
 }
 
 /// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.

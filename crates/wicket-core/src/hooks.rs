@@ -25,6 +25,94 @@ pub const HOOK_STDERR_MAX_BYTES: usize = 16 * 1024;
 /// The most of a hook's stdout its event keeps in the log.
 pub const HOOK_STDOUT_SHOWN_BYTES: usize = 1024;
 
+/// A call as Claude Code's hooks see it: `tool_name` in Claude Code's
+/// names (`Bash`, `Write`, `Edit`, `Read`, `Grep`, `LS`; an MCP tool as
+/// `mcp__S__T`, which both name the same), `tool_input` in Claude Code's
+/// shapes, and Wicket's own name and arguments beside them
+/// (`wicket_tool`, `wicket_input`), so that a hook copied from Claude
+/// Code's documentation (`if tool_name != "Bash": exit 0`, then
+/// `tool_input.command`) guards Wicket's calls unchanged. Paths are
+/// absolute, as Claude Code's are; a command is its argv shell-quoted.
+pub fn claude_code_call(
+    tool: &str,
+    input: &serde_json::Value,
+    workspace: &std::path::Path,
+) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::{Value, json};
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    let absolute =
+        |key: &str| text(key).map(|path| Value::from(workspace.join(path).display().to_string()));
+    let mut shaped = serde_json::Map::new();
+    let mut put = |key: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            shaped.insert(key.to_string(), value);
+        }
+    };
+    let name = match tool {
+        "run" => {
+            let words: Vec<&str> = input
+                .get("argv")
+                .and_then(Value::as_array)
+                .map(|argv| argv.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let command = wicket_protocol::text::shell_words(&words);
+            put("description", Some(json!(format!("Run {command}"))));
+            put("command", Some(json!(command)));
+            // Claude Code's timeout is in milliseconds.
+            put(
+                "timeout",
+                input
+                    .get("timeout_s")
+                    .and_then(Value::as_u64)
+                    .map(|seconds| json!(seconds.saturating_mul(1000))),
+            );
+            "Bash"
+        }
+        "write_file" => {
+            put("file_path", absolute("path"));
+            put("content", input.get("content").cloned());
+            "Write"
+        }
+        "search_replace" => {
+            put("file_path", absolute("path"));
+            put("old_string", input.get("old").cloned());
+            put("new_string", input.get("new").cloned());
+            put("replace_all", input.get("replace_all").cloned());
+            "Edit"
+        }
+        "read_file" => {
+            put("file_path", absolute("path"));
+            put("offset", input.get("line").cloned());
+            "Read"
+        }
+        "grep" => {
+            put("pattern", input.get("pattern").cloned());
+            put("path", absolute("path"));
+            put("glob", input.get("glob").cloned());
+            put("-i", input.get("case_insensitive").cloned());
+            "Grep"
+        }
+        "list_dir" => {
+            put(
+                "path",
+                Some(absolute("path").unwrap_or_else(|| json!(workspace.display().to_string()))),
+            );
+            "LS"
+        }
+        // An MCP tool (`mcp__S__T`) is named alike and takes its own arguments.
+        other => {
+            shaped = input.as_object().cloned().unwrap_or_default();
+            other
+        }
+    };
+    let mut call = serde_json::Map::new();
+    call.insert("tool_name".into(), json!(name));
+    call.insert("tool_input".into(), Value::Object(shaped));
+    call.insert("wicket_tool".into(), json!(tool));
+    call.insert("wicket_input".into(), input.clone());
+    call
+}
+
 /// What one hook did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookRun {
@@ -207,6 +295,51 @@ pub fn stdout_head(stdout: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_reaches_a_hook_in_claude_codes_names_and_shapes() {
+        let ws = std::path::Path::new("/w");
+        let call = |tool: &str, input: serde_json::Value| {
+            serde_json::Value::Object(claude_code_call(tool, &input, ws))
+        };
+        let bash = call(
+            "run",
+            serde_json::json!({"argv": ["rm", "-f", "a b.txt"], "timeout_s": 30}),
+        );
+        assert_eq!(bash["tool_name"], "Bash");
+        assert_eq!(bash["tool_input"]["command"], "rm -f 'a b.txt'");
+        assert_eq!(bash["tool_input"]["timeout"], 30_000);
+        assert_eq!(bash["wicket_tool"], "run");
+        assert_eq!(bash["wicket_input"]["argv"][0], "rm");
+        let edit = call(
+            "search_replace",
+            serde_json::json!({"path": "src/a.rs", "old": "x", "new": "y"}),
+        );
+        assert_eq!(edit["tool_name"], "Edit");
+        assert_eq!(edit["tool_input"]["file_path"], "/w/src/a.rs");
+        assert_eq!(edit["tool_input"]["old_string"], "x");
+        assert_eq!(edit["tool_input"]["new_string"], "y");
+        let write = call(
+            "write_file",
+            serde_json::json!({"path": "/etc/x", "content": "c"}),
+        );
+        assert_eq!(write["tool_name"], "Write");
+        assert_eq!(write["tool_input"]["file_path"], "/etc/x");
+        assert_eq!(write["tool_input"]["content"], "c");
+        assert_eq!(
+            call("read_file", serde_json::json!({"path": "a"}))["tool_name"],
+            "Read"
+        );
+        assert_eq!(
+            call("list_dir", serde_json::json!({}))["tool_input"]["path"],
+            "/w"
+        );
+        let grep = call("grep", serde_json::json!({"pattern": "fn"}));
+        assert_eq!(grep["tool_input"]["pattern"], "fn");
+        let mcp = call("mcp__git__status", serde_json::json!({"repo": "."}));
+        assert_eq!(mcp["tool_name"], "mcp__git__status");
+        assert_eq!(mcp["tool_input"]["repo"], ".");
+    }
     use crate::config::{OnError, Owner};
 
     fn hook(command: &[&str], timeout_s: Option<u64>) -> Hook {

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod error;
+pub mod hooked;
 pub mod hooks;
 pub mod manager;
 pub mod mcp;

@@ -8,21 +8,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StopReason, StreamEvent};
-use wicket_os::spawn::Cwd;
 use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, RUN_STREAM_MAX_BYTES};
 use wicket_protocol::{
     Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
-    HookOutcome, ReplyOutput, RunSource, SkillOutput, ToolCall, ToolCallRequest, ToolOutput,
-    ToolSpec, TurnOutcome, Usage, UseSkillArgs, WireError, tool_specs,
+    HookOutcome, ReplyOutput, SkillOutput, ToolCallRequest, ToolOutput, ToolSpec, TurnOutcome,
+    Usage, UseSkillArgs, WireError, tool_specs,
 };
 use wicket_tools::{Cancel, Tools, Workspace};
 
-use crate::config::{Hook, Limits, Owner};
-use crate::hooks::{HookRun, run_hook};
+use crate::config::{Hook, Limits};
+use crate::hooked::{Asker, Caller, Notifying};
 use crate::models::{ModelInfo, estimate_tokens};
 use crate::skills::{self, Skill};
-use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, Hooked};
-use wicket_os::spawn::Confine;
+use wicket_gate::{Confinement, Gate, Hooked};
 use wicket_protocol::HookEvent;
 use wicket_session::{Session, Status, load_for_conversation, load_log};
 
@@ -148,79 +146,6 @@ impl Person for Nobody {
 
     fn question(&mut self, _id: &str, _question: &str) -> Option<String> {
         None
-    }
-}
-
-/// One hook's run, and what it comes to once its `on_error` is applied.
-struct Ran<'h> {
-    hook: &'h Hook,
-    run: HookRun,
-    settled: HookOutcome,
-}
-
-impl Ran<'_> {
-    /// It failed, and its `on_error = "ignore"` let what it guarded go on.
-    fn ignored(&self) -> bool {
-        self.run.outcome == HookOutcome::Error && self.settled == HookOutcome::Pass
-    }
-
-    /// Why it blocked: its own reason, or that it failed and a failing
-    /// `event` hook blocks.
-    fn block_reason(&self, event: HookEvent) -> String {
-        if self.run.outcome == HookOutcome::Error {
-            format!(
-                "it failed, and a failing {} hook blocks: {}",
-                event.as_str(),
-                self.run.stderr.trim()
-            )
-        } else {
-            self.run.stderr.trim().to_string()
-        }
-    }
-}
-
-/// Answers a card from the person, after telling the Notification hooks
-/// that it is open.
-struct Notifying<'r, 'p> {
-    runner: &'r Runner<'r>,
-    person: &'p mut dyn Person,
-    cancel: &'r Cancel,
-}
-
-impl Answerer for Notifying<'_, '_> {
-    fn answer(&mut self, card: &Card) -> Option<Answer> {
-        let input = || {
-            let kind = serde_json::to_value(&card.kind)
-                .ok()
-                .and_then(|kind| kind.get("kind").cloned())
-                .unwrap_or_default();
-            serde_json::json!({
-                "message": format!("Wicket needs your permission to use {}", card.tool),
-                "notification_type": "permission_prompt",
-                "card_id": card.id,
-                "card_kind": kind,
-                "tool_name": card.tool,
-            })
-        };
-        self.runner
-            .notify(input, &card.tool, self.person, self.cancel);
-        self.person.card(card)
-    }
-
-    fn widened(&mut self) -> Option<Vec<String>> {
-        self.person.widened()
-    }
-}
-
-struct Asker<'a>(&'a mut dyn Person);
-
-impl Answerer for Asker<'_> {
-    fn answer(&mut self, card: &Card) -> Option<Answer> {
-        self.0.card(card)
-    }
-
-    fn widened(&mut self) -> Option<Vec<String>> {
-        self.0.widened()
     }
 }
 
@@ -762,16 +687,22 @@ impl Runner<'_> {
     }
 
     fn gate(&self) -> Gate<'_> {
-        Gate::new(
-            self.tools,
-            self.session,
-            &self.settings.confinement,
-            &self.settings.rules,
-        )
-        .checkpointed(self.checkpoints.map(|store| wicket_gate::Checkpointing {
-            store,
-            settings: &self.settings.checkpoints,
-        }))
+        self.caller().gate()
+    }
+
+    /// The session's calls with their hooks.
+    pub(crate) fn caller(&self) -> Caller<'_> {
+        Caller {
+            tools: self.tools,
+            session: self.session,
+            hooks: &self.settings.hooks,
+            confinement: &self.settings.confinement,
+            rules: &self.settings.rules,
+            checkpoints: self.checkpoints.map(|store| wicket_gate::Checkpointing {
+                store,
+                settings: &self.settings.checkpoints,
+            }),
+        }
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
@@ -864,7 +795,7 @@ impl Runner<'_> {
         let mut ran = Vec::new();
         if let Some(source) = self.settings.session_start {
             let input = serde_json::json!({ "source": source });
-            ran.extend(self.run_hooks(
+            ran.extend(self.caller().run_hooks(
                 HookEvent::SessionStart,
                 None,
                 None,
@@ -875,7 +806,7 @@ impl Runner<'_> {
             ));
         }
         let input = serde_json::json!({ "prompt": ask });
-        let prompted = self.run_hooks(
+        let prompted = self.caller().run_hooks(
             HookEvent::UserPromptSubmit,
             None,
             None,
@@ -919,7 +850,7 @@ impl Runner<'_> {
             "stop_hook_active": true,
         });
         let mut feedback = Vec::new();
-        for ran in self.run_hooks(
+        for ran in self.caller().run_hooks(
             HookEvent::Stop,
             None,
             call_id,
@@ -958,290 +889,10 @@ impl Runner<'_> {
         }
     }
 
-    /// Runs the hooks of `event` that match `tool`, each with Claude Code's
-    /// stdin (`input`'s fields beside the common ones), concurrently (a
-    /// workspace hook asks for its `run` card first, one card at a time),
-    /// and logs each run as a `hook` event — but a `quiet` run that let the
-    /// call through (an inside read, list or grep leaves nothing in the log
-    /// but the model's own call).
-    #[allow(clippy::too_many_arguments)]
-    fn run_hooks(
-        &self,
-        event: HookEvent,
-        tool: Option<&str>,
-        call_id: Option<&str>,
-        input: impl FnOnce() -> serde_json::Value,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-        quiet: bool,
-    ) -> Vec<Ran<'_>> {
-        let hooks: Vec<&Hook> = self
-            .settings
-            .hooks
-            .iter()
-            .filter(|hook| hook.event == event && tool.is_none_or(|tool| hook.matches(tool)))
-            .collect();
-        if hooks.is_empty() {
-            return Vec::new();
-        }
-        let mut stdin = serde_json::json!({
-            "session_id": self.session.meta().id,
-            "cwd": self.tools.workspace().root().display().to_string(),
-            "hook_event_name": event.as_str(),
-            "transcript_path": self.session.log_path().display().to_string(),
-            "workspace": self.tools.workspace().root().display().to_string(),
-            "log_path": self.session.log_path().display().to_string(),
-        });
-        // Built only for a hook that will read it (a call's whole result, for one).
-        if let (Some(all), serde_json::Value::Object(extra)) = (stdin.as_object_mut(), input()) {
-            all.extend(extra);
-        }
-        // The cards first, one at a time; then every allowed hook at once.
-        let mut started = Vec::new();
-        let mut ran = Vec::new();
-        for hook in hooks {
-            match self.hook_confine(hook, event, call_id, person) {
-                Ok(confined) => started.push((hook, confined)),
-                Err(refused) => ran.push((hook, refused)),
-            }
-        }
-        let stdin = &stdin;
-        std::thread::scope(|scope| {
-            let running: Vec<_> = started
-                .into_iter()
-                .map(|(hook, (confine, cwd))| {
-                    (
-                        hook,
-                        scope.spawn(move || run_hook(hook, cwd, stdin, confine, cancel)),
-                    )
-                })
-                .collect();
-            for (hook, handle) in running {
-                let run = handle.join().unwrap_or_else(|_| {
-                    HookRun::failed("the hook's thread stopped on an internal error".into())
-                });
-                ran.push((hook, run));
-            }
-        });
-        ran.into_iter()
-            .map(|(hook, mut run)| {
-                if run.outcome == HookOutcome::Allow && hook.owner == Owner::Workspace {
-                    // A repository's hook can deny or ask, never let a call skip its card.
-                    run.outcome = HookOutcome::Pass;
-                    run.stderr =
-                        "its allow was ignored: a workspace hook can deny or ask, never allow"
-                            .into();
-                }
-                let settled = crate::hooks::settled(hook, &run);
-                let ran = Ran { hook, run, settled };
-                let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
-                let run = &ran.run;
-                if !(quiet && through && run.context.is_none()) {
-                    self.log(EventBody::Hook {
-                        event,
-                        name: hook.name.clone(),
-                        call_id: call_id.map(str::to_string),
-                        command: hook.command.clone(),
-                        outcome: run.outcome,
-                        exit_code: run.exit_code,
-                        duration_ms: Some(
-                            u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
-                        ),
-                        stderr: run.stderr.clone(),
-                        stdout: crate::hooks::stdout_head(&run.stdout),
-                        context: run.context.clone(),
-                        ignored: ran.ignored(),
-                    });
-                }
-                ran
-            })
-            .collect()
-    }
-
-    /// Where and how a hook runs: a workspace hook asks for its `run` card
-    /// first (a Notification hook cannot: a card is open then, so only the
-    /// person's own run); the person's own starts with no card.
-    fn hook_confine(
-        &self,
-        hook: &Hook,
-        event: HookEvent,
-        call_id: Option<&str>,
-        person: &mut dyn Person,
-    ) -> Result<(Confine, Cwd), HookRun> {
-        let failed = |message: String| Err(HookRun::failed(message));
-        let workspace = self.tools.workspace();
-        let root = match wicket_tools::tools::run::validate(
-            workspace,
-            &wicket_protocol::RunArgs {
-                argv: hook.command.clone(),
-                cwd: None,
-                timeout_s: None,
-                network: false,
-                git: false,
-            },
-        ) {
-            Ok(dir) => dir,
-            Err(error) => return failed(format!("the hook {:?}: {}", hook.command, error.message)),
-        };
-        let gate = self.gate();
-        let card_id = call_id.map_or_else(|| wicket_os::ids::new_id("hook"), str::to_string);
-        let confine = match (hook.owner, event) {
-            (Owner::Workspace, HookEvent::Notification | HookEvent::SessionEnd) => {
-                return Err(HookRun {
-                    outcome: HookOutcome::Denied,
-                    ..HookRun::failed(format!(
-                        "a workspace's {} hook would need its own card when none can be answered \
-                         (a card is open, or the process is leaving); declare it in \
-                         $WICKET_HOME/config.toml to have it",
-                        event.as_str()
-                    ))
-                });
-            }
-            // The repository's own command: the person sees it first.
-            (Owner::Workspace, _) => match gate.allow_command(
-                &card_id,
-                &CommandRequest {
-                    tool: "run",
-                    argv: &hook.command,
-                    dir: &root,
-                    timeout_s: hook.timeout_s,
-                    network: false,
-                    git: false,
-                    source: RunSource::Hook,
-                },
-                &mut Asker(person),
-            ) {
-                Ok(allowed) => allowed.confine,
-                Err(error) if error.kind == ErrorKind::Denied => {
-                    return Err(HookRun {
-                        outcome: HookOutcome::Denied,
-                        ..HookRun::failed(
-                            "the person did not allow this workspace hook; it did not run".into(),
-                        )
-                    });
-                }
-                Err(error) => return failed(error.message),
-            },
-            (Owner::Home, _) => match gate.home_command(wicket_gate::sandbox::Access::default()) {
-                Ok(confine) => confine,
-                Err(error) => return failed(error.message),
-            },
-        };
-        match workspace.open_folder(Path::new(""), ".") {
-            Ok((fd, _)) => Ok((confine, Cwd::Fd(fd))),
-            Err(error) => failed(error.message),
-        }
-    }
-
-    /// The PreToolUse hooks of one call: a deny from any of them wins,
-    /// then an ask, then a home hook's allow.
-    fn pre_tool_use(
-        &self,
-        call: &ToolCallRequest,
-        tool_input: serde_json::Value,
-        quiet: bool,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) -> Hooked {
-        let input = serde_json::json!({
-            "tool_name": call.name,
-            "tool_input": self.claude_fields(tool_input),
-            "tool_use_id": call.id,
-        });
-        let ran = self.run_hooks(
-            HookEvent::PreToolUse,
-            Some(&call.name),
-            Some(&call.id),
-            || input,
-            person,
-            cancel,
-            quiet,
-        );
-        if let Some(denied) = ran.iter().find(|ran| ran.settled == HookOutcome::Block) {
-            return Hooked::Deny {
-                hook: denied.hook.name.clone(),
-                reason: denied.block_reason(HookEvent::PreToolUse),
-            };
-        }
-        if ran.iter().any(|ran| ran.settled == HookOutcome::Ask) {
-            return Hooked::Ask;
-        }
-        match ran.iter().find(|ran| ran.settled == HookOutcome::Allow) {
-            Some(allowed) => Hooked::Allow {
-                hook: allowed.hook.name.clone(),
-            },
-            None => Hooked::Nothing,
-        }
-    }
-
-    /// A call's arguments with Claude Code's fields beside Wicket's own, so
-    /// that a hook written for Claude Code finds what it reads: `command`
-    /// (a run's argv, shell-quoted) and `file_path` (absolute).
-    fn claude_fields(&self, mut input: serde_json::Value) -> serde_json::Value {
-        let Some(fields) = input.as_object_mut() else {
-            return input;
-        };
-        if let Some(argv) = fields.get("argv").and_then(|argv| argv.as_array()) {
-            let words: Vec<&str> = argv.iter().filter_map(|word| word.as_str()).collect();
-            let command = wicket_protocol::text::shell_words(&words);
-            fields.insert("command".into(), command.into());
-        }
-        if let Some(path) = fields.get("path").and_then(|path| path.as_str()) {
-            let absolute = self.tools.workspace().root().join(path);
-            fields.insert("file_path".into(), absolute.display().to_string().into());
-        }
-        input
-    }
-
-    /// The PostToolUse hooks of one call: the notes they have for the model.
-    fn post_tool_use(
-        &self,
-        call: &ToolCallRequest,
-        tool_input: serde_json::Value,
-        result: &Result<ToolOutput, WireError>,
-        quiet: bool,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) -> Vec<String> {
-        let input = || {
-            let response = match result {
-                Ok(output) => serde_json::to_value(output).unwrap_or_default(),
-                Err(error) => serde_json::json!({ "error": error }),
-            };
-            serde_json::json!({
-                "tool_name": call.name,
-                "tool_input": self.claude_fields(tool_input),
-                "tool_response": response,
-                "tool_use_id": call.id,
-            })
-        };
-        self.run_hooks(
-            HookEvent::PostToolUse,
-            Some(&call.name),
-            Some(&call.id),
-            input,
-            person,
-            cancel,
-            quiet,
-        )
-        .iter()
-        .filter_map(|ran| {
-            crate::hooks::model_note(
-                HookEvent::PostToolUse,
-                &ran.hook.name,
-                ran.run.outcome,
-                ran.ignored(),
-                &ran.run.stderr,
-                ran.run.context.as_deref(),
-            )
-        })
-        .collect()
-    }
-
     /// The SessionEnd hooks, as the process lets the session go.
     pub fn session_end(&self, reason: &str) {
         let input = serde_json::json!({ "reason": reason });
-        self.run_hooks(
+        self.caller().run_hooks(
             HookEvent::SessionEnd,
             None,
             None,
@@ -1252,25 +903,6 @@ impl Runner<'_> {
         );
         // A failed sync is recorded in the session; nothing runs after it.
         let _ = self.session.sync();
-    }
-
-    /// Tells the Notification hooks that a card or a question is open.
-    fn notify(
-        &self,
-        input: impl FnOnce() -> serde_json::Value,
-        tool: &str,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) {
-        self.run_hooks(
-            HookEvent::Notification,
-            Some(tool),
-            None,
-            input,
-            person,
-            cancel,
-            false,
-        );
     }
 
     /// Compacts the session's conversation now (`/compact`, the API's
@@ -1671,7 +1303,7 @@ impl Runner<'_> {
             let result = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
                 Err((arguments, error)) => self.refused(call, arguments, error),
                 Ok(Call::Tool(tool_call)) => {
-                    let (result, said) = self.tool(call, &tool_call, person, cancel);
+                    let (result, said) = self.caller().call(call, &tool_call, person, cancel);
                     notes = said;
                     result
                 }
@@ -1788,7 +1420,8 @@ impl Runner<'_> {
                 "question_id": id,
             })
         };
-        self.notify(input, "ask", person, &Cancel::default());
+        self.caller()
+            .notify(input, "ask", person, &Cancel::default());
         let reply = person.question(&id, &args.question);
         // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
         let _ = self
@@ -1908,9 +1541,9 @@ impl Runner<'_> {
             );
             return (refused, Vec::new());
         };
-        if !self.tool_hooked(&call.name) {
+        if !self.caller().tool_hooked(&call.name) {
             let mut answerer = Notifying {
-                runner: self,
+                caller: self.caller(),
                 person,
                 cancel,
             };
@@ -1918,76 +1551,19 @@ impl Runner<'_> {
             return (result, Vec::new());
         }
         let input = serde_json::Value::Object(mcp.arguments.clone());
-        let hooked = self.pre_tool_use(call, input.clone(), false, person, cancel);
+        let hooked = self
+            .caller()
+            .pre_tool_use(call, input.clone(), false, person, cancel);
         let mut answerer = Notifying {
-            runner: self,
+            caller: self.caller(),
             person: &mut *person,
             cancel,
         };
         let result = session.call(&call.id, mcp, hooked, &mut answerer, cancel);
-        let notes = self.post_tool_use(call, input, &result, false, person, cancel);
+        let notes = self
+            .caller()
+            .post_tool_use(call, input, &result, false, person, cancel);
         (result, notes)
-    }
-
-    /// One of the six tools: its PreToolUse hooks, the gate, its
-    /// PostToolUse hooks (whose notes it returns). An inside read, list or
-    /// grep logs no hook run that let it through.
-    fn tool(
-        &self,
-        call: &ToolCallRequest,
-        tool_call: &ToolCall,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) -> (Result<ToolOutput, WireError>, Vec<String>) {
-        if !self.tool_hooked(&call.name) {
-            let mut answerer = Notifying {
-                runner: self,
-                person,
-                cancel,
-            };
-            let result = self.gate().call(&call.id, tool_call, &mut answerer, cancel);
-            return (result, Vec::new());
-        }
-        let input = tool_call.arguments();
-        let quiet = self.inside_read(tool_call);
-        let hooked = self.pre_tool_use(call, input.clone(), quiet, person, cancel);
-        let mut answerer = Notifying {
-            runner: self,
-            person: &mut *person,
-            cancel,
-        };
-        let result = self
-            .gate()
-            .hooked(hooked)
-            .call(&call.id, tool_call, &mut answerer, cancel);
-        let notes = self.post_tool_use(call, input, &result, quiet, person, cancel);
-        (result, notes)
-    }
-
-    /// Whether a PreToolUse or PostToolUse hook runs for `tool`: when none
-    /// does, a call pays for nothing of theirs (no input built, no result
-    /// serialised, no path classified twice).
-    fn tool_hooked(&self, tool: &str) -> bool {
-        self.settings.hooks.iter().any(|hook| {
-            matches!(hook.event, HookEvent::PreToolUse | HookEvent::PostToolUse)
-                && hook.matches(tool)
-        })
-    }
-
-    /// Whether a call reads, lists or greps inside the workspace.
-    fn inside_read(&self, call: &ToolCall) -> bool {
-        let path = match call {
-            ToolCall::ReadFile(args) => Some(args.path.as_str()),
-            ToolCall::ListDir(args) => args.path.as_deref(),
-            ToolCall::Grep(args) => args.path.as_deref(),
-            ToolCall::WriteFile(_) | ToolCall::SearchReplace(_) | ToolCall::Run(_) => return false,
-        };
-        path.is_none_or(|path| {
-            matches!(
-                self.tools.workspace().classify(path),
-                Ok(wicket_tools::Location::Inside(_))
-            )
-        })
     }
 }
 

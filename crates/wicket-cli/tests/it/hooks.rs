@@ -206,7 +206,7 @@ data = json.load(sys.stdin)
 with open("post-seen.json", "w") as seen:
     json.dump(data, seen)
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
-    "additionalContext": "formatted " + data["tool_input"]["path"]}}))
+    "additionalContext": "formatted " + data["wicket_input"]["path"]}}))
 "#;
 
 #[test]
@@ -236,7 +236,9 @@ fn a_post_tool_use_hook_sees_the_call_and_its_note_reaches_the_next_request() {
     let seen: Value =
         serde_json::from_slice(&std::fs::read(f.ws.join("post-seen.json")).unwrap()).unwrap();
     assert_eq!(seen["hook_event_name"], "PostToolUse");
-    assert_eq!(seen["tool_name"], "write_file");
+    assert_eq!(seen["tool_name"], "Write");
+    assert_eq!(seen["wicket_tool"], "write_file");
+    assert_eq!(seen["wicket_input"]["path"], "a.txt");
     assert_eq!(seen["tool_input"]["content"], "one\n");
     assert_eq!(seen["tool_response"]["bytes"], 4);
     assert_eq!(seen["tool_use_id"], "call_w1");

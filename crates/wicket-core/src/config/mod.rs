@@ -109,24 +109,25 @@ impl Hook {
             None | Some("" | "*") => true,
             Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|matcher| {
                 matcher.is_match(tool)
-                    || claude_name(tool).is_some_and(|name| matcher.is_match(name))
+                    || claude_names(tool).iter().any(|name| matcher.is_match(name))
             }),
         }
     }
 }
 
-/// Claude Code's name for one of Wicket's tools, so that a matcher written
-/// for Claude Code (`Bash`, `Edit|Write`) matches here too.
-pub fn claude_name(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "run" => "Bash",
-        "write_file" => "Write",
-        "search_replace" => "Edit",
-        "read_file" => "Read",
-        "grep" => "Grep",
-        "list_dir" => "LS",
-        _ => return None,
-    })
+/// Claude Code's names for one of Wicket's tools, so that a matcher written
+/// for Claude Code (`Bash`, `Edit|Write`, `LS|Glob`) matches here too; the
+/// first is the name a hook's input gives ([`crate::hooks::claude_code_call`]).
+pub fn claude_names(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "run" => &["Bash"],
+        "write_file" => &["Write"],
+        "search_replace" => &["Edit", "MultiEdit"],
+        "read_file" => &["Read"],
+        "grep" => &["Grep"],
+        "list_dir" => &["LS", "Glob"],
+        _ => &[],
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
