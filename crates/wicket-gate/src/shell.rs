@@ -309,6 +309,13 @@ impl Reader {
         if let Some(inner) = unwrapped(&argv) {
             self.command(inner, depth + 1);
         }
+        // find -exec, git's aliases, …: what the table says it runs.
+        for inner in crate::commands::run_by(&argv) {
+            self.command(inner, depth + 1);
+        }
+        if !crate::commands::plain(&argv) {
+            self.not_plain();
+        }
         self.commands.push(argv);
     }
 
