@@ -386,7 +386,7 @@ impl Mapper {
                     "{} {}{}",
                     card.tool,
                     write.path,
-                    write.outside_note()
+                    write.path_note()
                 )));
                 let shown = &mut content;
                 let content = match proposed {
@@ -575,6 +575,8 @@ mod tests {
                 diff_truncated: false,
                 digest: "d".into(),
                 outside: false,
+                git: false,
+                runs_later: None,
             }),
             no_checkpoint: None,
             always: None,
@@ -729,6 +731,7 @@ mod tests {
                     output: Some(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
+                        runs_later: None,
                     })),
                     error: None,
                 },
@@ -858,6 +861,7 @@ mod tests {
                     output: Some(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
+                        runs_later: None,
                     })),
                     error: None,
                 },

@@ -69,7 +69,7 @@ fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
         &format!(
             "{tool} wants to write {}{}",
             visible_line(&write.path),
-            write.outside_note()
+            write.path_note()
         ),
         BOLD,
         color,
@@ -587,6 +587,8 @@ mod tests {
                 diff_truncated: truncated,
                 digest: "absent".into(),
                 outside: false,
+                git: false,
+                runs_later: None,
             }),
             no_checkpoint: None,
             always: None,

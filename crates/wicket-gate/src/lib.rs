@@ -22,6 +22,7 @@ use wicket_tools::tools::search_replace::replaced;
 use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
+pub mod commands;
 pub mod diff;
 pub mod rules;
 pub mod sandbox;
@@ -29,6 +30,7 @@ pub mod shell;
 
 use crate::rules::{Rules, Subject};
 use crate::sandbox::{Access, SandboxSettings};
+use wicket_protocol::guarded;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, Rule, RuleAction, RuleSpec};
 use wicket_session::{GrantKind, McpKey, OutsideKey, RunKey, Session, Status, grant_id};
@@ -490,7 +492,11 @@ impl<'a> Gate<'a> {
         if verdict.ask.is_some() || self.hooked == Hooked::Ask {
             return Ok(Pass::Asked);
         }
-        if let Hooked::Allow { hook } = &self.hooked {
+        // A hook never lets a write into .git or .wicket skip its card: only
+        // a card that said "git", or a rule that names the path, may.
+        if let Hooked::Allow { hook } = &self.hooked
+            && !matches!(subject, Subject::Write { guarded: true, .. })
+        {
             return Ok(Pass::Through(AllowedBy::Hook(hook.clone())));
         }
         if let Some(grant) = grant {
@@ -541,7 +547,15 @@ impl<'a> Gate<'a> {
         let grant = self.held_grant(GrantKind::Write, &key, |allowed| {
             allowed.write.contains(&key)
         });
-        self.pass(&Subject::Write { tool, absolute }, grant)
+        let guarded = guarded_write(self.tools.workspace().root(), absolute);
+        self.pass(
+            &Subject::Write {
+                tool,
+                absolute,
+                guarded,
+            },
+            grant,
+        )
     }
 
     fn outside_pass(&self, path: &Path, reach: Reach) -> Result<Pass, WireError> {
@@ -1061,7 +1075,12 @@ impl<'a> Gate<'a> {
                 .tools
                 .commit_write(location, &target, &content, &still_current)
             {
-                Ok(output) => {
+                Ok(mut output) => {
+                    if let Ok(relative) =
+                        target.absolute.strip_prefix(self.tools.workspace().root())
+                    {
+                        output.runs_later = guarded::runs_later(&relative.to_string_lossy());
+                    }
                     if let Some(card) = remember {
                         self.grant(&card, GrantKind::Write, &key, |allowed| {
                             allowed.write.insert(key.clone());
@@ -1115,6 +1134,8 @@ impl<'a> Gate<'a> {
                 diff_truncated: cut.truncated,
                 digest: digest.to_string(),
                 outside,
+                git: guarded_write(self.tools.workspace().root(), absolute),
+                runs_later: (!outside).then(|| guarded::runs_later(&label)).flatten(),
             }),
             no_checkpoint: None,
             always: Some(Box::new(always)),
@@ -1129,6 +1150,25 @@ impl<'a> Gate<'a> {
             .map_err(internal)?;
         Ok(())
     }
+}
+
+/// Whether a write to `absolute` reaches what git or Wicket runs later: an
+/// entry named `.git` or `.wicket` on its way, or a folder above it (inside
+/// `root`, the workspace) that is a git folder under another name (a bare
+/// repository, a submodule's gitdir: `HEAD`, and `objects` or a worktree's
+/// `commondir`). Its card says "git", and only a rule that names it covers it.
+pub fn guarded_write(root: &Path, absolute: &Path) -> bool {
+    let is_file = |path: PathBuf| std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file());
+    let is_dir = |path: PathBuf| std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir());
+    guarded::git_or_wicket(absolute)
+        || absolute
+            .ancestors()
+            .skip(1)
+            .take_while(|folder| folder.starts_with(root))
+            .any(|folder| {
+                is_file(folder.join("HEAD"))
+                    && (is_dir(folder.join("objects")) || is_file(folder.join("commondir")))
+            })
 }
 
 /// A write into `$WICKET_HOME` (`home`, canonical: its config, sessions,

@@ -14,7 +14,7 @@ use globset::GlobBuilder;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleSpec};
 
-use crate::shell;
+use crate::{commands, shell};
 
 /// The file `allow_always` saves rules to, in `$WICKET_HOME`.
 pub const RULES_FILE: &str = "rules.toml";
@@ -58,6 +58,9 @@ pub enum Subject<'s> {
         tool: &'s str,
         /// The resolved absolute target.
         absolute: &'s Path,
+        /// It reaches a `.git` or `.wicket` entry or a git folder: only a
+        /// rule that names it covers it (see [`names_guarded`]).
+        guarded: bool,
     },
     /// A read, list or grep outside the workspace.
     ReadOutside {
@@ -244,8 +247,14 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
                     .any(|command| argv_matches(argv, command, true)),
                 Reading::Loose => shell::commands_of(called)
                     .iter()
-                    .any(|command| words_among(argv, command)),
-                Reading::Cover => argv_matches(argv, called, false),
+                    .any(|command| words_among(argv, command) || unreadable_by(argv, command)),
+                // A call that runs or writes what its words hide (`git -c
+                // alias…`, `find -exec`, `--output=`) is covered only by a
+                // rule with its exact argv, saved from a card that showed it.
+                Reading::Cover => {
+                    argv_matches(argv, called, false)
+                        && (matches!(argv, Argv::Exact(_)) || commands::plain(called))
+                }
             };
             flag(network, *called_network)
                 && flag(git, *called_git)
@@ -262,6 +271,9 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
     let covering = |subject: &Subject<'_>| {
         rules
             .iter()
+            .filter(|rule| {
+                !matches!(subject, Subject::Write { guarded: true, .. }) || names_guarded(rule)
+            })
             .find(|rule| covers(rule, workspace, subject))
             .map(|rule| rule.id.clone())
     };
@@ -299,12 +311,49 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
         let id = covering(&Subject::Write {
             tool: "write_file",
             absolute: &absolute,
+            guarded: wicket_protocol::guarded::git_or_wicket(&absolute),
         })?;
         if !ids.contains(&id) {
             ids.push(id);
         }
     }
     Some(AllowedBy::Rules(ids))
+}
+
+/// Whether a write rule names a guarded path in plain words, so that it
+/// may cover a write there: its glob names a `.git` or `.wicket` entry, or
+/// it is one exact path (what `allow_always` saves from a card that said
+/// "git"). `path = "**"` never covers `.git/hooks/post-checkout`.
+pub fn names_guarded(rule: &Rule) -> bool {
+    let Matcher::Write { path, .. } = &rule.matcher else {
+        return false;
+    };
+    *path == exact_glob(&unescaped(path))
+        || path
+            .split('/')
+            .any(|part| wicket_protocol::guarded::GUARDED_NAMES.contains(&part))
+}
+
+/// An exact glob's path again (`globset::escape` puts each special character in brackets).
+fn unescaped(glob: &str) -> String {
+    let mut out = String::new();
+    let mut rest = glob;
+    while let Some(index) = rest.find('[') {
+        out.push_str(&rest[..index]);
+        let tail = &rest[index..];
+        match tail.get(1..).and_then(|after| after.split_once(']')) {
+            Some((inner, after)) if inner.chars().count() == 1 => {
+                out.push_str(inner);
+                rest = after;
+            }
+            _ => {
+                out.push_str(tail);
+                return out;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The matchers that read the same for every action: writes, outside reads, MCP.
@@ -315,6 +364,7 @@ fn same_call(matcher: &Matcher, workspace: &Path, subject: &Subject<'_>) -> bool
             Subject::Write {
                 tool: called,
                 absolute,
+                guarded: _,
             },
         ) => {
             let tool_matches = match tool {
@@ -377,6 +427,16 @@ fn argv_matches(rule: &Argv, argv: &[String], by_name: bool) -> bool {
         Argv::Exact(wanted) => wanted.len() == argv.len() && prefix_matches(wanted),
         Argv::Prefix(wanted) => prefix_matches(wanted),
     }
+}
+
+/// A deny on the command's program, where what the command runs cannot be
+/// read (`git --config-env=alias.p=…`): the person decides on a card.
+fn unreadable_by(rule: &Argv, argv: &[String]) -> bool {
+    let (Argv::Exact(wanted) | Argv::Prefix(wanted)) = rule;
+    let (Some(program), Some(called)) = (wanted.first(), argv.first()) else {
+        return false;
+    };
+    shell::program_name(program) == shell::program_name(called) && commands::unreadable(argv)
 }
 
 /// The rule's program is the command's (by name), and the rule's other
@@ -716,6 +776,7 @@ workspace = "/other"
                 &Subject::Write {
                     tool,
                     absolute: Path::new(path),
+                    guarded: wicket_protocol::guarded::git_or_wicket(Path::new(path)),
                 },
             )
         };
@@ -779,6 +840,43 @@ workspace = "/other"
             run_verdict(&workspace, &["make"]).deny.as_deref(),
             Some("t-2")
         );
+    }
+
+    #[test]
+    fn a_write_rule_covers_git_and_wicket_only_where_it_names_them() {
+        let all = rules(
+            "[[rules]]\nid = \"all\"\naction = \"allow\"\ntool = \"write\"\npath = \"**\"\n\
+             [[rules]]\nid = \"hooks\"\naction = \"allow\"\ntool = \"write\"\npath = \"sub/.git/hooks/*\"\n\
+             [[rules]]\nid = \"exact\"\naction = \"allow\"\ntool = \"write\"\npath = \"gd/[*]config\"\n\
+             [[rules]]\nid = \"echo\"\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"echo\"]\n",
+            Source::HomeConfig,
+        );
+        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string()));
+        let write = |path: &str, guarded: bool| {
+            verdict(
+                &all,
+                Path::new("/w"),
+                &Subject::Write {
+                    tool: "write_file",
+                    absolute: Path::new(path),
+                    guarded,
+                },
+            )
+            .allow
+        };
+        assert_eq!(write("/w/src/main.rs", false), allowed("all"));
+        assert_eq!(write("/w/.git/hooks/post-checkout", true), None);
+        assert_eq!(write("/w/a/b/.wicket/config.toml", true), None);
+        assert_eq!(write("/w/sub/.git/hooks/pre-push", true), allowed("hooks"));
+        assert_eq!(write("/w/gd/*config", true), allowed("exact"));
+        // A shell redirection into .git is a guarded write too.
+        assert!(
+            run_verdict(&all, &["sh", "-c", "echo x > out.txt"])
+                .allow
+                .is_some()
+        );
+        let script = run_verdict(&all, &["sh", "-c", "echo x > .git/config"]);
+        assert_eq!(script.allow, None);
     }
 
     #[test]

@@ -150,13 +150,16 @@ impl SandboxSettings {
         if available.jail_tree() {
             let workspace = match (self.mode, access.git) {
                 (SandboxMode::ReadOnly, _) => "the workspace read-only",
-                (_, false) => "the workspace writable except .git and .wicket",
-                (_, true) => "the workspace writable, .git too; .wicket read-only",
+                (_, false) => {
+                    "the workspace writable except every .git and .wicket at any depth (and the \
+                     git folders, hooks folders and config they name; one it makes is removed after it)"
+                }
+                (_, true) => "the workspace writable, .git too; every .wicket read-only",
             };
             layers.push(format!(
-                "mount namespace: the system read-only, {workspace}, private /tmp, /run and /dev/shm, \
-                 a /dev with only null, zero, full, random and urandom, its own /proc, \
-                 $WICKET_HOME and the deny_read paths hidden"
+                "mount namespace: the system read-only, {workspace}, private /tmp, /run and /dev/shm \
+                 (sized within the memory limit), a /dev with only null, zero, full, random and \
+                 urandom (read-only nodes), its own /proc, $WICKET_HOME and the deny_read paths hidden"
             ));
         }
         if let Some(abi) = available.landlock_abi {
@@ -172,9 +175,13 @@ impl SandboxSettings {
         }
         if available.seccomp {
             layers.push(if access.network {
-                "seccomp: no mounts, no typing into a terminal".into()
+                "seccomp: no setuid or setgid files, no keyring, no sockets but internet, UNIX and \
+                 netlink, no io_uring, no mounts, no typing into a terminal"
+                    .into()
             } else {
-                "seccomp: no UNIX sockets (tmux, docker, agents), no io_uring, no mounts, no typing into a terminal".into()
+                "seccomp: no UNIX sockets (tmux, docker, agents) and none but internet and netlink, \
+                 no setuid or setgid files, no keyring, no io_uring, no mounts, no typing into a terminal"
+                    .into()
             });
         }
         if available.namespaces {
@@ -193,7 +200,8 @@ impl SandboxSettings {
             "rlimits"
         };
         layers.push(format!(
-            "at most {} processes and {} MB of memory, by {enforcer}",
+            "at most {} processes and {} MB of memory (the private /tmp, /run and /dev/shm \
+             included), by {enforcer}",
             self.max_processes, self.max_memory_mb
         ));
         layers
@@ -383,9 +391,13 @@ mod layers {
         for layer in [
             "no terminal",
             "mount namespace",
-            "except .git and .wicket",
+            "except every .git and .wicket at any depth",
+            "sized within the memory limit",
+            "read-only nodes",
             "Landlock (ABI 7)",
             "no UNIX sockets",
+            "no setuid or setgid files",
+            "no keyring",
             "PID namespace",
             "network namespace",
             "by a cgroup",

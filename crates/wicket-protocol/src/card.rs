@@ -94,6 +94,13 @@ pub struct WriteCard {
     /// True when the path lies outside the workspace (every front end says so).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub outside: bool,
+    /// True when the path passes through a `.git` or `.wicket` entry, or lies
+    /// in a git folder: the card says [`GIT_WRITE_WARNING`] in every front end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub git: bool,
+    /// Who runs the file later, when another tool does ([`crate::guarded::runs_later`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_later: Option<String>,
 }
 
 /// What an outside read reaches: a file's bytes, a folder's names, or
@@ -186,9 +193,19 @@ pub struct SandboxSummary {
 pub const OUTSIDE_WORKSPACE: &str = " (outside the workspace)";
 
 impl WriteCard {
-    /// [`OUTSIDE_WORKSPACE`] for a write outside the workspace, else nothing.
-    pub fn outside_note(&self) -> &'static str {
-        if self.outside { OUTSIDE_WORKSPACE } else { "" }
+    /// What every front end adds after the path: [`OUTSIDE_WORKSPACE`] for a
+    /// write outside the workspace, the git warning, who runs the file later.
+    pub fn path_note(&self) -> String {
+        let mut note = String::new();
+        if self.outside {
+            note.push_str(OUTSIDE_WORKSPACE);
+        }
+        if self.git {
+            note.push_str(&format!(" (git: {GIT_WRITE_WARNING})"));
+        } else if let Some(later) = &self.runs_later {
+            note.push_str(&format!(" ({later})"));
+        }
+        note
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod card;
 pub mod error;
 pub mod event;
+pub mod guarded;
 pub mod ids;
 pub mod limits;
 pub mod rules;

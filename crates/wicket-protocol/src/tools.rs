@@ -390,6 +390,9 @@ pub struct WriteOutput {
     pub path: String,
     /// The bytes written.
     pub bytes: u64,
+    /// Who runs the file later, when another tool does (its card said so too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_later: Option<String>,
 }
 
 /// run's result.
@@ -683,6 +686,7 @@ mod tests {
             ToolOutput::Write(WriteOutput {
                 path: "/a".into(),
                 bytes: 1,
+                runs_later: None,
             }),
             ToolOutput::Run(RunOutput {
                 exit_code: Some(0),

@@ -568,6 +568,8 @@ function renderCard(item) {
   const tool = visible(event.tool);
   if (event.kind === "write") {
     card.append(el("h3", "", `${tool} wants to write${event.outside ? " outside the workspace" : ""}`), el("span", "path", visible(event.path)));
+    if (event.git) card.append(el("div", "note warn", "git: may change .git: commits, branches, hooks, config that git runs later"));
+    else if (event.runs_later) card.append(el("div", "note", visible(event.runs_later)));
     if (event.diff) card.append(renderDiff(event.diff));
     if (event.diff_truncated) card.append(el("div", "note", `The whole diff is ${event.diff_bytes} bytes; the card shows its first lines.`));
   } else if (event.kind === "outside_read") {

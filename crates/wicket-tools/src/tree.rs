@@ -319,7 +319,10 @@ impl Workspace {
         let written = (|| {
             let mut file = File::from(fd);
             file.write_all(bytes)?;
-            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+            rustix::fs::fchmod(
+                &file,
+                Mode::from_raw_mode(mode & wicket_os::files::WRITTEN_MODE_BITS),
+            )?;
             rename_into(&dir, &temp, name, replace)
         })();
         if written.is_err() {
@@ -367,7 +370,10 @@ impl Workspace {
     pub fn set_dir_mode(&self, path: &[u8], mode: u32) -> std::io::Result<()> {
         let (dir, name) = self.parent_of(path)?;
         let fd = open_dir_at(&dir, name)?;
-        Ok(rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777))?)
+        Ok(rustix::fs::fchmod(
+            &fd,
+            Mode::from_raw_mode(mode & wicket_os::files::WRITTEN_MODE_BITS),
+        )?)
     }
 
     /// Removes the entry `path`: a file or link, or an empty folder.

@@ -906,7 +906,7 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
         format!(
             "{tool} wants to write {}{}",
             visible_line(&write.path),
-            write.outside_note()
+            write.path_note()
         ),
         bold,
     )];
@@ -1184,6 +1184,8 @@ mod tests {
                             diff_truncated: false,
                             digest: "d".into(),
                             outside: false,
+                            git: false,
+                            runs_later: None,
                         }),
                         no_checkpoint: None,
                         always: None,
@@ -1208,6 +1210,7 @@ mod tests {
                     output: Some(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/lib.rs".into(),
                         bytes: 1,
+                        runs_later: None,
                     })),
                     error: None,
                 },
@@ -1372,6 +1375,8 @@ mod tests {
                         diff_truncated: true,
                         digest: "d".into(),
                         outside: false,
+                        git: false,
+                        runs_later: None,
                     }),
                     no_checkpoint: None,
                     always: None,
@@ -1528,6 +1533,8 @@ mod tests {
                 diff_truncated: false,
                 digest: "d".into(),
                 outside: false,
+                git: false,
+                runs_later: None,
             }),
             no_checkpoint: None,
             always: None,

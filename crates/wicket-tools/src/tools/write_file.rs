@@ -116,7 +116,7 @@ pub fn commit_write(
         return Err(Error::invalid(format!("'{shown}' is a folder")));
     };
     let mode = match &resolved.stat {
-        Some(stat) => Mode::from_raw_mode(stat.st_mode & 0o7777),
+        Some(stat) => Mode::from_raw_mode(stat.st_mode & wicket_os::files::WRITTEN_MODE_BITS),
         None => Mode::from_raw_mode(0o644),
     };
     sweep_abandoned_temps(&resolved, &name);
@@ -155,6 +155,7 @@ pub fn commit_write(
     Ok(WriteOutput {
         path: shown,
         bytes: content.len() as u64,
+        runs_later: None,
     })
 }
 

@@ -1,0 +1,171 @@
+//! Files that something runs later, under another tool: the one table the
+//! gate (a write's card), the jail (what a command may create) and the run's
+//! result (what a command changed) all read.
+//!
+//! Two kinds:
+//! - [`git_or_wicket`]: an entry named `.git` or `.wicket`, at any depth.
+//!   git runs what a `.git` holds (hooks, `core.fsmonitor`, aliases) the next
+//!   time the person types `git status`; Wicket reads `.wicket/config.toml`.
+//!   No write reaches one unless a card said "git" in plain words.
+//! - [`runs_later`]: files other tools run (husky's hooks, direnv's
+//!   `.envrc`, an editor's tasks, CI workflows, build scripts). A write to
+//!   one is allowed as any write is, but its card and its result say so.
+
+use std::path::{Component, Path};
+
+/// The names no write reaches without a card that said "git".
+pub const GUARDED_NAMES: [&str; 2] = [".git", ".wicket"];
+
+/// Whether `path` (relative to the workspace, or absolute) passes through
+/// an entry named `.git` or `.wicket`.
+pub fn git_or_wicket(path: &Path) -> bool {
+    path.components().any(|component| match component {
+        Component::Normal(name) => GUARDED_NAMES.iter().any(|guarded| name == *guarded),
+        Component::Prefix(_) | Component::RootDir | Component::CurDir | Component::ParentDir => {
+            false
+        }
+    })
+}
+
+/// How a file that runs later is matched: its path below the workspace.
+#[derive(Debug, Clone, Copy)]
+enum Shape<'a> {
+    /// Exactly this path, at the root.
+    Root(&'a str),
+    /// This file name, in any folder.
+    Named(&'a str),
+    /// Anything below this folder, at the root.
+    Under(&'a str),
+}
+
+impl Shape<'_> {
+    fn matches(self, relative: &str) -> bool {
+        match self {
+            Shape::Root(path) => relative == path,
+            Shape::Named(name) => relative == name || relative.ends_with(&format!("/{name}")),
+            Shape::Under(folder) => relative
+                .strip_prefix(folder)
+                .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1),
+        }
+    }
+}
+
+/// The files other tools run later, and who runs them. Extend it here:
+/// the gate's cards, the run results and the tests all read this table.
+const RUNS_LATER: &[(Shape<'static>, &str)] = &[
+    (
+        Shape::Under(".husky"),
+        "git runs husky's hooks at commits and pushes",
+    ),
+    (
+        Shape::Under(".githooks"),
+        "git runs these hooks when core.hooksPath names the folder",
+    ),
+    (
+        Shape::Root(".envrc"),
+        "direnv runs it when a shell enters the folder",
+    ),
+    (
+        Shape::Root(".vscode/tasks.json"),
+        "VS Code runs its tasks, some when the folder opens",
+    ),
+    (
+        Shape::Root(".vscode/settings.json"),
+        "VS Code and its extensions run the programs it names",
+    ),
+    (
+        Shape::Under(".github/workflows"),
+        "GitHub Actions runs it on the next push",
+    ),
+    (
+        Shape::Named("package.json"),
+        "npm runs its scripts at install, test and build",
+    ),
+    (Shape::Named("Makefile"), "make runs it"),
+    (Shape::Named("build.rs"), "cargo runs it at every build"),
+    (
+        Shape::Root(".cargo/config.toml"),
+        "cargo runs the programs it names at every build",
+    ),
+    (
+        Shape::Named("pyproject.toml"),
+        "pip runs its build backend and hooks at install",
+    ),
+    (Shape::Named("setup.py"), "pip runs it at install"),
+    (
+        Shape::Root(".pre-commit-config.yaml"),
+        "pre-commit runs its hooks at every commit",
+    ),
+];
+
+/// Who runs `relative` (a path below the workspace, `/`-separated) later,
+/// when something does: "runs later: cargo runs it at every build".
+pub fn runs_later(relative: &str) -> Option<String> {
+    let relative = relative.trim_start_matches("./");
+    if git_or_wicket(Path::new(relative)) {
+        return Some(if relative.split('/').any(|part| part == ".wicket") {
+            "runs later: Wicket reads its config from .wicket".to_string()
+        } else {
+            "runs later: git runs the hooks and config a .git holds".to_string()
+        });
+    }
+    RUNS_LATER
+        .iter()
+        .find(|(shape, _)| shape.matches(relative))
+        .map(|(_, who)| format!("runs later: {who}"))
+}
+
+/// What a hooks folder (`core.hooksPath`) adds to the table: every file below it.
+pub fn runs_later_in_hooks_path(hooks_path: &str, relative: &str) -> Option<String> {
+    let folder = hooks_path.trim_end_matches('/');
+    Shape::Under(folder)
+        .matches(relative)
+        .then(|| format!("runs later: git runs the hooks in {folder} (core.hooksPath)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_and_wicket_entries_are_found_at_any_depth() {
+        for path in [
+            ".git/config",
+            "sub/.git",
+            "a/b/.git/hooks/post-checkout",
+            ".wicket/config.toml",
+            "pkg/.wicket",
+            "/abs/ws/sub/.git/config",
+        ] {
+            assert!(git_or_wicket(Path::new(path)), "{path}");
+        }
+        for path in [
+            "src/git.rs",
+            ".gitignore",
+            "x.git/HEAD",
+            "wicket/a",
+            ".github/x",
+        ] {
+            assert!(!git_or_wicket(Path::new(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn files_that_run_later_say_who_runs_them() {
+        let said = |path: &str| runs_later(path).unwrap_or_default();
+        assert!(said(".husky/pre-commit").contains("husky"));
+        assert!(said("crates/x/build.rs").contains("cargo"));
+        assert!(said("package.json").contains("npm"));
+        assert!(said("web/package.json").contains("npm"));
+        assert!(said(".github/workflows/ci.yml").contains("GitHub"));
+        assert!(said("sub/.git/config").contains("git"));
+        assert_eq!(runs_later("src/main.rs"), None);
+        assert_eq!(runs_later(".husky"), None);
+        assert_eq!(runs_later("my.envrc"), None);
+        assert!(
+            runs_later_in_hooks_path("tools/hooks", "tools/hooks/pre-push")
+                .unwrap()
+                .contains("core.hooksPath")
+        );
+    }
+}
