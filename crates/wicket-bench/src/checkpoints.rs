@@ -141,6 +141,30 @@ pub(crate) fn checkpoint_rows(rows: &mut Vec<Row>) -> Result<()> {
         ratio: Some(incremental.as_secs_f64() / incremental_git.as_secs_f64()),
     });
 
+    // The jail's scan for what git and Wicket run later (every `.git` and
+    // `.wicket` at any depth), before and after each command, beside `find`.
+    std::fs::create_dir_all(ws.join("src/m42/vendored/.git"))?;
+    let scan = median(15, || {
+        let found = wicket_os::guard::scan(&ws);
+        anyhow::ensure!(found.entries.len() == 1, "{found:?}");
+        Ok(())
+    })?;
+    let find = median(15, || {
+        let out = Command::new("find")
+            .arg(&ws)
+            .args(["-name", ".git", "-prune"])
+            .output()?;
+        anyhow::ensure!(out.status.success(), "find failed");
+        Ok(())
+    })?;
+    std::fs::remove_dir_all(ws.join("src/m42/vendored"))?;
+    rows.push(Row {
+        name: format!("jail: the scan for .git and .wicket at any depth, {FILES} files"),
+        wicket: ms(scan),
+        reference: format!("find -name .git -prune {}", ms(find)),
+        ratio: Some(scan.as_secs_f64() / find.as_secs_f64()),
+    });
+
     // What one more change costs the store.
     change()?;
     let file = std::fs::metadata(&changed)?.len();

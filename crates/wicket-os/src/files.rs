@@ -14,6 +14,13 @@ pub const PRIVATE_DIR_MODE: u32 = 0o700;
 /// The mode of every file Wicket writes for itself.
 pub const PRIVATE_FILE_MODE: u32 = 0o600;
 
+/// The mode bits a file Wicket writes may carry (a write keeping a file's
+/// mode, a rewind's restore, a preview's apply): the permissions and the
+/// sticky bit, never setuid or setgid, whoever owns the file and whatever
+/// mode it had: a setuid-root file is a way for anyone on the machine to
+/// become root.
+pub const WRITTEN_MODE_BITS: u32 = 0o1777;
+
 /// Makes `dir` and its missing parents with mode 0700, and narrows `dir`
 /// itself to 0700 if it already existed wider.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use nix::mount::MsFlags;
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
+use crate::guard::Found;
+use crate::limits::ResourceLimits;
 use crate::sandbox::Policy;
 
 /// The folders that get a private, empty tmpfs.
@@ -30,10 +32,6 @@ pub const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
 
 /// The devices a command finds in its `/dev`.
 pub const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
-
-/// The folders inside the workspace a command may not write unless asked.
-const GIT: &str = ".git";
-const WICKET: &str = ".wicket";
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -182,13 +180,38 @@ fn tmpfs(target: &Path, options: &str) -> Result<()> {
     )
 }
 
+/// Each private tmpfs's share of `max_memory_mb`, as eighths: `/tmp` half,
+/// `/dev/shm` a quarter, `/var/tmp` and `/run` an eighth each, so that
+/// together they hold no more than the memory limit (a tmpfs without a size
+/// takes half the machine's, each: where no cgroup counts them, four of
+/// them reach twice its memory).
+pub const TMPFS_EIGHTHS: [(&str, u64); 4] =
+    [("/tmp", 4), ("/dev/shm", 2), ("/var/tmp", 1), ("/run", 1)];
+
+/// The mount options of the private tmpfs at `folder`: its size and inode
+/// count from `limits` (one inode a 4 KiB, at least 1,024).
+pub fn tmpfs_options(folder: &str, limits: &ResourceLimits) -> String {
+    let eighths = TMPFS_EIGHTHS
+        .iter()
+        .find(|(name, _)| *name == folder)
+        .map_or(1, |(_, eighths)| *eighths);
+    let bytes = limits
+        .max_memory_mb
+        .saturating_mul(1024 * 1024)
+        .saturating_mul(eighths)
+        / 8;
+    let bytes = bytes.max(1024 * 1024);
+    let inodes = (bytes / 4096).max(1024);
+    format!("mode=1777,size={bytes},nr_inodes={inodes}")
+}
+
 /// A real folder (not a link to one, which another entry covers).
 fn is_real_dir(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
 }
 
 /// A `/dev` with only the harmless devices: no tty, no pts, no disk.
-fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<()> {
+fn minimal_dev(devices: &[(&str, OwnedFd)], limits: &ResourceLimits) -> Result<()> {
     let dev = Path::new("/dev");
     mount(
         Some(Path::new("tmpfs")),
@@ -198,7 +221,7 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<()> {
         Some("mode=0755,size=64k"),
     )?;
     for (name, fd) in devices {
-        bind(&fd_path(fd), &dev.join(name), true)?;
+        bind_device(fd, &dev.join(name))?;
     }
     let links = [
         ("fd", "/proc/self/fd"),
@@ -212,34 +235,45 @@ fn minimal_dev(devices: &[(&str, OwnedFd)]) -> Result<()> {
     }
     let shm = dev.join("shm");
     std::fs::create_dir(&shm).map_err(|error| format!("making /dev/shm: {error}"))?;
-    tmpfs(&shm, "mode=1777")
+    tmpfs(&shm, &tmpfs_options("/dev/shm", limits))
 }
 
-/// The git folder a `.git` file points to (`gitdir: PATH`), for worktrees and submodules.
-fn git_file_target(workspace: &Path, file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    std::fs::canonicalize(workspace.join(target)).ok()
+/// Binds one of the host's devices into the jail's `/dev`: read-only,
+/// `nosuid` and `noexec`, so that it reads and writes as a device does but
+/// its inode (the host's own `/dev/null`) cannot be changed: no `chmod`,
+/// no `chown`, no `utime`.
+fn bind_device(fd: &OwnedFd, target: &Path) -> Result<()> {
+    std::fs::File::create(target)
+        .map_err(|error| format!("making {} to bind over: {error}", target.display()))?;
+    mount(Some(&fd_path(fd)), target, None, MsFlags::MS_BIND, None)?;
+    let flags = MsFlags::MS_BIND
+        | MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NOEXEC
+        | (kept_flags(target)? - MsFlags::MS_NODEV);
+    mount(None, target, None, flags, None)
 }
 
-/// `.git` (and where a `.git` file points) and `.wicket`, read-only.
-fn protect_workspace_folders(policy: &Policy) -> Result<()> {
-    let mut protected = vec![policy.workspace.join(WICKET)];
+/// Every `.wicket` read-only, and unless the call may write git, every
+/// `.git` entry at any depth, where each points, every other git folder and
+/// each repository's hooks folder and included config (see
+/// [`crate::guard`]). What was found is kept, so that what the command
+/// makes of them is undone after it ([`crate::guard::Found::settle`]).
+fn protect_workspace_folders(policy: &Policy) -> Result<Found> {
+    let found = crate::guard::scan(&policy.workspace);
+    let mut protected: Vec<&PathBuf> = found.wicket_protected.iter().collect();
     if !policy.write_git {
-        let git = policy.workspace.join(GIT);
-        if std::fs::symlink_metadata(&git).is_ok_and(|meta| meta.is_file()) {
-            protected.extend(git_file_target(&policy.workspace, &git));
-        }
-        protected.push(git);
+        protected.extend(&found.git_protected);
     }
     for path in protected {
-        // A link is protected where it leads; a missing folder has nothing to protect.
-        let Ok(real) = std::fs::canonicalize(&path) else {
+        // A link is protected where it leads; a missing one has nothing to protect.
+        let Ok(real) = std::fs::canonicalize(path) else {
             continue;
         };
         bind(&real, &real, false)?;
     }
-    Ok(())
+    Ok(found)
 }
 
 /// Covers a path nobody in the jail may see: an empty read-only tmpfs over
@@ -301,6 +335,8 @@ impl Cwd {
 pub struct Built {
     /// The private tmpfs the command may write.
     pub private: Vec<PathBuf>,
+    /// The guarded entries found in the workspace before the command.
+    pub guarded: Found,
 }
 
 /// Builds the jail's file tree in a new mount namespace. Runs in stage 2
@@ -327,13 +363,14 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     let null = hold(Path::new("/dev/null"))?;
     read_only_everything()?;
     let mut built = Built::default();
-    for folder in PRIVATE_TMPFS.iter().map(Path::new) {
+    for name in PRIVATE_TMPFS {
+        let folder = Path::new(name);
         if is_real_dir(folder) {
-            tmpfs(folder, "mode=1777")?;
+            tmpfs(folder, &tmpfs_options(name, &policy.limits))?;
             built.private.push(folder.to_path_buf());
         }
     }
-    minimal_dev(&devices)?;
+    minimal_dev(&devices, &policy.limits)?;
     built.private.push(PathBuf::from("/dev/shm"));
     for (path, fd) in &visible {
         bind(&fd_path(fd), path, false)?;
@@ -342,7 +379,7 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     for (path, fd) in &writable {
         bind(&fd_path(fd), path, true)?;
     }
-    protect_workspace_folders(policy)?;
+    built.guarded = protect_workspace_folders(policy)?;
     for path in deny {
         mask(path, &null)?;
     }
@@ -464,21 +501,55 @@ pub fn drop_capabilities() -> Result<()> {
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// The seccomp filter: mounts and `TIOCSTI` always refused; without
-/// network, `socket(AF_UNIX)` and `io_uring` too (`socketpair` stays, so
-/// programs that talk to their own children still work).
+/// The socket families a command may open: the internet ones (which reach
+/// nothing but the jail's own loopback without network), and
+/// `AF_NETLINK`, which `ip`, glibc's `getaddrinfo` (`AI_ADDRCONFIG`) and
+/// Node.js's `os.networkInterfaces` use to read the jail's own interfaces
+/// and routes. `AF_UNIX` only with network (a daemon's socket file is a way
+/// out); `socketpair` stays, so programs that talk to their own children
+/// work. Everything else (`AF_VSOCK` to a VM's host, `AF_PACKET`,
+/// Bluetooth, …) is refused.
+const SOCKET_FAMILIES: [i32; 3] = [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+
+/// The mode bits no file may leave the jail with.
+const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
+/// The seccomp filters:
+/// - mounts, `TIOCSTI`, the kernel keyring (`keyctl`, `add_key`,
+///   `request_key`: the person's keys, and a quota a command could fill)
+///   and `io_uring` (whose operations no filter sees) always refused;
+/// - sockets only of [`SOCKET_FAMILIES`] (and `AF_UNIX` with network);
+/// - no setuid or setgid bit, on any file: `chmod`, `fchmod`, `fchmodat`,
+///   `fchmodat2` with one in the mode, `open`/`openat`/`creat` that create
+///   with one, `mkdir`/`mknod` asking for one; `openat2` (whose mode lies
+///   in a struct no filter can read) says `ENOSYS`, so that programs fall
+///   back to `openat`.
 pub fn seccomp(network: bool) -> Result<()> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
-    let error = |error: seccompiler::Error| format!("seccomp: {error}");
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
-    let equal = |arg: u8, value: u64| -> Result<Vec<SeccompRule>> {
-        let condition =
-            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
-                .map_err(backend)?;
-        Ok(vec![SeccompRule::new(vec![condition]).map_err(backend)?])
+    let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(backend)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(backend);
+    // A mode argument with a set-id bit: one rule a bit (rules are or-ed).
+    let set_id = |arg: u8| -> Result<Vec<SeccompRule>> {
+        SET_ID_BITS
+            .iter()
+            .map(|bit| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(*bit), *bit)?]))
+            .collect()
+    };
+    // A creating open (`O_CREAT`, or `O_TMPFILE`, later linked in) with a set-id bit.
+    let creating = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>> {
+        let mut rules = Vec::new();
+        for create in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
+            for bit in SET_ID_BITS {
+                rules.push(rule(vec![
+                    condition(flags, SeccompCmpOp::MaskedEq(create), create)?,
+                    condition(mode, SeccompCmpOp::MaskedEq(bit), bit)?,
+                ])?);
+            }
+        }
+        Ok(rules)
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for number in [
@@ -492,26 +563,63 @@ pub fn seccomp(network: bool) -> Result<()> {
         libc::SYS_fsconfig,
         libc::SYS_fspick,
         libc::SYS_mount_setattr,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
     ] {
         rules.insert(number, Vec::new());
     }
     // TIOCSTI is a c_ulong on glibc and a c_int on musl.
     #[allow(clippy::unnecessary_cast)]
     let tiocsti = libc::TIOCSTI as u64;
-    rules.insert(libc::SYS_ioctl, equal(1, tiocsti)?);
-    if !network {
-        rules.insert(libc::SYS_socket, equal(0, libc::AF_UNIX as u64)?);
-        for number in [
-            libc::SYS_io_uring_setup,
-            libc::SYS_io_uring_enter,
-            libc::SYS_io_uring_register,
-        ] {
-            rules.insert(number, Vec::new());
-        }
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![rule(vec![condition(1, SeccompCmpOp::Eq, tiocsti)?])?],
+    );
+    let mut families: Vec<i32> = SOCKET_FAMILIES.to_vec();
+    if network {
+        families.push(libc::AF_UNIX);
     }
+    rules.insert(
+        libc::SYS_socket,
+        vec![rule(
+            families
+                .iter()
+                .map(|family| condition(0, SeccompCmpOp::Ne, *family as u64))
+                .collect::<Result<_>>()?,
+        )?],
+    );
+    rules.insert(libc::SYS_fchmod, set_id(1)?);
+    rules.insert(libc::SYS_fchmodat, set_id(2)?);
+    rules.insert(libc::SYS_fchmodat2, set_id(2)?);
+    rules.insert(libc::SYS_mkdirat, set_id(2)?);
+    rules.insert(libc::SYS_mknodat, set_id(2)?);
+    rules.insert(libc::SYS_openat, creating(2, 3)?);
+    // The older calls, which only some architectures still have.
     #[cfg(target_arch = "x86_64")]
     {
-        let x32: Vec<(i64, Vec<SeccompRule>)> = rules
+        rules.insert(libc::SYS_chmod, set_id(1)?);
+        rules.insert(libc::SYS_creat, set_id(1)?);
+        rules.insert(libc::SYS_mkdir, set_id(1)?);
+        rules.insert(libc::SYS_mknod, set_id(1)?);
+        rules.insert(libc::SYS_open, creating(1, 2)?);
+    }
+    install(rules, libc::EPERM)?;
+    let mut unknown: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    unknown.insert(libc::SYS_openat2, Vec::new());
+    install(unknown, libc::ENOSYS)
+}
+
+/// Installs one filter: the syscalls of `rules` fail with `errno`.
+fn install(mut rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>>, errno: i32) -> Result<()> {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+    let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
+    #[cfg(target_arch = "x86_64")]
+    {
+        let x32: Vec<(i64, Vec<seccompiler::SeccompRule>)> = rules
             .iter()
             .map(|(number, rule)| (number | X32_SYSCALL_BIT, rule.clone()))
             .collect();
@@ -521,12 +629,12 @@ pub fn seccomp(network: bool) -> Result<()> {
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
     .map_err(backend)?;
     let program: BpfProgram = filter.try_into().map_err(backend)?;
-    seccompiler::apply_filter(&program).map_err(error)
+    seccompiler::apply_filter(&program).map_err(|error| format!("seccomp: {error}"))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 pub mod cancel;
 pub mod files;
+pub mod guard;
 pub mod ids;
 pub mod jail;
 pub mod limits;

@@ -470,11 +470,14 @@ fn stage2(args: &[OsString]) -> u8 {
     if let Err(message) = die_with_parent(launch.parent) {
         return fail(message);
     }
-    if let Some(policy) = &launch.policy
-        && let Err(message) = confine_init(&launch, policy)
-    {
-        return fail(message);
-    }
+    let guarded = match &launch.policy {
+        Some(policy) => match confine_init(&launch, policy) {
+            Ok(guarded) => Some((policy, guarded)),
+            Err(message) => return fail(message),
+        },
+        None => None,
+    };
+    let since = nanoseconds_now();
     let child = match Command::new(&argv[0]).args(&argv[1..]).spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -503,6 +506,9 @@ fn stage2(args: &[OsString]) -> u8 {
         loop {
             match rustix::process::waitpid(None, WaitOptions::NOHANG) {
                 Ok(Some((pid, status))) if pid == main => {
+                    if let Some((policy, Some(found))) = &guarded {
+                        settle(policy, found, since);
+                    }
                     if let Some(code) = status.exit_status() {
                         return u8::try_from(code).unwrap_or(1);
                     }
@@ -521,14 +527,45 @@ fn stage2(args: &[OsString]) -> u8 {
     fail("the signal loop ended")
 }
 
+/// How far a file's ctime may lag the clock: the kernel stamps files from
+/// its coarse clock, one tick (up to 10 ms) behind the one `now` reads.
+const CTIME_LAG_NANOS: i128 = 50_000_000;
+
+/// When the command starts, in nanoseconds since the epoch, as a file's
+/// ctime would say it (a file changed after it has a ctime at or past it).
+fn nanoseconds_now() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as i128)
+        - CTIME_LAG_NANOS
+}
+
+/// After the command: everything it left in the namespace killed and
+/// reaped (nothing may make a `.git` again behind the check), then what it
+/// made of the guarded entries undone, and what it changed that runs later
+/// named, each on a line of its stderr.
+fn settle(policy: &Policy, found: &crate::guard::Found, since: i128) {
+    // kill(-1): every process of the namespace but this one; each is this
+    // init's child, so each is reaped here.
+    let _ = rustix::process::kill_process_group(Pid::INIT, Signal::KILL);
+    while let Ok(Some(_)) = rustix::process::waitpid(None, WaitOptions::empty()) {}
+    let settled = found.settle(&policy.workspace, policy.write_git, since);
+    for line in settled.lines() {
+        eprintln!("{}", wicket_protocol::text::visible_line(&line));
+    }
+}
+
 /// Stage 2's layers, in order: the file tree (it needs the capability
 /// stage 1 passed), every capability dropped, the limits, Landlock, seccomp.
-fn confine_init(launch: &Launch, policy: &Policy) -> Result<(), String> {
+/// What the tree's scan found of `.git` and `.wicket` entries, when there is a tree.
+fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<crate::guard::Found>, String> {
     let mut policy = policy.clone();
     let deny = canonical(&policy.deny_read);
+    let mut guarded = None;
     if launch.mounts {
         let built = jail::build(&policy, &deny)?;
         policy.writable.extend(built.private);
+        guarded = Some(built.guarded);
     }
     jail::drop_capabilities()?;
     if !launch.cgroup {
@@ -538,7 +575,7 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<(), String> {
     if launch.seccomp {
         jail::seccomp(policy.network)?;
     }
-    Ok(())
+    Ok(guarded)
 }
 
 /// The paths as they really are (a link judged where it leads); those that do not exist drop out.

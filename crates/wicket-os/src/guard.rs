@@ -1,0 +1,573 @@
+//! What git and Wicket run later, found in a workspace at any depth: every
+//! `.git` entry (a folder, a `gitdir:` file, a link) and where it points,
+//! every git folder under another name (a bare repository, a submodule's
+//! gitdir), every `.wicket`, and the hooks folder and included config files
+//! a repository's config names. Stage 2 of the launcher scans before the
+//! command starts (each found entry is bound read-only, unless the call may
+//! write git) and again after it ends, with nothing of it left running: an
+//! entry the command made is removed, a link it replaced is put back, and
+//! what it changed that other tools run later is named, each on a line of
+//! the command's stderr, which the model and the person read.
+//!
+//! The walk reads names only (one `getdents` a folder, no `stat` but for a
+//! `.git` file and the few files [`runs_later`] names), and every folder is
+//! entered from its parent's descriptor with `O_NOFOLLOW`, so no link leads
+//! it out of the workspace.
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, OsStr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use wicket_protocol::guarded::{GUARDED_NAMES, runs_later, runs_later_in_hooks_path};
+
+/// At most this much of a `.git` file is read (`gitdir: PATH` is one short line).
+pub const GIT_FILE_MAX_BYTES: usize = 4096;
+
+/// At most this much of a repository's `config` is read for its hooks
+/// folder and includes.
+const GIT_CONFIG_MAX_BYTES: usize = 256 * 1024;
+
+/// At most this many entries are walked; past it, the scan stops (what it
+/// found so far is still protected) and says so.
+pub const SCAN_MAX_ENTRIES: usize = 2_000_000;
+
+/// At most this many changed files that run later are named after a command.
+const RUNS_LATER_NAMED: usize = 10;
+
+/// What a guarded entry was before the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A real folder.
+    Folder,
+    /// A regular file (a `.git` file: `gitdir: PATH`).
+    File,
+    /// A link, and what it held.
+    Link(PathBuf),
+    /// Something else (a FIFO, a socket, a device).
+    Other,
+}
+
+/// One scan of a workspace.
+#[derive(Debug, Default, Clone)]
+pub struct Found {
+    /// Every entry named `.git` or `.wicket`, below the workspace.
+    pub entries: BTreeMap<PathBuf, Kind>,
+    /// Git folders not named `.git` (a bare repository, a gitdir), below the workspace.
+    pub git_folders: Vec<PathBuf>,
+    /// What must be read-only for a command that may not write git: the
+    /// `.git` entries, where their files and links point, the other git
+    /// folders, each repository's hooks folder and included config files
+    /// inside the workspace. Absolute.
+    pub git_protected: Vec<PathBuf>,
+    /// `.wicket` entries, absolute: read-only for every command.
+    pub wicket_protected: Vec<PathBuf>,
+    /// Hooks folders (`core.hooksPath`) inside the workspace, relative.
+    pub hooks_paths: Vec<String>,
+    /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
+    pub truncated: bool,
+}
+
+/// Whether `relative` was a file that other tools run later, and who.
+fn later(found: &Found, relative: &str) -> Option<String> {
+    runs_later(relative).or_else(|| {
+        found
+            .hooks_paths
+            .iter()
+            .find_map(|hooks| runs_later_in_hooks_path(hooks, relative))
+    })
+}
+
+/// A folder by its path (the workspace, a git folder it names).
+fn open_root(path: &Path) -> Option<OwnedFd> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+fn open_dir(parent: impl AsFd, name: &CStr) -> Option<OwnedFd> {
+    rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+/// The names in a folder with their types (a type the folder does not say is asked for).
+fn names(folder: &OwnedFd) -> Vec<(Vec<u8>, FileType)> {
+    let Ok(dir) = rustix::fs::Dir::read_from(folder) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => {
+                rustix::fs::statat(folder, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|stat| FileType::from_raw_mode(stat.st_mode))
+                    .unwrap_or(FileType::Unknown)
+            }
+            kind => kind,
+        };
+        names.push((name.to_vec(), kind));
+    }
+    names
+}
+
+/// At most `max` bytes of the regular file `name` in `folder`, without
+/// blocking on a FIFO or following a link; `None` for anything else.
+fn read_small(folder: impl AsFd, name: &OsStr, max: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let fd = rustix::fs::openat(
+        folder,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(max as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// The folder a `.git` file points to (`gitdir: PATH`), read from a small
+/// regular file only: a 2 GB sparse `.git` costs nothing.
+pub fn git_file_target(folder: &Path, bytes: &[u8]) -> Option<PathBuf> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    (!target.is_empty()).then(|| folder.join(target))
+}
+
+/// A repository's `config`: its `core.hooksPath` and `include.path`s
+/// (`includeIf` too), as written. A plain reading of git's format: sections,
+/// case-insensitive keys, quotes.
+fn config_paths(text: &str) -> Vec<(bool, String)> {
+    let mut section = String::new();
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest.split([']', ' ', '"', '.']).next().unwrap_or("");
+            section = name.to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let value = value
+            .split(['#', ';'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"')
+            .to_string();
+        match (section.as_str(), key.as_str()) {
+            ("core", "hookspath") => found.push((true, value)),
+            ("include" | "includeif", "path") => found.push((false, value)),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Scans `workspace` for what git and Wicket run later.
+pub fn scan(workspace: &Path) -> Found {
+    let mut found = Found::default();
+    let Some(root) = open_root(workspace) else {
+        return found;
+    };
+    let mut walked = 0usize;
+    let mut stack: Vec<(PathBuf, OwnedFd)> = vec![(PathBuf::new(), root)];
+    let mut git_dirs: Vec<PathBuf> = Vec::new();
+    while let Some((relative, folder)) = stack.pop() {
+        let names = names(&folder);
+        walked += names.len();
+        if walked > SCAN_MAX_ENTRIES {
+            found.truncated = true;
+            break;
+        }
+        let has = |wanted: &[u8], kind: FileType| {
+            names
+                .iter()
+                .any(|(name, found)| name == wanted && *found == kind)
+        };
+        // A git folder under another name: HEAD, and objects (or a worktree's commondir).
+        if !relative.as_os_str().is_empty()
+            && relative.file_name().is_none_or(|name| name != ".git")
+            && has(b"HEAD", FileType::RegularFile)
+            && (has(b"objects", FileType::Directory) || has(b"commondir", FileType::RegularFile))
+        {
+            found.git_folders.push(relative.clone());
+            git_dirs.push(workspace.join(&relative));
+            continue;
+        }
+        for (name, kind) in names {
+            let os_name = OsStr::from_bytes(&name);
+            let path = relative.join(os_name);
+            let guarded = GUARDED_NAMES
+                .iter()
+                .any(|guarded| name == guarded.as_bytes());
+            if guarded {
+                let absolute = workspace.join(&path);
+                let wicket = name == b".wicket";
+                let protected = if wicket {
+                    &mut found.wicket_protected
+                } else {
+                    &mut found.git_protected
+                };
+                let entry = match kind {
+                    FileType::Directory => {
+                        if !wicket {
+                            git_dirs.push(absolute.clone());
+                        }
+                        protected.push(absolute);
+                        Kind::Folder
+                    }
+                    FileType::RegularFile => {
+                        protected.push(absolute);
+                        if !wicket
+                            && let Some(bytes) = read_small(&folder, os_name, GIT_FILE_MAX_BYTES)
+                            && let Some(target) =
+                                git_file_target(&workspace.join(&relative), &bytes)
+                        {
+                            git_dirs.push(target.clone());
+                            found.git_protected.push(target);
+                        }
+                        Kind::File
+                    }
+                    FileType::Symlink => {
+                        let target = rustix::fs::readlinkat(&folder, os_name, Vec::new())
+                            .map(|target| PathBuf::from(OsStr::from_bytes(target.to_bytes())))
+                            .unwrap_or_default();
+                        // The link itself is not a mount point: it is put back after
+                        // the command; where it leads is read-only.
+                        let leads = workspace.join(&relative).join(&target);
+                        if !wicket {
+                            git_dirs.push(leads.clone());
+                        }
+                        protected.push(leads);
+                        Kind::Link(target)
+                    }
+                    _ => Kind::Other,
+                };
+                found.entries.insert(path, entry);
+                continue;
+            }
+            if kind == FileType::Directory
+                && let Some(child) = std::ffi::CString::new(name.clone())
+                    .ok()
+                    .and_then(|name| open_dir(&folder, &name))
+            {
+                stack.push((path, child));
+            }
+        }
+    }
+    for git_dir in git_dirs {
+        let Some(bytes) = open_root(&git_dir)
+            .and_then(|folder| read_small(&folder, OsStr::new("config"), GIT_CONFIG_MAX_BYTES))
+        else {
+            continue;
+        };
+        // Relative paths in a repository's config: a hooks folder is the
+        // work tree's (the folder holding `.git`), an include the config's.
+        let work_tree = git_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        for (hooks, value) in config_paths(&String::from_utf8_lossy(&bytes)) {
+            let path = match value.strip_prefix("~/") {
+                Some(rest) => match std::env::var_os("HOME") {
+                    Some(home) => PathBuf::from(home).join(rest),
+                    None => continue,
+                },
+                None if hooks => work_tree.join(&value),
+                None => git_dir.join(&value),
+            };
+            let Ok(real) = std::fs::canonicalize(&path) else {
+                continue;
+            };
+            if let Ok(relative) = real.strip_prefix(workspace) {
+                if hooks {
+                    found
+                        .hooks_paths
+                        .push(relative.to_string_lossy().into_owned());
+                }
+                found.git_protected.push(real);
+            }
+        }
+    }
+    found
+}
+
+/// What [`Found::settle`] did after a command.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// Entries named `.git` or `.wicket` the command made, removed (relative).
+    pub removed: Vec<PathBuf>,
+    /// Links named `.git` or `.wicket` the command replaced, put back (relative).
+    pub restored: Vec<PathBuf>,
+    /// What could not be undone, and why.
+    pub failed: Vec<String>,
+    /// Files the command changed that other tools run later, and who runs each.
+    pub runs_later: Vec<(String, String)>,
+}
+
+impl Settled {
+    /// One line a thing, for the command's stderr.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for path in &self.removed {
+            lines.push(format!(
+                "wicket: removed {}, which the command made: without \"git\": true a command may \
+                 not make a .git or .wicket (git and Wicket would run what it holds later); run \
+                 it again with \"git\": true if it should stay",
+                path.display()
+            ));
+        }
+        for path in &self.restored {
+            lines.push(format!(
+                "wicket: put back the link {}, which the command replaced: without \"git\": true \
+                 a command may not change a .git or .wicket",
+                path.display()
+            ));
+        }
+        for failure in &self.failed {
+            lines.push(format!("wicket: {failure}"));
+        }
+        for (path, who) in &self.runs_later {
+            lines.push(format!("wicket: changed {path}: {who}"));
+        }
+        lines
+    }
+}
+
+/// Removes `name` in `folder` and everything below it, no link followed.
+fn remove_tree(folder: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
+    let stat = rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+        let c_name = std::ffi::CString::new(name.as_bytes())?;
+        if let Some(child) = open_dir(folder, &c_name) {
+            for (entry, _) in names(&child) {
+                remove_tree(&child, OsStr::from_bytes(&entry))?;
+            }
+        }
+        rustix::fs::unlinkat(folder, name, AtFlags::REMOVEDIR)?;
+    } else {
+        rustix::fs::unlinkat(folder, name, AtFlags::empty())?;
+    }
+    Ok(())
+}
+
+/// The folder of `relative`'s parent below `workspace`, reached one real folder at a time.
+fn parent_of(workspace: &Path, relative: &Path) -> Option<OwnedFd> {
+    let mut folder = open_root(workspace)?;
+    for part in relative.parent()?.iter() {
+        let name = std::ffi::CString::new(part.as_bytes()).ok()?;
+        folder = open_dir(&folder, &name)?;
+    }
+    Some(folder)
+}
+
+impl Found {
+    /// After a command (nothing of it left running), made by `since`
+    /// (the command's start): undoes what it made or replaced of the
+    /// guarded entries (all of them when `write_git` is false, `.wicket`
+    /// ones otherwise), and names the files it changed that run later.
+    pub fn settle(&self, workspace: &Path, write_git: bool, since: i128) -> Settled {
+        let after = scan(workspace);
+        let mut settled = Settled::default();
+        for (path, kind) in &after.entries {
+            let wicket = path.file_name().is_some_and(|name| name == ".wicket");
+            if write_git && !wicket {
+                continue;
+            }
+            let before = self.entries.get(path);
+            if before == Some(kind) {
+                continue;
+            }
+            let Some(parent) = parent_of(workspace, path) else {
+                settled
+                    .failed
+                    .push(format!("could not reach {} to undo it", path.display()));
+                continue;
+            };
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            match remove_tree(&parent, name) {
+                Ok(()) => {}
+                Err(error) => {
+                    settled.failed.push(format!(
+                        "could not remove {}, which the command made: {error}; remove it before \
+                         running git there",
+                        path.display()
+                    ));
+                    continue;
+                }
+            }
+            match before {
+                Some(Kind::Link(target)) => {
+                    match rustix::fs::symlinkat(target.as_os_str(), &parent, name) {
+                        Ok(()) => settled.restored.push(path.clone()),
+                        Err(error) => settled.failed.push(format!(
+                            "could not put back the link {} -> {}: {error}",
+                            path.display(),
+                            target.display()
+                        )),
+                    }
+                }
+                Some(_) | None => settled.removed.push(path.clone()),
+            }
+        }
+        // A guarded link the command removed without making anything in its place.
+        for (path, kind) in &self.entries {
+            let Kind::Link(target) = kind else {
+                continue;
+            };
+            let wicket = path.file_name().is_some_and(|name| name == ".wicket");
+            if (write_git && !wicket) || after.entries.contains_key(path) {
+                continue;
+            }
+            if let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name())
+                && rustix::fs::symlinkat(target.as_os_str(), &parent, name).is_ok()
+            {
+                settled.restored.push(path.clone());
+            }
+        }
+        settled.runs_later = changed_later(&after, workspace, since);
+        settled
+    }
+}
+
+/// The files below `workspace` whose inode changed at or after `since`
+/// (nanoseconds since the epoch; ctime, which no command can set back)
+/// that other tools run later.
+fn changed_later(found: &Found, workspace: &Path, since: i128) -> Vec<(String, String)> {
+    let mut changed = Vec::new();
+    let mut stack: Vec<(PathBuf, OwnedFd)> = match open_root(workspace) {
+        Some(root) => vec![(PathBuf::new(), root)],
+        None => return changed,
+    };
+    let mut walked = 0usize;
+    while let Some((relative, folder)) = stack.pop() {
+        for (name, kind) in names(&folder) {
+            walked += 1;
+            if walked > SCAN_MAX_ENTRIES || changed.len() >= RUNS_LATER_NAMED {
+                return changed;
+            }
+            let os_name = OsStr::from_bytes(&name);
+            let path = relative.join(os_name);
+            // What a package manager unpacks is not the person's to run later.
+            if name == b"node_modules" || GUARDED_NAMES.iter().any(|g| name == g.as_bytes()) {
+                continue;
+            }
+            if kind == FileType::Directory {
+                if let Some(child) = std::ffi::CString::new(name.clone())
+                    .ok()
+                    .and_then(|name| open_dir(&folder, &name))
+                {
+                    stack.push((path, child));
+                }
+                continue;
+            }
+            let shown = path.to_string_lossy().into_owned();
+            let Some(who) = later(found, &shown) else {
+                continue;
+            };
+            let recent =
+                rustix::fs::statat(&folder, os_name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
+                    i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec)
+                        >= since
+                });
+            if recent {
+                changed.push((shown, who));
+            }
+        }
+    }
+    changed.sort();
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repositorys_config_names_its_hooks_folder_and_includes() {
+        let text = "[core]\n\tbare = false\n\thooksPath = .husky # set by husky\n\
+                    [include]\n\tpath = ../shared.gitconfig\n\
+                    [includeIf \"gitdir:~/w/\"]\n\tpath = \"w.gitconfig\"\n[user]\n\tname = x\n";
+        assert_eq!(
+            config_paths(text),
+            vec![
+                (true, ".husky".to_string()),
+                (false, "../shared.gitconfig".to_string()),
+                (false, "w.gitconfig".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_git_file_names_its_folder_in_its_first_line_only() {
+        let folder = Path::new("/w/sub");
+        assert_eq!(
+            git_file_target(folder, b"gitdir: ../.git/modules/sub\n"),
+            Some(PathBuf::from("/w/sub/../.git/modules/sub"))
+        );
+        assert_eq!(git_file_target(folder, b"not a git file"), None);
+        assert_eq!(git_file_target(folder, &[0xff, 0xfe]), None);
+    }
+
+    #[test]
+    fn a_scan_finds_git_entries_at_any_depth_and_settle_undoes_new_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        std::fs::create_dir_all(ws.join("bare.git/objects")).unwrap();
+        std::fs::write(ws.join("bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(ws.join("pkg")).unwrap();
+        std::os::unix::fs::symlink("../.git", ws.join("pkg/.git")).unwrap();
+        let found = scan(&ws);
+        assert_eq!(found.entries.len(), 3, "{found:?}");
+        assert_eq!(found.git_folders, vec![PathBuf::from("bare.git")]);
+        assert!(found.git_protected.contains(&ws.join(".git")));
+        assert!(
+            found
+                .git_protected
+                .contains(&ws.join("sub/../.git/modules/sub"))
+        );
+        // A command makes a nested .git and a .wicket and replaces the link.
+        std::fs::create_dir_all(ws.join("deep/er/.git")).unwrap();
+        std::fs::write(ws.join("deep/er/.git/config"), "[core]\nfsmonitor = x\n").unwrap();
+        std::fs::create_dir_all(ws.join(".wicket")).unwrap();
+        std::fs::remove_file(ws.join("pkg/.git")).unwrap();
+        std::fs::create_dir(ws.join("pkg/.git")).unwrap();
+        let settled = found.settle(&ws, false, 0);
+        assert!(!ws.join("deep/er/.git").exists());
+        assert!(!ws.join(".wicket").exists());
+        assert_eq!(
+            std::fs::read_link(ws.join("pkg/.git")).unwrap(),
+            PathBuf::from("../.git")
+        );
+        assert_eq!(settled.removed.len(), 2, "{settled:?}");
+        assert_eq!(settled.restored, vec![PathBuf::from("pkg/.git")]);
+        assert!(ws.join(".git/hooks").exists());
+    }
+}
