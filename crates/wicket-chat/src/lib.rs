@@ -21,6 +21,11 @@ pub mod sse;
 pub mod tls;
 pub mod window;
 
+/// Cases each property test of this crate runs: fixed, so CI is the same
+/// every time and quick. Longer campaigns set `PROPTEST_CASES`.
+#[cfg(test)]
+pub(crate) const PROPTEST_CASES: u32 = 256;
+
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;

@@ -161,4 +161,40 @@ mod tests {
     fn an_event_type_without_data_dispatches_nothing() {
         assert!(SseParser::default().feed(b"event: ping\n\n").is_empty());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::PROPTEST_CASES))]
+
+        /// Any bytes, cut anywhere: the parser never panics, gives the same
+        /// events as when they come whole, and holds no more than it was given.
+        #[test]
+        fn any_bytes_in_any_pieces_give_the_same_events(
+            stream in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<u8>(),
+                    proptest::prelude::Just(b'\n'),
+                    proptest::prelude::Just(b'\r'),
+                    proptest::prelude::Just(b':'),
+                ],
+                0..300,
+            ),
+            cuts in proptest::collection::vec(0usize..300, 0..8),
+        ) {
+            let mut whole = SseParser::default();
+            let mut expected = whole.feed(&stream);
+            expected.extend(whole.end());
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut.min(stream.len())).collect();
+            cuts.sort_unstable();
+            let mut pieces = SseParser::default();
+            let mut got = Vec::new();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([stream.len()]) {
+                got.extend(pieces.feed(&stream[from..cut]));
+                proptest::prop_assert!(pieces.pending.len() <= cut);
+                from = cut;
+            }
+            got.extend(pieces.end());
+            proptest::prop_assert_eq!(got, expected);
+        }
+    }
 }
