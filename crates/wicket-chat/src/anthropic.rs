@@ -608,7 +608,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(crate::PROPTEST_CASES))]
+            #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases()))]
 
             /// Whatever the events, the assembly never panics (usage that
             /// would overflow included), a block past the bound ends the

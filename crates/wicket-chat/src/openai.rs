@@ -525,7 +525,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(crate::PROPTEST_CASES))]
+            #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases()))]
 
             /// Whatever the chunks, the assembly never panics, an index past
             /// the bound ends the reply as a protocol error, and what it

@@ -163,7 +163,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::PROPTEST_CASES))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases()))]
 
         /// Any bytes, cut anywhere: the parser never panics, gives the same
         /// events as when they come whole, and holds no more than it was given.

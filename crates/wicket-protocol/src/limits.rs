@@ -77,3 +77,8 @@ pub const LOG_LINE_MAX_BYTES: usize = 64 * 1024 * 1024;
 pub const META_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// `wicket tool NAME @FILE` reads at most this many bytes of arguments.
 pub const ARGUMENTS_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// The last seq a log numbers: 2^53 - 1, the largest integer a JSON reader
+/// such as the web page holds exactly (a billion events a second would take
+/// over a hundred days to reach it). A log at it takes no more events: the
+/// session is refused with an error naming it, never numbered again from 0.
+pub const LOG_SEQ_MAX: u64 = (1 << 53) - 1;
