@@ -21,6 +21,9 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseParser {
     pending: Vec<u8>,
+    /// How much of `pending` is known to hold no line end: a long line
+    /// arriving in many reads is scanned once, not again at every read.
+    scanned: usize,
     started: bool,
     event: Option<String>,
     data: Option<String>,
@@ -43,18 +46,25 @@ impl SseParser {
         }
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(found) = memchr::memchr2(b'\r', b'\n', &self.pending[start..]) {
-            let end = start + found;
+        let mut from = self.scanned.min(self.pending.len());
+        while let Some(found) = memchr::memchr2(b'\r', b'\n', &self.pending[from..]) {
+            let end = from + found;
             let next = match (self.pending[end], self.pending.get(end + 1)) {
                 (b'\r', Some(b'\n')) => end + 2,
+                // A CR at the end may be half of a CRLF: looked at again
+                // with the next read.
                 (b'\r', None) => break,
                 _ => end + 1,
             };
             let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
             start = next;
+            from = next;
             events.extend(self.line(&line));
         }
+        let unresolved = memchr::memchr2(b'\r', b'\n', &self.pending[from..])
+            .map_or(self.pending.len(), |found| from + found);
         self.pending.drain(..start);
+        self.scanned = unresolved - start;
         events
     }
 
@@ -66,6 +76,7 @@ impl SseParser {
             events = self.feed(b"\n");
         }
         self.pending.clear();
+        self.scanned = 0;
         self.event = None;
         self.data = None;
         events

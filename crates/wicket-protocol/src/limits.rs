@@ -82,3 +82,8 @@ pub const ARGUMENTS_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// over a hundred days to reach it). A log at it takes no more events: the
 /// session is refused with an error naming it, never numbered again from 0.
 pub const LOG_SEQ_MAX: u64 = (1 << 53) - 1;
+/// A streamed reply's body may be at most this many bytes on the wire. A
+/// model's longest reply is a few megabytes of events; past this the
+/// stream is broken (a server that streams forever), a protocol error, so
+/// the parser and the reply never grow without end.
+pub const REPLY_MAX_BYTES: u64 = 256 * 1024 * 1024;
