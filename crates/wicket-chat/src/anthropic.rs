@@ -10,6 +10,7 @@
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wicket_protocol::limits::REPLY_MAX_BLOCKS;
 
 use crate::http::Http;
 use crate::retry::{Attempt, retrying};
@@ -342,6 +343,7 @@ impl Assembly {
                     }),
                     _ => Block::Other,
                 };
+                self.bounded()?;
                 self.blocks.push((index, block));
             }
             StreamMessage::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
@@ -386,6 +388,22 @@ impl Assembly {
         Ok(false)
     }
 
+    /// Refuses a block past what a reply may hold: the count is the
+    /// server's to choose, and every block is kept until the reply ends.
+    fn bounded(&self) -> Result<(), ChatError> {
+        if self.blocks.len() < REPLY_MAX_BLOCKS {
+            return Ok(());
+        }
+        Err(ChatError::new(
+            ChatErrorKind::Protocol,
+            format!(
+                "anthropic: the stream started more than the {REPLY_MAX_BLOCKS} content blocks \
+                 a reply may hold; the server (or a proxy before it) sent a broken stream, \
+                 check its log"
+            ),
+        ))
+    }
+
     fn text_delta(&mut self, text: Option<&str>, on_event: &mut (dyn FnMut(StreamEvent) + Send)) {
         if let Some(text) = text.filter(|text| !text.is_empty()) {
             self.text.push_str(text);
@@ -410,9 +428,11 @@ impl Assembly {
         // Wicket's input count is all of it: Anthropic counts cached input
         // apart from `input_tokens`.
         let usage = Usage {
-            input_tokens: self.uncached_input
-                + self.usage.cache_creation_input_tokens
-                + self.usage.cache_read_input_tokens,
+            // The counts are the server's: added without overflow.
+            input_tokens: self
+                .uncached_input
+                .saturating_add(self.usage.cache_creation_input_tokens)
+                .saturating_add(self.usage.cache_read_input_tokens),
             ..self.usage
         };
         Completion {
@@ -523,5 +543,126 @@ mod tests {
             ChatErrorKind::Http { status: 529 }
         );
         assert!(!stream_error(&error("invalid_request_error")).is_retryable());
+    }
+
+    mod hostile {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// An event as a broken or hostile server might send it: blocks at
+        /// any index and of any type, deltas for blocks that never started,
+        /// usage at any size, and bytes that are not JSON.
+        fn event() -> impl Strategy<Value = String> {
+            let index = prop_oneof![0u64..8, Just(u64::MAX), any::<u64>()];
+            let kind = prop_oneof![
+                Just("text"),
+                Just("tool_use"),
+                Just("thinking"),
+                Just("server_tool_use")
+            ];
+            let piece = "[a-z_{}\":]{0,12}";
+            prop_oneof![
+                (index.clone(), kind, piece, piece).prop_map(|(index, kind, id, text)| {
+                    json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": kind, "id": id, "name": "read_file", "text": text}})
+                    .to_string()
+                }),
+                (index, prop::bool::ANY, piece).prop_map(|(index, json, text)| {
+                    let delta = if json {
+                        json!({"type": "input_json_delta", "partial_json": text})
+                    } else {
+                        json!({"type": "text_delta", "text": text})
+                    };
+                    json!({"type": "content_block_delta", "index": index, "delta": delta}).to_string()
+                }),
+                (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(input, created, read)| {
+                    json!({"type": "message_start", "message": {"usage": {"input_tokens": input,
+                        "cache_creation_input_tokens": created, "cache_read_input_tokens": read}}})
+                    .to_string()
+                }),
+                (any::<u64>(), any::<u64>()).prop_map(|(output, read)| {
+                    json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                        "usage": {"output_tokens": output, "cache_read_input_tokens": read}})
+                    .to_string()
+                }),
+                Just(r#"{"type":"content_block_stop","index":0}"#.to_string()),
+                Just(r#"{"type":"message_stop"}"#.to_string()),
+                any::<String>(),
+            ]
+        }
+
+        fn held(reply: &Assembly) -> usize {
+            reply.blocks.capacity() * std::mem::size_of::<(usize, Block)>()
+                + reply.text.capacity()
+                + reply
+                    .blocks
+                    .iter()
+                    .map(|(_, block)| match block {
+                        Block::ToolUse(call) => {
+                            call.id.capacity() + call.name.capacity() + call.arguments.capacity()
+                        }
+                        Block::Text | Block::Other => 0,
+                    })
+                    .sum::<usize>()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases()))]
+
+            /// Whatever the events, the assembly never panics (usage that
+            /// would overflow included), a block past the bound ends the
+            /// reply as a protocol error, and what it holds stays within a
+            /// fixed part plus twice the bytes received.
+            #[test]
+            fn any_events_never_panic_and_memory_follows_the_bytes(events in proptest::collection::vec(event(), 0..60)) {
+                let mut reply = Assembly::default();
+                let mut received = 0usize;
+                for data in &events {
+                    received += data.len();
+                    let Ok(message) = crate::http::parse_event::<StreamMessage>(data) else {
+                        continue;
+                    };
+                    let starts = matches!(message, StreamMessage::ContentBlockStart { .. });
+                    let full = reply.blocks.len() >= REPLY_MAX_BLOCKS;
+                    match reply.add(message, &mut |_| {}) {
+                        Ok(true) => break,
+                        Ok(false) => prop_assert!(!(starts && full)),
+                        Err(error) => {
+                            if error.kind == ChatErrorKind::Protocol {
+                                prop_assert!(starts && full);
+                            }
+                            break;
+                        }
+                    }
+                    let bound = 2 * REPLY_MAX_BLOCKS * std::mem::size_of::<(usize, Block)>()
+                        + 2 * received;
+                    prop_assert!(held(&reply) <= bound, "{} held past {bound}", held(&reply));
+                }
+                let completion = reply.finish();
+                prop_assert!(completion.tool_calls.len() <= REPLY_MAX_BLOCKS);
+            }
+
+            /// More blocks than a reply may hold: the stream is refused at
+            /// the first one past the bound.
+            #[test]
+            fn blocks_past_the_bound_are_a_protocol_error(extra in 1usize..4) {
+                let mut reply = Assembly::default();
+                let mut refused = None;
+                for index in 0..REPLY_MAX_BLOCKS + extra {
+                    let message = StreamMessage::ContentBlockStart {
+                        index,
+                        content_block: json!({"type": "tool_use", "id": "t", "name": "read_file"}),
+                    };
+                    if let Err(error) = reply.add(message, &mut |_| {}) {
+                        refused = Some((index, error));
+                        break;
+                    }
+                }
+                let (index, error) = refused.expect("refused");
+                prop_assert_eq!(index, REPLY_MAX_BLOCKS);
+                prop_assert_eq!(error.kind, ChatErrorKind::Protocol);
+            }
+        }
     }
 }

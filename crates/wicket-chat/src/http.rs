@@ -5,6 +5,7 @@
 
 use std::pin::Pin;
 use std::time::Duration;
+use wicket_protocol::limits::REPLY_MAX_BYTES;
 
 use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
@@ -80,6 +81,7 @@ impl Http {
             parser: SseParser::default(),
             ready: Vec::new().into_iter(),
             ended: false,
+            received: 0,
             idle_timeout: self.idle_timeout,
             provider: self.provider,
         })
@@ -164,6 +166,9 @@ pub(crate) struct Events {
     ready: std::vec::IntoIter<SseEvent>,
     /// The body ended (it is not polled again).
     ended: bool,
+    /// Bytes of the body so far: bounded, so a server that streams forever
+    /// cannot grow the parser or the reply without end.
+    received: u64,
     idle_timeout: Duration,
     provider: &'static str,
 }
@@ -208,6 +213,17 @@ impl Events {
                 }
                 Ok(Some(Ok(chunk))) => chunk,
             };
+            self.received = self.received.saturating_add(chunk.len() as u64);
+            if self.received > REPLY_MAX_BYTES {
+                return Err(ChatError::new(
+                    ChatErrorKind::Protocol,
+                    format!(
+                        "{}: the reply passed {REPLY_MAX_BYTES} bytes, more than any model's reply; \
+                         the server (or a proxy before it) sent a broken stream, check its log",
+                        self.provider
+                    ),
+                ));
+            }
             self.ready = self.parser.feed(&chunk).into_iter();
         }
     }

@@ -21,6 +21,16 @@ pub mod sse;
 pub mod tls;
 pub mod window;
 
+/// Cases each property test of this crate runs: a fixed 256, so CI is the
+/// same size every time and quick; a longer campaign sets `PROPTEST_CASES`.
+#[cfg(test)]
+pub(crate) fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(256)
+}
+
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;

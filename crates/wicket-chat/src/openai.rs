@@ -11,6 +11,7 @@
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wicket_protocol::limits::REPLY_MAX_BLOCKS;
 
 use crate::http::Http;
 use crate::retry::{Attempt, retrying};
@@ -338,7 +339,7 @@ impl Assembly {
                 on_event(StreamEvent::Text(text));
             }
             for delta in choice.delta.tool_calls {
-                self.add_call(delta);
+                self.add_call(delta)?;
             }
             if let Some(reason) = &choice.finish_reason {
                 self.stop_reason = Some(crate::StopReason::from_provider(reason));
@@ -347,11 +348,28 @@ impl Assembly {
         Ok(())
     }
 
-    fn add_call(&mut self, delta: ToolCallDelta) {
-        if self.calls.len() <= delta.index {
-            self.calls.resize(delta.index + 1, None);
+    fn add_call(&mut self, delta: ToolCallDelta) -> Result<(), ChatError> {
+        // The index is the server's word, and the calls are kept by it: it
+        // is bounded before it sizes anything (an index of 2^32 would ask
+        // for a vector of 150 GB and abort the process).
+        if delta.index >= REPLY_MAX_BLOCKS {
+            return Err(ChatError::new(
+                ChatErrorKind::Protocol,
+                format!(
+                    "openai: the stream numbered a tool call {}, past the {REPLY_MAX_BLOCKS} \
+                     calls a streamed reply may hold; the server (or a proxy before it) sent a \
+                     broken stream, check its log",
+                    delta.index
+                ),
+            ));
         }
-        let call = self.calls[delta.index].get_or_insert_with(|| ToolCallRequest {
+        if self.calls.len() <= delta.index {
+            self.calls.resize_with(delta.index + 1, || None);
+        }
+        let Some(slot) = self.calls.get_mut(delta.index) else {
+            return Ok(());
+        };
+        let call = slot.get_or_insert_with(|| ToolCallRequest {
             id: String::new(),
             name: String::new(),
             arguments: String::new(),
@@ -369,6 +387,7 @@ impl Assembly {
                 call.arguments.push_str(&arguments);
             }
         }
+        Ok(())
     }
 
     /// The reply; a call the server sent without an id gets one, so its
@@ -453,5 +472,91 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "read_file");
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
         assert_eq!(body["model"], "gpt-x");
+    }
+
+    mod hostile {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A chunk as a broken or hostile server might send it: calls at any
+        /// index, text, usage at any size, and bytes that are not JSON.
+        fn chunk() -> impl Strategy<Value = String> {
+            let index = prop_oneof![
+                0u64..8,
+                0u64..(2 * REPLY_MAX_BLOCKS as u64),
+                Just(1u64 << 31),
+                Just(1u64 << 32),
+                Just((1u64 << 63) - 1),
+                Just(u64::MAX),
+                any::<u64>(),
+            ];
+            let piece = || proptest::option::of("[a-z_{}\":]{0,12}");
+            prop_oneof![
+                (index, piece(), piece(), piece()).prop_map(|(index, id, name, arguments)| {
+                    json!({"choices": [{"delta": {"tool_calls": [
+                        {"index": index, "id": id, "function": {"name": name, "arguments": arguments}}
+                    ]}}]})
+                    .to_string()
+                }),
+                ".{0,16}".prop_map(|text| json!({"choices": [{"delta": {"content": text}}]}).to_string()),
+                (any::<u64>(), any::<u64>()).prop_map(|(prompt, completion)| {
+                    json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                        "prompt_tokens_details": {"cached_tokens": prompt}}})
+                    .to_string()
+                }),
+                Just(r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#.to_string()),
+                any::<String>(),
+            ]
+        }
+
+        /// What the assembly holds on the heap.
+        fn held(reply: &Assembly) -> usize {
+            reply.calls.capacity() * std::mem::size_of::<Option<ToolCallRequest>>()
+                + reply.text.capacity()
+                + reply
+                    .calls
+                    .iter()
+                    .flatten()
+                    .map(|call| {
+                        call.id.capacity() + call.name.capacity() + call.arguments.capacity()
+                    })
+                    .sum::<usize>()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases()))]
+
+            /// Whatever the chunks, the assembly never panics, an index past
+            /// the bound ends the reply as a protocol error, and what it
+            /// holds stays within a fixed part plus twice the bytes received.
+            #[test]
+            fn any_chunks_never_panic_and_memory_follows_the_bytes(chunks in proptest::collection::vec(chunk(), 0..40)) {
+                let mut reply = Assembly::default();
+                let mut received = 0usize;
+                for data in &chunks {
+                    received += data.len();
+                    let Ok(chunk) = crate::http::parse_event::<Chunk>(data) else {
+                        continue;
+                    };
+                    let past = chunk.choices.iter().flat_map(|choice| &choice.delta.tool_calls)
+                        .any(|call| call.index >= REPLY_MAX_BLOCKS);
+                    match reply.add(chunk, &mut |_| {}) {
+                        Ok(()) => prop_assert!(!past),
+                        Err(error) => {
+                            prop_assert!(past);
+                            prop_assert_eq!(error.kind, ChatErrorKind::Protocol);
+                            break;
+                        }
+                    }
+                    let bound = 2 * REPLY_MAX_BLOCKS * std::mem::size_of::<Option<ToolCallRequest>>()
+                        + 2 * received;
+                    prop_assert!(held(&reply) <= bound, "{} held past {bound}", held(&reply));
+                }
+                let completion = reply.finish();
+                prop_assert!(completion.tool_calls.len() <= REPLY_MAX_BLOCKS);
+                prop_assert!(completion.tool_calls.iter().all(|call| !call.id.is_empty()));
+            }
+        }
     }
 }

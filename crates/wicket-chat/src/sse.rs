@@ -21,6 +21,9 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseParser {
     pending: Vec<u8>,
+    /// How much of `pending` is known to hold no line end: a long line
+    /// arriving in many reads is scanned once, not again at every read.
+    scanned: usize,
     started: bool,
     event: Option<String>,
     data: Option<String>,
@@ -43,18 +46,25 @@ impl SseParser {
         }
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(found) = memchr::memchr2(b'\r', b'\n', &self.pending[start..]) {
-            let end = start + found;
+        let mut from = self.scanned.min(self.pending.len());
+        while let Some(found) = memchr::memchr2(b'\r', b'\n', &self.pending[from..]) {
+            let end = from + found;
             let next = match (self.pending[end], self.pending.get(end + 1)) {
                 (b'\r', Some(b'\n')) => end + 2,
+                // A CR at the end may be half of a CRLF: looked at again
+                // with the next read.
                 (b'\r', None) => break,
                 _ => end + 1,
             };
             let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
             start = next;
+            from = next;
             events.extend(self.line(&line));
         }
+        let unresolved = memchr::memchr2(b'\r', b'\n', &self.pending[from..])
+            .map_or(self.pending.len(), |found| from + found);
         self.pending.drain(..start);
+        self.scanned = unresolved - start;
         events
     }
 
@@ -66,6 +76,7 @@ impl SseParser {
             events = self.feed(b"\n");
         }
         self.pending.clear();
+        self.scanned = 0;
         self.event = None;
         self.data = None;
         events
@@ -160,5 +171,41 @@ mod tests {
     #[test]
     fn an_event_type_without_data_dispatches_nothing() {
         assert!(SseParser::default().feed(b"event: ping\n\n").is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases()))]
+
+        /// Any bytes, cut anywhere: the parser never panics, gives the same
+        /// events as when they come whole, and holds no more than it was given.
+        #[test]
+        fn any_bytes_in_any_pieces_give_the_same_events(
+            stream in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<u8>(),
+                    proptest::prelude::Just(b'\n'),
+                    proptest::prelude::Just(b'\r'),
+                    proptest::prelude::Just(b':'),
+                ],
+                0..300,
+            ),
+            cuts in proptest::collection::vec(0usize..300, 0..8),
+        ) {
+            let mut whole = SseParser::default();
+            let mut expected = whole.feed(&stream);
+            expected.extend(whole.end());
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut.min(stream.len())).collect();
+            cuts.sort_unstable();
+            let mut pieces = SseParser::default();
+            let mut got = Vec::new();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([stream.len()]) {
+                got.extend(pieces.feed(&stream[from..cut]));
+                proptest::prop_assert!(pieces.pending.len() <= cut);
+                from = cut;
+            }
+            got.extend(pieces.end());
+            proptest::prop_assert_eq!(got, expected);
+        }
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+use wicket_protocol::limits::CONTEXT_WINDOW_MAX_TOKENS;
 
 use serde_json::{Value, json};
 
@@ -84,8 +85,13 @@ async fn fetch(url: &str, body: Option<Value>) -> Option<Value> {
     response.json().await.ok()
 }
 
-/// The window in a `/props` or `/api/show` answer.
+/// The window in a `/props` or `/api/show` answer; a window past any real
+/// model's (`CONTEXT_WINDOW_MAX_TOKENS`) is not believed, so it is unknown.
 pub fn window_of(value: &Value, url: &str) -> Option<Window> {
+    told_window(value, url).filter(|window| window.tokens <= CONTEXT_WINDOW_MAX_TOKENS)
+}
+
+fn told_window(value: &Value, url: &str) -> Option<Window> {
     // llama-server: `default_generation_settings.n_ctx` (or `n_ctx` at the top).
     let props = value["default_generation_settings"]["n_ctx"]
         .as_u64()
@@ -142,5 +148,7 @@ mod tests {
         assert_eq!(window_of(&trained, url).unwrap().tokens, 32768);
         assert_eq!(window_of(&json!({"data": []}), url), None);
         assert_eq!(window_of(&json!({"n_ctx": 0}), url), None);
+        assert_eq!(window_of(&json!({"n_ctx": 1u64 << 63}), url), None);
+        assert_eq!(window_of(&json!({"n_ctx": u64::MAX}), url), None);
     }
 }

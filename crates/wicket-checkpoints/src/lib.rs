@@ -314,9 +314,10 @@ impl Store {
     /// cannot be replayed) — checkpoints are lost, never the store.
     fn records(&self) -> Result<Vec<Record>> {
         let path = self.journal();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // Never waited on: a FIFO or a link in its place is an error naming it.
+        let bytes = match wicket_os::files::read_own(&path, u64::MAX) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(Vec::new()),
             Err(error) => return Err(self.io(&path, "read")(error)),
         };
         let mut records = Vec::new();
@@ -378,8 +379,9 @@ impl Store {
         let records = self.records()?;
         let journal_len = records.last().map_or(0, |record| record.end);
         let next_id = records.last().map_or(1, |record| record.info.id + 1);
-        let index = std::fs::read(self.index())
+        let index = wicket_os::files::read_own(&self.index(), u64::MAX)
             .ok()
+            .flatten()
             .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
             .filter(|index| {
                 index.journal_len == 0
@@ -462,8 +464,9 @@ impl Store {
             .map_err(self.io(&journal, "written"))?;
         // The index stands for the last line, which is unchanged: its place moved.
         let index = self.index();
-        if let Some(mut read) = std::fs::read(&index)
+        if let Some(mut read) = wicket_os::files::read_own(&index, u64::MAX)
             .ok()
+            .flatten()
             .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
             .filter(|read| {
                 records

@@ -14,7 +14,6 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use wicket_core::config::Config;
 use wicket_core::hooked::Caller;
@@ -404,7 +403,7 @@ fn mcp_command(command: McpCommand) -> anyhow::Result<ExitCode> {
             session,
             answers,
         } => {
-            let arguments = match json_arguments(&args)? {
+            let arguments = match json_arguments(&args) {
                 Ok(value) => value,
                 Err(message) => return usage_error(message),
             };
@@ -459,15 +458,36 @@ fn log(id: &str, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// Arguments given as JSON, or as @PATH to a file of JSON; the inner error
-/// is the usage message when it is not JSON.
-fn json_arguments(args: &str) -> anyhow::Result<Result<serde_json::Value, String>> {
+/// is the usage message when they cannot be read or are not JSON (a file
+/// that is missing or not UTF-8 is bad usage too, with its result line).
+fn json_arguments(args: &str) -> Result<serde_json::Value, String> {
     let text = match args.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading the arguments from {path}"))?,
+        Some(path) => arguments_file(path)?,
         None => args.to_string(),
     };
-    Ok(serde_json::from_str(&text)
-        .map_err(|error| format!("the arguments are not valid JSON: {error}")))
+    serde_json::from_str(&text)
+        .map_err(|error| format!("the arguments are not valid JSON: {error}"))
+}
+
+/// The text of `@PATH`, at most `ARGUMENTS_FILE_MAX_BYTES`.
+fn arguments_file(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let max = wicket_protocol::limits::ARGUMENTS_FILE_MAX_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(max + 1).read_to_end(&mut bytes))
+        .map_err(|error| {
+            format!(
+                "the arguments file {path} cannot be read: {error}; give the arguments as JSON, or @PATH to a file of JSON"
+            )
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "the arguments file {path} is larger than {max} bytes; no tool takes that much"
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| format!("the arguments file {path} is not UTF-8 text, which JSON must be"))
 }
 
 pub(crate) fn usage_error(message: String) -> anyhow::Result<ExitCode> {
@@ -487,7 +507,7 @@ fn tool(
     session_id: Option<String>,
     answers: Option<Answers>,
 ) -> anyhow::Result<ExitCode> {
-    let arguments = match json_arguments(args)? {
+    let arguments = match json_arguments(args) {
         Ok(value) => value,
         Err(message) => return usage_error(message),
     };

@@ -121,6 +121,11 @@ pub enum ManagerError {
     /// A rewind is changing the files.
     #[error("a rewind is changing the files of session {0}; try again when it is done")]
     Rewinding(String),
+    /// The process is shutting down: nothing new starts or queues.
+    #[error(
+        "wicket is shutting down, so the message to session {0} was neither started nor queued; send it again once wicket runs again"
+    )]
+    Closing(String),
     /// A checkpoint or rewind failed.
     #[error(transparent)]
     Checkpoints(#[from] wicket_checkpoints::Error),
@@ -492,6 +497,8 @@ pub struct Manager {
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// Ticks once per use of a session.
     clock: AtomicU64,
+    /// Set by [`Manager::close`]: no turn starts, queued or new.
+    closing: Arc<AtomicBool>,
 }
 
 impl Manager {
@@ -503,6 +510,7 @@ impl Manager {
             setup,
             sessions: Mutex::new(HashMap::new()),
             clock: AtomicU64::new(0),
+            closing: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -649,6 +657,9 @@ impl Manager {
         if state.rewinding {
             return Err(ManagerError::Rewinding(id.to_string()));
         }
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(ManagerError::Closing(id.to_string()));
+        }
         if state.running {
             // Logged before it is queued: a message the log does not have
             // is refused, never run unrecorded.
@@ -665,9 +676,10 @@ impl Manager {
         let runtime = self.runtime.clone();
         let text = text.to_string();
         let turn_live = live.clone();
+        let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{id}"))
-            .spawn(move || run_turns(turn_live, setup, runtime, text));
+            .spawn(move || run_turns(turn_live, setup, runtime, text, closing));
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
@@ -974,6 +986,48 @@ impl Manager {
         Ok(())
     }
 
+    /// The process is exiting (`wicket serve` on SIGTERM): from now on no
+    /// turn starts, neither a new message nor a queued one; every running
+    /// turn is cancelled and given until `patience` runs out to end, then
+    /// every MCP server stops. Returns the sessions whose turn had not
+    /// ended by then (their log is closed by the next process to open
+    /// them, as after a crash).
+    pub fn close(&self, patience: std::time::Duration) -> Vec<SessionId> {
+        self.closing.store(true, Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + patience;
+        let running = self.running();
+        for id in &running {
+            // Err only when the session is gone: nothing left to cancel.
+            let _ = self.cancel(id);
+        }
+        let left: Vec<SessionId> = running
+            .into_iter()
+            .filter(|id| !self.wait_idle_until(id, deadline))
+            .collect();
+        self.shutdown();
+        left
+    }
+
+    /// Waits until the session is idle or `deadline` passes; true when idle
+    /// (or gone).
+    fn wait_idle_until(&self, id: &SessionId, deadline: std::time::Instant) -> bool {
+        let Some(live) = self.sessions().get(id.as_str()).cloned() else {
+            return true;
+        };
+        let mut state = live.state();
+        while state.running {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return false;
+            };
+            state = live
+                .changed
+                .wait_timeout(state, left)
+                .map(|(state, _)| state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        }
+        true
+    }
+
     /// Stops every session's MCP servers (`wicket serve` or `exec` is
     /// exiting): each gets its session closed, then TERM, then KILL.
     pub fn shutdown(&self) {
@@ -1207,7 +1261,13 @@ impl Manager {
 }
 
 /// The turn thread: runs `text`, then whatever was queued meanwhile.
-fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle, first: String) {
+fn run_turns(
+    live: Arc<Live>,
+    setup: TurnSetup,
+    runtime: tokio::runtime::Handle,
+    first: String,
+    closing: Arc<AtomicBool>,
+) {
     wicket_os::process::yield_to_front_ends();
     let mut text = first;
     loop {
@@ -1259,6 +1319,18 @@ fn run_turns(live: Arc<Live>, setup: TurnSetup, runtime: tokio::runtime::Handle,
         let mut state = live.state();
         state.open = None;
         state.given = None;
+        if closing.load(Ordering::SeqCst) && !state.queue.is_empty() {
+            // Shutting down starts nothing: the queued messages stay in the
+            // log as `queued`, and the log says they did not run.
+            let dropped = std::mem::take(&mut state.queue).len();
+            live.session.append_or_announce(EventBody::Notice {
+                message: format!(
+                    "{dropped} queued message(s) did not run: wicket shut down first; send them again"
+                ),
+                file: None,
+                key: None,
+            });
+        }
         match state.queue.pop_front() {
             Some(next) => {
                 state.cancelled = false;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StopReason, StreamEvent};
-use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, RUN_STREAM_MAX_BYTES};
+use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, REPLY_MAX_TOOL_CALLS, RUN_STREAM_MAX_BYTES};
 use wicket_protocol::{
     Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
     HookOutcome, ReplyOutput, SkillOutput, ToolCallRequest, ToolOutput, ToolSpec, TurnOutcome,
@@ -555,6 +555,28 @@ impl Rebuild {
     }
 }
 
+/// What the person is told when the conversation was rebuilt without some
+/// lines of the log (kept in the file, shown by `wicket log`, never sent).
+fn unreadable_notice(events: &[Event]) -> Option<String> {
+    let lines: Vec<(u64, &str)> = events
+        .iter()
+        .filter_map(|event| {
+            if let EventBody::Unreadable { line, error } = &event.body {
+                Some((*line, error.as_str()))
+            } else {
+                None
+            }
+        })
+        .collect();
+    let (first, error) = lines.first()?;
+    Some(format!(
+        "{} line(s) of this session's log could not be read and are left out of the conversation \
+         (line {first}: {error}); they are kept in the file, and `wicket log` shows them. \
+         A newer Wicket may have written them",
+        lines.len()
+    ))
+}
+
 /// What the model is told of a rewind, before the person's next message:
 /// its earlier reads and writes no longer describe the files.
 fn rewound_note(to: u64, files: &wicket_protocol::event::RewoundFiles) -> String {
@@ -934,8 +956,8 @@ impl Runner<'_> {
         let _ = self
             .session
             .update_meta(|meta| meta.status = Status::Running);
-        let mut history = match load_for_conversation(self.session.log_path()) {
-            Ok(events) => conversation(&events),
+        let (mut history, unreadable) = match load_for_conversation(self.session.log_path()) {
+            Ok(events) => (conversation(&events), unreadable_notice(&events)),
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
         // The hooks first: a message a hook blocks is never the model's
@@ -950,6 +972,13 @@ impl Runner<'_> {
                 message: notice.message.clone(),
                 file: Some(notice.file.clone()),
                 key: notice.key.clone(),
+            });
+        }
+        if let Some(message) = unreadable {
+            self.log(EventBody::Notice {
+                message,
+                file: Some(self.session.log_path().display().to_string()),
+                key: None,
             });
         }
         if let Some(note) = &self.settings.window_note {
@@ -1000,7 +1029,9 @@ impl Runner<'_> {
         let mut request = self.request(turn);
         let estimate = self.estimate(turn, &request);
         let window = self.settings.model.context_window;
-        let threshold = window * 4 / 5;
+        // 80 % without overflow, whatever the window (a server or a config
+        // can say 2^63; `models` keeps windows past any real model's out).
+        let threshold = window - window / 5;
         if estimate > threshold {
             match self.compact(turn, estimate, cancel) {
                 Ok(Compaction::Done) => request = self.request(turn),
@@ -1015,13 +1046,15 @@ impl Runner<'_> {
         if let Some(outcome) = self.over_budget(turn, self.estimate(turn, &request)) {
             return Flow::End(outcome);
         }
-        let reply = match self.complete(&request, cancel) {
+        let mut reply = match self.complete(&request, cancel) {
             Ok(reply) => reply,
             Err(Stop::Cancelled) => return Flow::End(self.cancelled(&[])),
             Err(Stop::Chat(error)) if error.is_context_too_long() && !turn.compacted_for_error => {
                 // Compact once and ask again; never retry the same prompt blindly.
                 turn.compacted_for_error = true;
-                let estimate = self.estimate(turn, &request).max(threshold + 1);
+                let estimate = self
+                    .estimate(turn, &request)
+                    .max(threshold.saturating_add(1));
                 return match self.compact(turn, estimate, cancel) {
                     Ok(Compaction::Done) => Flow::Continue,
                     Ok(Compaction::Nothing) => Flow::End(self.too_small(estimate)),
@@ -1037,10 +1070,15 @@ impl Runner<'_> {
         // Unreported usage stays unknown: nothing is counted, and the next
         // request's size is estimated from the whole conversation.
         let usage = reply.usage.as_ref().map(|usage| self.count(turn, usage));
-        turn.counted = reply
-            .usage
-            .map_or(0, |usage| usage.input_tokens + usage.output_tokens);
+        turn.counted = reply.usage.map_or(0, |usage| {
+            usage.input_tokens.saturating_add(usage.output_tokens)
+        });
         turn.added_bytes = 0;
+        // A reply past the cap is refused whole; only the calls up to the
+        // cap go into the log and the conversation, so 5,000 calls repeated
+        // every step cost what 64 do.
+        let asked = reply.tool_calls.len();
+        reply.tool_calls.truncate(REPLY_MAX_TOOL_CALLS);
         self.log(EventBody::AssistantMessage {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
@@ -1058,7 +1096,36 @@ impl Runner<'_> {
             return self.no_calls(turn, reply, person, cancel);
         }
         turn.not_taken = 0;
+        if asked > REPLY_MAX_TOOL_CALLS {
+            return self.too_many_calls(turn, &reply.tool_calls, asked);
+        }
         self.calls(turn, &reply.tool_calls, person, cancel)
+    }
+
+    /// A reply that asked for more calls than one may hold: none runs, each
+    /// kept call's result says why, and the turn goes on so the model can
+    /// ask again with fewer.
+    fn too_many_calls(&self, turn: &mut Turn, calls: &[ToolCallRequest], asked: usize) -> Flow {
+        let why = format!(
+            "not run: the reply asked for {asked} tool calls, more than the {REPLY_MAX_TOOL_CALLS} \
+             one reply may hold, so none of them ran; ask again with at most \
+             {REPLY_MAX_TOOL_CALLS} calls"
+        );
+        self.log(EventBody::error(format!(
+            "the model asked for {asked} tool calls in one reply, more than the \
+             {REPLY_MAX_TOOL_CALLS} a reply may hold; none ran, and the model was told so"
+        )));
+        for call in calls {
+            let result = Err(WireError::new(ErrorKind::InvalidArgs, why.clone()));
+            self.log_result(call, &result);
+            let (content, is_error) = result_content(&result);
+            turn.push(Message::ToolResult {
+                call_id: call.id.clone(),
+                content,
+                is_error,
+            });
+        }
+        Flow::Continue
     }
 
     fn request(&self, turn: &Turn) -> Request {
@@ -1077,7 +1144,8 @@ impl Runner<'_> {
         if turn.counted == 0 {
             return estimate_tokens(request_bytes(request));
         }
-        turn.counted + estimate_tokens(turn.added_bytes)
+        turn.counted
+            .saturating_add(estimate_tokens(turn.added_bytes))
     }
 
     /// A reply's usage with its cost (when the model's prices are known)
@@ -1086,7 +1154,7 @@ impl Runner<'_> {
         let model = &self.settings.model;
         let mut priced = *usage;
         priced.cost_usd = model.prices.map(|prices| prices.cost(usage));
-        let used = (usage.input_tokens + usage.output_tokens) as f64;
+        let used = usage.input_tokens as f64 + usage.output_tokens as f64;
         priced.context_used_percent =
             Some((used * 1000.0 / model.context_window.max(1) as f64).round() / 10.0);
         priced
@@ -1096,10 +1164,10 @@ impl Runner<'_> {
     fn over_budget(&self, turn: &Turn, next_input: u64) -> Option<Outcome> {
         let limits = &self.settings.limits;
         if let Some(max) = limits.max_tokens_per_turn {
-            let used = turn
-                .usage
-                .map_or(0, |usage| usage.input_tokens + usage.output_tokens);
-            if used + next_input > max {
+            let used = turn.usage.map_or(0, |usage| {
+                usage.input_tokens.saturating_add(usage.output_tokens)
+            });
+            if used.saturating_add(next_input) > max {
                 return Some(self.fail_as(TurnOutcome::Budget, format!(
                     "the turn stopped before its next request: it has used {used} tokens and the next request would take about {next_input} more, past [limits] max_tokens_per_turn = {max}"
                 )));

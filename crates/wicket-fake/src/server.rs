@@ -283,6 +283,7 @@ fn respond(wire: Wire, step: Step, exchange: &Exchange) -> Response {
                 .push(wire.stream_error_event(&error_type, &message));
             playback.into_response()
         }
+        Step::Raw { events } => Playback::new(events, &FakeReply::text("")).into_response(),
     }
 }
 

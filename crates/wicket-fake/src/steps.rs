@@ -68,9 +68,26 @@ pub enum Step {
         /// Its message.
         message: String,
     },
+    /// 200 with exactly these SSE events (each already framed, as
+    /// `data: …\n\n`), then a clean end: the bytes a broken or hostile
+    /// server sends, which no [`FakeReply`] would.
+    Raw {
+        /// The framed events.
+        events: Vec<String>,
+    },
 }
 
 impl Step {
+    /// A `Raw` step of one `data:` event per string, as given.
+    pub fn raw_data<S: Into<String>>(data: impl IntoIterator<Item = S>) -> Step {
+        Step::Raw {
+            events: data
+                .into_iter()
+                .map(|data| format!("data: {}\n\n", data.into()))
+                .collect(),
+        }
+    }
+
     /// A `Status` step whose body is the provider's own error shape for
     /// `status` (see [`Wire::error_body`]), without `Retry-After`.
     /// Takes `Wire` or `&Wire`.

@@ -35,14 +35,116 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Opens `path` for appending (creating it 0600), for a log.
+/// Flags for opening a file Wicket keeps for itself: never wait on a FIFO
+/// or a device (a FIFO opens at once, and is then refused by [`regular`]),
+/// never follow a link in its place, never take a terminal.
+fn own_file_flags() -> i32 {
+    (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NOCTTY)
+        .bits() as i32
+}
+
+/// `file` (opened from `path`) when it is a regular file, else an error
+/// naming the file and what it is instead.
+fn regular(path: &Path, file: File) -> std::io::Result<File> {
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "{} is {what}, where Wicket keeps a regular file; move it away (Wicket makes the file again)",
+            path.display()
+        ),
+    ))
+}
+
+/// The error of opening `path` without following a link or waiting on a
+/// FIFO, said plainly: a link (`ELOOP`) or a FIFO no one reads (`ENXIO`, for
+/// a write) named as what it is.
+fn named(path: &Path, error: std::io::Error) -> std::io::Error {
+    let errno = error.raw_os_error();
+    if errno != Some(rustix::io::Errno::LOOP.raw_os_error())
+        && errno != Some(rustix::io::Errno::NXIO.raw_os_error())
+    {
+        return error;
+    }
+    let what = match std::fs::symlink_metadata(path).map(|metadata| metadata.file_type()) {
+        Ok(kind) if kind.is_symlink() => "a symbolic link",
+        Ok(kind) if std::os::unix::fs::FileTypeExt::is_fifo(&kind) => "a FIFO",
+        Ok(kind) if std::os::unix::fs::FileTypeExt::is_socket(&kind) => "a socket",
+        _ => return error,
+    };
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "{} is {what}, where Wicket keeps a regular file; move it away (Wicket makes the file again)",
+            path.display()
+        ),
+    )
+}
+
+/// Opens `path` for appending (creating it 0600), for a log. Anything but
+/// a regular file there (a FIFO, a device, a link) is refused, never waited on.
 pub fn open_private_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
         .mode(PRIVATE_FILE_MODE)
+        .custom_flags(own_file_flags())
         .open(path)
+        .map_err(|error| named(path, error))?;
+    regular(path, file)
+}
+
+/// Opens one of Wicket's own files for reading; `None` when it is absent.
+/// Anything but a regular file there (a FIFO, a device, a link) is refused,
+/// never waited on.
+pub fn open_own(path: &Path) -> std::io::Result<Option<File>> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(own_file_flags())
+        .open(path)
+    {
+        Ok(file) => regular(path, file).map(Some),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(named(path, error)),
+    }
+}
+
+/// Reads one of Wicket's own files whole, as [`open_own`] opens it, when it
+/// is at most `cap` bytes; `None` when it is absent.
+pub fn read_own(path: &Path, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some(file) = open_own(path)? else {
+        return Ok(None);
+    };
+    let size = file.metadata()?.len();
+    if size > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is {size} bytes, more than the {cap} Wicket ever writes there; it is damaged, move it away",
+                path.display()
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// Replaces `path` with `bytes`: a 0600 temporary file beside it, written,
@@ -128,7 +230,10 @@ pub fn lock(path: &Path, patience: std::time::Duration) -> std::io::Result<Locke
         .truncate(false)
         .write(true)
         .mode(PRIVATE_FILE_MODE)
-        .open(path)?;
+        .custom_flags(own_file_flags())
+        .open(path)
+        .map_err(|error| named(path, error))?;
+    let file = regular(path, file)?;
     let deadline = std::time::Instant::now() + patience;
     loop {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
@@ -153,7 +258,8 @@ pub fn record_holder(file: &mut File) -> std::io::Result<()> {
 
 /// The pid a lock file names, if it names one.
 pub fn holder(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    let bytes = read_own(path, 64).ok()??;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -203,5 +309,31 @@ mod tests {
             lock(&path, std::time::Duration::ZERO).unwrap(),
             Locked::Held(_)
         ));
+    }
+
+    #[test]
+    fn a_fifo_or_a_link_in_place_of_an_own_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("log.jsonl");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        for error in [
+            open_private_append(&fifo).unwrap_err(),
+            open_own(&fifo).unwrap_err(),
+            read_own(&fifo, 10).unwrap_err(),
+            lock(&fifo, std::time::Duration::ZERO).unwrap_err(),
+        ] {
+            assert!(error.to_string().contains("is a FIFO"), "{error}");
+            assert!(error.to_string().contains("log.jsonl"), "{error}");
+        }
+        let link = dir.path().join("meta.json");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        let error = open_own(&link).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert!(open_own(&dir.path().join("absent")).unwrap().is_none());
     }
 }

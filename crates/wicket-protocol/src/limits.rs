@@ -53,3 +53,37 @@ pub const REWOUND_MAX_PATHS: usize = 100;
 /// One checkpoint stores at most this many bytes of new copies; files past
 /// it get none, and the checkpoint says so.
 pub const CHECKPOINT_MAX_NEW_BYTES: u64 = 512 * 1024 * 1024;
+/// A model reply may ask for at most this many tool calls. A reply that
+/// asks for more is refused whole: none of its calls runs, and the model
+/// reads why in each call's result, so the turn goes on.
+pub const REPLY_MAX_TOOL_CALLS: usize = 64;
+/// A streamed reply holds at most this many parts: tool calls by their
+/// OpenAI `index`, or Anthropic content blocks (text, thinking and tool use
+/// together). The server numbers and counts them, so this bounds them
+/// before they size anything (an index of 2^32 would ask for 150 GB); past
+/// it the stream is broken, a protocol error that ends the turn. It is
+/// above [`REPLY_MAX_TOOL_CALLS`], so a model that asks for a few calls too
+/// many is told so rather than cut off.
+pub const REPLY_MAX_BLOCKS: usize = 4 * REPLY_MAX_TOOL_CALLS;
+/// A context window larger than this many tokens (from a server's
+/// `/props`, or a config) is past any real model's, and treated as unknown.
+pub const CONTEXT_WINDOW_MAX_TOKENS: u64 = 100_000_000;
+/// A `log.jsonl` line longer than this is not held in memory: it is read
+/// past (as unreadable when it ends in a newline, as torn when it does not).
+/// The longest line Wicket writes is far shorter: a 256 KiB write escaped
+/// into JSON, or an MCP result.
+pub const LOG_LINE_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// A `meta.json` larger than this is refused as damaged.
+pub const META_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// `wicket tool NAME @FILE` reads at most this many bytes of arguments.
+pub const ARGUMENTS_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// The last seq a log numbers: 2^53 - 1, the largest integer a JSON reader
+/// such as the web page holds exactly (a billion events a second would take
+/// over a hundred days to reach it). A log at it takes no more events: the
+/// session is refused with an error naming it, never numbered again from 0.
+pub const LOG_SEQ_MAX: u64 = (1 << 53) - 1;
+/// A streamed reply's body may be at most this many bytes on the wire. A
+/// model's longest reply is a few megabytes of events; past this the
+/// stream is broken (a server that streams forever), a protocol error, so
+/// the parser and the reply never grow without end.
+pub const REPLY_MAX_BYTES: u64 = 256 * 1024 * 1024;

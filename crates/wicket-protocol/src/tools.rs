@@ -733,4 +733,103 @@ mod tests {
         assert_eq!(err["error"]["kind"], "denied");
         assert_eq!(err["ok"], false);
     }
+
+    mod hostile {
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::limits::ARGUMENTS_MAX_DEPTH;
+
+        /// Cases: a fixed 256, so CI is the same size every time; a longer
+        /// campaign sets `PROPTEST_CASES`.
+        fn cases() -> u32 {
+            std::env::var("PROPTEST_CASES")
+                .ok()
+                .and_then(|cases| cases.parse().ok())
+                .unwrap_or(256)
+        }
+
+        /// Argument text as a model (or whoever is behind it) might send it.
+        fn raw() -> impl Strategy<Value = String> {
+            let field = prop_oneof![
+                Just("path"),
+                Just("content"),
+                Just("argv"),
+                Just("offset"),
+                Just("line"),
+                Just("old_string"),
+                Just("new_string"),
+                Just("pattern"),
+                Just("question"),
+                Just("result"),
+                Just("name"),
+                Just("timeout_s"),
+                Just("extra"),
+            ];
+            let scalar = prop_oneof![
+                any::<String>().prop_map(serde_json::Value::from),
+                any::<i64>().prop_map(serde_json::Value::from),
+                any::<u64>().prop_map(serde_json::Value::from),
+                any::<f64>().prop_map(|n| serde_json::json!(n)),
+                any::<bool>().prop_map(serde_json::Value::from),
+                Just(serde_json::Value::Null),
+                proptest::collection::vec(any::<String>(), 0..3).prop_map(serde_json::Value::from),
+            ];
+            prop_oneof![
+                proptest::collection::vec((field, scalar), 0..5).prop_map(|fields| {
+                    let map: serde_json::Map<String, serde_json::Value> = fields
+                        .into_iter()
+                        .map(|(key, value)| (key.to_string(), value))
+                        .collect();
+                    serde_json::Value::Object(map).to_string()
+                }),
+                (1usize..200).prop_map(|depth| format!(
+                    "{{\"path\":{}1{}}}",
+                    "[".repeat(depth),
+                    "]".repeat(depth)
+                )),
+                any::<String>(),
+                Just(String::new()),
+                Just("   ".to_string()),
+            ]
+        }
+
+        fn name() -> impl Strategy<Value = String> {
+            prop_oneof![
+                proptest::sample::select(TOOL_NAMES.to_vec()).prop_map(str::to_string),
+                proptest::sample::select(vec![
+                    "ask",
+                    "finish",
+                    "use_skill",
+                    "mcp__s__t",
+                    "mcp__gone__x"
+                ])
+                .prop_map(str::to_string),
+                "[a-z_]{0,12}",
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+            /// Whatever the name and text, parsing never panics; a refusal
+            /// is `invalid_args`, and what it would log parses back as JSON
+            /// (a log line must always read again); nesting past the bound
+            /// is always refused.
+            #[test]
+            fn any_call_parses_or_is_refused_with_a_loggable_value(name in name(), raw in raw()) {
+                let mcp = |tool: &str| (tool == "mcp__s__t").then(|| ("s".to_string(), "t".to_string()));
+                let deep = raw.starts_with("{\"path\":[")
+                    && raw.matches('[').count() > ARGUMENTS_MAX_DEPTH;
+                match Call::parse(&name, &raw, &mcp) {
+                    Ok(_) => prop_assert!(!deep, "{raw}"),
+                    Err((logged, error)) => {
+                        prop_assert_eq!(error.kind, ErrorKind::InvalidArgs);
+                        let line = serde_json::to_string(&logged).unwrap();
+                        prop_assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok(), "{line}");
+                    }
+                }
+            }
+        }
+    }
 }

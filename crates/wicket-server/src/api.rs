@@ -72,7 +72,9 @@ impl From<ManagerError> for ApiError {
                     (StatusCode::BAD_REQUEST, "invalid_args")
                 }
                 wicket_session::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
-                wicket_session::Error::Io { .. } | wicket_session::Error::Corrupt { .. } => {
+                wicket_session::Error::Io { .. }
+                | wicket_session::Error::Corrupt { .. }
+                | wicket_session::Error::SeqExhausted { .. } => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "io")
                 }
             },
@@ -88,6 +90,7 @@ impl From<ManagerError> for ApiError {
             ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
             ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             ManagerError::Busy(_) | ManagerError::Rewinding(_) => (StatusCode::CONFLICT, "busy"),
+            ManagerError::Closing(_) => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             ManagerError::Checkpoints(checkpoints) => match checkpoints {
                 wicket_checkpoints::Error::NoCheckpoint(_)
                 | wicket_checkpoints::Error::Gone

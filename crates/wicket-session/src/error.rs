@@ -37,6 +37,17 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// The log's seq cannot grow: it is at [`wicket_protocol::limits::LOG_SEQ_MAX`].
+    #[error(
+        "session '{id}' cannot take another event: its log is at seq {seq}, the last one Wicket numbers ({max}); the log was damaged or written by something else. Start a new session; `wicket log {id}` still shows this one",
+        max = wicket_protocol::limits::LOG_SEQ_MAX
+    )]
+    SeqExhausted {
+        /// The session.
+        id: String,
+        /// The last seq in its log.
+        seq: u64,
+    },
     /// No session has this id.
     #[error("session '{0}' does not exist; `wicket sessions` lists the sessions there are")]
     NoSuchSession(String),

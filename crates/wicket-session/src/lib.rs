@@ -20,9 +20,12 @@ use wicket_os::files::{self, Locked};
 use wicket_protocol::{CardId, ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
 
 pub mod error;
+mod lines;
 
 use error::io;
 pub use error::{Error, Result};
+use lines::Line;
+use wicket_protocol::limits::{LOG_LINE_MAX_BYTES, LOG_SEQ_MAX, META_MAX_BYTES};
 
 /// `$WICKET_HOME`, else `$XDG_DATA_HOME/wicket`, else `~/.local/share/wicket`.
 pub fn home() -> PathBuf {
@@ -314,9 +317,10 @@ pub struct Loaded {
     pub torn_tail: Option<usize>,
 }
 
-/// Reads a `log.jsonl`. A torn last line is skipped and reported; any other
-/// line that does not parse is kept as an `unreadable` event, so a session
-/// always loads and resumes.
+/// Reads a `log.jsonl`. A torn last line (no final newline) is skipped and
+/// reported; every complete line that does not parse (damaged, too deep, too
+/// long, or an event from a newer Wicket) is kept as an `unreadable` event,
+/// so a session always loads and resumes, and nothing after it is lost.
 pub fn load_log(path: &Path) -> Result<Loaded> {
     load_from(path, 0)
 }
@@ -332,49 +336,65 @@ pub fn load_log_after(path: &Path, after: u64) -> Result<Vec<Event>> {
         .collect())
 }
 
+/// Opens the log for reading: `None` when there is none yet. A FIFO or
+/// anything else that is not a regular file is refused, never waited on.
+fn open_log_file(path: &Path) -> Result<Option<File>> {
+    files::open_own(path).map_err(io(path))
+}
+
 fn load_from(path: &Path, after: u64) -> Result<Loaded> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(error) => return Err(io(path)(error)),
+    let Some(file) = open_log_file(path)? else {
+        return Ok(Loaded::default());
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    read_log(
+        BufReader::with_capacity(256 * 1024, file),
+        after,
+        LOG_LINE_MAX_BYTES,
+    )
+    .map_err(io(path))
+}
+
+/// The log's events from `reader`, line by line (see [`load_log`]); lines
+/// whose seq is at most `after` are skipped unparsed.
+fn read_log(reader: impl BufRead, after: u64, max: usize) -> std::io::Result<Loaded> {
+    let mut lines = lines::Lines::new(reader, max);
     let mut loaded = Loaded::default();
-    let mut line = Vec::new();
     let mut number = 0u64;
-    let mut skipped = 0u64;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
-        if n == 0 {
-            break;
-        }
+    // The seq of the last line read, loaded or skipped: an unreadable line
+    // without a seq of its own is numbered after it.
+    let mut last = 0u64;
+    while let Some(line) = lines.next_line()? {
         number += 1;
-        let complete = line.ends_with(b"\n");
-        if complete && let Some(seq) = seq_of(&line).filter(|&seq| seq <= after) {
-            // Before the point asked for: only its seq is kept, for the
-            // numbering of an unreadable line that may follow.
-            skipped = seq;
-            continue;
-        }
-        let parsed = serde_json::from_slice::<Event>(&line);
-        if complete && let Ok(event) = parsed {
-            loaded.events.push(event);
-            continue;
-        }
-        let at_end = reader.fill_buf().map_err(io(path))?.is_empty();
-        if at_end && (!complete || parsed.is_err()) {
-            loaded.torn_tail = Some(n);
-            break;
-        }
-        let error = match parsed {
-            Err(error) => error.to_string(),
-            Ok(_) => "the line has no end".to_string(),
+        let (seq, error) = match line {
+            Line::Torn(length) => {
+                loaded.torn_tail = Some(usize::try_from(length).unwrap_or(usize::MAX));
+                break;
+            }
+            Line::Whole(bytes) => {
+                let seq = seq_of(&bytes);
+                // `after` 0 asks for every line, a seq of 0 included.
+                if let Some(seq) = seq.filter(|&seq| after > 0 && seq <= after) {
+                    last = seq;
+                    continue;
+                }
+                match serde_json::from_slice::<Event>(&bytes) {
+                    Ok(event) => {
+                        last = event.seq;
+                        loaded.events.push(event);
+                        continue;
+                    }
+                    Err(error) => (seq, error.to_string()),
+                }
+            }
+            Line::TooLong(length) => (
+                None,
+                format!("the line is {length} bytes, longer than the {max} a log line may be"),
+            ),
         };
-        let seq = loaded
-            .events
-            .last()
-            .map_or(skipped + 1, |event| event.seq + 1);
+        let seq = seq
+            .filter(|&seq| seq > last)
+            .unwrap_or(last.saturating_add(1));
+        last = seq;
         loaded.events.push(Event {
             seq,
             ts: String::new(),
@@ -389,46 +409,35 @@ fn load_from(path: &Path, after: u64) -> Result<Loaded> {
 
 /// The events a conversation is rebuilt from: those after the last
 /// compaction's `to_seq` and the compaction itself, or the whole log when
-/// there is none. Only that tail is parsed: a long session's turn does not
-/// start by reading 100,000 events it will never send.
+/// there is none. The log is read streaming twice (to find the compaction,
+/// then from it), and only the tail past `to_seq` is parsed: a long
+/// session's turn does not start by reading 100,000 events it will never
+/// send, nor by holding the file.
 pub fn load_for_conversation(path: &Path) -> Result<Vec<Event>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(io(path)(error)),
+    let Some(file) = open_log_file(path)? else {
+        return Ok(Vec::new());
     };
-    let Some(at) = memchr::memmem::rfind(&bytes, br#""type":"compacted""#) else {
-        return Ok(load_log(path)?.events);
-    };
-    let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |n| n + 1);
-    let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
-    let Ok(compacted) = serde_json::from_slice::<Event>(&bytes[line_start..line_end]) else {
-        return Ok(load_log(path)?.events);
-    };
-    let EventBody::Compacted { to_seq, .. } = compacted.body else {
-        return Ok(load_log(path)?.events);
-    };
-    // Back from the compaction to the first line past `to_seq`.
-    let mut start = line_start;
-    while start > 0 {
-        let previous = memchr::memrchr(b'\n', &bytes[..start - 1]).map_or(0, |n| n + 1);
-        match seq_of(&bytes[previous..start]) {
-            Some(seq) if seq > to_seq => start = previous,
-            _ => break,
-        }
-    }
-    let mut events = Vec::new();
-    for line in bytes[start..].split(|byte| *byte == b'\n') {
-        if line.is_empty() {
+    let mut lines = lines::Lines::new(
+        BufReader::with_capacity(256 * 1024, file),
+        LOG_LINE_MAX_BYTES,
+    );
+    let mut to_seq = 0;
+    while let Some(line) = lines.next_line().map_err(io(path))? {
+        let Line::Whole(bytes) = line else {
+            continue;
+        };
+        if memchr::memmem::find(&bytes, br#""type":"compacted""#).is_none() {
             continue;
         }
-        // A torn tail or an unreadable line is left out here as it is
-        // shown elsewhere: the conversation needs only what parses.
-        if let Ok(event) = serde_json::from_slice::<Event>(line) {
-            events.push(event);
+        if let Ok(Event {
+            body: EventBody::Compacted { to_seq: to, .. },
+            ..
+        }) = serde_json::from_slice::<Event>(&bytes)
+        {
+            to_seq = to;
         }
     }
-    Ok(events)
+    load_log_after(path, to_seq)
 }
 
 /// The `seq` a log line starts with (`{"seq":N,`), without parsing the rest.
@@ -544,6 +553,8 @@ pub type Listener = Box<dyn Fn(&Event) + Send + Sync>;
 
 /// One session: the only writer of its log and its meta.json.
 pub struct Session {
+    /// The session's id, for errors that name it.
+    id: String,
     dir: PathBuf,
     log_path: PathBuf,
     log: Mutex<LogWriter>,
@@ -568,17 +579,17 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// meta.json, never waited on (a FIFO or a link there is refused).
 fn read_meta(path: &Path) -> Result<Option<Meta>> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|error| Error::Corrupt {
-                path: path.display().to_string(),
-                message: error.to_string(),
-            }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(io(path)(error)),
-    }
+    let Some(bytes) = files::read_own(path, META_MAX_BYTES).map_err(io(path))? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| Error::Corrupt {
+            path: path.display().to_string(),
+            message: error.to_string(),
+        })
 }
 
 impl Session {
@@ -606,6 +617,7 @@ impl Session {
         let now = now_rfc3339();
         let id = new_id();
         let session = Session {
+            id: id.clone(),
             dir: PathBuf::new(),
             log_path: PathBuf::new(),
             log: Mutex::new(LogWriter {
@@ -652,10 +664,23 @@ impl Session {
         let meta = meta_for(&dir, id, workspace, model, durable)?;
         let log_path = dir.join("log.jsonl");
         let (file, loaded) = open_log(&log_path, durable)?;
-        let next_seq = loaded.events.last().map_or(1, |event| event.seq + 1);
+        // Checked: a seq from the file (a damaged log, or u64::MAX) must not
+        // wrap to 0 and number events again.
+        let next_seq = match loaded.events.last() {
+            None => 1,
+            Some(last) => last
+                .seq
+                .checked_add(1)
+                .filter(|&next| next <= LOG_SEQ_MAX)
+                .ok_or_else(|| Error::SeqExhausted {
+                    id: id.to_string(),
+                    seq: last.seq,
+                })?,
+        };
         let mut file = file;
         let length = file.seek(SeekFrom::End(0)).map_err(io(&log_path))?;
         let session = Session {
+            id: id.to_string(),
             dir,
             log_path,
             log: Mutex::new(LogWriter {
@@ -754,19 +779,26 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The next event, with the next seq and the time now.
-    fn next_event(log: &LogWriter, body: EventBody) -> Event {
-        Event {
+    /// The next event, with the next seq and the time now; an error naming
+    /// the session when the log is at its last seq.
+    fn next_event(&self, log: &LogWriter, body: EventBody) -> Result<Event> {
+        if log.next_seq > LOG_SEQ_MAX {
+            return Err(Error::SeqExhausted {
+                id: self.id.clone(),
+                seq: log.next_seq - 1,
+            });
+        }
+        Ok(Event {
             seq: log.next_seq,
             ts: now_rfc3339(),
             body,
-        }
+        })
     }
 
     /// Takes the event's seq and hands it to the listener, in seq order
     /// (the log's lock is held).
     fn publish(&self, log: &mut LogWriter, event: &Event) {
-        log.next_seq += 1;
+        log.next_seq = log.next_seq.saturating_add(1);
         if let Some(listener) = self.listener.get() {
             listener(event);
         }
@@ -775,7 +807,9 @@ impl Session {
     /// Appends one event as one line, with a single write. Returns the event.
     pub fn append(&self, body: EventBody) -> Result<Event> {
         let mut log = self.log();
-        let event = Self::next_event(&log, body);
+        let event = self
+            .next_event(&log, body)
+            .inspect_err(|error| self.failed(error))?;
         let mut line = serde_json::to_vec(&event).map_err(|error| Error::Corrupt {
             path: self.log_path.display().to_string(),
             message: error.to_string(),
@@ -811,14 +845,21 @@ impl Session {
     /// keeps a gap there, which nothing reads as damage).
     pub fn announce(&self, body: EventBody) -> Event {
         let mut log = self.log();
-        let event = Self::next_event(&log, body);
+        // Past the last seq the listener still hears the turn is over: the
+        // event takes the seq after the log's last, which nothing follows
+        // past, so a follower waiting on it is not left hanging.
+        let event = Event {
+            seq: log.next_seq,
+            ts: now_rfc3339(),
+            body,
+        };
         self.publish(&mut log, &event);
         event
     }
 
     /// The seq of the last event appended (or announced); 0 for none.
     pub fn last_seq(&self) -> u64 {
-        self.log().next_seq - 1
+        self.log().next_seq.saturating_sub(1)
     }
 
     /// Appends `body`, or (when the log cannot take it) announces it.
@@ -933,7 +974,8 @@ fn open_log(log_path: &Path, durable: bool) -> Result<(File, Loaded)> {
     let mut file = files::open_private_append(log_path).map_err(io(log_path))?;
     if let Some(torn) = loaded.torn_tail {
         let length = file.seek(SeekFrom::End(0)).map_err(io(log_path))?;
-        file.set_len(length - torn as u64).map_err(io(log_path))?;
+        file.set_len(length.saturating_sub(torn as u64))
+            .map_err(io(log_path))?;
         if durable {
             file.sync_all().map_err(io(log_path))?;
         }
@@ -1015,6 +1057,16 @@ pub fn canonical(value: &serde_json::Value) -> String {
     sorted(value).to_string()
 }
 
+/// Cases each property test of this crate runs: a fixed 256, so CI is the
+/// same size every time and quick; a longer campaign sets `PROPTEST_CASES`.
+#[cfg(test)]
+fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(256)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1026,6 +1078,8 @@ mod tests {
         assert_eq!(canonical(&a), r#"{"a":{"c":0,"d":[{"x":2,"y":1}]},"b":1}"#);
     }
     use std::fs::OpenOptions;
+
+    use proptest::strategy::Strategy as _;
 
     #[test]
     fn ids_must_be_safe_names() {
@@ -1059,6 +1113,118 @@ mod tests {
         let again = load_log(&log).unwrap();
         assert_eq!(again.events.len(), 4);
         assert!(again.torn_tail.is_none());
+    }
+
+    #[test]
+    fn a_complete_last_line_that_does_not_parse_is_kept_and_appended_after() {
+        let deep = format!(
+            "{{\"seq\":4,\"ts\":\"x\",\"type\":\"error\",\"message\":{}1{}}}\n",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for line in [
+            "{\"seq\":4,\"ts\":\"x\",\"type\":\"from_a_newer_wicket\",\"what\":1}\n".to_string(),
+            "{\"seq\":4,\"ts\":\"x\",\"type\":\"error\"}\n".to_string(),
+            deep,
+        ] {
+            let home = tempfile::tempdir().unwrap();
+            let workspace = home.path();
+            drop(Session::open_or_create(home.path(), "s1", workspace, None).unwrap());
+            let log = Session::dir_of(home.path(), "s1").join("log.jsonl");
+            {
+                let (session, _) =
+                    Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
+                session.append(EventBody::error("two")).unwrap();
+                session.append(EventBody::error("three")).unwrap();
+            }
+            OpenOptions::new()
+                .append(true)
+                .open(&log)
+                .unwrap()
+                .write_all(line.as_bytes())
+                .unwrap();
+            let (session, loaded) =
+                Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
+            assert!(loaded.torn_tail.is_none(), "{line}");
+            let last = loaded.events.last().unwrap();
+            assert!(
+                matches!(last.body, EventBody::Unreadable { line: 4, .. }),
+                "{last:?}"
+            );
+            assert_eq!(last.seq, 4);
+            let event = session.append(EventBody::error("five")).unwrap();
+            assert_eq!(event.seq, 5);
+            let text = std::fs::read_to_string(&log).unwrap();
+            assert!(text.contains(line.as_str()), "the line is still there");
+            assert!(text.ends_with("\"message\":\"five\"}\n"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_seq_that_cannot_grow_is_an_error_naming_the_session_never_a_wrap() {
+        for seq in [u64::MAX, LOG_SEQ_MAX] {
+            let home = tempfile::tempdir().unwrap();
+            let workspace = home.path();
+            drop(Session::open_or_create(home.path(), "s1", workspace, None).unwrap());
+            let log = Session::dir_of(home.path(), "s1").join("log.jsonl");
+            let line =
+                format!("{{\"seq\":{seq},\"ts\":\"x\",\"type\":\"error\",\"message\":\"m\"}}\n");
+            OpenOptions::new()
+                .append(true)
+                .open(&log)
+                .unwrap()
+                .write_all(line.as_bytes())
+                .unwrap();
+            let error = Session::open_or_create(home.path(), "s1", workspace, None).unwrap_err();
+            assert!(matches!(error, Error::SeqExhausted { .. }), "{error}");
+            assert!(error.to_string().contains("session 's1'"), "{error}");
+            assert!(std::fs::read_to_string(&log).unwrap().ends_with(&line));
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_read_past_not_held() {
+        let mut bytes = b"{\"seq\":1,\"ts\":\"x\",\"type\":\"error\",\"message\":\"a\"}\n".to_vec();
+        bytes.extend(std::iter::repeat_n(0u8, 1000));
+        bytes.push(b'\n');
+        bytes.extend_from_slice(b"{\"seq\":3,\"ts\":\"x\",\"type\":\"error\",\"message\":\"c\"}\n");
+        bytes.extend(std::iter::repeat_n(0u8, 1000));
+        let loaded = read_log(&bytes[..], 0, 100).unwrap();
+        assert_eq!(loaded.events.len(), 3);
+        assert!(matches!(
+            &loaded.events[1].body,
+            EventBody::Unreadable { line: 2, error } if error.contains("1001 bytes")
+        ));
+        assert_eq!(loaded.torn_tail, Some(1000));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases()))]
+
+        /// Any mix of good lines, damaged ones and bytes: the reader never
+        /// panics, every complete line is an event (read or unreadable), only
+        /// a tail without a newline is torn, and seqs only grow.
+        #[test]
+        fn the_log_reader_keeps_every_complete_line(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    (0u64..20).prop_map(|seq| format!("{{\"seq\":{seq},\"ts\":\"x\",\"type\":\"error\",\"message\":\"m\"}}\n").into_bytes()),
+                    proptest::prelude::Just(b"{\"seq\":7,\"ts\":\"x\",\"type\":\"unknown_kind\"}\n".to_vec()),
+                    proptest::prelude::Just(b"{\"seq\":18446744073709551615,\"ts\":\"x\",\"type\":\"error\",\"message\":\"m\"}\n".to_vec()),
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+                ],
+                0..30,
+            ),
+            after in 0u64..10,
+        ) {
+            let bytes = pieces.concat();
+            let loaded = read_log(&bytes[..], 0, 64).unwrap();
+            let newlines = bytes.iter().filter(|byte| **byte == b'\n').count();
+            proptest::prop_assert_eq!(loaded.events.len(), newlines);
+            proptest::prop_assert_eq!(loaded.torn_tail.is_some(), !bytes.is_empty() && !bytes.ends_with(b"\n"));
+            let after_loaded = read_log(&bytes[..], after, 64).unwrap();
+            proptest::prop_assert!(after_loaded.events.len() <= loaded.events.len());
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod context;
 mod crash;
 mod exec;
 mod hooks;
+mod hostile;
 mod jail;
 mod mcp;
 mod output;

@@ -526,8 +526,12 @@ impl Config {
             self.sandbox = sandbox_settings(sandbox, path)?;
         }
         for (model, entry) in file.models.take().unwrap_or_default() {
-            self.models
-                .insert(model, (entry.context_window, entry.max_output_tokens));
+            // A window of 0, or past any real model's (2^63 would overflow
+            // the compaction threshold), is not a window: the model's is unknown.
+            let window = entry.context_window.filter(|window| {
+                (1..=wicket_protocol::limits::CONTEXT_WINDOW_MAX_TOKENS).contains(window)
+            });
+            self.models.insert(model, (window, entry.max_output_tokens));
         }
         for (model, entry) in file.prices.take().unwrap_or_default() {
             let prices = Prices {
