@@ -29,7 +29,8 @@ use std::sync::{Mutex, MutexGuard};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use wicket_protocol::limits::{
-    CHECKPOINT_KEEP_DAYS, CHECKPOINT_MAX_FILE_BYTES, CHECKPOINT_MAX_FILES, CHECKPOINT_MAX_NEW_BYTES,
+    CHECKPOINT_KEEP_DAYS, CHECKPOINT_MAX_FILE_BYTES, CHECKPOINT_MAX_FILES,
+    CHECKPOINT_MAX_NEW_BYTES, CHECKPOINT_MAX_STORE_BYTES,
 };
 use wicket_tools::Workspace;
 use wicket_tools::tree::{Go, Kind, Met};
@@ -59,6 +60,13 @@ pub enum Error {
         "the workspace has more than {0} files and folders that are not ignored; add [checkpoints] ignore globs (or raise max_files) in $WICKET_HOME/config.toml"
     )]
     TooManyFiles(usize),
+    /// Even the newest checkpoint alone is past `max_store_mb`: none is kept.
+    #[error(
+        "the checkpoint store would pass max_store_mb ({0} MB) with this checkpoint alone, so \
+         it keeps none; raise [checkpoints] max_store_mb, or add ignore globs, in \
+         $WICKET_HOME/config.toml"
+    )]
+    StoreFull(u64),
     /// A bad `[checkpoints] ignore` glob.
     #[error("[checkpoints] ignore entry '{glob}' is not a glob: {error}")]
     BadGlob {
@@ -104,6 +112,9 @@ pub struct Settings {
     pub max_file_bytes: u64,
     /// A workspace with more entries gets no checkpoint.
     pub max_files: usize,
+    /// The session's objects may take this many bytes; the oldest
+    /// checkpoints are pruned to stay below it.
+    pub max_store_bytes: u64,
 }
 
 impl Default for Settings {
@@ -114,6 +125,7 @@ impl Default for Settings {
             keep_days: CHECKPOINT_KEEP_DAYS,
             max_file_bytes: CHECKPOINT_MAX_FILE_BYTES,
             max_files: CHECKPOINT_MAX_FILES,
+            max_store_bytes: CHECKPOINT_MAX_STORE_BYTES,
         }
     }
 }
@@ -125,11 +137,13 @@ impl PartialEq for Settings {
             self.keep_days,
             self.max_file_bytes,
             self.max_files,
+            self.max_store_bytes,
         ) == (
             &other.ignore_globs,
             other.keep_days,
             other.max_file_bytes,
             other.max_files,
+            other.max_store_bytes,
         )
     }
 }
@@ -235,6 +249,8 @@ struct Cache {
     journaled: State,
     journal_len: u64,
     next_id: u64,
+    /// Bytes of the objects, once counted (then kept up to date).
+    object_bytes: Option<u64>,
 }
 
 struct Scanned {
@@ -389,6 +405,8 @@ impl Store {
             });
         let mut journaled = State::new();
         let mut after = 0;
+        // Ids never repeat, even after a store emptied to stay below its bound.
+        let index_next_id = index.as_ref().map_or(1, |index| index.next_id);
         if let Some(index) = index {
             let decoded: Option<Vec<_>> = index.entries.into_iter().map(Change::decode).collect();
             if let Some(decoded) = decoded {
@@ -402,7 +420,8 @@ impl Store {
         Ok(Cache {
             journaled,
             journal_len,
-            next_id,
+            next_id: next_id.max(index_next_id),
+            object_bytes: None,
         })
     }
 
@@ -432,7 +451,14 @@ impl Store {
             }
             return self.sweep(&HashSet::new());
         };
-        let base_state = Self::state_at(&records, records[kept].info.id)?;
+        self.keep_from(&records, kept)
+    }
+
+    /// Keeps the checkpoints from `records[kept]` on: that one written whole
+    /// as the journal's first line, the later ones as they were, and the
+    /// objects none of them names removed.
+    fn keep_from(&self, records: &[Record], kept: usize) -> Result<()> {
+        let base_state = Self::state_at(records, records[kept].info.id)?;
         let mut keep: HashSet<state::Hash> = state::hashes(&base_state).copied().collect();
         let mut text = String::new();
         for (offset, record) in records[kept..].iter().enumerate() {
@@ -515,7 +541,53 @@ impl Store {
     ) -> Result<Taken> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        self.take_in(cache, workspace, settings, seq, tool)
+        let taken = self.take_in(cache, workspace, settings, seq, tool)?;
+        let total = match cache.object_bytes {
+            Some(before) => before.saturating_add(taken.new_bytes),
+            None => self.objects.bytes(),
+        };
+        cache.object_bytes = Some(total);
+        if total <= settings.max_store_bytes {
+            return Ok(taken);
+        }
+        // The journal changes under the cache: it is read again next time.
+        *guard = None;
+        self.bound(settings.max_store_bytes)?;
+        Ok(taken)
+    }
+
+    /// Brings the objects below `max` bytes: the older half of the
+    /// checkpoints pruned, again while they are past it; when the newest
+    /// alone is past it, none is kept ([`Error::StoreFull`]), and the next
+    /// checkpoint starts whole.
+    fn bound(&self, max: u64) -> Result<()> {
+        loop {
+            let records = self.records()?;
+            if records.len() <= 1 {
+                let next_id = records.last().map_or(1, |record| record.info.id + 1);
+                let index = Index {
+                    journal_len: 0,
+                    next_id,
+                    entries: Vec::new(),
+                };
+                let path = self.index();
+                let bytes = serde_json::to_vec(&index).unwrap_or_default();
+                wicket_os::files::write_atomically(&path, &bytes, false)
+                    .map_err(self.io(&path, "written"))?;
+                let journal = self.journal();
+                match std::fs::remove_file(&journal) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(self.io(&journal, "written")(error)),
+                }
+                self.sweep(&HashSet::new())?;
+                return Err(Error::StoreFull(max / (1024 * 1024)));
+            }
+            self.keep_from(&records, (records.len() / 2).max(1))?;
+            if self.objects.bytes() <= max {
+                return Ok(());
+            }
+        }
     }
 
     fn take_in(
@@ -990,6 +1062,42 @@ mod tests {
         let rewound = fresh.rewind(&w.workspace, &settings, &to, 4).unwrap();
         assert!(rewound.applied.failed.is_empty());
         assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "new\n");
+    }
+
+    #[test]
+    fn the_store_stays_below_max_store_mb_oldest_first_and_a_checkpoint_past_it_alone_is_a_gap() {
+        let w = world();
+        let settings = Settings {
+            max_store_bytes: 2_500_000,
+            ..Settings::default()
+        };
+        let megabyte = |n: u8| vec![n; 1_000_000];
+        for n in 0..4u8 {
+            std::fs::write(w.ws.join("f"), megabyte(n)).unwrap();
+            w.store
+                .take(&w.workspace, &settings, u64::from(n) + 1, "run")
+                .unwrap();
+            assert!(w.store.object_bytes() <= 2_500_000, "after {n}");
+        }
+        let seqs: Vec<u64> = w.store.list().unwrap().iter().map(|info| info.seq).collect();
+        assert_eq!(seqs.last(), Some(&4));
+        assert!(seqs.len() < 4, "{seqs:?}");
+        assert!(w.store.objects.get(&hash_of(&megabyte(0))).is_err());
+        // The newest is whole and rewinds.
+        std::fs::write(w.ws.join("f"), "changed").unwrap();
+        let to = w.store.find(4).unwrap();
+        w.store.rewind(&w.workspace, &settings, &to, 5).unwrap();
+        assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(3));
+        // One checkpoint alone past the bound keeps nothing, and says so.
+        std::fs::write(w.ws.join("g"), vec![9u8; 3_000_000]).unwrap();
+        let full = w.store.take(&w.workspace, &settings, 6, "run");
+        assert!(matches!(full, Err(Error::StoreFull(_))), "{full:?}");
+        assert_eq!(w.store.object_bytes(), 0);
+        assert!(w.store.list().unwrap().is_empty());
+        // The next checkpoint starts whole, with an id never used before.
+        std::fs::remove_file(w.ws.join("g")).unwrap();
+        let taken = w.store.take(&w.workspace, &settings, 7, "run").unwrap();
+        assert!(taken.id > to.id + 1, "{taken:?}");
     }
 
     fn age_journal(store: &Store, days: u64, lines: usize) {

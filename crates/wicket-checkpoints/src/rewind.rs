@@ -69,11 +69,22 @@ fn missed_above<'s>(path: &[u8], states: [&'s State; 2]) -> Option<&'s str> {
     }
 }
 
+/// A path through a `.git` or `.wicket` entry: no rewind writes or removes
+/// one (only a card that said "git" may), even where an older journal
+/// holds it.
+fn guarded(path: &[u8]) -> bool {
+    path.split(|byte| *byte == b'/').any(|part| {
+        wicket_protocol::guarded::GUARDED_NAMES
+            .iter()
+            .any(|name| part == name.as_bytes())
+    })
+}
+
 impl Plan {
     /// What takes the workspace from `now` back to `then`.
     pub(crate) fn between(then: &State, now: &State) -> Plan {
         let mut plan = Plan::default();
-        for (path, old) in then {
+        for (path, old) in then.iter().filter(|(path, _)| !guarded(path)) {
             let current = now.get(path);
             if current.is_some_and(|current| current.same_as(old)) {
                 continue;
@@ -105,7 +116,7 @@ impl Plan {
                 }
             }
         }
-        for (path, current) in now {
+        for (path, current) in now.iter().filter(|(path, _)| !guarded(path)) {
             if then.contains_key(path) {
                 continue;
             }

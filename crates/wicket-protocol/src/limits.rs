@@ -48,6 +48,10 @@ pub const CHECKPOINT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 pub const CHECKPOINT_MAX_FILES: usize = 100_000;
 /// Checkpoints older than this many days are pruned (`[checkpoints] keep_days`).
 pub const CHECKPOINT_KEEP_DAYS: u64 = 30;
+/// A session's checkpoint objects may take this much (`[checkpoints]
+/// max_store_mb`): past it the oldest checkpoints are pruned first, and a
+/// checkpoint that alone passes it is not kept (its call's card says so).
+pub const CHECKPOINT_MAX_STORE_BYTES: u64 = 2048 * 1024 * 1024;
 /// A `rewound` event names this many paths of each list; the counts are whole.
 pub const REWOUND_MAX_PATHS: usize = 100;
 /// One checkpoint stores at most this many bytes of new copies; files past

@@ -100,7 +100,8 @@ impl From<ManagerError> for ApiError {
                 }
                 wicket_checkpoints::Error::Io { .. }
                 | wicket_checkpoints::Error::Workspace(_)
-                | wicket_checkpoints::Error::TooManyFiles(_) => {
+                | wicket_checkpoints::Error::TooManyFiles(_)
+                | wicket_checkpoints::Error::StoreFull(_) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "io")
                 }
             },

@@ -2,7 +2,8 @@
 //!
 //! [`Workspace::scan`] walks every folder from the held root, depth first,
 //! names in byte order, following no link: a link is an entry (its target
-//! is text), never a way somewhere else. `.git` is never entered, and what
+//! is text), never a way somewhere else. `.git` and `.wicket` are never
+//! entered, at any depth, and what
 //! the ignore files ignore (as grep reads them: [`crate::ignore_files`]) is
 //! skipped, as is whatever the caller's own test skips.
 //!
@@ -212,7 +213,11 @@ impl Workspace {
                 rules.pop();
                 continue;
             };
-            if name.as_bytes() == b".git" {
+            // What git and Wicket run later is never copied nor restored.
+            if wicket_protocol::guarded::GUARDED_NAMES
+                .iter()
+                .any(|guarded| name.as_bytes() == guarded.as_bytes())
+            {
                 continue;
             }
             path.clear();

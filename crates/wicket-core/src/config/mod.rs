@@ -281,6 +281,7 @@ struct FileCheckpoints {
     keep_days: Option<u64>,
     max_file_mb: Option<u64>,
     max_files: Option<usize>,
+    max_store_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -844,6 +845,7 @@ fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_chec
         ("keep_days", file.keep_days),
         ("max_file_mb", file.max_file_mb),
         ("max_files", file.max_files.map(|n| n as u64)),
+        ("max_store_mb", file.max_store_mb),
     ] {
         if value == Some(0) {
             return Err(config_error(
@@ -859,6 +861,9 @@ fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_chec
         .max_file_mb
         .map_or(settings.max_file_bytes, |mb| mb.saturating_mul(1024 * 1024));
     settings.max_files = file.max_files.unwrap_or(settings.max_files);
+    settings.max_store_bytes = file.max_store_mb.map_or(settings.max_store_bytes, |mb| {
+        mb.saturating_mul(1024 * 1024)
+    });
     settings
         .with_ignore(file.ignore)
         .map_err(|error| config_error(path, error.to_string()))
