@@ -1079,7 +1079,13 @@ mod tests {
                 .unwrap();
             assert!(w.store.object_bytes() <= 2_500_000, "after {n}");
         }
-        let seqs: Vec<u64> = w.store.list().unwrap().iter().map(|info| info.seq).collect();
+        let seqs: Vec<u64> = w
+            .store
+            .list()
+            .unwrap()
+            .iter()
+            .map(|info| info.seq)
+            .collect();
         assert_eq!(seqs.last(), Some(&4));
         assert!(seqs.len() < 4, "{seqs:?}");
         assert!(w.store.objects.get(&hash_of(&megabyte(0))).is_err());

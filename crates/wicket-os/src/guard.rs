@@ -66,6 +66,10 @@ pub struct Found {
     pub wicket_protected: Vec<PathBuf>,
     /// Hooks folders (`core.hooksPath`) inside the workspace, relative.
     pub hooks_paths: Vec<String>,
+    /// What a repository's config names inside the workspace that is not
+    /// there yet (a hooks folder, an included file), relative: one a
+    /// command makes is removed after it.
+    pub absent: Vec<PathBuf>,
     /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
     pub truncated: bool,
 }
@@ -188,6 +192,25 @@ fn config_paths(text: &str) -> Vec<(bool, String)> {
     found
 }
 
+/// `path` with its `.` and `..` taken away by their words (no link read):
+/// where a path that does not exist yet would be.
+fn lexical(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
 /// Scans `workspace` for what git and Wicket run later.
 pub fn scan(workspace: &Path) -> Found {
     let mut found = Found::default();
@@ -299,6 +322,21 @@ pub fn scan(workspace: &Path) -> Found {
                 None => git_dir.join(&value),
             };
             let Ok(real) = std::fs::canonicalize(&path) else {
+                // Not there yet: a command that makes it (a hooks folder
+                // with a pre-commit, an included config with an fsmonitor)
+                // has it removed after it.
+                if let Some(relative) = lexical(&path)
+                    .as_deref()
+                    .and_then(|path| path.strip_prefix(workspace).ok())
+                    .filter(|relative| !relative.as_os_str().is_empty())
+                {
+                    if hooks {
+                        found
+                            .hooks_paths
+                            .push(relative.to_string_lossy().into_owned());
+                    }
+                    found.absent.push(relative.to_path_buf());
+                }
                 continue;
             };
             if let Ok(relative) = real.strip_prefix(workspace) {
@@ -311,6 +349,22 @@ pub fn scan(workspace: &Path) -> Found {
             }
         }
     }
+    // A git folder that is the workspace itself (or holds it) is not bound
+    // whole, which would leave no command a workspace to write: what git
+    // runs of it is, its config and hooks. One above the workspace is
+    // read-only already.
+    let mut kept = Vec::new();
+    for path in std::mem::take(&mut found.git_protected) {
+        match std::fs::canonicalize(&path) {
+            Ok(real) if workspace.starts_with(&real) => {
+                if real == workspace {
+                    kept.extend(["config", "hooks", "info"].map(|name| real.join(name)));
+                }
+            }
+            _ => kept.push(path),
+        }
+    }
+    found.git_protected = kept;
     found
 }
 
@@ -334,8 +388,9 @@ impl Settled {
         for path in &self.removed {
             lines.push(format!(
                 "wicket: removed {}, which the command made: without \"git\": true a command may \
-                 not make a .git or .wicket (git and Wicket would run what it holds later); run \
-                 it again with \"git\": true if it should stay",
+                 not make a .git or .wicket, nor a hooks folder or config file a repository's \
+                 config names (git and Wicket would run what it holds later); run it again with \
+                 \"git\": true if it should stay",
                 path.display()
             ));
         }
@@ -447,6 +502,25 @@ impl Found {
                 && rustix::fs::symlinkat(target.as_os_str(), &parent, name).is_ok()
             {
                 settled.restored.push(path.clone());
+            }
+        }
+        if !write_git {
+            for path in &self.absent {
+                let made = std::fs::symlink_metadata(workspace.join(path)).is_ok();
+                let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name())
+                else {
+                    continue;
+                };
+                if made {
+                    match remove_tree(&parent, name) {
+                        Ok(()) => settled.removed.push(path.clone()),
+                        Err(error) => settled.failed.push(format!(
+                            "could not remove {}, which the command made where the repository's \
+                             config names hooks or an included config: {error}",
+                            path.display()
+                        )),
+                    }
+                }
             }
         }
         settled.runs_later = changed_later(&after, workspace, since);
@@ -569,5 +643,46 @@ mod tests {
         assert_eq!(settled.removed.len(), 2, "{settled:?}");
         assert_eq!(settled.restored, vec![PathBuf::from("pkg/.git")]);
         assert!(ws.join(".git/hooks").exists());
+    }
+
+    #[test]
+    fn a_hooks_folder_the_config_names_is_guarded_even_before_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::write(
+            ws.join(".git/config"),
+            "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../shared.cfg\n",
+        )
+        .unwrap();
+        let found = scan(&ws);
+        assert_eq!(found.hooks_paths, vec![".githooks".to_string()]);
+        assert_eq!(
+            found.absent,
+            vec![PathBuf::from(".githooks"), PathBuf::from("shared.cfg")]
+        );
+        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
+        std::fs::write(ws.join(".githooks/pre-commit"), "evil").unwrap();
+        std::fs::write(ws.join("shared.cfg"), "[core]\nfsmonitor = x\n").unwrap();
+        let settled = found.settle(&ws, false, 0);
+        assert!(!ws.join(".githooks").exists(), "{settled:?}");
+        assert!(!ws.join("shared.cfg").exists(), "{settled:?}");
+        // Once there, it is bound read-only like .git/hooks.
+        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
+        let found = scan(&ws);
+        assert!(found.git_protected.contains(&ws.join(".githooks")));
+    }
+
+    #[test]
+    fn a_gitdir_that_is_the_workspace_protects_its_config_not_the_whole_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/.git"), "gitdir: ..\n").unwrap();
+        std::fs::write(ws.join("config"), "[core]\n\thooksPath = .\n").unwrap();
+        let found = scan(&ws);
+        assert!(!found.git_protected.contains(&ws), "{found:?}");
+        assert!(found.git_protected.contains(&ws.join("config")));
+        assert!(found.git_protected.contains(&ws.join("sub/.git")));
     }
 }
