@@ -47,8 +47,11 @@ writeFileSync(alwaysScript, JSON.stringify([
 
 // A long session: one reply with 1,000 reads makes 1,000 rows.
 const longScript = join(base, "long.json");
+// 1,000 reads in 20 replies of 50 (a reply may ask for at most 64 calls).
 writeFileSync(longScript, JSON.stringify([
-  { tool_calls: Array.from({ length: 1000 }, () => ({ name: "read_file", arguments: { path: "src/main.rs" } })) },
+  ...Array.from({ length: 20 }, () => ({
+    tool_calls: Array.from({ length: 50 }, () => ({ name: "read_file", arguments: { path: "src/main.rs" } })),
+  })),
   { text: "long done" },
 ]));
 
