@@ -65,7 +65,7 @@ fn regular(path: &Path, file: File) -> std::io::Result<File> {
     Err(std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!(
-            "{} is {what}, where Wicket keeps a regular file; move it away (Wicket makes the file again)",
+            "it is {what}, where Wicket keeps a regular file; move {} away (Wicket makes the file again)",
             path.display()
         ),
     ))
@@ -90,7 +90,7 @@ fn named(path: &Path, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!(
-            "{} is {what}, where Wicket keeps a regular file; move it away (Wicket makes the file again)",
+            "it is {what}, where Wicket keeps a regular file; move {} away (Wicket makes the file again)",
             path.display()
         ),
     )

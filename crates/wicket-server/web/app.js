@@ -48,6 +48,7 @@ const state = {
   pending: [],       // events waiting for the next frame
   scheduled: false,
   stick: true,       // keep the newest row in view
+  followedTo: 0,     // where following the newest row last scrolled to
   observer: null,
   running: false,
 };
@@ -113,6 +114,9 @@ function setStatus(status) {
 $("new-session").onsubmit = async (event) => {
   event.preventDefault();
   $("new-error").textContent = "";
+  // Until the new session is the one shown, a message typed now would go
+  // to the one before it: the box waits.
+  $("message").disabled = true;
   try {
     const body = { workspace: $("new-workspace").value.trim() };
     const model = $("new-model").value.trim();
@@ -122,6 +126,8 @@ $("new-session").onsubmit = async (event) => {
     select(id);
   } catch (error) {
     $("new-error").textContent = error.message;
+  } finally {
+    $("message").disabled = false;
   }
 };
 
@@ -143,7 +149,7 @@ function resetTranscript() {
   if (state.observer) state.observer.disconnect();
   Object.assign(state, {
     lastSeq: 0, blocks: [], calls: new Map(), cards: new Map(), questions: new Map(), context: undefined, cost: undefined,
-    open: new Set(), pending: [], stick: true,
+    open: new Set(), pending: [], stick: true, followedTo: 0,
     observer: new IntersectionObserver(onVisibility, { root: $("transcript"), rootMargin: `${MARGIN}px 0px` }),
   });
   $("transcript").replaceChildren();
@@ -218,7 +224,11 @@ function connect() {
 let settling = false;
 $("transcript").addEventListener("scroll", () => {
   const box = $("transcript");
-  state.stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  // A scroll event comes a frame after the scroll: rows added in between
+  // must not read as the person scrolling away. Only a move up from where
+  // the page last followed to, or a stop short of the bottom, lets go.
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  state.stick = atBottom || (state.stick && box.scrollTop >= state.followedTo - 1);
   if (!settling) {
     settling = true;
     requestAnimationFrame(() => { settling = false; settle(); });
@@ -227,7 +237,10 @@ $("transcript").addEventListener("scroll", () => {
 
 function followBottom() {
   const box = $("transcript");
-  if (state.stick) box.scrollTop = box.scrollHeight;
+  if (state.stick) {
+    box.scrollTop = box.scrollHeight;
+    state.followedTo = box.scrollTop;
+  }
 }
 
 // Take in what arrived since the last frame. Rows are made only for the

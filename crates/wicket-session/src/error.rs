@@ -21,13 +21,13 @@ pub enum Error {
         given: String,
     },
     /// A file of the session or home could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why. Said in the message, and not as the error's source, so a
+        /// chain printed whole (`{:#}`) says it once.
+        cause: std::io::Error,
     },
     /// A file of the session is not what Wicket writes.
     #[error("{path}: {message}")]
@@ -68,8 +68,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
+    move |cause| Error::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     }
 }

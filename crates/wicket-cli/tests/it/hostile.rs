@@ -367,6 +367,7 @@ fn a_fifo_in_place_of_a_session_file_is_refused_never_waited_on() {
                 String::from_utf8_lossy(&output.stdout)
             );
             assert!(said.contains("is a FIFO"), "{shown}: {said}");
+            assert_eq!(said.matches("is a FIFO").count(), 1, "said once: {said}");
             assert!(said.contains(name), "{shown}: {said}");
         }
         // `wicket sessions` lists what it can read, and returns.
