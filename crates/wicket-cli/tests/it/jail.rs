@@ -60,6 +60,22 @@ fn persons_git_status(dir: &Path) {
         .unwrap();
 }
 
+/// A PreToolUse hook of the person's own config, a Python `body` kept in
+/// the workspace (the jail hides the rest of /tmp, where the fixture lives).
+fn home_pre_tool_use_hook(f: &Fixture, matcher: &str, body: &str) {
+    let hook = f.ws.join(".hooks/hook.py");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, body).unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!(
+            "[[hooks.pre_tool_use]]\nmatcher = \"{matcher}\"\ncommand = [\"python3\", \"{}\"]\n",
+            hook.display()
+        ),
+    )
+    .unwrap();
+}
+
 #[test]
 fn a_write_rule_never_covers_git_and_the_card_says_git() {
     let f = Fixture::new();
@@ -107,22 +123,12 @@ fn a_write_rule_never_covers_git_and_the_card_says_git() {
 #[test]
 fn a_hook_that_allows_never_skips_a_git_card() {
     let f = Fixture::new();
-    let hook = f.ws.join(".hooks/allow.py");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(
-        &hook,
+    home_pre_tool_use_hook(
+        &f,
+        "Write",
         "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({\"hookSpecificOutput\": \
          {\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"allow\"}}))\n",
-    )
-    .unwrap();
-    std::fs::write(
-        f.home.join("config.toml"),
-        format!(
-            "[[hooks.pre_tool_use]]\nmatcher = \"Write\"\ncommand = [\"python3\", \"{}\"]\n",
-            hook.display()
-        ),
-    )
-    .unwrap();
+    );
     let write = |path: &str| {
         f.tool(
             "write_file",
@@ -480,17 +486,7 @@ sys.exit(0)
 #[test]
 fn a_hook_copied_from_claude_code_stops_rm_in_wicket_tool_and_in_a_turn() {
     let f = Fixture::new();
-    let hook = f.ws.join(".hooks/validate.py");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(&hook, CLAUDE_CODE_VALIDATOR).unwrap();
-    std::fs::write(
-        f.home.join("config.toml"),
-        format!(
-            "[[hooks.pre_tool_use]]\nname = \"validator\"\nmatcher = \"Bash\"\ncommand = [\"python3\", \"{}\"]\n",
-            hook.display()
-        ),
-    )
-    .unwrap();
+    home_pre_tool_use_hook(&f, "Bash", CLAUDE_CODE_VALIDATOR);
     std::fs::write(f.ws.join("victim.txt"), "keep").unwrap();
     let (out, code) = f.tool(
         "run",
