@@ -540,7 +540,8 @@ fn output_text(output: &ToolOutput) -> String {
         | ToolOutput::Write(_)
         | ToolOutput::Reply(_)
         | ToolOutput::Finish(_)
-        | ToolOutput::Skill(_) => serde_json::to_string_pretty(output).unwrap_or_default(),
+        | ToolOutput::Skill(_) => serde_json::to_string_pretty(output)
+            .unwrap_or_else(|error| format!("(the result could not be shown: {error})")),
     }
 }
 

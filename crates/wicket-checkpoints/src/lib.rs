@@ -60,6 +60,9 @@ pub enum Error {
         "the workspace has more than {0} files and folders that are not ignored; add [checkpoints] ignore globs (or raise max_files) in $WICKET_HOME/config.toml"
     )]
     TooManyFiles(usize),
+    /// A journal line or the index could not be encoded (nothing was written).
+    #[error("a checkpoint record could not be encoded ({0}); nothing was written")]
+    Encode(String),
     /// Even the newest checkpoint alone is past `max_store_mb`: none is kept.
     #[error(
         "the checkpoint store would pass max_store_mb ({0} MB) with this checkpoint alone, so \
@@ -286,10 +289,10 @@ pub struct Store {
 }
 
 /// A journal line's text, with its newline.
-fn line_text(line: &Line) -> String {
-    let mut text = serde_json::to_string(line).unwrap_or_default();
+fn line_text(line: &Line) -> Result<String> {
+    let mut text = serde_json::to_string(line).map_err(|error| Error::Encode(error.to_string()))?;
     text.push('\n');
-    text
+    Ok(text)
 }
 
 impl Store {
@@ -483,7 +486,7 @@ impl Store {
                 at: record.info.at,
                 tool: record.info.tool.clone(),
                 changes,
-            }));
+            })?);
         }
         let journal = self.journal();
         wicket_os::files::write_atomically(&journal, text.as_bytes(), false)
@@ -501,9 +504,7 @@ impl Store {
             })
         {
             read.journal_len = text.len() as u64;
-            let bytes = serde_json::to_vec(&read).unwrap_or_default();
-            wicket_os::files::write_atomically(&index, &bytes, false)
-                .map_err(self.io(&index, "written"))?;
+            self.put_index(&read)?;
         }
         self.sweep(&keep)
     }
@@ -565,15 +566,11 @@ impl Store {
             let records = self.records()?;
             if records.len() <= 1 {
                 let next_id = records.last().map_or(1, |record| record.info.id + 1);
-                let index = Index {
+                self.put_index(&Index {
                     journal_len: 0,
                     next_id,
                     entries: Vec::new(),
-                };
-                let path = self.index();
-                let bytes = serde_json::to_vec(&index).unwrap_or_default();
-                wicket_os::files::write_atomically(&path, &bytes, false)
-                    .map_err(self.io(&path, "written"))?;
+                })?;
                 let journal = self.journal();
                 match std::fs::remove_file(&journal) {
                     Ok(()) => {}
@@ -606,7 +603,7 @@ impl Store {
             tool: tool.to_string(),
             changes: state::delta(&cache.journaled, &scanned.state),
         };
-        let text = line_text(&line);
+        let text = line_text(&line)?;
         let journal = self.journal();
         wicket_os::files::private_dir(&self.dir).map_err(self.io(&self.dir, "written"))?;
         let appended = wicket_os::files::open_private_append(&journal).and_then(|mut file| {
@@ -637,7 +634,7 @@ impl Store {
     }
 
     fn write_index(&self, cache: &Cache) -> Result<()> {
-        let index = Index {
+        self.put_index(&Index {
             journal_len: cache.journal_len,
             next_id: cache.next_id,
             entries: cache
@@ -645,9 +642,13 @@ impl Store {
                 .iter()
                 .map(|(path, entry)| Change::of(path, entry, true))
                 .collect(),
-        };
+        })
+    }
+
+    /// Replaces `index.json` whole with `index`.
+    fn put_index(&self, index: &Index) -> Result<()> {
+        let bytes = serde_json::to_vec(index).map_err(|error| Error::Encode(error.to_string()))?;
         let path = self.index();
-        let bytes = serde_json::to_vec(&index).unwrap_or_default();
         wicket_os::files::write_atomically(&path, &bytes, false).map_err(self.io(&path, "written"))
     }
 

@@ -101,9 +101,8 @@ impl From<ManagerError> for ApiError {
                 wicket_checkpoints::Error::Io { .. }
                 | wicket_checkpoints::Error::Workspace(_)
                 | wicket_checkpoints::Error::TooManyFiles(_)
-                | wicket_checkpoints::Error::StoreFull(_) => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
-                }
+                | wicket_checkpoints::Error::StoreFull(_)
+                | wicket_checkpoints::Error::Encode(_) => (StatusCode::INTERNAL_SERVER_ERROR, "io"),
             },
             ManagerError::BadAnswer(_) => (StatusCode::BAD_REQUEST, "invalid_args"),
             ManagerError::NoSuchGrant(_) => (StatusCode::NOT_FOUND, "not_found"),
