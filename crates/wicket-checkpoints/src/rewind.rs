@@ -73,11 +73,8 @@ fn missed_above<'s>(path: &[u8], states: [&'s State; 2]) -> Option<&'s str> {
 /// one (only a card that said "git" may), even where an older journal
 /// holds it.
 fn guarded(path: &[u8]) -> bool {
-    path.split(|byte| *byte == b'/').any(|part| {
-        wicket_protocol::guarded::GUARDED_NAMES
-            .iter()
-            .any(|name| part == name.as_bytes())
-    })
+    use std::os::unix::ffi::OsStrExt;
+    wicket_protocol::guarded::git_or_wicket(std::path::Path::new(std::ffi::OsStr::from_bytes(path)))
 }
 
 impl Plan {

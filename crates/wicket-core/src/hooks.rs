@@ -48,7 +48,7 @@ pub fn claude_code_call(
             shaped.insert(key.to_string(), value);
         }
     };
-    let name = match tool {
+    match tool {
         "run" => {
             let words: Vec<&str> = input
                 .get("argv")
@@ -66,45 +66,40 @@ pub fn claude_code_call(
                     .and_then(Value::as_u64)
                     .map(|seconds| json!(seconds.saturating_mul(1000))),
             );
-            "Bash"
         }
         "write_file" => {
             put("file_path", absolute("path"));
             put("content", input.get("content").cloned());
-            "Write"
         }
         "search_replace" => {
             put("file_path", absolute("path"));
             put("old_string", input.get("old").cloned());
             put("new_string", input.get("new").cloned());
             put("replace_all", input.get("replace_all").cloned());
-            "Edit"
         }
         "read_file" => {
             put("file_path", absolute("path"));
             put("offset", input.get("line").cloned());
-            "Read"
         }
         "grep" => {
             put("pattern", input.get("pattern").cloned());
             put("path", absolute("path"));
             put("glob", input.get("glob").cloned());
             put("-i", input.get("case_insensitive").cloned());
-            "Grep"
         }
         "list_dir" => {
             put(
                 "path",
                 Some(absolute("path").unwrap_or_else(|| json!(workspace.display().to_string()))),
             );
-            "LS"
         }
         // An MCP tool (`mcp__S__T`) is named alike and takes its own arguments.
-        other => {
-            shaped = input.as_object().cloned().unwrap_or_default();
-            other
-        }
-    };
+        _ => shaped = input.as_object().cloned().unwrap_or_default(),
+    }
+    let name = crate::config::claude_names(tool)
+        .first()
+        .copied()
+        .unwrap_or(tool);
     let mut call = serde_json::Map::new();
     call.insert("tool_name".into(), json!(name));
     call.insert("tool_input".into(), Value::Object(shaped));

@@ -96,18 +96,20 @@ fn entry(argv: &[String]) -> Option<&'static Entry> {
     TABLE.iter().find(|entry| entry.program == program)
 }
 
-/// Whether `word` is `option` (or `option=value` for a long option); the value when inline.
+/// Whether `word` is `option`, `--long=value` for a long option, or
+/// `-xvalue` for a one-letter one (`sort -oout`); the value when inline.
 fn option<'w>(word: &'w str, option: &str) -> Option<Option<&'w str>> {
     if word == option {
         return Some(None);
     }
-    if option.starts_with("--") {
-        return word
-            .strip_prefix(option)
-            .and_then(|rest| rest.strip_prefix('='))
-            .map(Some);
-    }
-    None
+    let inline = if option.starts_with("--") {
+        word.strip_prefix(option)?.strip_prefix('=')?
+    } else if option.len() == 2 {
+        word.strip_prefix(option)?
+    } else {
+        return None;
+    };
+    Some(Some(inline))
 }
 
 /// The commands `argv` runs besides itself, as a deny reads them: what
@@ -178,13 +180,9 @@ pub fn plain(argv: &[String]) -> bool {
         .chain(entry.writes.iter().copied())
         .chain(entry.hides.iter().copied());
     let words: Vec<&str> = words.collect();
-    !argv[1..].iter().any(|word| {
-        words.iter().any(|name| {
-            option(word, name).is_some()
-                // `--output=x`, `-ofile`, `-c=x` written joined.
-                || (!name.starts_with("--") && word.starts_with(name) && word.len() > name.len() && name.len() == 2)
-        })
-    })
+    !argv[1..]
+        .iter()
+        .any(|word| words.iter().any(|name| option(word, name).is_some()))
 }
 
 /// Whether a deny on `argv`'s program cannot tell what it runs: git given

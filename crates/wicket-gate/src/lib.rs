@@ -445,7 +445,8 @@ impl<'a> Gate<'a> {
                 // Where it lands, without reading what is there: the write reads that.
                 let location = workspace.classify(path).ok()?;
                 let target = workspace.resolve_write(&location, false).ok()?;
-                Some(self.write_pass(call.name(), &target.absolute))
+                let guarded = guarded_write(workspace.root(), &target.absolute);
+                Some(self.write_pass(call.name(), &target.absolute, guarded))
             }
             ToolCall::Run(args) => {
                 let dir = validate(workspace, args).ok()?;
@@ -542,12 +543,12 @@ impl<'a> Gate<'a> {
         self.pass(&subject, grant)
     }
 
-    fn write_pass(&self, tool: &str, absolute: &Path) -> Result<Pass, WireError> {
+    /// `guarded`: what [`guarded_write`] says of `absolute`.
+    fn write_pass(&self, tool: &str, absolute: &Path, guarded: bool) -> Result<Pass, WireError> {
         let key = absolute.display().to_string();
         let grant = self.held_grant(GrantKind::Write, &key, |allowed| {
             allowed.write.contains(&key)
         });
-        let guarded = guarded_write(self.tools.workspace().root(), absolute);
         self.pass(
             &Subject::Write {
                 tool,
@@ -1040,8 +1041,10 @@ impl<'a> Gate<'a> {
             let key = target.absolute.display().to_string();
             let asked_digest = digest(target.current.as_deref());
             let mut remember = None;
-            if let Pass::Card | Pass::Asked = self.write_pass(tool, &target.absolute)? {
+            let guarded = guarded_write(self.tools.workspace().root(), &target.absolute);
+            if let Pass::Card | Pass::Asked = self.write_pass(tool, &target.absolute, guarded)? {
                 let card = self.write_card(
+                    guarded,
                     tool,
                     &target.absolute,
                     target.current.as_deref(),
@@ -1107,6 +1110,7 @@ impl<'a> Gate<'a> {
 
     fn write_card(
         &self,
+        guarded: bool,
         tool: &str,
         absolute: &Path,
         current: Option<&[u8]>,
@@ -1134,7 +1138,7 @@ impl<'a> Gate<'a> {
                 diff_truncated: cut.truncated,
                 digest: digest.to_string(),
                 outside,
-                git: guarded_write(self.tools.workspace().root(), absolute),
+                git: guarded,
                 runs_later: (!outside).then(|| guarded::runs_later(&label)).flatten(),
             }),
             no_checkpoint: None,

@@ -421,9 +421,7 @@ fn below(path: &str) -> bool {
                 std::path::Component::Normal(_) | std::path::Component::CurDir
             )
         })
-        && !parts.iter().any(|part| {
-            matches!(part, std::path::Component::Normal(name) if *name == ".git" || *name == ".wicket")
-        })
+        && !wicket_protocol::guarded::git_or_wicket(std::path::Path::new(path))
 }
 
 /// Whether a command that starts with `program` may run any other command

@@ -21,7 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use wicket_protocol::guarded::{GUARDED_NAMES, runs_later, runs_later_in_hooks_path};
+use wicket_protocol::guarded::{GUARDED_NAMES, runs_later};
 
 /// At most this much of a `.git` file is read (`gitdir: PATH` is one short line).
 pub const GIT_FILE_MAX_BYTES: usize = 4096;
@@ -64,24 +64,16 @@ pub struct Found {
     pub git_protected: Vec<PathBuf>,
     /// `.wicket` entries, absolute: read-only for every command.
     pub wicket_protected: Vec<PathBuf>,
-    /// Hooks folders (`core.hooksPath`) inside the workspace, relative.
-    pub hooks_paths: Vec<String>,
     /// What a repository's config names inside the workspace that is not
     /// there yet (a hooks folder, an included file), relative: one a
     /// command makes is removed after it.
     pub absent: Vec<PathBuf>,
     /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
     pub truncated: bool,
-}
-
-/// Whether `relative` was a file that other tools run later, and who.
-fn later(found: &Found, relative: &str) -> Option<String> {
-    runs_later(relative).or_else(|| {
-        found
-            .hooks_paths
-            .iter()
-            .find_map(|hooks| runs_later_in_hooks_path(hooks, relative))
-    })
+    /// For a scan after a command: the files it changed (ctime at or past
+    /// its start) that other tools run later, and who runs each. A hooks
+    /// folder's files are not among them: they are read-only, or removed.
+    pub changed_later: Vec<(String, String)>,
 }
 
 /// A folder by its path (the workspace, a git folder it names).
@@ -213,14 +205,30 @@ fn lexical(path: &Path) -> Option<PathBuf> {
 
 /// Scans `workspace` for what git and Wicket run later.
 pub fn scan(workspace: &Path) -> Found {
+    scan_since(workspace, None)
+}
+
+/// Whether the file `name` in `folder` changed at or after `since`
+/// (nanoseconds since the epoch, by its ctime, which no command can set back).
+fn changed_since(folder: &OwnedFd, name: &OsStr, since: i128) -> bool {
+    rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
+        i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec) >= since
+    })
+}
+
+/// [`scan`], and with `since` (a command's start) the files the command
+/// changed that other tools run later, in the same walk.
+fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
     let mut found = Found::default();
     let Some(root) = open_root(workspace) else {
         return found;
     };
     let mut walked = 0usize;
-    let mut stack: Vec<(PathBuf, OwnedFd)> = vec![(PathBuf::new(), root)];
+    // Each folder with whether it lies in `node_modules`: what a package
+    // manager unpacks is not the person's to run later.
+    let mut stack: Vec<(PathBuf, OwnedFd, bool)> = vec![(PathBuf::new(), root, false)];
     let mut git_dirs: Vec<PathBuf> = Vec::new();
-    while let Some((relative, folder)) = stack.pop() {
+    while let Some((relative, folder, packages)) = stack.pop() {
         let names = names(&folder);
         walked += names.len();
         if walked > SCAN_MAX_ENTRIES {
@@ -294,15 +302,26 @@ pub fn scan(workspace: &Path) -> Found {
                 found.entries.insert(path, entry);
                 continue;
             }
-            if kind == FileType::Directory
-                && let Some(child) = std::ffi::CString::new(name.clone())
+            if kind == FileType::Directory {
+                if let Some(child) = std::ffi::CString::new(name.clone())
                     .ok()
                     .and_then(|name| open_dir(&folder, &name))
+                {
+                    stack.push((path, child, packages || name == b"node_modules"));
+                }
+            } else if let Some(since) = since
+                && !packages
+                && found.changed_later.len() < RUNS_LATER_NAMED
+                && let Some(who) = runs_later(&path.to_string_lossy())
+                && changed_since(&folder, os_name, since)
             {
-                stack.push((path, child));
+                found
+                    .changed_later
+                    .push((path.to_string_lossy().into_owned(), who));
             }
         }
     }
+    found.changed_later.sort();
     for git_dir in git_dirs {
         let Some(bytes) = open_root(&git_dir)
             .and_then(|folder| read_small(&folder, OsStr::new("config"), GIT_CONFIG_MAX_BYTES))
@@ -330,21 +349,11 @@ pub fn scan(workspace: &Path) -> Found {
                     .and_then(|path| path.strip_prefix(workspace).ok())
                     .filter(|relative| !relative.as_os_str().is_empty())
                 {
-                    if hooks {
-                        found
-                            .hooks_paths
-                            .push(relative.to_string_lossy().into_owned());
-                    }
                     found.absent.push(relative.to_path_buf());
                 }
                 continue;
             };
-            if let Ok(relative) = real.strip_prefix(workspace) {
-                if hooks {
-                    found
-                        .hooks_paths
-                        .push(relative.to_string_lossy().into_owned());
-                }
+            if real.starts_with(workspace) {
                 found.git_protected.push(real);
             }
         }
@@ -444,7 +453,7 @@ impl Found {
     /// guarded entries (all of them when `write_git` is false, `.wicket`
     /// ones otherwise), and names the files it changed that run later.
     pub fn settle(&self, workspace: &Path, write_git: bool, since: i128) -> Settled {
-        let after = scan(workspace);
+        let after = scan_since(workspace, Some(since));
         let mut settled = Settled::default();
         for (path, kind) in &after.entries {
             let wicket = path.file_name().is_some_and(|name| name == ".wicket");
@@ -523,58 +532,9 @@ impl Found {
                 }
             }
         }
-        settled.runs_later = changed_later(&after, workspace, since);
+        settled.runs_later = after.changed_later;
         settled
     }
-}
-
-/// The files below `workspace` whose inode changed at or after `since`
-/// (nanoseconds since the epoch; ctime, which no command can set back)
-/// that other tools run later.
-fn changed_later(found: &Found, workspace: &Path, since: i128) -> Vec<(String, String)> {
-    let mut changed = Vec::new();
-    let mut stack: Vec<(PathBuf, OwnedFd)> = match open_root(workspace) {
-        Some(root) => vec![(PathBuf::new(), root)],
-        None => return changed,
-    };
-    let mut walked = 0usize;
-    while let Some((relative, folder)) = stack.pop() {
-        for (name, kind) in names(&folder) {
-            walked += 1;
-            if walked > SCAN_MAX_ENTRIES || changed.len() >= RUNS_LATER_NAMED {
-                return changed;
-            }
-            let os_name = OsStr::from_bytes(&name);
-            let path = relative.join(os_name);
-            // What a package manager unpacks is not the person's to run later.
-            if name == b"node_modules" || GUARDED_NAMES.iter().any(|g| name == g.as_bytes()) {
-                continue;
-            }
-            if kind == FileType::Directory {
-                if let Some(child) = std::ffi::CString::new(name.clone())
-                    .ok()
-                    .and_then(|name| open_dir(&folder, &name))
-                {
-                    stack.push((path, child));
-                }
-                continue;
-            }
-            let shown = path.to_string_lossy().into_owned();
-            let Some(who) = later(found, &shown) else {
-                continue;
-            };
-            let recent =
-                rustix::fs::statat(&folder, os_name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
-                    i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec)
-                        >= since
-                });
-            if recent {
-                changed.push((shown, who));
-            }
-        }
-    }
-    changed.sort();
-    changed
 }
 
 #[cfg(test)]
@@ -656,7 +616,6 @@ mod tests {
         )
         .unwrap();
         let found = scan(&ws);
-        assert_eq!(found.hooks_paths, vec![".githooks".to_string()]);
         assert_eq!(
             found.absent,
             vec![PathBuf::from(".githooks"), PathBuf::from("shared.cfg")]

@@ -115,14 +115,6 @@ pub fn runs_later(relative: &str) -> Option<String> {
         .map(|(_, who)| format!("runs later: {who}"))
 }
 
-/// What a hooks folder (`core.hooksPath`) adds to the table: every file below it.
-pub fn runs_later_in_hooks_path(hooks_path: &str, relative: &str) -> Option<String> {
-    let folder = hooks_path.trim_end_matches('/');
-    Shape::Under(folder)
-        .matches(relative)
-        .then(|| format!("runs later: git runs the hooks in {folder} (core.hooksPath)"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,10 +154,5 @@ mod tests {
         assert_eq!(runs_later("src/main.rs"), None);
         assert_eq!(runs_later(".husky"), None);
         assert_eq!(runs_later("my.envrc"), None);
-        assert!(
-            runs_later_in_hooks_path("tools/hooks", "tools/hooks/pre-push")
-                .unwrap()
-                .contains("core.hooksPath")
-        );
     }
 }
