@@ -18,7 +18,9 @@
 //! path.
 
 mod objects;
+mod prune;
 mod rewind;
+mod scan;
 mod state;
 
 use std::collections::HashSet;
@@ -434,89 +436,6 @@ impl Store {
         self.cache(&mut guard, settings).map(drop)
     }
 
-    /// Drops checkpoints older than `keep_days`: the oldest one kept is
-    /// written whole as the journal's first line, and objects no kept
-    /// checkpoint names are removed. (Done when a process first uses the
-    /// store; the caller holds the session's lock.)
-    pub fn prune(&self, keep_days: u64) -> Result<()> {
-        let records = self.records()?;
-        let cutoff = now_secs().saturating_sub(keep_days.saturating_mul(86_400));
-        if records.first().is_none_or(|first| first.info.at >= cutoff) {
-            return Ok(());
-        }
-        let Some(kept) = records.iter().position(|record| record.info.at >= cutoff) else {
-            for path in [self.journal(), self.index()] {
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(self.io(&path, "written")(error)),
-                }
-            }
-            return self.sweep(&HashSet::new());
-        };
-        self.keep_from(&records, kept)
-    }
-
-    /// Keeps the checkpoints from `records[kept]` on: that one written whole
-    /// as the journal's first line, the later ones as they were, and the
-    /// objects none of them names removed.
-    fn keep_from(&self, records: &[Record], kept: usize) -> Result<()> {
-        let base_state = Self::state_at(records, records[kept].info.id)?;
-        let mut keep: HashSet<state::Hash> = state::hashes(&base_state).copied().collect();
-        let mut text = String::new();
-        for (offset, record) in records[kept..].iter().enumerate() {
-            let changes = if offset == 0 {
-                state::delta(&State::new(), &base_state)
-            } else {
-                let mut later = State::new();
-                state::apply(&mut later, &record.changes);
-                keep.extend(state::hashes(&later).copied());
-                record
-                    .changes
-                    .iter()
-                    .map(|(path, entry)| match entry {
-                        Some(entry) => Change::of(path, entry, false),
-                        None => Change::gone(path),
-                    })
-                    .collect()
-            };
-            text.push_str(&line_text(&Line {
-                id: record.info.id,
-                seq: record.info.seq,
-                at: record.info.at,
-                tool: record.info.tool.clone(),
-                changes,
-            })?);
-        }
-        let journal = self.journal();
-        wicket_os::files::write_atomically(&journal, text.as_bytes(), false)
-            .map_err(self.io(&journal, "written"))?;
-        // The index stands for the last line, which is unchanged: its place moved.
-        let index = self.index();
-        if let Some(mut read) = wicket_os::files::read_own(&index, u64::MAX)
-            .ok()
-            .flatten()
-            .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
-            .filter(|read| {
-                records
-                    .last()
-                    .is_some_and(|last| last.end == read.journal_len)
-            })
-        {
-            read.journal_len = text.len() as u64;
-            self.put_index(&read)?;
-        }
-        self.sweep(&keep)
-    }
-
-    fn sweep(&self, keep: &HashSet<state::Hash>) -> Result<()> {
-        let objects = self.dir.join("objects");
-        self.objects
-            .sweep(keep)
-            .map(|_| ())
-            .map_err(self.io(&objects, "written"))
-    }
-
     fn cache<'g>(
         &self,
         guard: &'g mut MutexGuard<'_, Option<Cache>>,
@@ -555,36 +474,6 @@ impl Store {
         *guard = None;
         self.bound(settings.max_store_bytes)?;
         Ok(taken)
-    }
-
-    /// Brings the objects below `max` bytes: the older half of the
-    /// checkpoints pruned, again while they are past it; when the newest
-    /// alone is past it, none is kept ([`Error::StoreFull`]), and the next
-    /// checkpoint starts whole.
-    fn bound(&self, max: u64) -> Result<()> {
-        loop {
-            let records = self.records()?;
-            if records.len() <= 1 {
-                let next_id = records.last().map_or(1, |record| record.info.id + 1);
-                self.put_index(&Index {
-                    journal_len: 0,
-                    next_id,
-                    entries: Vec::new(),
-                })?;
-                let journal = self.journal();
-                match std::fs::remove_file(&journal) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(self.io(&journal, "written")(error)),
-                }
-                self.sweep(&HashSet::new())?;
-                return Err(Error::StoreFull(max / (1024 * 1024)));
-            }
-            self.keep_from(&records, (records.len() / 2).max(1))?;
-            if self.objects.bytes() <= max {
-                return Ok(());
-            }
-        }
     }
 
     fn take_in(
@@ -662,171 +551,6 @@ impl Store {
         });
         let below = home.as_ref()?.strip_prefix(workspace.root()).ok()?;
         Some(below.as_os_str().as_bytes().to_vec())
-    }
-
-    /// Walks the workspace: an entry whose stat matches the last checkpoint
-    /// keeps its object; any other file or link is read, hashed and stored.
-    fn scan(
-        &self,
-        workspace: &Workspace,
-        settings: &Settings,
-        last: &State,
-        keep: Keep,
-    ) -> Result<Scanned> {
-        let mut scanned = Scanned {
-            state: State::new(),
-            gaps: Vec::new(),
-            new_bytes: 0,
-            keys_changed: false,
-        };
-        let started = now_secs() as i64;
-        let home = self.home_below(workspace);
-        let mut failure = None;
-        let skip = |path: &[u8], _is_dir: bool| {
-            home.as_deref() == Some(path)
-                || (!settings.ignore.is_empty()
-                    && settings.ignore.is_match(Path::new(
-                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
-                    )))
-        };
-        let mut visit = |met: Met<'_>| {
-            if scanned.state.len() >= settings.max_files {
-                failure = Some(Error::TooManyFiles(settings.max_files));
-                return Go::Stop;
-            }
-            let (path, entry) = match met {
-                Met::Entry(found) => {
-                    let key = StatKey::of(found.stat);
-                    let mode = found.stat.st_mode & 0o7777;
-                    let before = last.get(found.path);
-                    let kept = before
-                        .filter(|before| before.key == key && before.kind() == Some(found.kind));
-                    let content = match (kept, found.kind) {
-                        (Some(before), _) => before.content.clone(),
-                        (None, Kind::Dir) => Content::Dir,
-                        (None, Kind::File) => self.copy(
-                            &mut scanned.new_bytes,
-                            settings,
-                            keep,
-                            || {
-                                let size = found.stat.st_size as u64;
-                                if size > settings.max_file_bytes {
-                                    return Err(format!(
-                                        "no copy: it is {}, over [checkpoints] max_file_mb ({})",
-                                        mib(size),
-                                        mib(settings.max_file_bytes)
-                                    ));
-                                }
-                                let on_disk = (found.stat.st_blocks as u64).saturating_mul(512);
-                                if size > SPARSE_FROM && on_disk < size / 2 {
-                                    return Err(format!(
-                                        "no copy: it is sparse ({} written of {})",
-                                        mib(on_disk),
-                                        mib(size)
-                                    ));
-                                }
-                                found
-                                    .read(settings.max_file_bytes)
-                                    .map(|(bytes, _)| bytes)
-                                    .map_err(|error| {
-                                        format!("no copy: it could not be read: {error}")
-                                    })
-                            },
-                            Content::File,
-                        ),
-                        (None, Kind::Link) => self.copy(
-                            &mut scanned.new_bytes,
-                            settings,
-                            keep,
-                            || {
-                                found.link_target().map_err(|error| {
-                                    format!("no copy: the link could not be read: {error}")
-                                })
-                            },
-                            Content::Link,
-                        ),
-                    };
-                    // A file changed in the last tick may change again unseen: read it next time.
-                    let key = if found.kind != Kind::Dir && key.racy(started, RACY_SECONDS) {
-                        StatKey::default()
-                    } else {
-                        key
-                    };
-                    scanned.keys_changed |= before.is_none_or(|before| before.key != key);
-                    (found.path.to_vec(), Entry { content, mode, key })
-                }
-                Met::Unreadable { path, error } => (
-                    path.to_vec(),
-                    Entry {
-                        content: Content::Missed(format!("no copy: it could not be read: {error}")),
-                        mode: 0,
-                        key: StatKey::default(),
-                    },
-                ),
-            };
-            if let Content::Missed(why) = &entry.content {
-                let known = last
-                    .get(&path)
-                    .is_some_and(|before| before.content == entry.content);
-                if !known {
-                    scanned
-                        .gaps
-                        .push((wicket_tools::tree::shown(&path), why.clone()));
-                }
-            }
-            scanned.state.insert(path, entry);
-            if failure.is_some() { Go::Stop } else { Go::On }
-        };
-        workspace
-            .scan(&skip, &mut visit)
-            .map_err(Error::Workspace)?;
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(scanned),
-        }
-    }
-
-    /// Reads an entry's bytes and stores them; a read that fails (or a
-    /// file too big, or past what one checkpoint may store) is an entry
-    /// with no copy.
-    fn copy(
-        &self,
-        new_bytes: &mut u64,
-        settings: &Settings,
-        keep: Keep,
-        read: impl FnOnce() -> std::result::Result<Vec<u8>, String>,
-        content: fn(state::Hash) -> Content,
-    ) -> Content {
-        if *new_bytes >= CHECKPOINT_MAX_NEW_BYTES {
-            return Content::Missed(format!(
-                "no copy: this checkpoint already stored {} of new copies (the most one may)",
-                mib(CHECKPOINT_MAX_NEW_BYTES)
-            ));
-        }
-        let bytes = match read() {
-            Ok(bytes) if bytes.len() as u64 > settings.max_file_bytes => {
-                return Content::Missed(format!(
-                    "no copy: it grew past [checkpoints] max_file_mb ({}) while it was read",
-                    mib(settings.max_file_bytes)
-                ));
-            }
-            Ok(bytes) => bytes,
-            Err(why) => return Content::Missed(why),
-        };
-        let hash = hash_of(&bytes);
-        if keep == Keep::HashOnly {
-            return content(hash);
-        }
-        match self.objects.put(&hash, &bytes) {
-            Ok(true) => *new_bytes += bytes.len() as u64,
-            Ok(false) => {}
-            Err(error) => {
-                return Content::Missed(format!(
-                    "no copy: the store could not be written: {error}"
-                ));
-            }
-        }
-        content(hash)
     }
 
     /// Every checkpoint, oldest first.

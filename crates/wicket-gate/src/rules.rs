@@ -16,6 +16,9 @@ use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleSpec};
 
 use crate::{commands, shell};
 
+mod saved;
+pub use saved::{checked, parse, read_saved, revoke, save};
+
 /// The file `allow_always` saves rules to, in `$WICKET_HOME`.
 pub const RULES_FILE: &str = "rules.toml";
 
@@ -483,132 +486,6 @@ fn glob_matches(glob: &str, text: &str) -> bool {
 /// A path as a glob that matches only itself.
 pub fn exact_glob(path: &str) -> String {
     globset::escape(path)
-}
-
-/// The rules in `text` (a file with `[[rules]]` tables), numbered
-/// `PREFIX-N` where a rule has no id.
-pub fn parse(text: &str, prefix: &str) -> std::result::Result<Vec<Rule>, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct File {
-        #[serde(default)]
-        rules: Vec<RuleSpec>,
-    }
-    let file: File =
-        toml::from_str(text).map_err(|error| error.to_string().trim_end().to_string())?;
-    checked(file.rules, prefix)
-}
-
-/// `specs` checked, numbered `PREFIX-N` where one has no id.
-pub fn checked(specs: Vec<RuleSpec>, prefix: &str) -> std::result::Result<Vec<Rule>, String> {
-    specs
-        .iter()
-        .enumerate()
-        .map(|(index, spec)| spec.check(&format!("{prefix}-{}", index + 1)))
-        .collect()
-}
-
-/// The rules saved in `path` (none when it does not exist).
-pub fn read_saved(path: &Path) -> Result<Vec<Rule>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(file_error(path, error.to_string())),
-    };
-    parse(&text, "saved").map_err(|message| file_error(path, message))
-}
-
-fn file_error(path: &Path, message: String) -> Error {
-    Error::File {
-        path: path.display().to_string(),
-        message,
-    }
-}
-
-/// Serialises writers of rules.toml (two sessions saving at once).
-fn locked(path: &Path) -> Result<wicket_os::files::Locked> {
-    let lock = path.with_extension("lock");
-    wicket_os::files::lock(&lock, std::time::Duration::from_secs(5))
-        .map_err(|error| file_error(&lock, error.to_string()))
-}
-
-/// Appends `spec` to the rules file at `path` under a fresh id. The file is
-/// replaced whole (never a torn append), keeping what the person wrote.
-pub fn save(path: &Path, mut spec: RuleSpec) -> Result<String> {
-    let _lock = locked(path)?;
-    let existing = read_saved(path)?;
-    let id = loop {
-        let id = format!(
-            "r-{}",
-            wicket_os::ids::random_hex(8).get(..8).unwrap_or("0")
-        );
-        if !existing.iter().any(|rule| rule.id == id) {
-            break id;
-        }
-    };
-    spec.id = Some(id.clone());
-    spec.check(&id)
-        .map_err(|message| file_error(path, message))?;
-    #[derive(serde::Serialize)]
-    struct File<'a> {
-        rules: [&'a RuleSpec; 1],
-    }
-    let block = toml::to_string(&File { rules: [&spec] })
-        .map_err(|error| file_error(path, error.to_string()))?;
-    let mut text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            "# Rules saved by `allow_always` (and your own). `wicket grants` lists them,\n\
-             # `wicket grants revoke ID` takes one back.\n"
-                .to_string()
-        }
-        Err(error) => return Err(file_error(path, error.to_string())),
-    };
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push('\n');
-    text.push_str(&block);
-    // The file must read back with the rule in it (a person's `rules = []`
-    // would not), or nothing is written.
-    let read_back = parse(&text, "saved").map_err(|message| file_error(path, message))?;
-    if !read_back.iter().any(|rule| rule.id == id) {
-        return Err(file_error(
-            path,
-            "the rule could not be added to the file as it is written".into(),
-        ));
-    }
-    wicket_os::files::write_atomically(path, text.as_bytes(), true)
-        .map_err(|error| file_error(path, error.to_string()))?;
-    Ok(id)
-}
-
-/// Takes the saved rule `id` out of the file at `path`, keeping the rest of
-/// the file (comments included) as it was.
-pub fn revoke(path: &Path, id: &str) -> Result<Rule> {
-    let _lock = locked(path)?;
-    let rules = read_saved(path)?;
-    let Some(index) = rules.iter().position(|rule| rule.id == id) else {
-        return Err(Error::NoSuchRule(id.to_string()));
-    };
-    let text =
-        std::fs::read_to_string(path).map_err(|error| file_error(path, error.to_string()))?;
-    let mut document: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error: toml_edit::TomlError| file_error(path, error.to_string()))?;
-    let Some(tables) = document
-        .get_mut("rules")
-        .and_then(|item| item.as_array_of_tables_mut())
-    else {
-        return Err(Error::NoSuchRule(id.to_string()));
-    };
-    tables.remove(index);
-    if tables.is_empty() {
-        document.remove("rules");
-    }
-    wicket_os::files::write_atomically(path, document.to_string().as_bytes(), true)
-        .map_err(|error| file_error(path, error.to_string()))?;
-    Ok(rules[index].clone())
 }
 
 #[cfg(test)]
