@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod manager;
 pub mod mcp;
 pub mod models;
+pub mod rebuild;
 pub mod skills;
 pub mod turn;
 

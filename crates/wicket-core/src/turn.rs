@@ -4,6 +4,13 @@
 //! ends the turn once the Stop hooks pass. The conversation is rebuilt from
 //! `log.jsonl`, so a session resumes from its log alone.
 
+mod compact;
+mod core_calls;
+mod mcp;
+mod prompt;
+
+pub use prompt::system_prompt;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,6 +26,8 @@ use wicket_tools::{Cancel, Tools, Workspace};
 use crate::config::{Hook, Limits};
 use crate::hooked::{Asker, Caller, Notifying};
 use crate::models::{ModelInfo, estimate_tokens};
+pub use crate::rebuild::{COMPACT_PROMPT, compaction_cut, conversation, summary_message};
+use crate::rebuild::{hook_feedback, message_bytes, request_bytes, unreadable_notice};
 use crate::skills::{self, Skill};
 use wicket_gate::{Confinement, Gate, Hooked};
 use wicket_protocol::HookEvent;
@@ -153,7 +162,7 @@ impl Person for Nobody {
 /// The same for a live call and for one rebuilt from the log. An MCP
 /// result (and an MCP error, which carries the server's text) is cut to
 /// `run`'s 64 KiB; the log keeps every byte.
-fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
+pub(crate) fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
     match result {
         Ok(ToolOutput::Mcp(mcp)) => (mcp.model_text(), false),
         Ok(output) => (serde_json::to_string(output).unwrap_or_default(), false),
@@ -190,7 +199,7 @@ pub fn empty_reply(text: &str, tool_calls: &[ToolCallRequest]) -> bool {
 /// Why a reply with no tool call is not taken as the turn's result: the
 /// live turn and the rebuild from the log both ask here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NotTaken {
+pub(crate) enum NotTaken {
     /// The output limit cut it.
     Cut,
     /// It has no text and no call.
@@ -198,7 +207,7 @@ enum NotTaken {
 }
 
 impl NotTaken {
-    fn of(
+    pub(crate) fn of(
         text: &str,
         tool_calls: &[ToolCallRequest],
         stop: Option<&StopReason>,
@@ -213,7 +222,7 @@ impl NotTaken {
     }
 
     /// What the model is told.
-    fn notice(self) -> &'static str {
+    pub(crate) fn notice(self) -> &'static str {
         match self {
             NotTaken::Cut => CUT_NOTICE,
             NotTaken::Empty => EMPTY_NOTICE,
@@ -233,398 +242,6 @@ impl NotTaken {
             ),
         }
     }
-}
-
-/// The message a Stop hook's block becomes when the turn ended without `finish`.
-fn hook_feedback(stderr: &str) -> String {
-    format!(
-        "A Stop hook did not let the turn end yet. Its output:\n{}",
-        stderr.trim_end()
-    )
-}
-
-/// The conversation as a chat client sees it, rebuilt from the log. Tool
-/// results of calls no reply made (`wicket tool`) are left out; a call
-/// that has no result (a crash, a cancel) gets one, so the conversation
-/// stays valid for every provider; consecutive user messages are joined.
-pub fn conversation(events: &[Event]) -> Vec<Message> {
-    // Only what follows the last compaction is rebuilt: its summary stands
-    // for everything up to its `to_seq`.
-    let last = events
-        .iter()
-        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }));
-    let Some(at) = last else {
-        return Rebuild::default().run(events);
-    };
-    let EventBody::Compacted {
-        summary, to_seq, ..
-    } = &events[at].body
-    else {
-        return Rebuild::default().run(events);
-    };
-    let mut rebuild = Rebuild::default();
-    rebuild.user(summary_message(summary));
-    let first = events
-        .iter()
-        .position(|event| event.seq > *to_seq)
-        .unwrap_or(events.len());
-    for (index, event) in events.iter().enumerate().skip(first) {
-        if index != at {
-            rebuild.event(&event.body);
-        }
-    }
-    rebuild.close_pending();
-    rebuild.messages
-}
-
-/// What the model is asked when the conversation is compacted.
-pub const COMPACT_PROMPT: &str = "The conversation is about to be shortened to fit your context window. \
-Write a summary of everything above that you will need to carry on: what the person asked for and decided, \
-what you have done (files read or changed, commands run and what they printed), what you found out, \
-what is still open and what you were about to do next. Keep exact paths, names, numbers and error messages. \
-Plain text, no more than 800 words. Do not call any tool.";
-
-/// How a summary is handed back to the model.
-pub fn summary_message(summary: &str) -> String {
-    format!(
-        "[The conversation before this point was summarised to fit the context window. The summary:]\n\n{summary}"
-    )
-}
-
-/// Where to cut for compaction: every event up to the returned seq is
-/// summarised; the rest (the last few exchanges, within a quarter of the
-/// window) stays verbatim. An exchange starts with a person's message or a
-/// model reply, so no reply is cut from its calls' results. `None` when
-/// there is nothing older to summarise. The last three exchanges are kept
-/// when there is something before them; else only the last one.
-pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
-    cut_keeping(events, window, 3).or_else(|| cut_keeping(events, window, 1))
-}
-
-fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(u64, u64)> {
-    let floor = events
-        .iter()
-        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }))
-        .and_then(|at| match &events[at].body {
-            EventBody::Compacted { to_seq, .. } => Some(*to_seq),
-            _ => None,
-        })
-        .unwrap_or(0);
-    let budget = window / 4;
-    let mut kept_tokens = 0u64;
-    let mut boundaries = 0usize;
-    let mut cut: Option<u64> = None;
-    for event in events.iter().rev() {
-        if event.seq <= floor {
-            break;
-        }
-        kept_tokens += estimate_tokens(event_bytes(&event.body));
-        let boundary = matches!(
-            event.body,
-            EventBody::UserMessage { .. } | EventBody::AssistantMessage { .. }
-        );
-        if boundary {
-            if kept_tokens > budget && cut.is_some() {
-                break;
-            }
-            cut = Some(event.seq);
-            boundaries += 1;
-            if boundaries >= keep_exchanges {
-                break;
-            }
-        }
-    }
-    let keep_from = cut?;
-    let to_seq = events
-        .iter()
-        .rev()
-        .find(|event| event.seq < keep_from)
-        .map(|event| event.seq)?;
-    // Something of the conversation must be there to summarise: a session's
-    // first event alone is not.
-    let conversation = events.iter().any(|event| {
-        event.seq > floor
-            && event.seq <= to_seq
-            && matches!(
-                event.body,
-                EventBody::UserMessage { .. }
-                    | EventBody::AssistantMessage { .. }
-                    | EventBody::ToolResult { .. }
-            )
-    });
-    (to_seq > floor && conversation).then_some((1, to_seq))
-}
-
-/// About how much of a request an event becomes.
-fn event_bytes(body: &EventBody) -> usize {
-    match body {
-        EventBody::UserMessage { text } => text.len(),
-        EventBody::AssistantMessage {
-            text, tool_calls, ..
-        } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|call| call.arguments.len() + call.name.len() + call.id.len())
-                    .sum::<usize>()
-        }
-        EventBody::ToolResult { output, error, .. } => {
-            output
-                .as_ref()
-                .map(|o| serde_json::to_string(o).map(|t| t.len()).unwrap_or(0))
-                .unwrap_or(0)
-                + error.as_ref().map_or(0, |e| e.message.len())
-        }
-        EventBody::Hook { stderr, .. } => stderr.len(),
-        _ => 0,
-    }
-}
-
-/// About how large a request is, in bytes.
-fn request_bytes(request: &Request) -> usize {
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
-        .sum();
-    request.system.len() + tools + request.messages.iter().map(message_bytes).sum::<usize>()
-}
-
-fn message_bytes(message: &Message) -> usize {
-    match message {
-        Message::User { text } => text.len(),
-        Message::Assistant { text, tool_calls } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|call| call.arguments.len() + call.name.len() + call.id.len())
-                    .sum::<usize>()
-        }
-        Message::ToolResult { content, .. } => content.len(),
-    }
-}
-
-#[derive(Default)]
-struct Rebuild {
-    messages: Vec<Message>,
-    /// Calls of the last reply still waiting for a result.
-    pending: Vec<String>,
-}
-
-impl Rebuild {
-    fn run(mut self, events: &[Event]) -> Vec<Message> {
-        for event in events {
-            self.event(&event.body);
-        }
-        self.close_pending();
-        self.messages
-    }
-
-    fn close_pending(&mut self) {
-        for call_id in std::mem::take(&mut self.pending) {
-            self.messages.push(Message::ToolResult {
-                call_id,
-                content: serde_json::json!({"error": {"kind": "cancelled", "message": "the turn stopped before this call finished"}}).to_string(),
-                is_error: true,
-            });
-        }
-    }
-
-    fn user(&mut self, text: String) {
-        self.close_pending();
-        if let Some(Message::User { text: last }) = self.messages.last_mut() {
-            last.push_str("\n\n");
-            last.push_str(&text);
-        } else {
-            self.messages.push(Message::User { text });
-        }
-    }
-
-    fn event(&mut self, body: &EventBody) {
-        match body {
-            EventBody::UserMessage { text } => self.user(text.clone()),
-            EventBody::AssistantMessage {
-                text,
-                tool_calls,
-                stop_reason,
-                ..
-            } => {
-                self.close_pending();
-                self.pending = tool_calls.iter().map(|call| call.id.clone()).collect();
-                self.messages.push(Message::Assistant {
-                    text: text.clone(),
-                    tool_calls: tool_calls.clone(),
-                });
-                let stop_reason = stop_reason.as_deref().map(StopReason::from_provider);
-                if let Some(why) = NotTaken::of(text, tool_calls, stop_reason.as_ref()) {
-                    self.user(why.notice().to_string());
-                }
-            }
-            EventBody::ToolResult {
-                call_id,
-                ok,
-                output,
-                error,
-            } => {
-                let Some(index) = self.pending.iter().position(|id| id == call_id) else {
-                    return;
-                };
-                self.pending.remove(index);
-                let result = match (ok, output, error) {
-                    (true, Some(output), _) => Ok(output.clone()),
-                    (_, _, Some(error)) => Err(error.clone()),
-                    _ => Err(WireError::new(ErrorKind::Io, "the result was not recorded")),
-                };
-                let (content, is_error) = result_content(&result);
-                self.messages.push(Message::ToolResult {
-                    call_id: call_id.clone(),
-                    content,
-                    is_error,
-                });
-            }
-            EventBody::Hook {
-                event: HookEvent::Stop,
-                call_id: None,
-                outcome: HookOutcome::Block | HookOutcome::Error,
-                ignored: false,
-                stderr,
-                ..
-            } => self.user(hook_feedback(stderr)),
-            EventBody::Hook {
-                event: HookEvent::UserPromptSubmit | HookEvent::SessionStart,
-                name,
-                context: Some(context),
-                ..
-            } => self.user(crate::hooks::note(name, context.trim())),
-            EventBody::Hook {
-                event: event @ HookEvent::PostToolUse,
-                name,
-                call_id: Some(call_id),
-                outcome,
-                ignored,
-                stderr,
-                context,
-                ..
-            } => {
-                let note = crate::hooks::model_note(
-                    *event,
-                    name,
-                    *outcome,
-                    *ignored,
-                    stderr,
-                    context.as_deref(),
-                );
-                let result = self
-                    .messages
-                    .iter_mut()
-                    .rev()
-                    .find_map(|message| match message {
-                        Message::ToolResult {
-                            call_id: id,
-                            content,
-                            ..
-                        } if id == call_id => Some(content),
-                        _ => None,
-                    });
-                if let (Some(note), Some(content)) = (note, result) {
-                    content.push_str("\n\n");
-                    content.push_str(&note);
-                }
-            }
-            EventBody::Rewound { to, files } => self.user(rewound_note(*to, files)),
-            EventBody::Hook { .. }
-            | EventBody::Checkpoint { .. }
-            | EventBody::SessionStarted { .. }
-            | EventBody::ToolCall { .. }
-            | EventBody::Card { .. }
-            | EventBody::Answer { .. }
-            | EventBody::Question { .. }
-            | EventBody::Reply { .. }
-            | EventBody::Result { .. }
-            | EventBody::Queued { .. }
-            | EventBody::Retry { .. }
-            | EventBody::Cancelled {}
-            | EventBody::Interrupted { .. }
-            | EventBody::Compacted { .. }
-            | EventBody::Mcp { .. }
-            | EventBody::Notice { .. }
-            | EventBody::Error { .. }
-            | EventBody::TurnEnded { .. }
-            | EventBody::Unreadable { .. } => {}
-        }
-    }
-}
-
-/// What the person is told when the conversation was rebuilt without some
-/// lines of the log (kept in the file, shown by `wicket log`, never sent).
-fn unreadable_notice(events: &[Event]) -> Option<String> {
-    let lines: Vec<(u64, &str)> = events
-        .iter()
-        .filter_map(|event| {
-            if let EventBody::Unreadable { line, error } = &event.body {
-                Some((*line, error.as_str()))
-            } else {
-                None
-            }
-        })
-        .collect();
-    let (first, error) = lines.first()?;
-    Some(format!(
-        "{} line(s) of this session's log could not be read and are left out of the conversation \
-         (line {first}: {error}); they are kept in the file, and `wicket log` shows them. \
-         A newer Wicket may have written them",
-        lines.len()
-    ))
-}
-
-/// What the model is told of a rewind, before the person's next message:
-/// its earlier reads and writes no longer describe the files.
-fn rewound_note(to: u64, files: &wicket_protocol::event::RewoundFiles) -> String {
-    let mut note = format!(
-        "[Wicket] The person rewound the workspace's files to how they were before event {to} \
-         (the files only: this conversation is as it was). Read a file again before you edit it."
-    );
-    for (label, paths) in files.lists() {
-        if !paths.is_empty() {
-            note.push_str(&format!("\n{label}: {}", paths.join(", ")));
-        }
-    }
-    if files.more > 0 {
-        note.push_str(&format!("\n(and {} more paths)", files.more));
-    }
-    note
-}
-
-/// The system prompt: the tools, the workspace, the skills, and AGENTS.md
-/// (read through the resolver: a link out or a FIFO is not read). The
-/// same bytes for the same files, so a provider's prompt cache holds. The
-/// second value says why AGENTS.md was not read, when it was there but refused.
-pub fn system_prompt(workspace: &Workspace, skills: &[Skill]) -> (String, Option<String>) {
-    let mut prompt = format!(
-        "You are a coding agent working in the workspace {}. Relative paths are relative to it.\n\
-         Use the tools to read, search and change it. Reads, searches and listings inside the workspace run at once; \
-         every write, every command and every read outside the workspace waits for the person to allow it, \
-         and a denial is final for that call: do not retry it unchanged, ask instead.\n\
-         Commands run with no shell. When the work is done, call finish with a short summary of what you did.\n",
-        workspace.root().display()
-    );
-    if !skills.is_empty() {
-        prompt.push_str("\nSkills (load one with use_skill when it fits the task):\n");
-        for skill in skills {
-            prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
-        }
-    }
-    let mut warning = None;
-    match workspace.read_runtime_file(Path::new("AGENTS.md"), PROMPT_FILE_MAX_BYTES) {
-        Ok(Some(bytes)) => {
-            prompt.push_str("\nThe workspace's AGENTS.md:\n\n");
-            prompt.push_str(String::from_utf8_lossy(&bytes).trim_end());
-            prompt.push('\n');
-        }
-        Ok(None) => {}
-        Err(error) => warning = Some(format!("AGENTS.md was not read: {}", error.message)),
-    }
-    (prompt, warning)
 }
 
 enum Stop {
@@ -927,28 +544,6 @@ impl Runner<'_> {
         let _ = self.session.sync();
     }
 
-    /// Compacts the session's conversation now (`/compact`, the API's
-    /// `compact`), between turns.
-    pub fn compact_now(&self, cancel: &Cancel) -> Outcome {
-        // A failure of an earlier turn is that turn's; this one finds out for itself.
-        let _ = self.session.take_failure();
-        let _ = self
-            .session
-            .update_meta(|meta| meta.status = Status::Running);
-        let history = match load_for_conversation(self.session.log_path()) {
-            Ok(events) => conversation(&events),
-            Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
-        };
-        let (system, _) = system_prompt(self.tools.workspace(), &self.settings.skills);
-        let mut turn = self.new_turn(history, system);
-        let before = self.estimate(&turn, &self.request(&turn));
-        match self.compact(&mut turn, before, cancel) {
-            Ok(Compaction::Done) => self.end(Outcome::Finished(String::new())),
-            Ok(Compaction::Nothing) => self.too_small(before),
-            Err(outcome) => outcome,
-        }
-    }
-
     /// Runs one ask to its end.
     pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
         // A failure of an earlier turn is that turn's; this one finds out for itself.
@@ -1187,111 +782,6 @@ impl Runner<'_> {
         None
     }
 
-    /// The turn's end when the conversation does not fit the window and
-    /// there is nothing older to summarise.
-    fn too_small(&self, before: u64) -> Outcome {
-        self.fail(format!(
-            "the conversation (about {before} tokens) does not fit the model's window of {} tokens, and there is nothing older to summarise: \
-             the system prompt, the tools and the last exchange alone are too big for it. Use a model (or a server setting, \
-             such as llama.cpp's --ctx-size) with a larger window, and set context_window for it in config.toml",
-            self.settings.model.context_window
-        ))
-    }
-
-    /// Summarises the older part of the conversation with the model, logs
-    /// `compacted`, and rebuilds the conversation from the summary.
-    fn compact(
-        &self,
-        turn: &mut Turn,
-        before: u64,
-        cancel: &Cancel,
-    ) -> Result<Compaction, Outcome> {
-        let events = load_log(self.session.log_path())
-            .map_err(|error| self.fail(format!("the session's log cannot be read: {error}")))?
-            .events;
-        let Some((from_seq, to_seq)) = compaction_cut(&events, self.settings.model.context_window)
-        else {
-            return Ok(Compaction::Nothing);
-        };
-        let upto = events.iter().filter(|event| event.seq <= to_seq).count();
-        let mut messages = conversation(&events[..upto]);
-        messages.push(Message::User {
-            text: COMPACT_PROMPT.into(),
-        });
-        let mut request = Request {
-            system: turn.system.clone(),
-            messages,
-            tools: turn.tools.clone(),
-            max_tokens: self.settings.max_tokens.min(4096),
-        };
-        let mut usage = Usage::default();
-        let mut reply = self.summary(&request, turn, &mut usage, cancel)?;
-        if reply.text.trim().is_empty() {
-            // No summary (a tool call, or nothing): once more, with no tools to call.
-            request.tools.clear();
-            reply = self.summary(&request, turn, &mut usage, cancel)?;
-        }
-        if reply.text.trim().is_empty() {
-            return Err(self.fail(format!(
-                "the conversation had to be compacted to fit the model's window, and the model gave no summary \
-                 (twice, the second time with no tools to call; it made {} tool call(s)), so the conversation is left as it was. \
-                 Try again, or use a model that follows the summary request",
-                reply.tool_calls.len()
-            )));
-        }
-        let mut rebuilt_events = events;
-        rebuilt_events.push(Event {
-            seq: u64::MAX,
-            ts: String::new(),
-            body: EventBody::Compacted {
-                summary: reply.text.clone(),
-                from_seq,
-                to_seq,
-                tokens_before: before,
-                tokens_after: 0,
-                usage,
-            },
-        });
-        turn.history = conversation(&rebuilt_events);
-        turn.counted = 0;
-        turn.added_bytes = 0;
-        let after = estimate_tokens(request_bytes(&self.request(turn)));
-        self.log(EventBody::Compacted {
-            summary: reply.text,
-            from_seq,
-            to_seq,
-            tokens_before: before,
-            tokens_after: after,
-            usage,
-        });
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
-        Ok(Compaction::Done)
-    }
-
-    /// One reply to a compaction's request, its usage counted.
-    fn summary(
-        &self,
-        request: &Request,
-        turn: &mut Turn,
-        usage: &mut Usage,
-        cancel: &Cancel,
-    ) -> Result<Completion, Outcome> {
-        let reply = match self.complete(request, cancel) {
-            Ok(reply) => reply,
-            Err(Stop::Cancelled) => return Err(self.cancelled(&[])),
-            Err(Stop::Chat(error)) => {
-                return Err(self.fail(format!(
-                    "the conversation had to be compacted to fit the model's window, and the summary failed: {error}"
-                )));
-            }
-        };
-        if let Some(reported) = &reply.usage {
-            usage.add(&self.count(turn, reported));
-        }
-        Ok(reply)
-    }
-
     /// A reply's reported usage, priced and counted in the turn's and the
     /// session's totals.
     fn count(&self, turn: &mut Turn, reported: &Usage) -> Usage {
@@ -1462,92 +952,6 @@ impl Runner<'_> {
         serde_json::to_value(args).unwrap_or_default()
     }
 
-    fn ask(
-        &self,
-        call: &ToolCallRequest,
-        args: &AskArgs,
-        person: &mut dyn Person,
-    ) -> Option<Result<ToolOutput, WireError>> {
-        self.log_call(call, Self::arguments(args));
-        let id = wicket_os::ids::new_id("q");
-        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self
-            .session
-            .update_meta(|meta| meta.status = Status::Waiting);
-        self.log(EventBody::Question {
-            id: id.clone(),
-            call_id: call.id.clone(),
-            question: args.question.clone(),
-        });
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
-        let input = || {
-            serde_json::json!({
-                "message": args.question,
-                "notification_type": "question",
-                "question_id": id,
-            })
-        };
-        self.caller()
-            .notify(input, "ask", person, &Cancel::default());
-        let reply = person.question(&id, &args.question);
-        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self
-            .session
-            .update_meta(|meta| meta.status = Status::Running);
-        let reply = reply?;
-        self.log(EventBody::Reply {
-            question: id,
-            reply: reply.clone(),
-        });
-        let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
-        self.log_result(call, &result);
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
-        Some(result)
-    }
-
-    fn finish(
-        &self,
-        call: &ToolCallRequest,
-        args: &FinishArgs,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) -> Result<ToolOutput, WireError> {
-        self.log_call(call, Self::arguments(args));
-        let result = match self.stop_hooks(Some(&call.id), &args.result, person, cancel) {
-            Ok(()) => Ok(ToolOutput::Finish(FinishOutput {
-                result: args.result.clone(),
-            })),
-            Err(feedback) => Err(WireError::new(
-                ErrorKind::Blocked,
-                format!(
-                    "a Stop hook did not let the turn end yet; fix what it says, then call finish again:\n{feedback}"
-                ),
-            )),
-        };
-        self.log_result(call, &result);
-        result
-    }
-
-    fn use_skill(
-        &self,
-        call: &ToolCallRequest,
-        args: &UseSkillArgs,
-    ) -> Result<ToolOutput, WireError> {
-        self.log_call(call, Self::arguments(args));
-        let result = skills::body(self.tools.workspace(), &self.settings.skills, &args.name)
-            .map(|body| {
-                ToolOutput::Skill(SkillOutput {
-                    name: args.name.clone(),
-                    instructions: body,
-                })
-            })
-            .map_err(|message| WireError::new(ErrorKind::NotFound, message));
-        self.log_result(call, &result);
-        result
-    }
-
     /// A turn over `history` that has sent nothing yet.
     fn new_turn(&self, history: Vec<Message>, system: String) -> Turn {
         Turn {
@@ -1570,68 +974,6 @@ impl Runner<'_> {
             specs.extend(crate::mcp::tool_specs(hub));
         }
         specs
-    }
-
-    fn mcp_session(&self) -> Option<crate::mcp::McpSession<'_>> {
-        Some(crate::mcp::McpSession {
-            tools: self.tools,
-            session: self.session,
-            confinement: &self.settings.confinement,
-            rules: &self.settings.rules,
-            hub: self.mcp?,
-        })
-    }
-
-    /// Starts the session's MCP servers not tried yet (at its first turn).
-    fn start_servers(&self, person: &mut dyn Person) {
-        if let Some(mcp) = self.mcp_session() {
-            mcp.start(&self.settings.mcp_servers, &mut Asker(person));
-        }
-    }
-
-    /// One MCP tool: its PreToolUse hooks, the gate's `mcp` card, its
-    /// server, its PostToolUse hooks (whose notes it returns).
-    fn mcp_call(
-        &self,
-        call: &ToolCallRequest,
-        mcp: &wicket_protocol::McpCall,
-        person: &mut dyn Person,
-        cancel: &Cancel,
-    ) -> (Result<ToolOutput, WireError>, Vec<String>) {
-        let Some(session) = self.mcp_session() else {
-            let refused = self.refused(
-                call,
-                serde_json::Value::Object(mcp.arguments.clone()),
-                WireError::invalid(format!(
-                    "there is no MCP tool '{}' in this session",
-                    mcp.name
-                )),
-            );
-            return (refused, Vec::new());
-        };
-        if !self.caller().tool_hooked(&call.name) {
-            let mut answerer = Notifying {
-                caller: self.caller(),
-                person,
-                cancel,
-            };
-            let result = session.call(&call.id, mcp, Hooked::Nothing, &mut answerer, cancel);
-            return (result, Vec::new());
-        }
-        let input = serde_json::Value::Object(mcp.arguments.clone());
-        let hooked = self
-            .caller()
-            .pre_tool_use(call, input.clone(), false, person, cancel);
-        let mut answerer = Notifying {
-            caller: self.caller(),
-            person: &mut *person,
-            cancel,
-        };
-        let result = session.call(&call.id, mcp, hooked, &mut answerer, cancel);
-        let notes = self
-            .caller()
-            .post_tool_use(call, input, &result, false, person, cancel);
-        (result, notes)
     }
 }
 

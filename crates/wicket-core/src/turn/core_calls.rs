@@ -1,0 +1,93 @@
+//! The core tools that are not the workspace's: `ask` (a question the
+//! person answers), `finish` (the turn's result, after the Stop hooks) and
+//! `use_skill` (a skill's SKILL.md).
+
+use super::*;
+
+impl Runner<'_> {
+    pub(super) fn ask(
+        &self,
+        call: &ToolCallRequest,
+        args: &AskArgs,
+        person: &mut dyn Person,
+    ) -> Option<Result<ToolOutput, WireError>> {
+        self.log_call(call, Self::arguments(args));
+        let id = wicket_os::ids::new_id("q");
+        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
+        let _ = self
+            .session
+            .update_meta(|meta| meta.status = Status::Waiting);
+        self.log(EventBody::Question {
+            id: id.clone(),
+            call_id: call.id.clone(),
+            question: args.question.clone(),
+        });
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
+        let _ = self.session.sync();
+        let input = || {
+            serde_json::json!({
+                "message": args.question,
+                "notification_type": "question",
+                "question_id": id,
+            })
+        };
+        self.caller()
+            .notify(input, "ask", person, &Cancel::default());
+        let reply = person.question(&id, &args.question);
+        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
+        let _ = self
+            .session
+            .update_meta(|meta| meta.status = Status::Running);
+        let reply = reply?;
+        self.log(EventBody::Reply {
+            question: id,
+            reply: reply.clone(),
+        });
+        let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
+        self.log_result(call, &result);
+        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
+        let _ = self.session.sync();
+        Some(result)
+    }
+
+    pub(super) fn finish(
+        &self,
+        call: &ToolCallRequest,
+        args: &FinishArgs,
+        person: &mut dyn Person,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, Self::arguments(args));
+        let result = match self.stop_hooks(Some(&call.id), &args.result, person, cancel) {
+            Ok(()) => Ok(ToolOutput::Finish(FinishOutput {
+                result: args.result.clone(),
+            })),
+            Err(feedback) => Err(WireError::new(
+                ErrorKind::Blocked,
+                format!(
+                    "a Stop hook did not let the turn end yet; fix what it says, then call finish again:\n{feedback}"
+                ),
+            )),
+        };
+        self.log_result(call, &result);
+        result
+    }
+
+    pub(super) fn use_skill(
+        &self,
+        call: &ToolCallRequest,
+        args: &UseSkillArgs,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, Self::arguments(args));
+        let result = skills::body(self.tools.workspace(), &self.settings.skills, &args.name)
+            .map(|body| {
+                ToolOutput::Skill(SkillOutput {
+                    name: args.name.clone(),
+                    instructions: body,
+                })
+            })
+            .map_err(|message| WireError::new(ErrorKind::NotFound, message));
+        self.log_result(call, &result);
+        result
+    }
+}

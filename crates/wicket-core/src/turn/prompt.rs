@@ -1,0 +1,35 @@
+//! The system prompt a turn starts from.
+
+use super::*;
+
+/// The system prompt: the tools, the workspace, the skills, and AGENTS.md
+/// (read through the resolver: a link out or a FIFO is not read). The
+/// same bytes for the same files, so a provider's prompt cache holds. The
+/// second value says why AGENTS.md was not read, when it was there but refused.
+pub fn system_prompt(workspace: &Workspace, skills: &[Skill]) -> (String, Option<String>) {
+    let mut prompt = format!(
+        "You are a coding agent working in the workspace {}. Relative paths are relative to it.\n\
+         Use the tools to read, search and change it. Reads, searches and listings inside the workspace run at once; \
+         every write, every command and every read outside the workspace waits for the person to allow it, \
+         and a denial is final for that call: do not retry it unchanged, ask instead.\n\
+         Commands run with no shell. When the work is done, call finish with a short summary of what you did.\n",
+        workspace.root().display()
+    );
+    if !skills.is_empty() {
+        prompt.push_str("\nSkills (load one with use_skill when it fits the task):\n");
+        for skill in skills {
+            prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+        }
+    }
+    let mut warning = None;
+    match workspace.read_runtime_file(Path::new("AGENTS.md"), PROMPT_FILE_MAX_BYTES) {
+        Ok(Some(bytes)) => {
+            prompt.push_str("\nThe workspace's AGENTS.md:\n\n");
+            prompt.push_str(String::from_utf8_lossy(&bytes).trim_end());
+            prompt.push('\n');
+        }
+        Ok(None) => {}
+        Err(error) => warning = Some(format!("AGENTS.md was not read: {}", error.message)),
+    }
+    (prompt, warning)
+}
