@@ -1,0 +1,209 @@
+//! A card as the TUI draws it: its title fitted to the width, its argv,
+//! diff or arguments wrapped whole, a long one scrollable.
+
+use super::*;
+
+/// Draws a card; the furthest it can scroll.
+pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
+    let card = &view.card;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let tool = visible_line(&card.tool);
+    let mut lines = match &card.kind {
+        CardKind::Write(write) => write_lines(&tool, write, bold),
+        CardKind::OutsideRead(read) => {
+            let what = match read.reach {
+                wicket_protocol::Reach::Read => "read a file",
+                wicket_protocol::Reach::List => "list the names in a folder",
+                wicket_protocol::Reach::Grep => "search every file below a path",
+            };
+            vec![
+                Line::styled(
+                    format!("{tool} wants to {what} outside the workspace"),
+                    bold,
+                ),
+                Line::from(visible_line(&read.path)),
+            ]
+        }
+        CardKind::Run(run) => run_lines(run, bold),
+        CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
+    };
+    if let Some(always) = view.always() {
+        let widen = if matches!(card.kind, CardKind::Run(_)) {
+            " (< widens it to fewer words, > narrows it)"
+        } else {
+            ""
+        };
+        lines.push(Line::styled(
+            format!(
+                "[a]lways saves: {}{widen}",
+                visible_line(&always.describe())
+            ),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    let keys = match (view.armed, card.always.is_some()) {
+        (true, true) => {
+            " [o]nce · [s]ession · [a]lways · [d]eny · ↑↓ scroll · Esc cancels the turn "
+        }
+        (true, false) => " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn ",
+        (false, _) => " … ",
+    };
+    // Every line whole: a long run of blanks shows as ␠×N, and what does
+    // not fit the panel's width wraps onto the next rows, never off the edge.
+    let lines: Vec<Line<'static>> = lines.into_iter().map(marked).collect();
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let rows = paragraph.line_count(area.width.saturating_sub(2));
+    let most = u16::try_from(rows)
+        .unwrap_or(u16::MAX)
+        .saturating_sub(area.height.saturating_sub(2));
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        paragraph.scroll((view.scroll.min(most), 0)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::new().fg(Color::Yellow))
+                .title(fitted_title(card, area.width))
+                .title_bottom(keys),
+        ),
+        area,
+    );
+    most
+}
+
+/// The card's title, cut with a `…` where the panel is narrower (the
+/// card's body below shows everything).
+fn fitted_title(card: &Card, width: u16) -> String {
+    let title = format!(" card: {} ", card_summary(card));
+    let room = usize::from(width.saturating_sub(6));
+    if Line::from(title.as_str()).width() <= room {
+        return title;
+    }
+    let mut cut = String::new();
+    for c in title.chars() {
+        if Line::from(cut.as_str()).width() + 2 > room {
+            break;
+        }
+        cut.push(c);
+    }
+    format!("{cut}… ")
+}
+
+/// `line` with each span's long blank runs shown as `␠×N`.
+fn marked(line: Line<'static>) -> Line<'static> {
+    let spans: Vec<Span<'static>> = line
+        .spans
+        .into_iter()
+        .map(|span| Span::styled(mark_blank_runs(&span.content), span.style))
+        .collect();
+    Line::from(spans).style(line.style)
+}
+
+/// A write card: the path, then the diff whole, in colour.
+fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!(
+            "{tool} wants to write {}{}",
+            visible_line(&write.path),
+            write.path_note()
+        ),
+        bold,
+    )];
+    for line in visible(&write.diff).lines() {
+        let color = if line.starts_with('+') && !line.starts_with("+++") {
+            Color::Green
+        } else if line.starts_with('-') && !line.starts_with("---") {
+            Color::Red
+        } else if line.starts_with("@@") {
+            Color::Cyan
+        } else {
+            Color::Reset
+        };
+        lines.push(Line::styled(line.to_string(), Style::new().fg(color)));
+    }
+    if write.diff_truncated {
+        lines.push(Line::styled(
+            format!(
+                "[the diff is {} bytes; the card shows its first lines]",
+                write.diff_bytes
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    lines
+}
+
+/// A run card: who asks, the argv, cwd, timeout and the sandbox line.
+fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
+    let who = match run.source {
+        wicket_protocol::RunSource::Tool => "run wants to start a command",
+        wicket_protocol::RunSource::Hook => "a hook of the workspace's wants to run",
+        wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
+    };
+    let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
+    let mut lines = vec![
+        Line::styled(who, bold),
+        Line::from(format!(
+            "argv     {}",
+            serde_json::to_string(&argv).unwrap_or_default()
+        )),
+        Line::from(format!("cwd      {}", visible_line(&run.cwd))),
+    ];
+    if let Some(timeout) = run.timeout_s {
+        lines.push(Line::from(format!("timeout  {timeout} s")));
+    }
+    let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
+    let warn = matches!(mode.as_str(), Some("off" | "unavailable"));
+    let mut sandbox = format!("sandbox  {}", mode.as_str().unwrap_or("?"));
+    sandbox.push_str(if run.network {
+        ", network: asked for"
+    } else {
+        ", no network"
+    });
+    if let Some(note) = &run.sandbox.note {
+        sandbox.push_str(&format!(" ({})", visible_line(note)));
+    }
+    if run.git {
+        lines.push(Line::styled(
+            format!("git      {}", wicket_protocol::GIT_WRITE_WARNING),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    lines.push(Line::styled(
+        sandbox,
+        Style::new().fg(if warn { Color::Red } else { Color::Reset }),
+    ));
+    for layer in &run.sandbox.layers {
+        lines.push(Line::from(format!("         · {}", visible_line(layer))));
+    }
+    lines
+}
+
+/// An MCP card: the server, the tool, its arguments and the server's claims.
+fn mcp_lines(tool: &str, mcp: &McpCard, bold: Style) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!(
+            "the MCP server {} wants to run its tool {tool}",
+            visible_line(&mcp.server)
+        ),
+        bold,
+    )];
+    for line in visible(&mcp.arguments_text).lines() {
+        lines.push(Line::from(format!("  {line}")));
+    }
+    if mcp.arguments_truncated {
+        lines.push(Line::styled(
+            "[the arguments are longer; the card shows their start]",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if let Some(annotations) = &mcp.annotations {
+        lines.push(Line::styled(
+            format!(
+                "the server says (a claim, not a permission): {}",
+                visible_line(&annotations.to_string())
+            ),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    lines
+}
