@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use wicket_protocol::text::{shell_words, visible_line};
 use wicket_protocol::{
-    Answer, Card, CardId, CardKind, Event, EventBody, RunSource, ToolOutput, WireError,
+    Answer, CallId, Card, CardId, CardKind, Event, EventBody, RunSource, ToolOutput, WireError,
 };
 
 /// The option ids a permission request offers, one per answer.
@@ -103,15 +103,15 @@ pub struct Mapper {
     workspace: PathBuf,
     replay: bool,
     /// The calls shown as tool calls (not ask or finish).
-    calls: HashSet<String>,
+    calls: HashSet<CallId>,
     /// What a write card showed, for the call's final update: the old and
     /// new text live, the card's diff in a replay (the old text is gone).
-    diffs: HashMap<String, ToolCallContent>,
+    diffs: HashMap<CallId, ToolCallContent>,
     last_text: String,
     /// The reply being streamed was already sent in pieces.
     streamed: bool,
     /// The call each open card is for.
-    cards: HashMap<CardId, String>,
+    cards: HashMap<CardId, CallId>,
 }
 
 impl Mapper {
@@ -175,7 +175,7 @@ impl Mapper {
                         Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways,
                     ) => {
                         vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                            call_id,
+                            call_id.to_string(),
                             ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
                         ))]
                     }
@@ -209,7 +209,7 @@ impl Mapper {
                     return Vec::new();
                 }
                 let path = self.location(name, arguments);
-                let mut call = ToolCall::new(call_id.clone(), title(name, arguments))
+                let mut call = ToolCall::new(call_id.to_string(), title(name, arguments))
                     .kind(tool_kind(name))
                     .status(ToolCallStatus::Pending)
                     .raw_input(arguments.clone());
@@ -234,12 +234,7 @@ impl Mapper {
                 }
                 Vec::new()
             }
-            EventBody::ToolResult {
-                call_id,
-                ok,
-                output,
-                error,
-            } => self.result(call_id, *ok, output.as_ref(), error.as_ref()),
+            EventBody::ToolResult { call_id, result } => self.result(call_id, result),
             EventBody::Question { question, .. } => {
                 self.last_text = question.clone();
                 vec![message(question.clone())]
@@ -331,32 +326,30 @@ impl Mapper {
 
     fn result(
         &mut self,
-        call_id: &str,
-        ok: bool,
-        output: Option<&ToolOutput>,
-        error: Option<&WireError>,
+        call_id: &CallId,
+        result: &Result<ToolOutput, WireError>,
     ) -> Vec<SessionUpdate> {
         if !self.calls.contains(call_id) {
             return Vec::new();
         }
         let diff = self.diffs.remove(call_id);
-        let content: Vec<ToolCallContent> = match (output, error, diff) {
-            (Some(ToolOutput::Write(_)), _, Some(shown)) => vec![shown],
-            (Some(output), _, _) => vec![output_text(output).into()],
-            (None, Some(error), _) => {
+        let content: Vec<ToolCallContent> = match (result, diff) {
+            (Ok(ToolOutput::Write(_)), Some(shown)) => vec![shown],
+            (Ok(output), _) => vec![output_text(output).into()],
+            (Err(error), _) => {
                 vec![format!("{}: {}", error.kind.as_str(), error.message).into()]
             }
-            (None, None, _) => Vec::new(),
         };
         let mut fields = ToolCallUpdateFields::new()
-            .status(if ok {
-                ToolCallStatus::Completed
-            } else {
-                ToolCallStatus::Failed
+            .status(match result {
+                Ok(_) => ToolCallStatus::Completed,
+                Err(_) => ToolCallStatus::Failed,
             })
             .content(content);
-        if let Some(output) = output {
-            fields = fields.raw_output(serde_json::to_value(output).unwrap_or_default());
+        // The raw output is a courtesy beside the text above: a value that
+        // cannot be encoded is left out, never sent as `null`.
+        if let Ok(Ok(raw)) = result.as_ref().map(serde_json::to_value) {
+            fields = fields.raw_output(raw);
         }
         vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             call_id.to_string(),
@@ -370,7 +363,7 @@ impl Mapper {
     pub fn permission(
         &mut self,
         session: &SessionId,
-        call_id: &str,
+        call_id: &CallId,
         card: &Card,
         old_text: Option<String>,
         proposed: Option<&str>,
@@ -394,7 +387,7 @@ impl Mapper {
                         let diff = ToolCallContent::Diff(
                             Diff::new(path.clone(), proposed.to_string()).old_text(old_text),
                         );
-                        self.diffs.insert(call_id.to_string(), diff.clone());
+                        self.diffs.insert(call_id.clone(), diff.clone());
                         diff
                     }
                     None => write.diff.clone().into(),
@@ -627,14 +620,14 @@ mod tests {
         let requests = vec![
             mapper.permission(
                 &session,
-                "c1",
+                &(*"c1").into(),
                 &write_card(),
                 Some("old\n".into()),
                 Some("new\n"),
             ),
-            mapper.permission(&session, "c2", &run, None, None),
-            mapper.permission(&session, "c3", &outside, None, None),
-            mapper.permission(&session, "c4", &mcp, None, None),
+            mapper.permission(&session, &(*"c2").into(), &run, None, None),
+            mapper.permission(&session, &(*"c3").into(), &outside, None, None),
+            mapper.permission(&session, &(*"c4").into(), &mcp, None, None),
         ];
         insta::assert_json_snapshot!(requests);
     }
@@ -667,7 +660,7 @@ mod tests {
         let card = run_card("card-9", argv, false);
         let request = Mapper::new(Path::new("/ws"), false).permission(
             &SessionId::new("s1"),
-            "c9",
+            &(*"c9").into(),
             &card,
             None,
             None,
@@ -728,13 +721,11 @@ mod tests {
                 4,
                 EventBody::ToolResult {
                     call_id: "c1".into(),
-                    ok: true,
-                    output: Some(ToolOutput::Write(WriteOutput {
+                    result: Ok(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
                         runs_later: None,
                     })),
-                    error: None,
                 },
             ),
             event(
@@ -751,8 +742,7 @@ mod tests {
                 6,
                 EventBody::ToolResult {
                     call_id: "c2".into(),
-                    ok: true,
-                    output: Some(ToolOutput::Run(RunOutput {
+                    result: Ok(ToolOutput::Run(RunOutput {
                         exit_code: Some(0),
                         signal: None,
                         timed_out: false,
@@ -762,7 +752,6 @@ mod tests {
                         stderr_cut: 0,
                         duration_ms: 12,
                     })),
-                    error: None,
                 },
             ),
             event(
@@ -779,9 +768,7 @@ mod tests {
                 8,
                 EventBody::ToolResult {
                     call_id: "c3".into(),
-                    ok: false,
-                    output: None,
-                    error: Some(WireError::new(
+                    result: Err(WireError::new(
                         wicket_protocol::ErrorKind::Denied,
                         "the person denied it",
                     )),
@@ -808,7 +795,7 @@ mod tests {
         // The write card came first, live: its diff is the call's content.
         mapper.permission(
             &SessionId::new("s1"),
-            "c1",
+            &(*"c1").into(),
             &write_card(),
             Some("old\n".into()),
             Some("new\n"),
@@ -858,13 +845,11 @@ mod tests {
                 4,
                 EventBody::ToolResult {
                     call_id: "c1".into(),
-                    ok: true,
-                    output: Some(ToolOutput::Write(WriteOutput {
+                    result: Ok(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
                         runs_later: None,
                     })),
-                    error: None,
                 },
             ),
             event(

@@ -119,9 +119,8 @@ fn card_rows(rows: &mut Vec<Row>) -> Result<()> {
 /// A typical event: a tool result of a small read.
 pub(crate) fn sample_event(i: u64) -> EventBody {
     EventBody::ToolResult {
-        call_id: format!("call-{i}"),
-        ok: true,
-        output: Some(wicket_protocol::ToolOutput::ReadFile(
+        call_id: format!("call-{i}").into(),
+        result: Ok(wicket_protocol::ToolOutput::ReadFile(
             wicket_protocol::ReadFileOutput {
                 content: "fn main() {}\n".into(),
                 size: 13,
@@ -131,7 +130,6 @@ pub(crate) fn sample_event(i: u64) -> EventBody {
                 binary: false,
             },
         )),
-        error: None,
     }
 }
 
@@ -431,7 +429,7 @@ fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
     let before = std::fs::metadata(session.log_path())?.len();
     let started = Instant::now();
     for i in 0..CALLS {
-        gate.call(&format!("call-{i}"), &call, &mut policy, &cancel)
+        gate.call(&format!("call-{i}").into(), &call, &mut policy, &cancel)
             .map_err(|e| anyhow::anyhow!(e.message))?;
     }
     let gated = started.elapsed();
@@ -785,7 +783,7 @@ fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
             session.append(EventBody::AssistantMessage {
                 text: String::new(),
                 tool_calls: vec![wicket_protocol::ToolCallRequest {
-                    id: call.clone(),
+                    id: call.clone().into(),
                     name: "read_file".into(),
                     arguments: r#"{"path":"src/main.rs"}"#.into(),
                 }],

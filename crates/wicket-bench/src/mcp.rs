@@ -157,7 +157,7 @@ pub(crate) fn mcp_rows(rows: &mut Vec<Row>) -> Result<()> {
     for i in 0..1001 {
         let started = Instant::now();
         mcp.call(
-            &format!("call-{i}"),
+            &format!("call-{i}").into(),
             &call,
             wicket_gate::Hooked::Nothing,
             &mut answers,

@@ -27,7 +27,7 @@ fn turn_events(i: u64) -> [EventBody; 4] {
             stop_reason: None,
         },
         EventBody::ToolCall {
-            call_id: format!("c{i}"),
+            call_id: format!("c{i}").into(),
             name: "read_file".into(),
             arguments: serde_json::json!({"path": format!("src/module_{i}.rs")}),
             auto_allowed: None,

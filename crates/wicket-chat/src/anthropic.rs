@@ -334,7 +334,7 @@ impl Assembly {
                         Block::Text
                     }
                     Some("tool_use") => Block::ToolUse(ToolCallRequest {
-                        id: content_block["id"].as_str().unwrap_or_default().to_string(),
+                        id: content_block["id"].as_str().unwrap_or_default().into(),
                         name: content_block["name"]
                             .as_str()
                             .unwrap_or_default()
@@ -600,7 +600,7 @@ mod tests {
                     .iter()
                     .map(|(_, block)| match block {
                         Block::ToolUse(call) => {
-                            call.id.capacity() + call.name.capacity() + call.arguments.capacity()
+                            call.id.len() + call.name.capacity() + call.arguments.capacity()
                         }
                         Block::Text | Block::Other => 0,
                     })

@@ -37,7 +37,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use retry::RetryPolicy;
-pub use wicket_protocol::{ToolCallRequest, ToolSpec, Usage};
+pub use wicket_protocol::{StopReason, ToolCallRequest, ToolSpec, Usage};
 
 /// One entry of the conversation, in the providers' common shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub enum Message {
     /// A call's result.
     ToolResult {
         /// The call it answers.
-        call_id: String,
+        call_id: wicket_protocol::CallId,
         /// The result as JSON text.
         content: String,
         /// True when the call failed.
@@ -94,46 +94,6 @@ pub struct Completion {
     pub stop_reason: Option<StopReason>,
     /// Requests it took, 1 when the first one went through.
     pub attempts: u32,
-}
-
-/// Why a reply ended: the providers' words, read once here so that no
-/// caller matches their strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model ended its reply (`stop`, `end_turn`, `stop_sequence`).
-    EndTurn,
-    /// It stopped to have its tool calls run (`tool_calls`, `tool_use`, `function_call`).
-    ToolUse,
-    /// The output limit cut it (`length`, `max_tokens`).
-    MaxTokens,
-    /// The provider's filter stopped it (`content_filter`, `refusal`).
-    ContentFilter,
-    /// A word this client does not know, as the provider sent it.
-    Other(String),
-}
-
-impl StopReason {
-    /// The reason a provider's word stands for.
-    pub fn from_provider(word: &str) -> StopReason {
-        match word {
-            "stop" | "end_turn" | "stop_sequence" | "eos" => StopReason::EndTurn,
-            "tool_calls" | "tool_use" | "function_call" => StopReason::ToolUse,
-            "length" | "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
-            "content_filter" | "refusal" => StopReason::ContentFilter,
-            other => StopReason::Other(other.to_string()),
-        }
-    }
-
-    /// As the log records it: one word for each reason, whichever provider sent it.
-    pub fn as_str(&self) -> &str {
-        match self {
-            StopReason::EndTurn => "end_turn",
-            StopReason::ToolUse => "tool_use",
-            StopReason::MaxTokens => "max_tokens",
-            StopReason::ContentFilter => "content_filter",
-            StopReason::Other(word) => word,
-        }
-    }
 }
 
 /// What happens while a reply streams.

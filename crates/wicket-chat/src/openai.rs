@@ -370,12 +370,12 @@ impl Assembly {
             return Ok(());
         };
         let call = slot.get_or_insert_with(|| ToolCallRequest {
-            id: String::new(),
+            id: Default::default(),
             name: String::new(),
             arguments: String::new(),
         });
         if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            call.id = id;
+            call.id = id.into();
         }
         if let Some(function) = delta.function {
             // A name repeated in every chunk (llama-cpp-python, and LiteLLM
@@ -400,7 +400,7 @@ impl Assembly {
             .enumerate()
             .map(|(n, mut call)| {
                 if call.id.is_empty() {
-                    call.id = format!("call_{n}");
+                    call.id = format!("call_{n}").into();
                 }
                 call
             })
@@ -518,9 +518,7 @@ mod tests {
                     .calls
                     .iter()
                     .flatten()
-                    .map(|call| {
-                        call.id.capacity() + call.name.capacity() + call.arguments.capacity()
-                    })
+                    .map(|call| call.id.len() + call.name.capacity() + call.arguments.capacity())
                     .sum::<usize>()
         }
 

@@ -117,7 +117,7 @@ impl Replay {
             .iter()
             .enumerate()
             .map(|(n, call)| ToolCallRequest {
-                id: format!("script-{}-{}", index + 1, n + 1),
+                id: format!("script-{}-{}", index + 1, n + 1).into(),
                 name: call.name.clone(),
                 arguments: match &call.arguments {
                     serde_json::Value::String(raw) => raw.clone(),

@@ -32,7 +32,10 @@ pub(crate) enum Mode {
 /// What the person is asked.
 enum Ask {
     Card(Box<Card>),
-    Question { id: String, question: String },
+    Question {
+        id: wicket_protocol::QuestionId,
+        question: String,
+    },
 }
 
 /// The reply a fixed policy gives a question: nobody is there to answer.

@@ -566,7 +566,7 @@ fn tool(
         checkpoints: None,
     };
     let request = ToolCallRequest {
-        id: wicket_os::ids::new_id("call"),
+        id: wicket_os::ids::new_id("call").into(),
         name: name.to_string(),
         arguments: call.arguments().to_string(),
     };

@@ -236,7 +236,7 @@ pub(crate) fn call(
         tool: tool.to_string(),
         arguments,
     };
-    let call_id = wicket_os::ids::new_id("call");
+    let call_id = wicket_protocol::CallId::from(wicket_os::ids::new_id("call"));
     let result = mcp.call(
         &call_id,
         &call,

@@ -318,19 +318,15 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
             short(&wicket_protocol::call_summary(name, arguments), 200)
         ),
         EventBody::ToolResult {
-            ok: true, output, ..
+            result: Ok(output), ..
+        } => format!("  ✓ {}", output_summary(output)),
+        EventBody::ToolResult {
+            result: Err(error), ..
         } => format!(
-            "  ✓ {}",
-            output.as_ref().map(output_summary).unwrap_or_default()
+            "  ✗ {}: {}",
+            error.kind.as_str(),
+            short(&error.message, 160)
         ),
-        EventBody::ToolResult { error, .. } => match error {
-            Some(error) => format!(
-                "  ✗ {}: {}",
-                error.kind.as_str(),
-                short(&error.message, 160)
-            ),
-            None => "  ✗ failed".to_string(),
-        },
         EventBody::Card { card, .. } => format!("  ? card {}: {}", card.id, card_summary(card)),
         EventBody::Answer { answer, stale, .. } => format!(
             "  {}{}",
@@ -411,7 +407,10 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     })
 }
 
-fn interrupted_text(card: &Option<wicket_protocol::CardId>, question: &Option<String>) -> String {
+fn interrupted_text(
+    card: &Option<wicket_protocol::CardId>,
+    question: &Option<wicket_protocol::QuestionId>,
+) -> String {
     let open = match (card, question) {
         (Some(card), _) => format!("; card {card} can no longer be answered"),
         (None, Some(question)) => format!("; question {question} can no longer be answered"),
@@ -446,22 +445,19 @@ pub(crate) fn event_line(event: &Event) -> String {
                 .unwrap_or_default()
         ),
         EventBody::ToolResult {
-            ok: true, output, ..
+            result: Ok(output), ..
         } => {
-            let text = output
-                .as_ref()
-                .map(|o| serde_json::to_string(o).unwrap_or_default())
-                .unwrap_or_default();
+            let text = serde_json::to_string(output)
+                .unwrap_or_else(|error| format!("(the output could not be shown: {error})"));
             format!("tool_result ok {}", short(&text, 160))
         }
-        EventBody::ToolResult { error, .. } => match error {
-            Some(error) => format!(
-                "tool_result {}: {}",
-                error.kind.as_str(),
-                short(&error.message, 400)
-            ),
-            None => "tool_result failed".to_string(),
-        },
+        EventBody::ToolResult {
+            result: Err(error), ..
+        } => format!(
+            "tool_result {}: {}",
+            error.kind.as_str(),
+            short(&error.message, 400)
+        ),
         EventBody::Card { card, .. } => format!("card {} {}", card.id, card_summary(card)),
         EventBody::Answer {
             card,

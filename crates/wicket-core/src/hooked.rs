@@ -10,7 +10,7 @@ use std::path::Path;
 
 use wicket_os::spawn::{Confine, Cwd};
 use wicket_protocol::{
-    Answer, Card, ErrorKind, EventBody, HookEvent, HookOutcome, RunSource, ToolCall,
+    Answer, CallId, Card, ErrorKind, EventBody, HookEvent, HookOutcome, RunSource, ToolCall,
     ToolCallRequest, ToolOutput, WireError,
 };
 use wicket_session::Session;
@@ -136,7 +136,7 @@ impl<'a> Caller<'a> {
         &self,
         event: HookEvent,
         tool: Option<&str>,
-        call_id: Option<&str>,
+        call_id: Option<&CallId>,
         input: impl FnOnce() -> serde_json::Value,
         person: &mut dyn Person,
         cancel: &Cancel,
@@ -206,7 +206,7 @@ impl<'a> Caller<'a> {
                     self.log(EventBody::Hook {
                         event,
                         name: hook.name.clone(),
-                        call_id: call_id.map(str::to_string),
+                        call_id: call_id.cloned(),
                         command: hook.command.clone(),
                         outcome: run.outcome,
                         exit_code: run.exit_code,
@@ -231,7 +231,7 @@ impl<'a> Caller<'a> {
         &self,
         hook: &Hook,
         event: HookEvent,
-        call_id: Option<&str>,
+        call_id: Option<&CallId>,
         person: &mut dyn Person,
     ) -> Result<(Confine, Cwd), HookRun> {
         let failed = |message: String| Err(HookRun::failed(message));
@@ -250,7 +250,10 @@ impl<'a> Caller<'a> {
             Err(error) => return failed(format!("the hook {:?}: {}", hook.command, error.message)),
         };
         let gate = self.gate();
-        let card_id = call_id.map_or_else(|| wicket_os::ids::new_id("hook"), str::to_string);
+        let card_id = call_id.map_or_else(
+            || CallId::from(wicket_os::ids::new_id("hook")),
+            CallId::clone,
+        );
         let confine = match (hook.owner, event) {
             (Owner::Workspace, HookEvent::Notification | HookEvent::SessionEnd) => {
                 return Err(HookRun {
@@ -311,7 +314,7 @@ impl<'a> Caller<'a> {
     ) -> Hooked {
         let mut input =
             crate::hooks::claude_code_call(&call.name, &tool_input, self.tools.workspace().root());
-        input.insert("tool_use_id".into(), call.id.clone().into());
+        input.insert("tool_use_id".into(), call.id.to_string().into());
         let input = serde_json::Value::Object(input);
         let ran = self.run_hooks(
             HookEvent::PreToolUse,
@@ -360,7 +363,7 @@ impl<'a> Caller<'a> {
                 self.tools.workspace().root(),
             );
             input.insert("tool_response".into(), response);
-            input.insert("tool_use_id".into(), call.id.clone().into());
+            input.insert("tool_use_id".into(), call.id.to_string().into());
             serde_json::Value::Object(input)
         };
         self.run_hooks(

@@ -29,7 +29,9 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use wicket_chat::{ChatClient, ChatError};
 use wicket_protocol::limits::REWOUND_MAX_PATHS;
-use wicket_protocol::{Answer, Card, CardId, CardKind, Event, EventBody, SessionId, TurnOutcome};
+use wicket_protocol::{
+    Answer, Card, CardId, CardKind, Event, EventBody, QuestionId, SessionId, TurnOutcome,
+};
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
@@ -160,7 +162,7 @@ pub enum Open {
     /// A question.
     Question {
         /// Its id.
-        id: String,
+        id: QuestionId,
         /// The question.
         question: String,
     },
@@ -649,7 +651,12 @@ impl Manager {
     }
 
     /// Replies to the open question.
-    pub fn reply(&self, id: &SessionId, question: &str, reply: &str) -> Result<(), ManagerError> {
+    pub fn reply(
+        &self,
+        id: &SessionId,
+        question: &QuestionId,
+        reply: &str,
+    ) -> Result<(), ManagerError> {
         self.give(id, question, Given::Reply(reply.to_string()))
     }
 
@@ -798,7 +805,10 @@ impl Manager {
     }
 
     /// Saves a rule of the person's to rules.toml; its id.
-    pub fn save_rule(&self, spec: wicket_protocol::RuleSpec) -> Result<String, ManagerError> {
+    pub fn save_rule(
+        &self,
+        spec: wicket_protocol::RuleSpec,
+    ) -> Result<wicket_protocol::RuleId, ManagerError> {
         Ok(wicket_gate::rules::save(
             &self.home.join(wicket_gate::rules::RULES_FILE),
             spec,

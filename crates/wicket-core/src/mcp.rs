@@ -11,7 +11,7 @@ use wicket_mcp::server::OpenCwd;
 use wicket_mcp::{Approval, Hub, Launch, Report, ServerSpec, Transport};
 use wicket_os::spawn::Cwd;
 use wicket_protocol::{
-    ErrorKind, EventBody, McpCall, RunArgs, RunSource, ToolOutput, ToolSpec, WireError,
+    CallId, ErrorKind, EventBody, McpCall, RunArgs, RunSource, ToolOutput, ToolSpec, WireError,
 };
 use wicket_tools::tools::run::{open_dir, validate};
 use wicket_tools::{Cancel, Tools, Workspace};
@@ -161,7 +161,7 @@ impl McpSession<'_> {
             git: *write_git,
             source: RunSource::Mcp,
         };
-        match gate.allow_command(&wicket_os::ids::new_id("mcp"), &request, answerer) {
+        match gate.allow_command(&wicket_os::ids::new_id("mcp").into(), &request, answerer) {
             Ok(allowed) => Approval::Launch(Launch {
                 confine: allowed.confine,
                 cwd: opener,
@@ -180,7 +180,7 @@ impl McpSession<'_> {
     /// whole result goes in the log.
     pub fn call(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         call: &McpCall,
         hooked: wicket_gate::Hooked,
         answerer: &mut dyn Answerer,
@@ -203,7 +203,7 @@ impl McpSession<'_> {
         // Nothing is called that the log did not record.
         self.session
             .append(EventBody::ToolCall {
-                call_id: call_id.to_string(),
+                call_id: call_id.clone(),
                 name: call.name.clone(),
                 arguments: serde_json::Value::Object(call.arguments.clone()),
                 auto_allowed: auto_allowed.then(|| {

@@ -4,8 +4,8 @@
 //! result given one; and what compaction needs to choose its cut
 //! ([`compaction_cut`], [`summary_message`], [`COMPACT_PROMPT`]).
 
-use wicket_chat::{Message, Request, StopReason};
-use wicket_protocol::{ErrorKind, Event, EventBody, HookEvent, HookOutcome, WireError};
+use wicket_chat::{Message, Request};
+use wicket_protocol::{CallId, Event, EventBody, HookEvent, HookOutcome};
 
 use crate::models::estimate_tokens;
 use crate::turn::{NotTaken, result_content};
@@ -143,13 +143,10 @@ fn event_bytes(body: &EventBody) -> usize {
                     .map(|call| call.arguments.len() + call.name.len() + call.id.len())
                     .sum::<usize>()
         }
-        EventBody::ToolResult { output, error, .. } => {
-            output
-                .as_ref()
-                .map(|o| serde_json::to_string(o).map(|t| t.len()).unwrap_or(0))
-                .unwrap_or(0)
-                + error.as_ref().map_or(0, |e| e.message.len())
-        }
+        EventBody::ToolResult { result, .. } => match result {
+            Ok(output) => serde_json::to_string(output).map_or(0, |text| text.len()),
+            Err(error) => error.message.len(),
+        },
         EventBody::Hook { stderr, .. } => stderr.len(),
         _ => 0,
     }
@@ -183,7 +180,7 @@ pub(crate) fn message_bytes(message: &Message) -> usize {
 struct Rebuild {
     messages: Vec<Message>,
     /// Calls of the last reply still waiting for a result.
-    pending: Vec<String>,
+    pending: Vec<CallId>,
 }
 
 impl Rebuild {
@@ -230,27 +227,16 @@ impl Rebuild {
                     text: text.clone(),
                     tool_calls: tool_calls.clone(),
                 });
-                let stop_reason = stop_reason.as_deref().map(StopReason::from_provider);
                 if let Some(why) = NotTaken::of(text, tool_calls, stop_reason.as_ref()) {
                     self.user(why.notice().to_string());
                 }
             }
-            EventBody::ToolResult {
-                call_id,
-                ok,
-                output,
-                error,
-            } => {
+            EventBody::ToolResult { call_id, result } => {
                 let Some(index) = self.pending.iter().position(|id| id == call_id) else {
                     return;
                 };
                 self.pending.remove(index);
-                let result = match (ok, output, error) {
-                    (true, Some(output), _) => Ok(output.clone()),
-                    (_, _, Some(error)) => Err(error.clone()),
-                    _ => Err(WireError::new(ErrorKind::Io, "the result was not recorded")),
-                };
-                let (content, is_error) = result_content(&result);
+                let (content, is_error) = result_content(result);
                 self.messages.push(Message::ToolResult {
                     call_id: call_id.clone(),
                     content,

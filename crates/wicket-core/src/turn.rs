@@ -17,9 +17,9 @@ use std::sync::Arc;
 use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StopReason, StreamEvent};
 use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, REPLY_MAX_TOOL_CALLS, RUN_STREAM_MAX_BYTES};
 use wicket_protocol::{
-    Answer, AskArgs, Call, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs, FinishOutput,
-    HookOutcome, ReplyOutput, SkillOutput, ToolCallRequest, ToolOutput, ToolSpec, TurnOutcome,
-    Usage, UseSkillArgs, WireError, tool_specs,
+    Answer, AskArgs, Call, CallId, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs,
+    FinishOutput, HookOutcome, QuestionId, ReplyOutput, SkillOutput, ToolCallRequest, ToolOutput,
+    ToolSpec, TurnOutcome, Usage, UseSkillArgs, WireError, tool_specs,
 };
 use wicket_tools::{Cancel, Tools, Workspace};
 
@@ -370,9 +370,7 @@ impl Runner<'_> {
         for call in calls {
             self.log(EventBody::ToolResult {
                 call_id: call.id.clone(),
-                ok: false,
-                output: None,
-                error: Some(WireError::new(ErrorKind::Cancelled, why)),
+                result: Err(WireError::new(ErrorKind::Cancelled, why)),
             });
         }
     }
@@ -479,7 +477,7 @@ impl Runner<'_> {
     /// model. A hook the workspace declared asks first, as a `run` card.
     fn stop_hooks(
         &self,
-        call_id: Option<&str>,
+        call_id: Option<&CallId>,
         result: &str,
         person: &mut dyn Person,
         cancel: &Cancel,
@@ -678,10 +676,7 @@ impl Runner<'_> {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
             usage,
-            stop_reason: reply
-                .stop_reason
-                .as_ref()
-                .map(|reason| reason.as_str().to_string()),
+            stop_reason: reply.stop_reason.clone(),
         });
         turn.history.push(Message::Assistant {
             text: reply.text.clone(),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
 use wicket_protocol::{
-    Answer, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
+    Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
     OutsideReadCard, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
     SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
@@ -35,7 +35,7 @@ use crate::rules::{Rules, Subject};
 use crate::sandbox::{Access, SandboxSettings};
 use wicket_protocol::guarded;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
-use wicket_protocol::{AllowedBy, Rule, RuleAction, RuleSpec};
+use wicket_protocol::{AllowedBy, GrantId, Rule, RuleAction, RuleId, RuleSpec};
 use wicket_session::{GrantKind, McpKey, OutsideKey, RunKey, Session, Status, grant_id};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
@@ -338,7 +338,7 @@ impl<'a> Gate<'a> {
 
     /// Records the checkpoint before call `seq`; what it has no copy of
     /// (or why there is none) is a `checkpoint` event and goes on the card.
-    fn checkpoint(&self, call_id: &str, seq: u64, tool: &str) -> Result<(), WireError> {
+    fn checkpoint(&self, call_id: &CallId, seq: u64, tool: &str) -> Result<(), WireError> {
         let Some(checkpointing) = self.checkpoints else {
             return Ok(());
         };
@@ -353,7 +353,7 @@ impl<'a> Gate<'a> {
         };
         self.session
             .append(EventBody::Checkpoint {
-                call_id: call_id.to_string(),
+                call_id: call_id.clone(),
                 message: missed.clone(),
             })
             .map_err(internal)?;
@@ -379,7 +379,7 @@ impl<'a> Gate<'a> {
     /// answer, and the result.
     pub fn call(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         call: &ToolCall,
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
@@ -393,7 +393,7 @@ impl<'a> Gate<'a> {
         let logged = self
             .session
             .append(EventBody::ToolCall {
-                call_id: call_id.to_string(),
+                call_id: call_id.clone(),
                 name: call.name().to_string(),
                 arguments: call.arguments(),
                 auto_allowed: None,
@@ -414,19 +414,13 @@ impl<'a> Gate<'a> {
     /// Logs a call's result.
     pub fn log_result(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         result: &Result<ToolOutput, WireError>,
     ) -> Result<(), WireError> {
-        let (ok, output, error) = match result {
-            Ok(output) => (true, Some(output.clone()), None),
-            Err(error) => (false, None, Some(error.clone())),
-        };
         self.session
             .append(EventBody::ToolResult {
-                call_id: call_id.to_string(),
-                ok,
-                output,
-                error,
+                call_id: call_id.clone(),
+                result: result.clone(),
             })
             .map_err(internal)?;
         Ok(())
@@ -482,7 +476,7 @@ impl<'a> Gate<'a> {
     }
 
     /// Deny rules first, then ask rules, then the session's grant, then allow rules.
-    fn pass(&self, subject: &Subject<'_>, grant: Option<String>) -> Result<Pass, WireError> {
+    fn pass(&self, subject: &Subject<'_>, grant: Option<GrantId>) -> Result<Pass, WireError> {
         let in_force = self
             .rules_now
             .get_or_init(|| self.rules.all().map_err(|error| error.to_string()))
@@ -515,7 +509,7 @@ impl<'a> Gate<'a> {
         kind: GrantKind,
         key: &K,
         held: impl FnOnce(&wicket_session::Allowed) -> bool,
-    ) -> Option<String> {
+    ) -> Option<GrantId> {
         held(&self.session.meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
     }
 
@@ -600,7 +594,7 @@ impl<'a> Gate<'a> {
     /// The rule `allow_always` saves for a card: its exact key, in this workspace.
     fn always(&self, matcher: Matcher) -> RuleSpec {
         let mut spec = Rule {
-            id: String::new(),
+            id: RuleId::default(),
             action: RuleAction::Allow,
             matcher,
             workspace: Some(self.tools.workspace().root().display().to_string()),
@@ -613,7 +607,7 @@ impl<'a> Gate<'a> {
 
     fn dispatch(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         call: &ToolCall,
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
@@ -630,7 +624,7 @@ impl<'a> Gate<'a> {
 
     fn read_file(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &ReadFileArgs,
         answerer: &mut dyn Answerer,
     ) -> Result<ToolOutput, WireError> {
@@ -641,7 +635,7 @@ impl<'a> Gate<'a> {
 
     fn list_dir(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &ListDirArgs,
         answerer: &mut dyn Answerer,
     ) -> Result<ToolOutput, WireError> {
@@ -653,7 +647,7 @@ impl<'a> Gate<'a> {
 
     fn grep(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &GrepArgs,
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
@@ -675,7 +669,7 @@ impl<'a> Gate<'a> {
 
     fn run(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &RunArgs,
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
@@ -712,7 +706,7 @@ impl<'a> Gate<'a> {
     /// network) was allowed for the session; returns how to start it.
     pub fn allow_command(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         request: &CommandRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
@@ -776,7 +770,7 @@ impl<'a> Gate<'a> {
     /// its claim; they never skip it.
     pub fn allow_mcp(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         request: &McpRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
@@ -831,7 +825,7 @@ impl<'a> Gate<'a> {
     /// `allow_always` saves the card's rule first).
     fn ask(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         card: Card,
         answerer: &mut dyn Answerer,
     ) -> Result<(Card, Answer), WireError> {
@@ -858,7 +852,7 @@ impl<'a> Gate<'a> {
     }
 
     /// Saves the rule an `allow_always` answer chose: the card's own.
-    fn save_always(&self, card: &Card) -> Result<String, WireError> {
+    fn save_always(&self, card: &Card) -> Result<RuleId, WireError> {
         let Some(mut spec) = card.always.as_deref().cloned() else {
             return Err(WireError::new(
                 ErrorKind::InvalidArgs,
@@ -866,8 +860,8 @@ impl<'a> Gate<'a> {
             ));
         };
         spec.origin = Some(wicket_protocol::rules::Origin {
-            session: self.session.meta().id,
-            card: card.id.to_string(),
+            session: self.session.meta().id.into(),
+            card: card.id.clone(),
             ts: wicket_session::now_rfc3339(),
         });
         self.rules.save(spec).map_err(|error| {
@@ -882,7 +876,7 @@ impl<'a> Gate<'a> {
     /// the caller logs once it knows whether the answer is stale.
     fn raise(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         mut card: Card,
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
@@ -897,7 +891,7 @@ impl<'a> Gate<'a> {
         let raised = self
             .session
             .append(EventBody::Card {
-                call_id: call_id.to_string(),
+                call_id: call_id.clone(),
                 card: card.clone(),
                 proposed,
             })
@@ -948,7 +942,7 @@ impl<'a> Gate<'a> {
     /// grep of a folder is its own key.
     fn outside_read(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         tool: &str,
         location: &Location,
         reach: Reach,

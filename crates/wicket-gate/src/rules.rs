@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
-use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleSpec};
+use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleId, RuleSpec};
 
 use crate::{commands, shell};
 
@@ -87,9 +87,9 @@ pub enum Subject<'s> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Verdict {
     /// The first deny rule that matched.
-    pub deny: Option<String>,
+    pub deny: Option<RuleId>,
     /// The first ask rule that matched.
-    pub ask: Option<String>,
+    pub ask: Option<RuleId>,
     /// The allow that covers it.
     pub allow: Option<AllowedBy>,
 }
@@ -159,7 +159,7 @@ impl Rules {
     }
 
     /// Saves `spec` to rules.toml under a fresh id, which it returns.
-    pub fn save(&self, spec: RuleSpec) -> Result<String> {
+    pub fn save(&self, spec: RuleSpec) -> Result<RuleId> {
         let Some(path) = &self.saved else {
             return Err(Error::File {
                 path: RULES_FILE.into(),
@@ -593,7 +593,7 @@ workspace = "/other"
     #[test]
     fn the_rule_table_decides_each_matcher_by_precedence() {
         let all = rules(HOME, Source::HomeConfig);
-        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string()));
+        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string().into()));
         assert_eq!(
             run_verdict(&all, &["cargo", "test", "foo"]).allow,
             allowed("tests")
@@ -728,7 +728,7 @@ workspace = "/other"
              [[rules]]\nid = \"echo\"\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"echo\"]\n",
             Source::HomeConfig,
         );
-        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string()));
+        let allowed = |id: &str| Some(AllowedBy::Rule(id.to_string().into()));
         let write = |path: &str, guarded: bool| {
             verdict(
                 &all,

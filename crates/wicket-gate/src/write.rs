@@ -11,7 +11,7 @@ use super::*;
 impl Gate<'_> {
     pub(super) fn write_file(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &WriteFileArgs,
         answerer: &mut dyn Answerer,
     ) -> Result<ToolOutput, WireError> {
@@ -30,7 +30,7 @@ impl Gate<'_> {
 
     pub(super) fn search_replace(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         args: &SearchReplaceArgs,
         answerer: &mut dyn Answerer,
     ) -> Result<ToolOutput, WireError> {
@@ -48,7 +48,7 @@ impl Gate<'_> {
     /// The write path shared by write_file and search_replace.
     pub(super) fn write(
         &self,
-        call_id: &str,
+        call_id: &CallId,
         tool: &str,
         location: &Location,
         shown: &str,

@@ -4,18 +4,71 @@ use serde::{Deserialize, Serialize};
 
 use crate::card::{Answer, Card};
 use crate::error::WireError;
-use crate::ids::CardId;
+use crate::ids::{CallId, CardId, QuestionId};
 use crate::tools::ToolOutput;
 
 /// A tool call as the model made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
     /// The model's id for the call.
-    pub id: String,
+    pub id: CallId,
     /// The tool's name.
     pub name: String,
     /// The raw JSON text of the arguments; it may not even be JSON.
     pub arguments: String,
+}
+
+/// Why a reply ended: the providers' words, read once here so that no
+/// caller matches their strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    /// The model ended its reply (`stop`, `end_turn`, `stop_sequence`).
+    EndTurn,
+    /// It stopped to have its tool calls run (`tool_calls`, `tool_use`, `function_call`).
+    ToolUse,
+    /// The output limit cut it (`length`, `max_tokens`).
+    MaxTokens,
+    /// The provider's filter stopped it (`content_filter`, `refusal`).
+    ContentFilter,
+    /// A word this client does not know, as the provider sent it.
+    Other(String),
+}
+
+impl StopReason {
+    /// The reason a provider's word stands for.
+    pub fn from_provider(word: &str) -> StopReason {
+        match word {
+            "stop" | "end_turn" | "stop_sequence" | "eos" => StopReason::EndTurn,
+            "tool_calls" | "tool_use" | "function_call" => StopReason::ToolUse,
+            "length" | "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+            "content_filter" | "refusal" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+
+    /// As the log records it: one word for each reason, whichever provider sent it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::Other(word) => word,
+        }
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        Ok(StopReason::from_provider(&word))
+    }
 }
 
 /// Tokens a reply (or a turn, or a session) used, and what they cost.
@@ -294,7 +347,7 @@ pub enum EventBody {
     /// they were not JSON, or nested too deep).
     ToolCall {
         /// The model's id for the call.
-        call_id: String,
+        call_id: CallId,
         /// The tool's name.
         name: String,
         /// The arguments.
@@ -306,23 +359,19 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         allowed_by: Option<crate::rules::AllowedBy>,
     },
-    /// A call's result.
+    /// A call's result: `"ok": true` and its `output`, or `"ok": false`
+    /// and the `error` that kept it from running or ended it.
     ToolResult {
         /// The call.
-        call_id: String,
-        /// True when the tool ran.
-        ok: bool,
-        /// What it returned.
-        #[serde(skip_serializing_if = "Option::is_none", default)]
-        output: Option<ToolOutput>,
-        /// Why it did not run or failed.
-        #[serde(skip_serializing_if = "Option::is_none", default)]
-        error: Option<WireError>,
+        call_id: CallId,
+        /// What it returned, or why it did not run or failed.
+        #[serde(flatten, with = "call_result")]
+        result: Result<ToolOutput, WireError>,
     },
     /// A card went up.
     Card {
         /// The call it is for (a hook's or server's start has its own id).
-        call_id: String,
+        call_id: CallId,
         /// The card.
         #[serde(flatten)]
         card: Card,
@@ -341,7 +390,7 @@ pub enum EventBody {
         stale: bool,
         /// The rule an `allow_always` saved.
         #[serde(skip_serializing_if = "Option::is_none", default)]
-        rule: Option<String>,
+        rule: Option<crate::ids::RuleId>,
     },
     /// What the person asked; a turn starts with it.
     UserMessage {
@@ -361,21 +410,21 @@ pub enum EventBody {
         usage: Option<Usage>,
         /// The provider's reason for ending the reply, when it gave one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        stop_reason: Option<String>,
+        stop_reason: Option<StopReason>,
     },
     /// The model's `ask`: the session waits for a reply.
     Question {
         /// Unique for the life of the session.
-        id: String,
+        id: QuestionId,
         /// The `ask` call.
-        call_id: String,
+        call_id: CallId,
         /// The question.
         question: String,
     },
     /// The person's reply to a question.
     Reply {
         /// The question's id.
-        question: String,
+        question: QuestionId,
         /// The reply.
         reply: String,
     },
@@ -401,7 +450,7 @@ pub enum EventBody {
         /// the `finish` call's for Stop; none for a Stop after a reply with
         /// no tool call (then a block goes back as a user message).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        call_id: Option<String>,
+        call_id: Option<CallId>,
         /// The hook's argv.
         command: Vec<String>,
         /// Its verdict.
@@ -451,7 +500,7 @@ pub enum EventBody {
         card: Option<CardId>,
         /// The question left open, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        question: Option<String>,
+        question: Option<QuestionId>,
     },
     /// The conversation before `to_seq` was summarised to fit the model's window.
     Compacted {
@@ -484,7 +533,7 @@ pub enum EventBody {
     /// call's card (if it has one) says the same.
     Checkpoint {
         /// The call it came before.
-        call_id: String,
+        call_id: CallId,
         /// What has no copy, and why.
         message: String,
     },
@@ -534,6 +583,71 @@ pub enum EventBody {
         /// Why it could not be read.
         error: String,
     },
+}
+
+/// A call's result on the wire: `ok` beside `output` or `error`, as
+/// every log since the first has it. A line with `ok` and no `output` (or
+/// no `ok` and no `error`) reads as the failure it must have been.
+mod call_result {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::error::{ErrorKind, WireError};
+    use crate::tools::ToolOutput;
+
+    #[derive(Serialize)]
+    struct Written<'a> {
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<&'a ToolOutput>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a WireError>,
+    }
+
+    #[derive(Deserialize)]
+    struct Read {
+        ok: bool,
+        #[serde(default)]
+        output: Option<ToolOutput>,
+        #[serde(default)]
+        error: Option<WireError>,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        result: &Result<ToolOutput, WireError>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match result {
+            Ok(output) => Written {
+                ok: true,
+                output: Some(output),
+                error: None,
+            },
+            Err(error) => Written {
+                ok: false,
+                output: None,
+                error: Some(error),
+            },
+        }
+        .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Result<ToolOutput, WireError>, D::Error> {
+        let wire = Read::deserialize(deserializer)?;
+        Ok(match (wire.ok, wire.output, wire.error) {
+            (true, Some(output), _) => Ok(output),
+            (_, _, Some(error)) => Err(error),
+            (true, None, None) => Err(WireError::new(
+                ErrorKind::Io,
+                "the log records this call as done but holds no output for it",
+            )),
+            (false, _, None) => Err(WireError::new(
+                ErrorKind::Io,
+                "the log records this call as failed but holds no error for it",
+            )),
+        })
+    }
 }
 
 impl EventBody {

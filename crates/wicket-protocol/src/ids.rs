@@ -95,6 +95,27 @@ id!(
     CardId
 );
 
+id!(
+    /// A tool call's id, as the model gave it (or as Wicket made it for a
+    /// call it starts itself).
+    CallId
+);
+
+id!(
+    /// A question's id (the model's `ask`), unique for the life of its session.
+    QuestionId
+);
+
+id!(
+    /// A rule's id: `r-…` for a saved one, `workspace:…` for a repository's.
+    RuleId
+);
+
+id!(
+    /// A session grant's id: `g-` and a hash of what it covers.
+    GrantId
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,9 +23,10 @@ pub use card::{
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{
-    Event, EventBody, HookEvent, HookOutcome, McpState, ToolCallRequest, TurnOutcome, Usage,
+    Event, EventBody, HookEvent, HookOutcome, McpState, StopReason, ToolCallRequest, TurnOutcome,
+    Usage,
 };
-pub use ids::{CardId, SessionId};
+pub use ids::{CallId, CardId, GrantId, QuestionId, RuleId, SessionId};
 pub use rules::{AllowedBy, Rule, RuleAction, RuleSpec};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{

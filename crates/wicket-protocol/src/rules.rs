@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::card::Reach;
+use crate::ids::{GrantId, RuleId};
 
 /// What a rule does to the calls it matches. Any matching deny wins, then
 /// ask, then allow.
@@ -37,9 +38,9 @@ impl RuleAction {
 #[serde(deny_unknown_fields)]
 pub struct Origin {
     /// The session the card was in.
-    pub session: String,
+    pub session: crate::SessionId,
     /// The card.
-    pub card: String,
+    pub card: crate::CardId,
     /// When (RFC 3339).
     pub ts: String,
 }
@@ -50,7 +51,7 @@ pub struct Origin {
 pub struct RuleSpec {
     /// Its id (saved rules have one; others are numbered where they are read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub id: Option<RuleId>,
     /// allow, ask or deny.
     pub action: RuleAction,
     /// `run`, `write_file`, `search_replace`, `write` (both), `read_outside`, `mcp`.
@@ -157,7 +158,7 @@ pub enum Matcher {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     /// Its id.
-    pub id: String,
+    pub id: RuleId,
     /// What it does.
     pub action: RuleAction,
     /// What it matches.
@@ -172,7 +173,7 @@ impl RuleSpec {
     /// The typed rule, under `id` when the spec has none; an error names the
     /// key that is wrong and what would be right.
     pub fn check(&self, id: &str) -> Result<Rule, String> {
-        let id = self.id.clone().unwrap_or_else(|| id.to_string());
+        let id = self.id.clone().unwrap_or_else(|| RuleId::from(id));
         let misplaced = |keys: &[(&str, bool)]| -> Result<(), String> {
             match keys.iter().find(|(_, present)| *present) {
                 Some((key, _)) => Err(format!(
@@ -422,11 +423,11 @@ impl Rule {
 #[serde(rename_all = "snake_case")]
 pub enum AllowedBy {
     /// A rule's id.
-    Rule(String),
+    Rule(RuleId),
     /// Every simple command of a shell script was allowed: the rules' ids.
-    Rules(Vec<String>),
+    Rules(Vec<RuleId>),
     /// A session grant's id.
-    Grant(String),
+    Grant(GrantId),
     /// A hook's name.
     Hook(String),
 }

@@ -393,7 +393,7 @@ pub struct QuestionReply {
 /// `POST /api/sessions/{id}/questions/{qid}`.
 pub async fn reply_question(
     State(server): State<Shared>,
-    UrlPath((id, qid)): UrlPath<(SessionId, String)>,
+    UrlPath((id, qid)): UrlPath<(SessionId, wicket_protocol::QuestionId)>,
     Body(body): Body<QuestionReply>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     // As an answer: straight on this task.

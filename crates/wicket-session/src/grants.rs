@@ -55,14 +55,14 @@ pub struct Allowed {
     pub mcp: BTreeSet<McpKey>,
     /// Where each grant came from, by its id ([`grant_id`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub origins: BTreeMap<String, GrantOrigin>,
+    pub origins: BTreeMap<GrantId, GrantOrigin>,
 }
 
 /// The card whose `allow_session` made a grant, and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrantOrigin {
     /// The card.
-    pub card: String,
+    pub card: CardId,
     /// When (RFC 3339).
     pub ts: String,
 }
@@ -97,7 +97,7 @@ impl GrantKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
     /// Its id: the same for the same key, in every session.
-    pub id: String,
+    pub id: GrantId,
     /// Which set it is in.
     pub kind: GrantKind,
     /// The exact key it lets through.
@@ -118,20 +118,21 @@ impl Grant {
     }
 }
 
-/// A grant's id: `g-` and 12 hex digits of the SHA-256 of its kind and key.
-pub fn grant_id(kind: GrantKind, key: &impl Serialize) -> String {
+/// A grant's id: `g-` and 12 hex digits of the SHA-256 of its kind and
+/// key (the key as compact JSON, which a `Value` always has).
+pub fn grant_id(kind: GrantKind, key: &serde_json::Value) -> GrantId {
     use sha2::Digest;
     let mut hasher = sha2::Sha256::new();
     hasher.update(kind.as_str().as_bytes());
     hasher.update([0]);
-    hasher.update(serde_json::to_vec(key).unwrap_or_default());
+    hasher.update(key.to_string().as_bytes());
     let digest = hasher.finalize();
     let hex: String = digest
         .iter()
         .take(6)
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    format!("g-{hex}")
+    GrantId::from(format!("g-{hex}"))
 }
 
 impl Allowed {
@@ -178,11 +179,11 @@ impl Allowed {
     }
 
     /// Records where the grant `id` came from.
-    pub fn note_origin(&mut self, id: String, card: &CardId) {
+    pub fn note_origin(&mut self, id: GrantId, card: &CardId) {
         self.origins.insert(
             id,
             GrantOrigin {
-                card: card.to_string(),
+                card: card.clone(),
                 ts: now_rfc3339(),
             },
         );

@@ -17,7 +17,10 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use wicket_os::files::{self, Locked};
-use wicket_protocol::{CardId, ErrorKind, Event, EventBody, Reach, TurnOutcome, Usage, WireError};
+use wicket_protocol::{
+    CallId, CardId, ErrorKind, Event, EventBody, GrantId, QuestionId, Reach, TurnOutcome, Usage,
+    WireError,
+};
 
 pub mod error;
 mod grants;
@@ -310,9 +313,7 @@ impl Session {
         for call_id in open.calls {
             self.append(EventBody::ToolResult {
                 call_id,
-                ok: false,
-                output: None,
-                error: Some(WireError::new(
+                result: Err(WireError::new(
                     ErrorKind::Cancelled,
                     "the process running this call ended before it finished (a crash or a kill)",
                 )),
@@ -934,7 +935,7 @@ mod tests {
             "{tail:?}"
         );
         assert!(
-            matches!(tail[2], EventBody::ToolResult { call_id, ok: false, .. } if call_id == "c1")
+            matches!(tail[2], EventBody::ToolResult { call_id, result: Err(_) } if call_id == "c1")
         );
         assert_eq!(Unfinished::of(&loaded.events), Unfinished::default());
     }

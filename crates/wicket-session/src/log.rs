@@ -151,9 +151,9 @@ pub struct Unfinished {
     /// The card left open.
     pub card: Option<CardId>,
     /// The question left open.
-    pub question: Option<String>,
+    pub question: Option<QuestionId>,
     /// Calls of the last reply that have no result.
-    pub calls: Vec<String>,
+    pub calls: Vec<CallId>,
     /// The turn ended (its `result`, `error`, `cancelled` or `interrupted`
     /// is there) but its `turn_ended` is not: how it ended.
     pub unannounced: Option<TurnOutcome>,

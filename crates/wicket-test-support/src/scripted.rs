@@ -113,7 +113,8 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> Completion {
                 id: format!(
                     "tc{}",
                     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                ),
+                )
+                .into(),
                 name: name.to_string(),
                 arguments: args.to_string(),
             })

@@ -45,7 +45,7 @@ pub enum Action {
     /// Reply to the open question.
     Reply {
         /// The question.
-        question: String,
+        question: wicket_protocol::QuestionId,
         /// The reply.
         text: String,
     },
@@ -141,7 +141,7 @@ enum Focus {
     Input,
     Card(Box<CardView>),
     Question {
-        id: String,
+        id: wicket_protocol::QuestionId,
     },
     Picker {
         items: Vec<(Pick, String)>,

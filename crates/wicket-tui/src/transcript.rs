@@ -123,7 +123,7 @@ pub fn call_title(name: &str, arguments: &serde_json::Value) -> String {
 pub struct Transcript {
     items: Vec<Item>,
     /// The item of each call, to fold its result into.
-    calls: HashMap<String, usize>,
+    calls: HashMap<wicket_protocol::CallId, usize>,
     /// The item of each card, for its answer.
     cards: HashMap<CardId, usize>,
     /// Results shown in full.
@@ -238,14 +238,9 @@ impl Transcript {
                     self.extend(index, answer_line(*answer, *stale));
                 }
             }
-            EventBody::ToolResult {
-                call_id,
-                ok,
-                output,
-                error,
-            } => {
+            EventBody::ToolResult { call_id, result } => {
                 if let Some(&index) = self.calls.get(call_id) {
-                    let (head, more) = result_lines(*ok, output.as_ref(), error.as_ref());
+                    let (head, more) = result_lines(result);
                     let item = &mut self.items[index];
                     if let Some(first) = item.lines.first_mut() {
                         first.spans.extend(head.spans);
@@ -561,20 +556,18 @@ fn done_lines(text: &str, usage: &Option<Usage>) -> Vec<Line<'static>> {
 
 /// lines shown when calls are expanded.
 fn result_lines(
-    ok: bool,
-    output: Option<&ToolOutput>,
-    error: Option<&WireError>,
+    result: &Result<ToolOutput, WireError>,
 ) -> (Line<'static>, (Vec<Line<'static>>, Vec<Line<'static>>)) {
     let tail = |text: String, color: Color| Line::from(Span::styled(text, Style::new().fg(color)));
-    match (ok, output, error) {
-        (_, _, Some(error)) => (
+    match result {
+        Err(error) => (
             tail(format!(" — {}", error.kind.as_str()), Color::Red),
             (
                 plain_lines(&error.message, Style::new().fg(Color::Red), 3),
                 Vec::new(),
             ),
         ),
-        (_, Some(ToolOutput::Run(run)), None) => {
+        Ok(ToolOutput::Run(run)) => {
             let end = match (run.exit_code, run.signal, run.timed_out) {
                 (_, _, true) => "timed out".to_string(),
                 (Some(code), _, _) => format!("exit {code}"),
@@ -595,14 +588,14 @@ fn result_lines(
                 (plain_lines(&output, dim(), RUN_HEAD_LINES), Vec::new()),
             )
         }
-        (_, Some(ToolOutput::ReadFile(read)), None) => (
+        Ok(ToolOutput::ReadFile(read)) => (
             tail(format!(" — {} bytes", read.content.len()), Color::DarkGray),
             (
                 Vec::new(),
                 plain_lines(&read.content, dim(), EXPANDED_LINES),
             ),
         ),
-        (_, Some(ToolOutput::Grep(grep)), None) => (
+        Ok(ToolOutput::Grep(grep)) => (
             tail(
                 format!(" — {} matches", grep.matches.len()),
                 Color::DarkGray,
@@ -612,7 +605,7 @@ fn result_lines(
                 plain_lines(&grep.matches.join("\n"), dim(), EXPANDED_LINES),
             ),
         ),
-        (_, Some(ToolOutput::ListDir(list)), None) => {
+        Ok(ToolOutput::ListDir(list)) => {
             let listed = serde_json::to_value(list).unwrap_or_default();
             let names = listed
                 .get("entries")
@@ -623,7 +616,7 @@ fn result_lines(
                 (Vec::new(), plain_lines(&names, dim(), EXPANDED_LINES)),
             )
         }
-        (_, Some(ToolOutput::Write(write)), None) => (
+        Ok(ToolOutput::Write(write)) => (
             tail(
                 format!(
                     " — wrote {} byte{}",
@@ -634,21 +627,21 @@ fn result_lines(
             ),
             (Vec::new(), Vec::new()),
         ),
-        (_, Some(ToolOutput::Mcp(mcp)), None) => (
+        Ok(ToolOutput::Mcp(mcp)) => (
             tail(" — done".into(), Color::Green),
             (
                 Vec::new(),
                 plain_lines(&mcp.model_text(), dim(), EXPANDED_LINES),
             ),
         ),
-        (_, Some(ToolOutput::Skill(skill)), None) => (
+        Ok(ToolOutput::Skill(skill)) => (
             tail(
                 format!(" — {} loaded", visible_line(&skill.name)),
                 Color::DarkGray,
             ),
             (Vec::new(), Vec::new()),
         ),
-        (_, Some(ToolOutput::Reply(_) | ToolOutput::Finish(_)), None) | (_, None, None) => {
+        Ok(ToolOutput::Reply(_) | ToolOutput::Finish(_)) => {
             (Line::default(), (Vec::new(), Vec::new()))
         }
     }

@@ -719,7 +719,7 @@ impl Config {
                         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
                         .take(40)
                         .collect();
-                    rule.id = format!("workspace:{plain}");
+                    rule.id = format!("workspace:{plain}").into();
                     if rule.action == wicket_protocol::RuleAction::Allow {
                         ignore(
                             "[[rules]]",

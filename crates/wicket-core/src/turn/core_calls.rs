@@ -12,7 +12,7 @@ impl Runner<'_> {
         person: &mut dyn Person,
     ) -> Option<Result<ToolOutput, WireError>> {
         self.log_call(call, Self::arguments(args));
-        let id = wicket_os::ids::new_id("q");
+        let id = QuestionId::from(wicket_os::ids::new_id("q"));
         // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
         let _ = self
             .session

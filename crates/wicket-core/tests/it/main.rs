@@ -109,7 +109,7 @@ fn call(
     };
     let rules = wicket_gate::rules::Rules::new(Vec::new(), &home);
     Gate::new(tools, session, &confinement, &rules).call(
-        "call-1",
+        &(*"call-1").into(),
         &call,
         answerer,
         &Cancel::default(),

@@ -288,7 +288,7 @@ fn ask_waits_for_the_reply_and_blocks_new_messages_meanwhile() {
         matches!(&refused, ManagerError::Blocked { open, .. } if matches!(&**open, Open::Question { id, .. } if *id == qid)),
         "{refused}"
     );
-    assert!(refused.to_string().contains(&qid), "{refused}");
+    assert!(refused.to_string().contains(qid.as_str()), "{refused}");
     w.manager.reply(&id, &qid, "a.txt").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let requests = w.requests();
@@ -581,17 +581,17 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     assert!(matches!(ending(&events), Some(EventBody::Cancelled {})));
     let run_signal = events.iter().find_map(|e| match e {
         EventBody::ToolResult {
-            output: Some(wicket_protocol::ToolOutput::Run(run)),
+            result: Ok(wicket_protocol::ToolOutput::Run(run)),
             ..
         } => Some(run.signal),
         _ => None,
     });
     assert_eq!(run_signal, Some(Some(9)), "{events:?}");
     // Every call of the reply has a result: the run's, and a synthetic one.
-    let results: Vec<(String, bool)> = events
+    let results: Vec<(wicket_protocol::CallId, bool)> = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::ToolResult { call_id, ok, .. } => Some((call_id.clone(), *ok)),
+            EventBody::ToolResult { call_id, result } => Some((call_id.clone(), result.is_ok())),
             _ => None,
         })
         .collect();
@@ -905,7 +905,7 @@ fn a_500_turn_session_stays_under_the_window_for_its_whole_life() {
     // The log keeps every event: each turn's read result is there.
     let reads = events
         .iter()
-        .filter(|e| matches!(e, EventBody::ToolResult { ok: true, .. }))
+        .filter(|e| matches!(e, EventBody::ToolResult { result: Ok(_), .. }))
         .count();
     assert!(reads >= TURNS);
 }
@@ -1159,7 +1159,7 @@ fn a_command_runs_at_the_processs_priority_not_the_turns() {
         .into_iter()
         .find_map(|event| match event {
             EventBody::ToolResult {
-                output: Some(wicket_protocol::ToolOutput::Run(run)),
+                result: Ok(wicket_protocol::ToolOutput::Run(run)),
                 ..
             } => Some(run.stdout),
             _ => None,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use wicket_protocol::{Rule, RuleSpec};
+use wicket_protocol::{Rule, RuleId, RuleSpec};
 
 use super::{Error, Result};
 
@@ -57,14 +57,14 @@ fn locked(path: &Path) -> Result<wicket_os::files::Locked> {
 
 /// Appends `spec` to the rules file at `path` under a fresh id. The file is
 /// replaced whole (never a torn append), keeping what the person wrote.
-pub fn save(path: &Path, mut spec: RuleSpec) -> Result<String> {
+pub fn save(path: &Path, mut spec: RuleSpec) -> Result<RuleId> {
     let _lock = locked(path)?;
     let existing = read_saved(path)?;
     let id = loop {
-        let id = format!(
+        let id = RuleId::from(format!(
             "r-{}",
             wicket_os::ids::random_hex(8).get(..8).unwrap_or("0")
-        );
+        ));
         if !existing.iter().any(|rule| rule.id == id) {
             break id;
         }

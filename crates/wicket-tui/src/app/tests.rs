@@ -136,8 +136,7 @@ fn a_transcript_with_every_event_kind() {
             5,
             EventBody::ToolResult {
                 call_id: "c1".into(),
-                ok: true,
-                output: Some(ToolOutput::ReadFile(ReadFileOutput {
+                result: Ok(ToolOutput::ReadFile(ReadFileOutput {
                     content: "fn add() {}\n".into(),
                     size: 12,
                     offset: 0,
@@ -145,7 +144,6 @@ fn a_transcript_with_every_event_kind() {
                     next_line: None,
                     binary: false,
                 })),
-                error: None,
             },
         ),
         call(
@@ -190,13 +188,11 @@ fn a_transcript_with_every_event_kind() {
             9,
             EventBody::ToolResult {
                 call_id: "c2".into(),
-                ok: true,
-                output: Some(ToolOutput::Write(WriteOutput {
+                result: Ok(ToolOutput::Write(WriteOutput {
                     path: "/ws/src/lib.rs".into(),
                     bytes: 1,
                     runs_later: None,
                 })),
-                error: None,
             },
         ),
         call(10, "c3", "run", json!({"argv": ["cargo", "test"]})),
@@ -204,8 +200,7 @@ fn a_transcript_with_every_event_kind() {
             11,
             EventBody::ToolResult {
                 call_id: "c3".into(),
-                ok: true,
-                output: Some(ToolOutput::Run(RunOutput {
+                result: Ok(ToolOutput::Run(RunOutput {
                     exit_code: Some(101),
                     signal: None,
                     timed_out: false,
@@ -216,7 +211,6 @@ fn a_transcript_with_every_event_kind() {
                     stderr_cut: 0,
                     duration_ms: 2300,
                 })),
-                error: None,
             },
         ),
         call(12, "c4", "read_file", json!({"path": "/etc/shadow"})),
@@ -224,9 +218,7 @@ fn a_transcript_with_every_event_kind() {
             13,
             EventBody::ToolResult {
                 call_id: "c4".into(),
-                ok: false,
-                output: None,
-                error: Some(WireError::new(ErrorKind::Denied, "the person denied it")),
+                result: Err(WireError::new(ErrorKind::Denied, "the person denied it")),
             },
         ),
         event(
