@@ -245,13 +245,6 @@ fn current_text(workspace: &Path, card: &Card) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// Waits until the session's turn has wound down (its last event is logged
-/// a moment before), so the editor's next prompt finds the session free.
-async fn idle(manager: &Arc<Manager>, id: &Id) {
-    let (manager, id) = (manager.clone(), id.clone());
-    let _ = tokio::task::spawn_blocking(move || manager.wait_idle(&id)).await;
-}
-
 /// Hands a prompt's text to the session: the reply to its open question,
 /// or a new message. An open card or a running prompt refuses it.
 fn begin(manager: &Manager, id: &Id, text: &str) -> Result<(), Error> {
@@ -450,10 +443,8 @@ async fn prompt(
                 // Not open any more (the turn was cancelled): nothing to answer.
                 let _ = manager.answer(&id, &card.id, answer);
             } else if let Some(end) = stop_at(&event.body, &last_error) {
-                if wicket_core::turn::turn_over(&event.body).is_some() {
-                    // A question leaves the turn running; an end lets it wind down.
-                    idle(&manager, &id).await;
-                }
+                // `turn_ended` is written once the session is idle: the
+                // editor's next prompt finds it free.
                 return end.map_err(|message| {
                     Error::internal_error().data(serde_json::Value::String(message))
                 });

@@ -109,7 +109,8 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     while let Some(event) = events.blocking_next()? {
         printer.print(&event);
         if let Some(code) = react(&event, &asks, &interrupted) {
-            manager.wait_idle(&id)?;
+            // `turn_ended` is written once the session is idle: nothing
+            // of the turn is left to wait for.
             manager.shutdown();
             // Stdout gone (a closed pipe) leaves nothing to tell; the exit code says how it ended.
             let _ = std::io::stdout().flush();

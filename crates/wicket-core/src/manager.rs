@@ -18,7 +18,7 @@ pub use follow::Follower;
 use follow::Ring;
 pub use setup::{DEFAULT_MAX_TOKENS, no_model_message, standard_setup};
 use setup::{INTERNAL_ERROR, learn_window};
-use turns::run_turns;
+use turns::{First, run_turns};
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ use wicket_protocol::{
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
-use crate::turn::{Person, Runner, Settings, find_skills, record_end};
+use crate::turn::{Person, Runner, Settings, announce_end, find_skills, record_failure};
 use wicket_gate::Confinement;
 use wicket_session::{self as session, Meta, Session, Status};
 
@@ -559,7 +559,7 @@ impl Manager {
         let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{id}"))
-            .spawn(move || run_turns(turn_live, setup, runtime, text, closing));
+            .spawn(move || run_turns(turn_live, setup, runtime, First::Message(text), closing));
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
@@ -578,49 +578,12 @@ impl Manager {
         state.running = true;
         state.cancelled = false;
         state.cancel = Cancel::default();
-        let cancel = state.cancel.clone();
         drop(state);
         let (setup, runtime, turn_live) = (self.setup.clone(), self.runtime.clone(), live.clone());
+        let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("compact-{id}"))
-            .spawn(move || {
-                let live = turn_live;
-                let model = live.session.meta().model;
-                match setup(&live.workspace, model.as_deref()) {
-                    Ok((chat, settings)) => {
-                        let runner = Runner {
-                            tools: &live.tools,
-                            session: &live.session,
-                            chat: chat.as_ref(),
-                            settings: &settings,
-                            runtime: &runtime,
-                            mcp: Some(&live.mcp),
-                            on_text: None,
-                            checkpoints: None,
-                        };
-                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            runner.compact_now(&cancel)
-                        }));
-                        if ran.is_err() {
-                            record_end(
-                                &live.session,
-                                Some(INTERNAL_ERROR.into()),
-                                TurnOutcome::Error,
-                            );
-                        }
-                    }
-                    Err(error) => {
-                        record_end(&live.session, Some(error.to_string()), TurnOutcome::Error);
-                    }
-                }
-                let mut state = live.state();
-                state.running = false;
-                live.changed.notify_all();
-                drop(state);
-                // A meta.json that cannot be written is recorded in the
-                // session; the next turn's first write finds it.
-                let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
-            });
+            .spawn(move || run_turns(turn_live, setup, runtime, First::Compaction, closing));
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));

@@ -97,8 +97,9 @@ pub trait Person {
     }
 }
 
-/// How a turn ended; its `turn_ended` event was appended (or, when the
-/// log could not take it, announced) last.
+/// How a turn ended: its `result`, ending `error` or `cancelled` is in the
+/// log. Its `turn_ended` is not yet: the manager writes it ([`announce_end`])
+/// once the session is idle, so that a front end that sees it may send at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A `result` event was appended.
@@ -120,17 +121,21 @@ impl Outcome {
     }
 }
 
-/// Writes the end of a turn: the error that ended it, if one did, then
-/// `turn_ended`, each announced to followers when the log cannot take it,
-/// then a sync. A turn ends here, whether the runner or (after a failed
-/// setup or a panic) the manager ends it.
-pub(crate) fn record_end(session: &Session, error: Option<String>, outcome: TurnOutcome) {
-    if let Some(message) = error {
-        session.append_or_announce(EventBody::Error {
-            message,
-            ends_turn: true,
-        });
-    }
+/// Writes the error that ended a turn (announced to followers when the log
+/// cannot take it), whether the runner or (after a failed setup or a
+/// panic) the manager ends it.
+pub(crate) fn record_failure(session: &Session, message: String) {
+    session.append_or_announce(EventBody::Error {
+        message,
+        ends_turn: true,
+    });
+}
+
+/// Writes a turn's last event, `turn_ended` (announced when the log cannot
+/// take it), then a sync. The manager calls it once per turn, after the
+/// session's state says idle (or the next queued turn), so this one event
+/// is all a front end waits for.
+pub(crate) fn announce_end(session: &Session, outcome: TurnOutcome) {
     session.append_or_announce(EventBody::TurnEnded { outcome });
     // Durable if it can be; a failure is recorded in the session, and the
     // next turn's first write finds the disk as it is.
@@ -345,14 +350,9 @@ impl Runner<'_> {
     }
 
     fn end(&self, outcome: Outcome) -> Outcome {
-        let error = match &outcome {
-            Outcome::Failed(_, message) => Some(message.clone()),
-            Outcome::Finished(_) | Outcome::Cancelled => None,
-        };
-        record_end(self.session, error, outcome.turn_outcome());
-        // The turn is over whatever this does; a failure is recorded in the
-        // session and the next turn's first write finds the disk as it is.
-        let _ = self.session.update_meta(|meta| meta.status = Status::Idle);
+        if let Outcome::Failed(_, message) = &outcome {
+            record_failure(self.session, message.clone());
+        }
         outcome
     }
 

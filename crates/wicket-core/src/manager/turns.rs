@@ -1,93 +1,159 @@
-//! The turn thread of a session.
+//! The turn thread of a session, and the one place a turn ends: the state
+//! goes idle (or on to the next queued message), then `turn_ended` is
+//! written. A front end that sees `turn_ended` may send at once.
 
 use super::*;
 
-/// The turn thread: runs `text`, then whatever was queued meanwhile.
+/// What a turn thread runs first.
+pub(super) enum First {
+    /// A message: a turn, then whatever was queued meanwhile.
+    Message(String),
+    /// A compaction asked for by the person, then whatever was queued.
+    Compaction,
+}
+
+/// The turn thread: runs `first`, then whatever was queued meanwhile.
 pub(super) fn run_turns(
     live: Arc<Live>,
     setup: TurnSetup,
     runtime: tokio::runtime::Handle,
-    first: String,
+    first: First,
     closing: Arc<AtomicBool>,
 ) {
     wicket_os::process::yield_to_front_ends();
-    let mut text = first;
+    let mut next = first;
     loop {
         let cancel = live.state().cancel.clone();
-        let fresh = live.session.meta().title.is_empty();
-        if fresh {
-            let title: String = text.chars().take(80).collect();
-            // A failure is recorded in the session; the turn ends on it.
-            let _ = live.session.update_meta(|meta| meta.title = title);
-        }
-        let model = live.session.meta().model;
-        match setup(&live.workspace, model.as_deref()) {
-            Ok((chat, mut settings)) => {
-                live.add_extra_servers(&mut settings);
-                // SessionStart: the first turn of this session in this process.
-                if !live.started.swap(true, Ordering::SeqCst) {
-                    settings.session_start = Some(if fresh { "startup" } else { "resume" });
-                }
-                learn_window(&mut settings, &runtime);
-                let runner = Runner {
-                    tools: &live.tools,
-                    session: &live.session,
-                    chat: chat.as_ref(),
-                    settings: &settings,
-                    runtime: &runtime,
-                    mcp: Some(&live.mcp),
-                    on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
-                    checkpoints: Some(&live.checkpoints),
-                };
-                // A bug in one session's turn ends that turn, never the
-                // process that holds every other session.
-                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    runner.run(&text, &mut LivePerson(live.clone(), None), &cancel)
-                }));
-                if ran.is_err() {
-                    record_end(
-                        &live.session,
-                        Some(INTERNAL_ERROR.into()),
-                        TurnOutcome::Error,
-                    );
-                }
-            }
-            Err(error) => {
-                live.session
-                    .append_or_announce(EventBody::UserMessage { text: text.clone() });
-                record_end(&live.session, Some(error.to_string()), TurnOutcome::Error);
-            }
-        }
-        let mut state = live.state();
-        state.open = None;
-        state.given = None;
-        if closing.load(Ordering::SeqCst) && !state.queue.is_empty() {
-            // Shutting down starts nothing: the queued messages stay in the
-            // log as `queued`, and the log says they did not run.
-            let dropped = std::mem::take(&mut state.queue).len();
-            live.session.append_or_announce(EventBody::Notice {
-                message: format!(
-                    "{dropped} queued message(s) did not run: wicket shut down first; send them again"
-                ),
-                file: None,
-                key: None,
-            });
-        }
-        match state.queue.pop_front() {
-            Some(next) => {
-                state.cancelled = false;
-                state.cancel = Cancel::default();
-                text = next;
-            }
-            None => {
-                state.running = false;
-                live.changed.notify_all();
-                drop(state);
-                // A meta.json that cannot be written is recorded in the
-                // session; the next turn's first write finds it.
-                let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
-                return;
-            }
+        let outcome = match next {
+            First::Message(text) => turn(&live, &setup, &runtime, &text, &cancel),
+            First::Compaction => compaction(&live, &setup, &runtime, &cancel),
+        };
+        match end_turn(&live, outcome, &closing) {
+            Some(text) => next = First::Message(text),
+            None => return,
         }
     }
+}
+
+/// One turn on `text`; how it ended (its `turn_ended` is not written yet).
+fn turn(
+    live: &Arc<Live>,
+    setup: &TurnSetup,
+    runtime: &tokio::runtime::Handle,
+    text: &str,
+    cancel: &Cancel,
+) -> TurnOutcome {
+    let fresh = live.session.meta().title.is_empty();
+    if fresh {
+        let title: String = text.chars().take(80).collect();
+        // A failure is recorded in the session; the turn ends on it.
+        let _ = live.session.update_meta(|meta| meta.title = title);
+    }
+    let model = live.session.meta().model;
+    let (chat, mut settings) = match setup(&live.workspace, model.as_deref()) {
+        Ok(set) => set,
+        Err(error) => {
+            live.session.append_or_announce(EventBody::UserMessage {
+                text: text.to_string(),
+            });
+            record_failure(&live.session, error.to_string());
+            return TurnOutcome::Error;
+        }
+    };
+    live.add_extra_servers(&mut settings);
+    // SessionStart: the first turn of this session in this process.
+    if !live.started.swap(true, Ordering::SeqCst) {
+        settings.session_start = Some(if fresh { "startup" } else { "resume" });
+    }
+    learn_window(&mut settings, runtime);
+    let runner = Runner {
+        tools: &live.tools,
+        session: &live.session,
+        chat: chat.as_ref(),
+        settings: &settings,
+        runtime,
+        mcp: Some(&live.mcp),
+        on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
+        checkpoints: Some(&live.checkpoints),
+    };
+    guarded(live, || {
+        runner
+            .run(text, &mut LivePerson(live.clone(), None), cancel)
+            .turn_outcome()
+    })
+}
+
+/// A compaction the person asked for; how it ended.
+fn compaction(
+    live: &Arc<Live>,
+    setup: &TurnSetup,
+    runtime: &tokio::runtime::Handle,
+    cancel: &Cancel,
+) -> TurnOutcome {
+    let model = live.session.meta().model;
+    let (chat, settings) = match setup(&live.workspace, model.as_deref()) {
+        Ok(set) => set,
+        Err(error) => {
+            record_failure(&live.session, error.to_string());
+            return TurnOutcome::Error;
+        }
+    };
+    let runner = Runner {
+        tools: &live.tools,
+        session: &live.session,
+        chat: chat.as_ref(),
+        settings: &settings,
+        runtime,
+        mcp: Some(&live.mcp),
+        on_text: None,
+        checkpoints: None,
+    };
+    guarded(live, || runner.compact_now(cancel).turn_outcome())
+}
+
+/// Runs `body`; a bug in one session's turn ends that turn with an error,
+/// never the process that holds every other session.
+fn guarded(live: &Live, body: impl FnOnce() -> TurnOutcome) -> TurnOutcome {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        record_failure(&live.session, INTERNAL_ERROR.into());
+        TurnOutcome::Error
+    })
+}
+
+/// Ends a turn that ended `outcome`: the state idle (meta.json too) or on
+/// to the next queued message, which is returned; then `turn_ended`,
+/// written under the state's lock so that no next turn's first event can
+/// come before it.
+fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<String> {
+    let mut state = live.state();
+    state.open = None;
+    state.given = None;
+    if closing.load(Ordering::SeqCst) && !state.queue.is_empty() {
+        // Shutting down starts nothing: the queued messages stay in the
+        // log as `queued`, and the log says they did not run.
+        let dropped = std::mem::take(&mut state.queue).len();
+        live.session.append_or_announce(EventBody::Notice {
+            message: format!(
+                "{dropped} queued message(s) did not run: wicket shut down first; send them again"
+            ),
+            file: None,
+            key: None,
+        });
+    }
+    let next = state.queue.pop_front();
+    match &next {
+        Some(_) => {
+            state.cancelled = false;
+            state.cancel = Cancel::default();
+        }
+        None => {
+            state.running = false;
+            // A meta.json that cannot be written is recorded in the
+            // session; the next turn's first write finds it.
+            let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
+        }
+    }
+    announce_end(&live.session, outcome);
+    live.changed.notify_all();
+    next
 }

@@ -337,6 +337,35 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
 }
 
 #[test]
+fn turn_ended_is_the_one_signal_a_front_end_waits_for() {
+    let w = world(vec![text("first done"), text("second done")], settings());
+    let id = w.open("s");
+    let mut events = w.manager.follow(&id, 0).unwrap();
+    for (message, sent) in [("first", Sent::Started), ("second", Sent::Started)] {
+        // With no wait_idle: the turn before is over when its `turn_ended` is seen.
+        assert_eq!(w.manager.send(&id, message).unwrap(), sent);
+        loop {
+            let event = events.blocking_next().unwrap().unwrap();
+            if let EventBody::TurnEnded { outcome } = event.body {
+                assert_eq!(outcome, TurnOutcome::Result);
+                break;
+            }
+        }
+        assert!(w.manager.running().is_empty());
+        let on_disk = session::Session::meta_of(&w.home, &id).unwrap();
+        assert_eq!(on_disk.status, session::Status::Idle);
+    }
+    // One `turn_ended` per turn, each the turn's last event.
+    let types = w.types(&id);
+    assert_eq!(
+        types.iter().filter(|kind| *kind == "turn_ended").count(),
+        2,
+        "{types:?}"
+    );
+    assert_eq!(types.last().map(String::as_str), Some("turn_ended"));
+}
+
+#[test]
 fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     let w = world(
         vec![
