@@ -406,8 +406,7 @@ impl Mapper {
                     .locations(vec![ToolCallLocation::new(PathBuf::from(&read.path))]);
             }
             CardKind::Run(run) => {
-                let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
-                let mut said = format!("in {}; sandbox: {}", run.cwd, mode.as_str().unwrap_or("?"));
+                let mut said = format!("in {}; sandbox: {}", run.cwd, run.sandbox.mode.as_str());
                 if run.network {
                     said.push_str("; network: asked for");
                 }

@@ -755,7 +755,7 @@ fn layer_by_layer(
         let took = median(50, || {
             let status = Command::new(exe)
                 .arg(wicket_os::spawn::LAUNCH_ARG)
-                .arg(launch.to_arg())
+                .arg(launch.to_arg()?)
                 .args(["--", "true"])
                 .current_dir(ws)
                 .status()?;

@@ -28,7 +28,7 @@ impl<A> Printing<A> {
 
 impl<A: Answerer> Answerer for Printing<A> {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
-        let mut line = serde_json::to_value(card).unwrap_or_default();
+        let mut line = wicket_protocol::json::value(card);
         if let Some(map) = line.as_object_mut() {
             map.insert("type".into(), "card".into());
         }

@@ -17,7 +17,7 @@ use wicket_tools::Tools;
 
 /// One line of `wicket grants --json`.
 fn rule_json(source: Source, rule: &Rule) -> serde_json::Value {
-    let mut spec = serde_json::to_value(rule.spec()).unwrap_or_default();
+    let mut spec = wicket_protocol::json::value(&rule.spec());
     let origin = spec
         .as_object_mut()
         .and_then(|fields| {

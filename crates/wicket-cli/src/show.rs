@@ -140,11 +140,7 @@ fn run_card(run: &RunCard, color: bool) -> String {
     let quoted: Vec<String> = run
         .argv
         .iter()
-        .map(|arg| {
-            mark_blank_runs(&visible_line(
-                &serde_json::to_string(arg).unwrap_or_default(),
-            ))
-        })
+        .map(|arg| mark_blank_runs(&visible_line(&wicket_protocol::json::text(arg))))
         .collect();
     let who = match run.source {
         RunSource::Tool => "run wants to start a command",

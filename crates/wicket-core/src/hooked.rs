@@ -60,10 +60,7 @@ pub(crate) struct Notifying<'r, 'p> {
 impl Answerer for Notifying<'_, '_> {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
         let input = || {
-            let kind = serde_json::to_value(&card.kind)
-                .ok()
-                .and_then(|kind| kind.get("kind").cloned())
-                .unwrap_or_default();
+            let kind = card.kind.as_str();
             serde_json::json!({
                 "message": format!("Wicket needs your permission to use {}", card.tool),
                 "notification_type": "permission_prompt",
@@ -120,9 +117,7 @@ impl<'a> Caller<'a> {
     }
 
     fn log(&self, body: EventBody) {
-        // A failed append is recorded in the session (`take_failure`), and
-        // a turn ends on it at its next boundary, before anything else runs.
-        let _ = self.session.append(body);
+        self.session.recorded().append(body);
     }
 
     /// Runs the hooks of `event` that match `tool`, each with Claude Code's
@@ -354,7 +349,7 @@ impl<'a> Caller<'a> {
     ) -> Vec<String> {
         let input = || {
             let response = match result {
-                Ok(output) => serde_json::to_value(output).unwrap_or_default(),
+                Ok(output) => wicket_protocol::json::value(output),
                 Err(error) => serde_json::json!({ "error": error }),
             };
             let mut input = crate::hooks::claude_code_call(

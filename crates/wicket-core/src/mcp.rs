@@ -90,9 +90,7 @@ impl McpSession<'_> {
     }
 
     fn log(&self, report: Report) {
-        // A failed append is recorded in the session, and the turn ends on
-        // it at its next boundary.
-        let _ = self.session.append(EventBody::Mcp {
+        self.session.recorded().append(EventBody::Mcp {
             server: report.server,
             state: report.state,
             message: report.message,
@@ -116,8 +114,7 @@ impl McpSession<'_> {
         for report in self.hub.start(approvals) {
             self.log(report);
         }
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
     }
 
     fn approve(&self, spec: &ServerSpec, answerer: &mut dyn Answerer) -> Approval {

@@ -137,9 +137,7 @@ pub(crate) fn record_failure(session: &Session, message: String) {
 /// is all a front end waits for.
 pub(crate) fn announce_end(session: &Session, outcome: TurnOutcome) {
     session.append_or_announce(EventBody::TurnEnded { outcome });
-    // Durable if it can be; a failure is recorded in the session, and the
-    // next turn's first write finds the disk as it is.
-    let _ = session.sync();
+    session.recorded().sync();
 }
 
 /// Whether `body` ends a turn, and how: the one test every front end uses.
@@ -170,7 +168,7 @@ impl Person for Nobody {
 pub(crate) fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
     match result {
         Ok(ToolOutput::Mcp(mcp)) => (mcp.model_text(), false),
-        Ok(output) => (serde_json::to_string(output).unwrap_or_default(), false),
+        Ok(output) => (wicket_protocol::json::text(output), false),
         Err(error) if error.kind == ErrorKind::Mcp => {
             let cut = WireError::new(
                 ErrorKind::Mcp,
@@ -313,10 +311,7 @@ pub struct Runner<'a> {
 
 impl Runner<'_> {
     fn log(&self, body: EventBody) {
-        // A failed append is recorded in the session (`take_failure`), and
-        // the turn ends on it at its next boundary ([`Runner::broken`]),
-        // before anything else runs.
-        let _ = self.session.append(body);
+        self.session.recorded().append(body);
     }
 
     /// Ends the turn when a write of the log or meta.json failed: nothing
@@ -397,8 +392,7 @@ impl Runner<'_> {
                 delay_ms,
                 reason,
             } => {
-                // A failed append is recorded in the session; the turn ends on it when the reply is in.
-                let _ = session.append(EventBody::Retry {
+                session.recorded().append(EventBody::Retry {
                     attempt,
                     delay_ms,
                     reason,
@@ -538,16 +532,15 @@ impl Runner<'_> {
             &Cancel::default(),
             false,
         );
-        // A failed sync is recorded in the session; nothing runs after it.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
     }
 
     /// Runs one ask to its end.
     pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
         // A failure of an earlier turn is that turn's; this one finds out for itself.
         let _ = self.session.take_failure();
-        let _ = self
-            .session
+        self.session
+            .recorded()
             .update_meta(|meta| meta.status = Status::Running);
         let (mut history, unreadable) = match load_for_conversation(self.session.log_path()) {
             Ok(events) => (conversation(&events), unreadable_notice(&events)),
@@ -586,8 +579,7 @@ impl Runner<'_> {
         history.push(Message::User {
             text: said.join("\n\n"),
         });
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
         if let Some(outcome) = self.broken() {
             return outcome;
         }
@@ -944,7 +936,7 @@ impl Runner<'_> {
     }
 
     fn arguments<T: serde::Serialize>(args: &T) -> serde_json::Value {
-        serde_json::to_value(args).unwrap_or_default()
+        wicket_protocol::json::value(args)
     }
 
     /// A turn over `history` that has sent nothing yet.

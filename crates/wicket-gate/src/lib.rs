@@ -788,7 +788,7 @@ impl<'a> Gate<'a> {
             tool: Some(request.tool.to_string()),
             arguments: Some(arguments.clone()),
         });
-        let shown = diff::for_card(serde_json::to_string_pretty(&arguments).unwrap_or_default());
+        let shown = diff::for_card(wicket_protocol::json::pretty(&arguments));
         let card = Card {
             id: CardId::default(),
             tool: request.tool.to_string(),

@@ -111,9 +111,11 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// As one argument.
-    pub fn to_arg(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+    /// As one argument (its JSON; every field has a JSON form, but an
+    /// error is returned rather than an empty argument the launcher would
+    /// read as no policy).
+    pub fn to_arg(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
     }
 }
 
@@ -340,7 +342,10 @@ fn supervise_init(
     };
     let mut child = Command::new("/proc/self/exe")
         .arg(INIT_ARG)
-        .arg(init.to_arg())
+        .arg(
+            init.to_arg()
+                .map_err(|error| format!("encoding the launch for the init: {error}"))?,
+        )
         .arg("--")
         .args(argv)
         .spawn()
@@ -629,8 +634,16 @@ fn probe() -> u8 {
         cgroup,
         root: rustix::process::getuid().is_root(),
     };
-    println!("{}", serde_json::to_string(&found).unwrap_or_default());
-    0
+    match serde_json::to_string(&found) {
+        Ok(line) => {
+            println!("{line}");
+            0
+        }
+        Err(error) => {
+            eprintln!("wicket: the probe's findings could not be encoded: {error}");
+            1
+        }
+    }
 }
 
 fn is_dir(path: &Path) -> Option<bool> {

@@ -296,7 +296,10 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
             let mut command = Command::new(exe);
             command
                 .arg(LAUNCH_ARG)
-                .arg(launch.to_arg())
+                .arg(launch.to_arg().map_err(|error| SpawnError::Start {
+                    program: program.clone(),
+                    source: std::io::Error::other(error),
+                })?)
                 .arg("--")
                 .args(&spec.argv);
             command

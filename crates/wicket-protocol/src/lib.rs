@@ -11,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod guarded;
 pub mod ids;
+pub mod json;
 pub mod limits;
 pub mod rules;
 pub mod schema;

@@ -308,11 +308,7 @@ impl RuleSpec {
     /// The rule in one line, as every front end shows it:
     /// `allow run argv_prefix ["cargo", "test"] cwd "." in /w`.
     pub fn describe(&self) -> String {
-        let quoted = |words: &[String]| {
-            serde_json::to_string(words)
-                .unwrap_or_default()
-                .replace("\",\"", "\", \"")
-        };
+        let quoted = |words: &[String]| crate::json::text(&words).replace("\",\"", "\", \"");
         let mut out = format!("{} {}", self.action.as_str(), self.tool);
         let mut add = |key: &str, value: String| out.push_str(&format!(" {key} {value}"));
         if let Some(argv) = &self.argv {

@@ -26,7 +26,7 @@ pub struct ToolSpec {
 }
 
 fn schema_of<T: JsonSchema>() -> serde_json::Value {
-    let mut value = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    let mut value = crate::json::value(&schemars::schema_for!(T));
     if let Some(map) = value.as_object_mut() {
         map.remove("$schema");
         map.remove("title");

@@ -210,17 +210,17 @@ impl ToolCall {
         changes_files(self.name())
     }
 
-    /// The arguments as JSON, for the log.
+    /// The arguments as JSON, for the log (plain structs, which always
+    /// encode; [`crate::json::value`] says why if one ever did not).
     pub fn arguments(&self) -> serde_json::Value {
-        let value = match self {
-            ToolCall::ReadFile(args) => serde_json::to_value(args),
-            ToolCall::Grep(args) => serde_json::to_value(args),
-            ToolCall::ListDir(args) => serde_json::to_value(args),
-            ToolCall::SearchReplace(args) => serde_json::to_value(args),
-            ToolCall::WriteFile(args) => serde_json::to_value(args),
-            ToolCall::Run(args) => serde_json::to_value(args),
-        };
-        value.unwrap_or_default()
+        match self {
+            ToolCall::ReadFile(args) => crate::json::value(args),
+            ToolCall::Grep(args) => crate::json::value(args),
+            ToolCall::ListDir(args) => crate::json::value(args),
+            ToolCall::SearchReplace(args) => crate::json::value(args),
+            ToolCall::WriteFile(args) => crate::json::value(args),
+            ToolCall::Run(args) => crate::json::value(args),
+        }
     }
 }
 
@@ -592,14 +592,21 @@ pub fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
 /// `{"type":"result","ok":false,"error":{...}}`.
 pub fn result_line(result: &Result<ToolOutput, WireError>) -> serde_json::Value {
     match result {
-        Ok(output) => {
-            let mut value = serde_json::to_value(output).unwrap_or_default();
-            if let Some(map) = value.as_object_mut() {
+        Ok(output) => match serde_json::to_value(output) {
+            Ok(serde_json::Value::Object(mut map)) => {
                 map.insert("ok".into(), true.into());
                 map.insert("type".into(), "result".into());
+                serde_json::Value::Object(map)
             }
-            value
-        }
+            // Every output is an object; one that is not, or cannot be
+            // encoded, is said as what it is rather than as nothing.
+            Ok(other) => serde_json::json!({ "type": "result", "ok": true, "output": other }),
+            Err(error) => serde_json::json!({
+                "type": "result",
+                "ok": true,
+                "output": format!("(the output could not be encoded as JSON: {error})"),
+            }),
+        },
         Err(error) => serde_json::json!({ "type": "result", "ok": false, "error": error }),
     }
 }

@@ -40,8 +40,9 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_args", message)
     }
 
-    /// A failure of the server itself (a task that panicked).
-    fn internal(error: impl std::fmt::Display) -> ApiError {
+    /// A failure of the server itself (a task that panicked, a reply that
+    /// could not be encoded).
+    pub(crate) fn internal(error: impl std::fmt::Display) -> ApiError {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -74,6 +75,7 @@ impl From<ManagerError> for ApiError {
                 wicket_session::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
                 wicket_session::Error::Io { .. }
                 | wicket_session::Error::Corrupt { .. }
+                | wicket_session::Error::Encode { .. }
                 | wicket_session::Error::SeqExhausted { .. } => {
                     (StatusCode::INTERNAL_SERVER_ERROR, "io")
                 }
@@ -325,7 +327,7 @@ fn rule_json(
     source: wicket_gate::rules::Source,
     rule: &wicket_protocol::Rule,
 ) -> serde_json::Value {
-    let mut value = serde_json::to_value(rule.spec()).unwrap_or_default();
+    let mut value = wicket_protocol::json::value(&rule.spec());
     if let Some(fields) = value.as_object_mut() {
         fields.insert("source".into(), source.as_str().into());
         fields.insert("describe".into(), rule.spec().describe().into());

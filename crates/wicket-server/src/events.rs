@@ -37,14 +37,14 @@ pub async fn log(
         manager.events_after(&id, after)
     })
     .await?;
-    let body = serde_json::to_vec(&Log { events }).unwrap_or_default();
+    let body = serde_json::to_vec(&Log { events }).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body))
 }
 
 fn sse_event(event: &Event) -> SseEvent {
     SseEvent::default()
         .id(event.seq.to_string())
-        .data(serde_json::to_string(event).unwrap_or_default())
+        .data(wicket_protocol::json::text(event))
 }
 
 /// Replays the log after `after` (or `Last-Event-ID`), then streams live.

@@ -28,6 +28,6 @@ pub fn running_server(home: &Path) -> Option<ServerFile> {
 /// Writes `server.json` with mode 0600 (temp file, then rename).
 pub fn write_server_file(home: &Path, file: &ServerFile) -> std::io::Result<()> {
     wicket_os::files::private_dir(home)?;
-    let bytes = serde_json::to_vec_pretty(file).unwrap_or_default();
+    let bytes = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
     wicket_os::files::write_atomically(&home.join("server.json"), &bytes, true)
 }

@@ -29,6 +29,17 @@ pub enum Error {
         /// chain printed whole (`{:#}`) says it once.
         cause: std::io::Error,
     },
+    /// A value could not be encoded as JSON: nothing was written, so no
+    /// empty or partial line or meta.json is left for the next read.
+    #[error(
+        "{path}: could not be written, its JSON could not be encoded ({message}); nothing was written"
+    )]
+    Encode {
+        /// The file it was for.
+        path: String,
+        /// Why.
+        message: String,
+    },
     /// A file of the session is not what Wicket writes.
     #[error("{path}: {message}")]
     Corrupt {

@@ -398,10 +398,8 @@ impl Session {
         let event = self
             .next_event(&log, body)
             .inspect_err(|error| self.failed(error))?;
-        let mut line = serde_json::to_vec(&event).map_err(|error| Error::Corrupt {
-            path: self.log_path.display().to_string(),
-            message: error.to_string(),
-        })?;
+        let mut line = encoded(&self.log_path, serde_json::to_vec(&event))
+            .inspect_err(|error| self.failed(error))?;
         line.push(b'\n');
         let length = log.length;
         if let Some(file) = log.file.as_mut()
@@ -458,6 +456,11 @@ impl Session {
         }
     }
 
+    /// The session's writes as a turn makes them: see [`Recorded`].
+    pub fn recorded(&self) -> Recorded<'_> {
+        Recorded(self)
+    }
+
     fn failed(&self, error: &Error) {
         let mut failure = self
             .failure
@@ -497,10 +500,11 @@ impl Session {
         if self._lock.is_none() {
             return Ok(());
         }
-        let bytes = serde_json::to_vec_pretty(&*meta).unwrap_or_default();
         let path = self.dir.join("meta.json");
-        files::write_atomically(&path, &bytes, self.durable)
-            .map_err(io(&path))
+        encoded(&path, serde_json::to_vec_pretty(&*meta))
+            .and_then(|bytes| {
+                files::write_atomically(&path, &bytes, self.durable).map_err(io(&path))
+            })
             .inspect_err(|error| self.failed(error))
     }
 
@@ -513,6 +517,34 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .usage
             .add(usage);
+    }
+}
+
+/// The session's writes as a turn makes them. Every write of a session
+/// records its first failure, and [`Session::take_failure`] hands it to the
+/// turn, which ends on it at its next boundary: that is the one way a turn
+/// learns a write failed. These methods therefore return nothing, so that
+/// turn code holds no `Result` it could drop; callers outside a turn (a
+/// front end, `wicket rewind`) use the `Session` methods and their `Result`.
+pub struct Recorded<'a>(&'a Session);
+
+impl Recorded<'_> {
+    /// Appends `body`.
+    pub fn append(&self, body: EventBody) {
+        // Recorded in the session: the turn ends on it at its next boundary.
+        let _ = self.0.append(body);
+    }
+
+    /// Changes meta.json.
+    pub fn update_meta(&self, change: impl FnOnce(&mut Meta)) {
+        // Recorded in the session: the turn ends on it at its next boundary.
+        let _ = self.0.update_meta(change);
+    }
+
+    /// Makes every appended event durable.
+    pub fn sync(&self) {
+        // Recorded in the session: the turn ends on it at its next boundary.
+        let _ = self.0.sync();
     }
 }
 
@@ -550,9 +582,17 @@ fn meta_for(
         allowed: Allowed::default(),
         usage: Usage::default(),
     };
-    let bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    let bytes = encoded(&meta_path, serde_json::to_vec_pretty(&meta))?;
     files::write_atomically(&meta_path, &bytes, durable).map_err(io(&meta_path))?;
     Ok(meta)
+}
+
+/// JSON bytes for `path`, or the error that nothing was written.
+fn encoded(path: &Path, bytes: serde_json::Result<Vec<u8>>) -> Result<Vec<u8>> {
+    bytes.map_err(|error| Error::Encode {
+        path: path.display().to_string(),
+        message: error.to_string(),
+    })
 }
 
 /// The log, loaded and opened for appending; a torn last line is cut off

@@ -606,11 +606,7 @@ fn result_lines(
             ),
         ),
         Ok(ToolOutput::ListDir(list)) => {
-            let listed = serde_json::to_value(list).unwrap_or_default();
-            let names = listed
-                .get("entries")
-                .map(|e| e.to_string())
-                .unwrap_or_default();
+            let names = wicket_protocol::json::text(&list.entries);
             (
                 tail(" — listed".into(), Color::DarkGray),
                 (Vec::new(), plain_lines(&names, dim(), EXPANDED_LINES)),

@@ -46,8 +46,9 @@ fn turn(
     let fresh = live.session.meta().title.is_empty();
     if fresh {
         let title: String = text.chars().take(80).collect();
-        // A failure is recorded in the session; the turn ends on it.
-        let _ = live.session.update_meta(|meta| meta.title = title);
+        live.session
+            .recorded()
+            .update_meta(|meta| meta.title = title);
     }
     let model = live.session.meta().model;
     let (chat, mut settings) = match setup(&live.workspace, model.as_deref()) {
@@ -148,9 +149,9 @@ fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<S
         }
         None => {
             state.running = false;
-            // A meta.json that cannot be written is recorded in the
-            // session; the next turn's first write finds it.
-            let _ = live.session.update_meta(|meta| meta.status = Status::Idle);
+            live.session
+                .recorded()
+                .update_meta(|meta| meta.status = Status::Idle);
         }
     }
     announce_end(&live.session, outcome);

@@ -11,8 +11,8 @@ impl Runner<'_> {
     pub fn compact_now(&self, cancel: &Cancel) -> Outcome {
         // A failure of an earlier turn is that turn's; this one finds out for itself.
         let _ = self.session.take_failure();
-        let _ = self
-            .session
+        self.session
+            .recorded()
             .update_meta(|meta| meta.status = Status::Running);
         let history = match load_for_conversation(self.session.log_path()) {
             Ok(events) => conversation(&events),
@@ -94,8 +94,7 @@ impl Runner<'_> {
             tokens_after: after,
             usage,
         });
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
         Ok(Compaction::Done)
     }
 

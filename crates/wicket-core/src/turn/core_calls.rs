@@ -13,17 +13,15 @@ impl Runner<'_> {
     ) -> Option<Result<ToolOutput, WireError>> {
         self.log_call(call, Self::arguments(args));
         let id = QuestionId::from(wicket_os::ids::new_id("q"));
-        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self
-            .session
+        self.session
+            .recorded()
             .update_meta(|meta| meta.status = Status::Waiting);
         self.log(EventBody::Question {
             id: id.clone(),
             call_id: call.id.clone(),
             question: args.question.clone(),
         });
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
         let input = || {
             serde_json::json!({
                 "message": args.question,
@@ -34,9 +32,8 @@ impl Runner<'_> {
         self.caller()
             .notify(input, "ask", person, &Cancel::default());
         let reply = person.question(&id, &args.question);
-        // A failed meta.json write is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self
-            .session
+        self.session
+            .recorded()
             .update_meta(|meta| meta.status = Status::Running);
         let reply = reply?;
         self.log(EventBody::Reply {
@@ -45,8 +42,7 @@ impl Runner<'_> {
         });
         let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
         self.log_result(call, &result);
-        // A failed sync is recorded in the session; the turn ends on it at its next boundary.
-        let _ = self.session.sync();
+        self.session.recorded().sync();
         Some(result)
     }
 

@@ -142,18 +142,18 @@ fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
     let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
     let mut lines = vec![
         Line::styled(who, bold),
-        Line::from(format!(
-            "argv     {}",
-            serde_json::to_string(&argv).unwrap_or_default()
-        )),
+        Line::from(format!("argv     {}", wicket_protocol::json::text(&argv))),
         Line::from(format!("cwd      {}", visible_line(&run.cwd))),
     ];
     if let Some(timeout) = run.timeout_s {
         lines.push(Line::from(format!("timeout  {timeout} s")));
     }
-    let mode = serde_json::to_value(run.sandbox.mode).unwrap_or_default();
-    let warn = matches!(mode.as_str(), Some("off" | "unavailable"));
-    let mut sandbox = format!("sandbox  {}", mode.as_str().unwrap_or("?"));
+    let mode = run.sandbox.mode;
+    let warn = matches!(
+        mode,
+        wicket_protocol::SandboxMode::Off | wicket_protocol::SandboxMode::Unavailable
+    );
+    let mut sandbox = format!("sandbox  {}", mode.as_str());
     sandbox.push_str(if run.network {
         ", network: asked for"
     } else {
