@@ -25,7 +25,7 @@ pub struct Hook {
     pub name: String,
     /// A regex on the tool name, matched whole (`run|write_file`,
     /// `mcp__git__.*`); none, `""` or `"*"` matches every tool.
-    pub matcher: Option<String>,
+    pub matcher: Option<ToolMatcher>,
     /// The argv, run with no shell, in the workspace.
     pub command: Vec<String>,
     /// Seconds before it is stopped.
@@ -72,13 +72,62 @@ impl Hook {
     /// Whether it runs for `tool` (a tool's name; MCP tools as `mcp__S__T`;
     /// Claude Code's names for the same tools match too: `Bash` is `run`).
     pub fn matches(&self, tool: &str) -> bool {
-        match self.matcher.as_deref() {
-            None | Some("" | "*") => true,
-            Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|matcher| {
-                matcher.is_match(tool)
-                    || claude_names(tool).iter().any(|name| matcher.is_match(name))
-            }),
-        }
+        self.matcher
+            .as_ref()
+            .is_none_or(|matcher| matcher.matches(tool))
+    }
+}
+
+/// A hook's `matcher`, compiled once when the config loads: it is asked
+/// for every tool call, and a pattern that is not a regex is the config's
+/// error, not a hook that silently never runs.
+#[derive(Clone)]
+pub struct ToolMatcher {
+    /// As written, for comparing and showing.
+    pattern: String,
+    /// The pattern anchored at both ends, so it matches the whole name.
+    regex: regex::Regex,
+}
+
+impl ToolMatcher {
+    /// The matcher a pattern stands for, or why it is not a regex.
+    pub fn new(pattern: &str) -> std::result::Result<ToolMatcher, regex::Error> {
+        Ok(ToolMatcher {
+            regex: regex::Regex::new(&format!("^(?:{pattern})$"))?,
+            pattern: pattern.to_string(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether `tool`, or one of Claude Code's names for it, matches;
+    /// `""` and `"*"` match every tool, as in Claude Code.
+    pub fn matches(&self, tool: &str) -> bool {
+        matches!(self.pattern.as_str(), "" | "*")
+            || self.regex.is_match(tool)
+            || claude_names(tool)
+                .iter()
+                .any(|name| self.regex.is_match(name))
+    }
+}
+
+/// Two matchers are the same when their patterns are: a compiled regex
+/// cannot be compared, and it follows from the pattern.
+impl PartialEq for ToolMatcher {
+    fn eq(&self, other: &ToolMatcher) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for ToolMatcher {}
+
+/// Shown as its pattern: the compiled regex adds nothing a reader needs.
+impl std::fmt::Debug for ToolMatcher {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.pattern.fmt(formatter)
     }
 }
 
@@ -151,18 +200,20 @@ impl Hooks {
                         "[[hooks.{key}]] has an empty command; give an argv like [\"make\", \"check\"]"
                     ));
                 }
-                if let Some(pattern) = &table.matcher
-                    && let Err(error) = regex::Regex::new(&format!("^(?:{pattern})$"))
-                {
-                    return Err(format!(
-                        "[[hooks.{key}]] matcher {pattern:?} is not a regex: {error}"
-                    ));
-                }
+                let matcher = table
+                    .matcher
+                    .as_deref()
+                    .map(|pattern| {
+                        ToolMatcher::new(pattern).map_err(|error| {
+                            format!("[[hooks.{key}]] matcher {pattern:?} is not a regex: {error}")
+                        })
+                    })
+                    .transpose()?;
                 let mut hook = Hook::new(event, table.command, table.timeout_s, owner);
                 if let Some(name) = table.name {
                     hook.name = name;
                 }
-                hook.matcher = table.matcher;
+                hook.matcher = matcher;
                 if let Some(on_error) = table.on_error {
                     hook.on_error = on_error;
                 }

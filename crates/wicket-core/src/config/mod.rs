@@ -13,7 +13,7 @@ mod hook;
 mod mcp_servers;
 
 use hook::Hooks;
-pub use hook::{Hook, OnError, StopHook, claude_names};
+pub use hook::{Hook, OnError, StopHook, ToolMatcher, claude_names};
 
 use std::path::{Path, PathBuf};
 

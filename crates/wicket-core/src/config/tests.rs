@@ -118,7 +118,7 @@ command = ["notify-send", "wicket"]
     );
     assert!(notify.matches("anything"));
     let claude = Hook {
-        matcher: Some("Bash|Edit".into()),
+        matcher: Some(ToolMatcher::new("Bash|Edit").unwrap()),
         ..pre.clone()
     };
     assert!(
@@ -133,6 +133,20 @@ command = [\"x\"]
     );
     let error = Config::load(&home, &ws).unwrap_err().to_string();
     assert!(error.contains("not a regex"), "{error}");
+}
+
+#[test]
+fn a_matcher_is_compiled_once_and_compared_and_shown_by_its_pattern() {
+    let matcher = ToolMatcher::new("run|Edit").unwrap();
+    assert_eq!(matcher, ToolMatcher::new("run|Edit").unwrap());
+    assert_ne!(matcher, ToolMatcher::new("run").unwrap());
+    assert_eq!(format!("{matcher:?}"), "\"run|Edit\"");
+    assert_eq!(matcher.as_str(), "run|Edit");
+    assert!(
+        matcher.matches("run") && matcher.matches("search_replace") && !matcher.matches("rund")
+    );
+    assert!(ToolMatcher::new("").unwrap().matches("anything"));
+    assert!(ToolMatcher::new("(").is_err());
 }
 
 #[test]
