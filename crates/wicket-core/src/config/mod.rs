@@ -52,7 +52,83 @@ struct Provider {
 #[serde(deny_unknown_fields)]
 struct OpenAiProvider {
     base_url: Option<String>,
-    tool_choice: Option<String>,
+    #[serde(default, deserialize_with = "tool_choice")]
+    tool_choice: Option<FileToolChoice>,
+}
+
+/// `[providers.openai] tool_choice` as written.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FileToolChoice {
+    Auto,
+    Required,
+}
+
+impl From<FileToolChoice> for wicket_chat::ToolChoice {
+    fn from(choice: FileToolChoice) -> wicket_chat::ToolChoice {
+        match choice {
+            FileToolChoice::Auto => wicket_chat::ToolChoice::Auto,
+            FileToolChoice::Required => wicket_chat::ToolChoice::Required,
+        }
+    }
+}
+
+fn tool_choice<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<FileToolChoice>, D::Error> {
+    one_of(deserializer, |word| {
+        format!(
+            "[providers.openai] tool_choice = \"{word}\" is not a choice; use \"auto\" or \"required\", or leave it out"
+        )
+    })
+}
+
+/// `[sandbox] mode` as written: the modes a person may choose, not
+/// `unavailable`, which only the kernel decides.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum FileMode {
+    WorkspaceWrite,
+    ReadOnly,
+    Off,
+}
+
+impl From<FileMode> for SandboxMode {
+    fn from(mode: FileMode) -> SandboxMode {
+        match mode {
+            FileMode::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            FileMode::ReadOnly => SandboxMode::ReadOnly,
+            FileMode::Off => SandboxMode::Off,
+        }
+    }
+}
+
+fn sandbox_mode<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<FileMode>, D::Error> {
+    one_of(deserializer, |word| {
+        format!(
+            "[sandbox] mode = \"{word}\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
+        )
+    })
+}
+
+/// A word that must name one of `T`'s variants. Any other is refused with
+/// `wrong(word)`, which names the key and the words to use, where serde's
+/// own "unknown variant" would name neither in the config's terms.
+fn one_of<'de, D, T>(
+    deserializer: D,
+    wrong: fn(&str) -> String,
+) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::{Error as _, IntoDeserializer};
+    let word = String::deserialize(deserializer)?;
+    let value: std::result::Result<T, serde::de::value::Error> =
+        T::deserialize(word.as_str().into_deserializer());
+    value.map(Some).map_err(|_| D::Error::custom(wrong(&word)))
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -81,7 +157,8 @@ struct Chat {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSandbox {
-    mode: Option<String>,
+    #[serde(default, deserialize_with = "sandbox_mode")]
+    mode: Option<FileMode>,
     deny_read: Option<Vec<PathBuf>>,
     #[serde(default)]
     extra_write: Vec<PathBuf>,
@@ -340,16 +417,8 @@ impl Config {
                 if let Some(url) = openai.base_url {
                     self.openai_base_url = Some(url);
                 }
-                if let Some(word) = openai.tool_choice.as_deref() {
-                    let choice = wicket_chat::ToolChoice::parse(word).ok_or_else(|| {
-                        config_error(
-                            path,
-                            format!(
-                                "[providers.openai] tool_choice = \"{word}\" is not a choice; use \"auto\" or \"required\", or leave it out"
-                            ),
-                        )
-                    })?;
-                    self.openai_tool_choice = Some(choice);
+                if let Some(choice) = openai.tool_choice {
+                    self.openai_tool_choice = Some(choice.into());
                 }
             }
             if let Some(url) = providers.anthropic.and_then(|p| p.base_url) {
@@ -708,19 +777,7 @@ fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_chec
 fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
     let mut settings = SandboxSettings::default();
     if let Some(mode) = file.mode {
-        settings.mode = match mode.as_str() {
-            "workspace-write" => SandboxMode::WorkspaceWrite,
-            "read-only" => SandboxMode::ReadOnly,
-            "off" => SandboxMode::Off,
-            other => {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "[sandbox] mode = \"{other}\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
-                    ),
-                ));
-            }
-        };
+        settings.mode = mode.into();
     }
     let home = path
         .parent()

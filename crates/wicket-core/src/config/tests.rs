@@ -246,10 +246,20 @@ fn sandbox_settings_name_a_bad_key_and_file() {
     let home = dir.path().join("home");
     write(&home.join("config.toml"), "[sandbox]\nmode = \"loose\"\n");
     let error = error_of(&home, dir.path());
+    // What was wrong, where, and what to write instead.
     assert!(
-        error.contains("mode") && error.contains("config.toml"),
+        error.contains("config.toml")
+            && error.contains("line 2")
+            && error.contains(
+                "[sandbox] mode = \"loose\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
+            ),
         "{error}"
     );
+    write(
+        &home.join("config.toml"),
+        "[sandbox]\nmode = \"unavailable\"\n",
+    );
+    assert!(error_of(&home, dir.path()).contains("is not a mode"));
     write(
         &home.join("config.toml"),
         "[sandbox]\nextra_write = [\"/no/such/folder\"]\n",
@@ -285,7 +295,11 @@ fn tool_choice_is_auto_required_or_absent() {
     );
     let error = error_of(&home, dir.path());
     assert!(
-        error.contains("tool_choice") && error.contains("config.toml"),
+        error.contains("config.toml")
+            && error.contains("line 2")
+            && error.contains(
+                "[providers.openai] tool_choice = \"sometimes\" is not a choice; use \"auto\" or \"required\", or leave it out"
+            ),
         "{error}"
     );
     write(
