@@ -1,4 +1,5 @@
 use super::*;
+use wicket_gate::sandbox::SandboxMode;
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -355,5 +356,79 @@ fn bad_jail_settings_name_the_file_and_the_key() {
     assert_eq!(
         (config.sandbox.max_processes, config.sandbox.max_memory_mb),
         (64, 512)
+    );
+}
+
+#[test]
+fn every_home_only_key_in_a_workspace_config_is_ignored_with_a_notice_naming_it() {
+    let keys = file::keys_of::<file::HomeKeys>();
+    assert!(keys.contains(&"sandbox"), "{keys:?}");
+    for key in keys {
+        // Any value of the key's type will do; every home-only key but the
+        // model is a table.
+        let value = if *key == "model" { "\"x:y\"" } else { "{}" };
+        let (config, notices) = notices_of(&format!("{key} = {value}\n"));
+        let [(Some(named), message)] = &notices[..] else {
+            panic!("{key}: {notices:?}");
+        };
+        assert!(
+            [key.to_string(), format!("[{key}]")].contains(named),
+            "{key}: {notices:?}"
+        );
+        assert!(
+            message.starts_with(&format!("ignored {named} in ")),
+            "{message}"
+        );
+        assert_eq!(
+            Config {
+                notices: Vec::new(),
+                ..config
+            },
+            Config::default(),
+            "{key} was obeyed"
+        );
+    }
+}
+
+#[test]
+fn a_key_is_either_home_only_or_shared_never_both() {
+    let home = file::keys_of::<file::HomeKeys>();
+    let shared = file::keys_of::<file::SharedKeys>();
+    assert!(
+        !home.is_empty() && !shared.is_empty(),
+        "{home:?} {shared:?}"
+    );
+    for key in home {
+        assert!(!shared.contains(key), "{key} is in both");
+    }
+}
+
+#[test]
+fn an_unknown_key_is_refused_in_either_file_on_its_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    for text in [
+        "step_limit = 3\nzzz = 1\n",
+        "step_limit = 3\n[zzz]\na = 1\n",
+    ] {
+        write(&home.join("config.toml"), text);
+        let error = error_of(&home, dir.path());
+        assert!(
+            error.contains("line 2")
+                && error.contains("unknown field `zzz`, expected one of `model`"),
+            "{error}"
+        );
+    }
+    // A repository's is not fatal: the whole file is ignored, saying why.
+    let (config, notices) = notices_of("step_limit = 3\nzzz = 1\n");
+    assert_eq!(config.step_limit, DEFAULT_STEP_LIMIT);
+    let [(None, message)] = &notices[..] else {
+        panic!("{notices:?}");
+    };
+    assert!(
+        message.starts_with("ignored the workspace's config")
+            && message.contains("line 2")
+            && message.contains("unknown field `zzz`"),
+        "{message}"
     );
 }
