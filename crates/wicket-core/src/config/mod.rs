@@ -7,18 +7,28 @@
 //! is read through the resolver (a link out or a FIFO is refused), every
 //! command it declares raises a card before it runs ([`Owner::Workspace`]),
 //! its skill folders must lie inside the workspace, and it may not name
-//! provider URLs or loosen the sandbox.
+//! provider URLs or loosen the sandbox. The types keep that: a file is read
+//! into the keys every file may set (`file::SharedKeys`) and those only the
+//! person's own may (`file::HomeKeys`), and a file's `layer::Layer` decides
+//! which it is, in one place.
 
+mod file;
+mod home;
+mod hook;
+mod layer;
 mod mcp_servers;
+
+use file::{FileConfig, parse};
+pub use hook::{Hook, OnError, StopHook, ToolMatcher, claude_names};
+use layer::Layer;
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use wicket_tools::Workspace;
 
 use crate::error::{Error, Result};
 use crate::models::{ModelInfo, Prices, UNKNOWN, built_in};
-use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
+use wicket_gate::sandbox::SandboxSettings;
 
 /// The step limit when no config sets one: model replies per turn.
 pub const DEFAULT_STEP_LIMIT: usize = 200;
@@ -38,259 +48,6 @@ pub enum Owner {
     Workspace,
 }
 
-/// What a hook's failure (an exit other than 0 and 2, a signal, a
-/// timeout, output that is not what it should be) does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnError {
-    /// It counts as a block: a policy hook that crashes fails closed.
-    Block,
-    /// It is logged and the call (or prompt, or turn) goes on.
-    Ignore,
-}
-
-/// One `[[hooks.<event>]]` table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hook {
-    /// When it runs.
-    pub event: wicket_protocol::HookEvent,
-    /// Its name (`name`, else its argv), as `allowed_by` and the log name it.
-    pub name: String,
-    /// A regex on the tool name, matched whole (`run|write_file`,
-    /// `mcp__git__.*`); none, `""` or `"*"` matches every tool.
-    pub matcher: Option<String>,
-    /// The argv, run with no shell, in the workspace.
-    pub command: Vec<String>,
-    /// Seconds before it is stopped.
-    pub timeout_s: Option<u64>,
-    /// What its failure does.
-    pub on_error: OnError,
-    /// Which config declared it.
-    pub owner: Owner,
-}
-
-/// A Stop hook (`[[hooks.stop]]`): a [`Hook`] whose event is Stop.
-pub type StopHook = Hook;
-
-impl Hook {
-    /// A hook of `event` with the defaults of a table that gives only its
-    /// command and timeout: named by its argv, every tool, and failing
-    /// closed where it guards something (a call, a prompt, a turn's end).
-    pub fn new(
-        event: wicket_protocol::HookEvent,
-        command: Vec<String>,
-        timeout_s: Option<u64>,
-        owner: Owner,
-    ) -> Hook {
-        use wicket_protocol::HookEvent;
-        let guards = matches!(
-            event,
-            HookEvent::PreToolUse | HookEvent::UserPromptSubmit | HookEvent::Stop
-        );
-        Hook {
-            event,
-            name: wicket_protocol::text::shell_words(&command),
-            matcher: None,
-            command,
-            timeout_s,
-            on_error: if guards {
-                OnError::Block
-            } else {
-                OnError::Ignore
-            },
-            owner,
-        }
-    }
-
-    /// Whether it runs for `tool` (a tool's name; MCP tools as `mcp__S__T`;
-    /// Claude Code's names for the same tools match too: `Bash` is `run`).
-    pub fn matches(&self, tool: &str) -> bool {
-        match self.matcher.as_deref() {
-            None | Some("" | "*") => true,
-            Some(pattern) => regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|matcher| {
-                matcher.is_match(tool)
-                    || claude_names(tool).iter().any(|name| matcher.is_match(name))
-            }),
-        }
-    }
-}
-
-/// Claude Code's names for one of Wicket's tools, so that a matcher written
-/// for Claude Code (`Bash`, `Edit|Write`, `LS|Glob`) matches here too; the
-/// first is the name a hook's input gives ([`crate::hooks::claude_code_call`]).
-pub fn claude_names(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "run" => &["Bash"],
-        "write_file" => &["Write"],
-        "search_replace" => &["Edit", "MultiEdit"],
-        "read_file" => &["Read"],
-        "grep" => &["Grep"],
-        "list_dir" => &["LS", "Glob"],
-        _ => &[],
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileHook {
-    command: Vec<String>,
-    timeout_s: Option<u64>,
-    name: Option<String>,
-    matcher: Option<String>,
-    on_error: Option<OnError>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Hooks {
-    #[serde(default)]
-    stop: Vec<FileHook>,
-    #[serde(default)]
-    pre_tool_use: Vec<FileHook>,
-    #[serde(default)]
-    post_tool_use: Vec<FileHook>,
-    #[serde(default)]
-    user_prompt_submit: Vec<FileHook>,
-    #[serde(default)]
-    session_start: Vec<FileHook>,
-    #[serde(default)]
-    session_end: Vec<FileHook>,
-    #[serde(default)]
-    notification: Vec<FileHook>,
-}
-
-impl Hooks {
-    /// Every table, checked: a matcher must be a regex, a command an argv.
-    fn checked(self, owner: Owner) -> std::result::Result<Vec<Hook>, String> {
-        use wicket_protocol::HookEvent;
-        let tables = [
-            (HookEvent::Stop, "stop", self.stop),
-            (HookEvent::PreToolUse, "pre_tool_use", self.pre_tool_use),
-            (HookEvent::PostToolUse, "post_tool_use", self.post_tool_use),
-            (
-                HookEvent::UserPromptSubmit,
-                "user_prompt_submit",
-                self.user_prompt_submit,
-            ),
-            (HookEvent::SessionStart, "session_start", self.session_start),
-            (HookEvent::SessionEnd, "session_end", self.session_end),
-            (HookEvent::Notification, "notification", self.notification),
-        ];
-        let mut hooks = Vec::new();
-        for (event, key, tables) in tables {
-            for table in tables {
-                if table.command.is_empty() {
-                    return Err(format!(
-                        "[[hooks.{key}]] has an empty command; give an argv like [\"make\", \"check\"]"
-                    ));
-                }
-                if let Some(pattern) = &table.matcher
-                    && let Err(error) = regex::Regex::new(&format!("^(?:{pattern})$"))
-                {
-                    return Err(format!(
-                        "[[hooks.{key}]] matcher {pattern:?} is not a regex: {error}"
-                    ));
-                }
-                let mut hook = Hook::new(event, table.command, table.timeout_s, owner);
-                if let Some(name) = table.name {
-                    hook.name = name;
-                }
-                hook.matcher = table.matcher;
-                if let Some(on_error) = table.on_error {
-                    hook.on_error = on_error;
-                }
-                hooks.push(hook);
-            }
-        }
-        Ok(hooks)
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Provider {
-    base_url: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpenAiProvider {
-    base_url: Option<String>,
-    tool_choice: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Ollama {
-    host: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Providers {
-    openai: Option<OpenAiProvider>,
-    anthropic: Option<Provider>,
-    ollama: Option<Ollama>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Chat {
-    request_timeout_s: Option<u64>,
-    idle_timeout_s: Option<u64>,
-    max_attempts: Option<u32>,
-    max_tokens: Option<u32>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileSandbox {
-    mode: Option<String>,
-    deny_read: Option<Vec<PathBuf>>,
-    #[serde(default)]
-    extra_write: Vec<PathBuf>,
-    #[serde(default)]
-    extra_read: Vec<PathBuf>,
-    required: Option<bool>,
-    env_pass: Option<Vec<String>>,
-    max_processes: Option<u64>,
-    max_memory_mb: Option<u64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileModel {
-    context_window: Option<u64>,
-    max_output_tokens: Option<u32>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FilePrices {
-    input: f64,
-    output: f64,
-    cached_input: Option<f64>,
-    cache_write: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileCheckpoints {
-    #[serde(default)]
-    ignore: Vec<String>,
-    keep_days: Option<u64>,
-    max_file_mb: Option<u64>,
-    max_files: Option<usize>,
-    max_store_mb: Option<u64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileLimits {
-    max_cost_usd_per_turn: Option<f64>,
-    max_tokens_per_turn: Option<u64>,
-}
-
 /// A turn's budget (`[limits]`): it ends cleanly before the next request
 /// would pass either.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -299,29 +56,6 @@ pub struct Limits {
     pub max_cost_usd_per_turn: Option<f64>,
     /// Tokens (in and out) a turn may use.
     pub max_tokens_per_turn: Option<u64>,
-}
-
-/// One config file as written.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    model: Option<String>,
-    step_limit: Option<usize>,
-    max_stop_blocks: Option<usize>,
-    #[serde(default)]
-    skill_dirs: Vec<PathBuf>,
-    #[serde(default)]
-    hooks: Hooks,
-    providers: Option<Providers>,
-    chat: Option<Chat>,
-    sandbox: Option<FileSandbox>,
-    models: Option<std::collections::BTreeMap<String, FileModel>>,
-    prices: Option<std::collections::BTreeMap<String, FilePrices>>,
-    limits: Option<FileLimits>,
-    checkpoints: Option<FileCheckpoints>,
-    mcp_servers: Option<std::collections::BTreeMap<String, mcp_servers::FileServer>>,
-    #[serde(default)]
-    rules: Vec<wicket_protocol::RuleSpec>,
 }
 
 /// The settings a session runs with, all layers applied.
@@ -431,11 +165,6 @@ fn config_error(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<FileConfig> {
-    let text = std::str::from_utf8(bytes).map_err(|_| config_error(path, "it is not UTF-8"))?;
-    toml::from_str(text).map_err(|error| config_error(path, error.to_string().trim_end()))
-}
-
 fn read_home(path: &Path) -> Result<Option<FileConfig>> {
     match std::fs::read(path) {
         Ok(bytes) => parse(path, &bytes).map(Some),
@@ -463,127 +192,17 @@ impl Config {
     /// The home config alone (for what holds in every workspace).
     pub fn load_home(home: &Path) -> Result<Config> {
         let mut config = Config::default();
-        let home_path = home.join("config.toml");
-        if let Some(file) = read_home(&home_path)? {
-            config.apply_home(file, &home_path)?;
-        }
+        let path = home.join("config.toml");
+        config.layer(Layer::Home, &path, read_home(&path))?;
         Ok(config)
     }
 
     /// The home config, then the workspace's.
     pub fn load(home: &Path, workspace: &Path) -> Result<Config> {
-        let mut config = Config::default();
-        let home_path = home.join("config.toml");
-        if let Some(file) = read_home(&home_path)? {
-            config.apply_home(file, &home_path)?;
-        }
+        let mut config = Config::load_home(home)?;
         let path = workspace.join(WORKSPACE_CONFIG);
-        match read_workspace(workspace) {
-            Ok(Some(file)) => config.apply_workspace(file, &path),
-            Ok(None) => {}
-            Err(error) => config.notices.push(ConfigNotice {
-                file: path.display().to_string(),
-                key: None,
-                message: format!(
-                    "ignored the workspace's config: {error}. Wicket runs with your own config alone"
-                ),
-            }),
-        }
+        config.layer(Layer::Workspace, &path, read_workspace(workspace))?;
         Ok(config)
-    }
-
-    fn apply_home(&mut self, mut file: FileConfig, path: &Path) -> Result<()> {
-        let base = path.parent().unwrap_or(Path::new("/"));
-        self.skill_dirs.extend(
-            std::mem::take(&mut file.skill_dirs)
-                .into_iter()
-                .map(|dir| SkillDir::Home(base.join(dir))),
-        );
-        if let Some(providers) = file.providers.take() {
-            if let Some(openai) = providers.openai {
-                if let Some(url) = openai.base_url {
-                    self.openai_base_url = Some(url);
-                }
-                if let Some(word) = openai.tool_choice.as_deref() {
-                    let choice = wicket_chat::ToolChoice::parse(word).ok_or_else(|| {
-                        config_error(
-                            path,
-                            format!(
-                                "[providers.openai] tool_choice = \"{word}\" is not a choice; use \"auto\" or \"required\", or leave it out"
-                            ),
-                        )
-                    })?;
-                    self.openai_tool_choice = Some(choice);
-                }
-            }
-            if let Some(url) = providers.anthropic.and_then(|p| p.base_url) {
-                self.anthropic_base_url = Some(url);
-            }
-            if let Some(host) = providers.ollama.and_then(|p| p.host) {
-                self.ollama_host = Some(host);
-            }
-        }
-        if let Some(sandbox) = file.sandbox.take() {
-            self.sandbox = sandbox_settings(sandbox, path)?;
-        }
-        for (model, entry) in file.models.take().unwrap_or_default() {
-            // A window of 0, or past any real model's (2^63 would overflow
-            // the compaction threshold), is not a window: the model's is unknown.
-            let window = entry.context_window.filter(|window| {
-                (1..=wicket_protocol::limits::CONTEXT_WINDOW_MAX_TOKENS).contains(window)
-            });
-            self.models.insert(model, (window, entry.max_output_tokens));
-        }
-        for (model, entry) in file.prices.take().unwrap_or_default() {
-            let prices = Prices {
-                input: entry.input,
-                output: entry.output,
-                cached_input: entry.cached_input.unwrap_or(entry.input),
-                cache_write: entry.cache_write.unwrap_or(entry.input),
-            };
-            if [
-                prices.input,
-                prices.output,
-                prices.cached_input,
-                prices.cache_write,
-            ]
-            .iter()
-            .any(|price| !price.is_finite() || *price < 0.0)
-            {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "[prices.\"{model}\"] prices must be USD per million tokens, 0 or more"
-                    ),
-                ));
-            }
-            self.prices.insert(model, prices);
-        }
-        if let Some(limits) = file.limits.take() {
-            self.limits = Limits {
-                max_cost_usd_per_turn: limits.max_cost_usd_per_turn,
-                max_tokens_per_turn: limits.max_tokens_per_turn,
-            };
-        }
-        if let Some(checkpoints) = file.checkpoints.take() {
-            self.checkpoints = checkpoint_settings(checkpoints, path)?;
-        }
-        if let Some(servers) = file.mcp_servers.take() {
-            self.mcp_servers = mcp_servers::server_specs(servers, Owner::Home, path)?;
-        }
-        let rules = wicket_gate::rules::checked(std::mem::take(&mut file.rules), "config")
-            .map_err(|message| config_error(path, format!("[[rules]]: {message}")))?;
-        let hooks = std::mem::take(&mut file.hooks)
-            .checked(Owner::Home)
-            .map_err(|message| config_error(path, message))?;
-        self.hooks.extend(hooks);
-        self.rules.extend(
-            rules
-                .into_iter()
-                .map(|rule| (wicket_gate::rules::Source::HomeConfig, rule)),
-        );
-        self.apply_common(file);
-        Ok(())
     }
 
     /// Whether the model's window is known here (built in, or set in
@@ -614,158 +233,9 @@ impl Config {
         info
     }
 
-    fn apply_workspace(&mut self, mut file: FileConfig, path: &Path) {
-        let mut ignore = |key: &str, why: &str, instead: &str| {
-            self.notices.push(ConfigNotice {
-                file: path.display().to_string(),
-                key: Some(key.to_string()),
-                message: format!("ignored {key} in {}: {why}. {instead}", path.display()),
-            });
-        };
-        if let Some(model) = file.model.take() {
-            ignore(
-                "model",
-                "a repository's config cannot choose the model (who receives your code, and what it costs)",
-                &format!(
-                    "To use it, pass --model {} or set model in $WICKET_HOME/config.toml",
-                    wicket_protocol::text::visible_line(&model)
-                ),
-            );
-        }
-        if file.providers.take().is_some() {
-            ignore(
-                "[providers]",
-                "a repository's config could send your API key to another host",
-                "Set providers in $WICKET_HOME/config.toml",
-            );
-        }
-        if file.checkpoints.take().is_some() {
-            ignore(
-                "[checkpoints]",
-                "a repository's config could leave its own changes out of your checkpoints",
-                "Set it in $WICKET_HOME/config.toml",
-            );
-        }
-        if file.sandbox.take().is_some() {
-            ignore(
-                "[sandbox]",
-                "a repository's config can never loosen (or change) the sandbox",
-                "Set it in $WICKET_HOME/config.toml",
-            );
-        }
-        for (key, present) in [
-            ("[models]", file.models.take().is_some()),
-            ("[prices]", file.prices.take().is_some()),
-            ("[limits]", file.limits.take().is_some()),
-        ] {
-            if present {
-                ignore(
-                    key,
-                    "it decides what you pay, so only your own config may set it",
-                    "Set it in $WICKET_HOME/config.toml",
-                );
-            }
-        }
-        for dir in std::mem::take(&mut file.skill_dirs) {
-            let escapes = dir.is_absolute()
-                || dir
-                    .components()
-                    .any(|c| matches!(c, std::path::Component::ParentDir));
-            if escapes {
-                ignore(
-                    "skill_dirs",
-                    &format!(
-                        "the entry '{}' is not a folder inside the workspace, given relative to it",
-                        dir.display()
-                    ),
-                    "Give it relative to the workspace",
-                );
-                continue;
-            }
-            self.skill_dirs.push(SkillDir::Workspace(dir));
-        }
-        if let Some(servers) = file.mcp_servers.take() {
-            match mcp_servers::server_specs(servers, Owner::Workspace, path) {
-                Ok(specs) => {
-                    for spec in specs {
-                        if !self.mcp_servers.iter().any(|home| home.name == spec.name) {
-                            self.mcp_servers.push(spec);
-                        }
-                    }
-                }
-                Err(error) => ignore(
-                    "[mcp_servers]",
-                    &error.to_string(),
-                    "Fix the table, or declare the server in $WICKET_HOME/config.toml",
-                ),
-            }
-        }
-        match std::mem::take(&mut file.hooks).checked(Owner::Workspace) {
-            Ok(hooks) => self.hooks.extend(hooks),
-            Err(message) => ignore(
-                "[hooks]",
-                &message,
-                "Fix the table; the workspace's hooks do not run until then",
-            ),
-        }
-        match wicket_gate::rules::checked(std::mem::take(&mut file.rules), "workspace") {
-            Ok(rules) => {
-                for mut rule in rules {
-                    // A repository names its rules in its own words: only
-                    // as a marked, plain id (it reaches the model and the screen).
-                    let plain: String = rule
-                        .id
-                        .chars()
-                        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                        .take(40)
-                        .collect();
-                    rule.id = format!("workspace:{plain}").into();
-                    if rule.action == wicket_protocol::RuleAction::Allow {
-                        ignore(
-                            "[[rules]]",
-                            &format!(
-                                "rule {} would let calls skip their card, and a repository's config can only ask or deny",
-                                rule.id
-                            ),
-                            "Put allow rules in $WICKET_HOME/config.toml or rules.toml",
-                        );
-                        continue;
-                    }
-                    self.rules
-                        .push((wicket_gate::rules::Source::Workspace, rule));
-                }
-            }
-            Err(message) => ignore(
-                "[[rules]]",
-                &message,
-                "Fix the rule; the workspace's other rules are ignored until then",
-            ),
-        }
-        self.apply_common(file);
-    }
-
     /// The rules a gate decides with: these and `$WICKET_HOME/rules.toml`.
     pub fn gate_rules(&self, home: &Path) -> wicket_gate::rules::Rules {
         wicket_gate::rules::Rules::new(self.rules.clone(), home)
-    }
-
-    /// The keys both files may set.
-    fn apply_common(&mut self, file: FileConfig) {
-        if file.model.is_some() {
-            self.model = file.model;
-        }
-        if let Some(limit) = file.step_limit {
-            self.step_limit = limit.max(1);
-        }
-        if let Some(blocks) = file.max_stop_blocks {
-            self.max_stop_blocks = blocks.max(1);
-        }
-        if let Some(chat) = file.chat {
-            self.request_timeout_s = chat.request_timeout_s.or(self.request_timeout_s);
-            self.idle_timeout_s = chat.idle_timeout_s.or(self.idle_timeout_s);
-            self.max_attempts = chat.max_attempts.or(self.max_attempts);
-            self.max_tokens = chat.max_tokens.or(self.max_tokens);
-        }
     }
 
     /// The chat clients' settings: the environment's provider URLs
@@ -805,186 +275,6 @@ impl Config {
             })
             .or_else(|| self.model.clone())
     }
-}
-
-/// `~/x` in a policy path is the person's home folder.
-fn expand_home(path: &Path) -> PathBuf {
-    match path.strip_prefix("~") {
-        Ok(rest) => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default()
-            .join(rest),
-        Err(_) => path.to_path_buf(),
-    }
-}
-
-/// An `[sandbox] key` entry with `~/` expanded, and where it really is; an
-/// error naming the key unless it is an existing absolute path.
-fn existing(path: &Path, key: &str, entry: &Path) -> Result<(PathBuf, PathBuf)> {
-    let expanded = expand_home(entry);
-    match std::fs::canonicalize(&expanded) {
-        Ok(real) if expanded.is_absolute() => Ok((expanded, real)),
-        _ => Err(config_error(
-            path,
-            format!(
-                "[sandbox] {key} entry '{}' must be an existing absolute path (or start with ~/)",
-                entry.display()
-            ),
-        )),
-    }
-}
-
-/// Whether one path lies in the other.
-fn overlaps(a: &Path, b: &Path) -> bool {
-    a.starts_with(b) || b.starts_with(a)
-}
-
-fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_checkpoints::Settings> {
-    let mut settings = wicket_checkpoints::Settings::default();
-    for (key, value) in [
-        ("keep_days", file.keep_days),
-        ("max_file_mb", file.max_file_mb),
-        ("max_files", file.max_files.map(|n| n as u64)),
-        ("max_store_mb", file.max_store_mb),
-    ] {
-        if value == Some(0) {
-            return Err(config_error(
-                path,
-                format!(
-                    "[checkpoints] {key} = 0 would keep no checkpoint; give a number above 0, or leave it out for the default"
-                ),
-            ));
-        }
-    }
-    settings.keep_days = file.keep_days.unwrap_or(settings.keep_days);
-    settings.max_file_bytes = file
-        .max_file_mb
-        .map_or(settings.max_file_bytes, |mb| mb.saturating_mul(1024 * 1024));
-    settings.max_files = file.max_files.unwrap_or(settings.max_files);
-    settings.max_store_bytes = file.max_store_mb.map_or(settings.max_store_bytes, |mb| {
-        mb.saturating_mul(1024 * 1024)
-    });
-    settings
-        .with_ignore(file.ignore)
-        .map_err(|error| config_error(path, error.to_string()))
-}
-
-fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
-    let mut settings = SandboxSettings::default();
-    if let Some(mode) = file.mode {
-        settings.mode = match mode.as_str() {
-            "workspace-write" => SandboxMode::WorkspaceWrite,
-            "read-only" => SandboxMode::ReadOnly,
-            "off" => SandboxMode::Off,
-            other => {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "[sandbox] mode = \"{other}\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
-                    ),
-                ));
-            }
-        };
-    }
-    let home = path
-        .parent()
-        .and_then(|home| std::fs::canonicalize(home).ok());
-    if let Some(deny_read) = file.deny_read {
-        settings.deny_read = Vec::new();
-        for entry in deny_read {
-            settings
-                .deny_read
-                .push(existing(path, "deny_read", &entry)?.0);
-        }
-    }
-    for entry in file.extra_write {
-        let (expanded, real) = existing(path, "extra_write", &entry)?;
-        if let Some(home) = home.as_deref().filter(|home| overlaps(&real, home)) {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] extra_write entry '{}' would let a command write Wicket's own folder {} \
-                     (its config, sessions and grants); choose a folder outside it",
-                    entry.display(),
-                    home.display()
-                ),
-            ));
-        }
-        settings.extra_write.push(expanded);
-    }
-    // What extra_read may not reach: Wicket's folder and the denied paths,
-    // where they really are (resolved once, not per entry).
-    let secrets: Vec<PathBuf> = home
-        .iter()
-        .cloned()
-        .chain(
-            settings
-                .deny_read
-                .iter()
-                .map(|secret| std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone())),
-        )
-        .collect();
-    for entry in file.extra_read {
-        let (expanded, real) = existing(path, "extra_read", &entry)?;
-        let hidden = secrets.iter().any(|secret| overlaps(&real, secret));
-        if hidden {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] extra_read entry '{}' would show a command what the sandbox hides \
-                     ($WICKET_HOME or a deny_read path); choose a folder that holds neither",
-                    entry.display()
-                ),
-            ));
-        }
-        settings.extra_read.push(expanded);
-    }
-    for name in file.env_pass.unwrap_or_default() {
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] env_pass entry {name:?} is not a variable name; \
-                     use names like \"GOPATH\" (letters, digits and _, not starting with a digit)"
-                ),
-            ));
-        }
-        settings.env_pass.push(name);
-    }
-    for (key, value, slot) in [
-        (
-            "max_processes",
-            file.max_processes,
-            &mut settings.max_processes,
-        ),
-        (
-            "max_memory_mb",
-            file.max_memory_mb,
-            &mut settings.max_memory_mb,
-        ),
-    ] {
-        match value {
-            Some(0) => {
-                return Err(config_error(
-                    path,
-                    format!(
-                        "[sandbox] {key} = 0 would let no command run; give a number above 0, or leave it out for the default"
-                    ),
-                ));
-            }
-            Some(limit) => *slot = limit,
-            None => {}
-        }
-    }
-    if let Some(required) = file.required {
-        settings.required = required;
-    }
-    Ok(settings)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use super::*;
+use wicket_gate::sandbox::SandboxMode;
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -118,7 +119,7 @@ command = ["notify-send", "wicket"]
     );
     assert!(notify.matches("anything"));
     let claude = Hook {
-        matcher: Some("Bash|Edit".into()),
+        matcher: Some(ToolMatcher::new("Bash|Edit").unwrap()),
         ..pre.clone()
     };
     assert!(
@@ -133,6 +134,20 @@ command = [\"x\"]
     );
     let error = Config::load(&home, &ws).unwrap_err().to_string();
     assert!(error.contains("not a regex"), "{error}");
+}
+
+#[test]
+fn a_matcher_is_compiled_once_and_compared_and_shown_by_its_pattern() {
+    let matcher = ToolMatcher::new("run|Edit").unwrap();
+    assert_eq!(matcher, ToolMatcher::new("run|Edit").unwrap());
+    assert_ne!(matcher, ToolMatcher::new("run").unwrap());
+    assert_eq!(format!("{matcher:?}"), "\"run|Edit\"");
+    assert_eq!(matcher.as_str(), "run|Edit");
+    assert!(
+        matcher.matches("run") && matcher.matches("search_replace") && !matcher.matches("rund")
+    );
+    assert!(ToolMatcher::new("").unwrap().matches("anything"));
+    assert!(ToolMatcher::new("(").is_err());
 }
 
 #[test]
@@ -232,10 +247,20 @@ fn sandbox_settings_name_a_bad_key_and_file() {
     let home = dir.path().join("home");
     write(&home.join("config.toml"), "[sandbox]\nmode = \"loose\"\n");
     let error = error_of(&home, dir.path());
+    // What was wrong, where, and what to write instead.
     assert!(
-        error.contains("mode") && error.contains("config.toml"),
+        error.contains("config.toml")
+            && error.contains("line 2")
+            && error.contains(
+                "[sandbox] mode = \"loose\" is not a mode; use \"workspace-write\", \"read-only\" or \"off\""
+            ),
         "{error}"
     );
+    write(
+        &home.join("config.toml"),
+        "[sandbox]\nmode = \"unavailable\"\n",
+    );
+    assert!(error_of(&home, dir.path()).contains("is not a mode"));
     write(
         &home.join("config.toml"),
         "[sandbox]\nextra_write = [\"/no/such/folder\"]\n",
@@ -271,7 +296,11 @@ fn tool_choice_is_auto_required_or_absent() {
     );
     let error = error_of(&home, dir.path());
     assert!(
-        error.contains("tool_choice") && error.contains("config.toml"),
+        error.contains("config.toml")
+            && error.contains("line 2")
+            && error.contains(
+                "[providers.openai] tool_choice = \"sometimes\" is not a choice; use \"auto\" or \"required\", or leave it out"
+            ),
         "{error}"
     );
     write(
@@ -328,4 +357,87 @@ fn bad_jail_settings_name_the_file_and_the_key() {
         (config.sandbox.max_processes, config.sandbox.max_memory_mb),
         (64, 512)
     );
+}
+
+#[test]
+fn every_home_only_key_in_a_workspace_config_is_ignored_with_a_notice_naming_it() {
+    let keys = file::keys_of::<file::HomeKeys>();
+    assert!(keys.contains(&"sandbox"), "{keys:?}");
+    for key in keys {
+        // Any value of the key's type will do; every home-only key but the
+        // model is a table.
+        let value = if *key == "model" { "\"x:y\"" } else { "{}" };
+        let (config, notices) = notices_of(&format!("{key} = {value}\n"));
+        let [(Some(named), message)] = &notices[..] else {
+            panic!("{key}: {notices:?}");
+        };
+        assert!(
+            [key.to_string(), format!("[{key}]")].contains(named),
+            "{key}: {notices:?}"
+        );
+        assert!(
+            message.starts_with(&format!("ignored {named} in ")),
+            "{message}"
+        );
+        assert_eq!(
+            Config {
+                notices: Vec::new(),
+                ..config
+            },
+            Config::default(),
+            "{key} was obeyed"
+        );
+    }
+}
+
+#[test]
+fn a_key_is_either_home_only_or_shared_never_both() {
+    let home = file::keys_of::<file::HomeKeys>();
+    let shared = file::keys_of::<file::SharedKeys>();
+    assert!(
+        !home.is_empty() && !shared.is_empty(),
+        "{home:?} {shared:?}"
+    );
+    for key in home {
+        assert!(!shared.contains(key), "{key} is in both");
+    }
+}
+
+#[test]
+fn an_unknown_key_is_refused_in_either_file_on_its_own_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    for text in [
+        "step_limit = 3\nzzz = 1\n",
+        "step_limit = 3\n[zzz]\na = 1\n",
+    ] {
+        write(&home.join("config.toml"), text);
+        let error = error_of(&home, dir.path());
+        assert!(
+            error.contains("line 2")
+                && error.contains("unknown field `zzz`, expected one of `model`"),
+            "{error}"
+        );
+    }
+    // A repository's is not fatal: the whole file is ignored, saying why.
+    let (config, notices) = notices_of("step_limit = 3\nzzz = 1\n");
+    assert_eq!(config.step_limit, DEFAULT_STEP_LIMIT);
+    let [(None, message)] = &notices[..] else {
+        panic!("{notices:?}");
+    };
+    assert!(
+        message.starts_with("ignored the workspace's config")
+            && message.contains("line 2")
+            && message.contains("unknown field `zzz`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_star_matcher_loads_and_matches_every_tool_as_in_claude_code() {
+    let matcher = super::ToolMatcher::new("*").unwrap();
+    assert!(matcher.matches("run"));
+    assert!(matcher.matches("mcp__files__search"));
+    let exact = super::ToolMatcher::new("run").unwrap();
+    assert!(exact.matches("run") && !exact.matches("run2"));
 }
