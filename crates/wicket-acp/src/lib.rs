@@ -516,6 +516,7 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                 // answers to our permission requests, and session/cancel.
                 let acp = for_prompt.clone();
                 tokio::spawn(async move {
+                    // The editor gone: no one is left to take the response.
                     let _ = match prompt(acp, cx, request).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(error) => responder.respond_with_error(error),

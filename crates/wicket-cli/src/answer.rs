@@ -115,6 +115,7 @@ pub(crate) fn read_terminal_line() -> Option<String> {
 
 /// Drops whatever was typed (or pasted) before now.
 fn flush_typed_ahead() {
+    // Best effort: input that is no terminal has nothing typed ahead to drop.
     let _ = rustix::termios::tcflush(
         rustix::stdio::stdin(),
         rustix::termios::QueueSelector::IFlush,
@@ -125,6 +126,7 @@ fn flush_typed_ahead() {
 /// `[o]nce / [s]ession / [a]lways / [d]eny`. `None` at end of input.
 pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
     eprint!("\n{}", show::card(card, show::colour()));
+    // Stderr gone: the answer is still read, and a card never shown is denied by no answer.
     let _ = std::io::stderr().flush();
     flush_typed_ahead();
     loop {

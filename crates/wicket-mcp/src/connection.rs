@@ -50,6 +50,7 @@ impl StderrTail {
     /// Drains `stream` on its own thread until it ends.
     fn drain(&self, mut stream: impl Read + Send + 'static) {
         let tail = self.0.clone();
+        // No thread for it: the server's stderr is left unread, and only its tail in errors is lost.
         let _ = std::thread::Builder::new()
             .name("wicket-mcp-stderr".into())
             .spawn(move || {

@@ -455,6 +455,7 @@ pub fn run(options: Options) -> anyhow::Result<u8> {
     };
     // What runs ends with the UI; the session stays resumable.
     for id in manager.running() {
+        // Err only when the session is gone: nothing left to cancel or wait for.
         let _ = manager.cancel(&id);
         let _ = manager.wait_idle(&id);
     }

@@ -114,6 +114,7 @@ fn flush_typed_ahead() {
         // Typed-ahead keys are dropped best effort: a terminal that refuses the flush still gets the card's own confirmation.
         let _ = tcflush(std::io::stdin(), QueueSelector::IFlush);
     } else if let Ok(tty) = std::fs::File::open("/dev/tty") {
+        // As above: best effort.
         let _ = tcflush(&tty, QueueSelector::IFlush);
     }
     while event::poll(Duration::ZERO).unwrap_or(false) {

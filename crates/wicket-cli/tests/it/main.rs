@@ -10,6 +10,7 @@ mod acp;
 mod chat;
 mod context;
 mod crash;
+mod docs;
 mod exec;
 mod hooks;
 mod hostile;
