@@ -12,7 +12,8 @@ use agent_client_protocol::v1::schema::{
     SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
 };
-use wicket_protocol::text::{shell_words, visible_line};
+use wicket_protocol::summary::Tone;
+use wicket_protocol::text::{shell_words, visible, visible_line};
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, Event, EventBody, RunSource, ToolOutput, WireError,
 };
@@ -252,75 +253,24 @@ impl Mapper {
                 self.last_text = text.clone();
                 vec![message(text.clone())]
             }
-            EventBody::Hook {
-                event,
-                name,
-                outcome,
-                duration_ms,
-                stderr,
-                ..
-            } => vec![thought(visible_line(&wicket_protocol::event::hook_line(
-                *event,
-                name,
-                *outcome,
-                *duration_ms,
-                stderr,
-            )))],
-            EventBody::Retry {
-                attempt, reason, ..
-            } => {
-                vec![thought(format!(
-                    "The provider failed ({reason}); attempt {attempt}."
-                ))]
-            }
-            EventBody::Cancelled {} => {
-                if self.replay {
-                    vec![thought("The turn was cancelled.".into())]
-                } else {
-                    Vec::new()
-                }
-            }
-            EventBody::Interrupted { .. } => vec![thought(
-                "The process running this turn ended before the turn did.".into(),
-            )],
-            EventBody::Compacted {
-                to_seq,
-                tokens_before,
-                tokens_after,
-                ..
-            } => vec![thought(format!(
-                "The conversation up to event {to_seq} was summarised to fit the model (~{tokens_before} → ~{tokens_after} tokens)."
-            ))],
-            EventBody::Mcp {
-                server,
-                state,
-                message,
-            } => vec![thought(format!(
-                "MCP server {server}: {state:?}. {message}"
-            ))],
-            EventBody::Notice { message: text, .. } => vec![message(format!("Notice: {text}"))],
-            EventBody::Checkpoint { message: text, .. } => {
-                vec![message(format!("No checkpoint: {}", visible_line(text)))]
-            }
-            EventBody::Rewound { to, files } => vec![message(visible_line(&files.line(*to)))],
-            EventBody::Error {
-                message: text,
-                ends_turn,
-            } => {
+            EventBody::Cancelled {} if !self.replay => Vec::new(),
+            EventBody::Error { ends_turn, .. } if *ends_turn && !self.replay => {
                 // A live turn's last error is the prompt's JSON-RPC error.
-                if *ends_turn && !self.replay {
-                    Vec::new()
-                } else {
-                    vec![message(format!("Error: {text}"))]
-                }
+                Vec::new()
             }
             // The prompt's response says how it ended.
             EventBody::TurnEnded { .. } => Vec::new(),
-            EventBody::Unreadable { line, error } => {
-                vec![thought(format!(
-                    "Log line {line} could not be read: {error}"
-                ))]
-            }
+            // What the person must read is a message; what happened on the
+            // way is a thought. The words are the protocol's, as in every front end.
+            body => match body.summary() {
+                Some(summary)
+                    if summary.tone == Tone::Quiet || matches!(body, EventBody::Retry { .. }) =>
+                {
+                    vec![thought(visible(&summary.text))]
+                }
+                Some(summary) => vec![message(visible(&summary.text))],
+                None => Vec::new(),
+            },
         }
     }
 

@@ -3,6 +3,8 @@
 //! `wicket_protocol::text::visible` here, so no escape sequence, carriage
 //! return or bidi override in it can redraw what the card says.
 
+use wicket_protocol::Usage;
+use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
 use wicket_protocol::{
     Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, McpCard, OutsideReadCard, Reach, RunCard,
@@ -268,25 +270,6 @@ pub(crate) fn card_summary(card: &Card) -> String {
     }
 }
 
-/// The usage line of a result: tokens, and the cost when it is known;
-/// "usage not reported" when the server sent none.
-pub(crate) fn usage_line(usage: &Option<wicket_protocol::Usage>) -> String {
-    let Some(usage) = usage else {
-        return "usage not reported".into();
-    };
-    let mut line = format!(
-        "{} tokens in, {} out",
-        usage.input_tokens, usage.output_tokens
-    );
-    if usage.cache_read_input_tokens > 0 {
-        line.push_str(&format!(", {} cached", usage.cache_read_input_tokens));
-    }
-    if let Some(cost) = usage.cost_usd {
-        line.push_str(&format!(", ${cost:.4}"));
-    }
-    line
-}
-
 /// Says `message` on stderr as `wicket: …`, its control and format
 /// characters made visible: every message of Wicket's to a terminal goes
 /// through here (an error can quote a config line, a server's name, a path).
@@ -298,9 +281,6 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 /// for events a person need not see there.
 pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     Some(match &event.body {
-        EventBody::SessionStarted { session, workspace } => {
-            format!("session {session} in {}", visible_line(workspace))
-        }
         EventBody::UserMessage { text } => format!("> {}", visible(text)),
         EventBody::AssistantMessage { text, .. } if !text.trim().is_empty() => {
             visible(text.trim_end())
@@ -336,83 +316,28 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
         EventBody::Question { question, .. } => format!("? {}", visible(question)),
         EventBody::Reply { reply, .. } => format!("  reply: {}", visible(reply)),
         EventBody::Result { text, usage } => {
-            format!("✔ {}\n  ({})", visible(text.trim_end()), usage_line(usage))
+            format!(
+                "✔ {}\n  ({})",
+                visible(text.trim_end()),
+                Usage::line(usage.as_ref())
+            )
         }
-        EventBody::Hook {
-            event,
-            name,
-            outcome,
-            duration_ms,
-            stderr,
-            ..
-        } => format!(
-            "  {}",
-            visible_line(&wicket_protocol::event::hook_line(
-                *event,
-                name,
-                *outcome,
-                *duration_ms,
-                stderr
-            ))
-        ),
-        EventBody::Queued { text } => format!("queued: {}", visible(text)),
-        EventBody::Retry {
-            attempt,
-            delay_ms,
-            reason,
-        } => format!(
-            "  retry {attempt} in {delay_ms} ms: {}",
-            visible_line(reason)
-        ),
-        EventBody::Cancelled {} => "cancelled".to_string(),
-        EventBody::Interrupted { card, question } => interrupted_text(card, question),
-        EventBody::Compacted {
-            from_seq,
-            to_seq,
-            tokens_before,
-            tokens_after,
-            ..
-        } => format!(
-            "  (the conversation up to event {to_seq} was summarised to fit the model: events {from_seq}–{to_seq}, ~{tokens_before} → ~{tokens_after} tokens)"
-        ),
-        EventBody::Mcp {
-            server,
-            state,
-            message,
-        } => format!(
-            "  mcp {} {state:?}{}",
-            visible_line(server),
-            if message.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", visible_line(message))
-            }
-        ),
-        EventBody::Checkpoint { message, .. } => format!("no checkpoint: {}", visible(message)),
-        EventBody::Rewound { to, files } => visible_line(&files.line(*to)),
-        EventBody::Notice { message, .. } => format!("notice: {}", visible(message)),
-        EventBody::Error { message, .. } => format!("error: {}", visible(message)),
         // The result, error or cancel before it said how the turn ended.
         EventBody::TurnEnded { .. } => return None,
-        EventBody::Unreadable { line, error } => {
-            format!(
-                "(log line {line} could not be read: {})",
-                visible_line(error)
-            )
+        body => {
+            let summary = body.summary()?;
+            // What happened on the way sits under the turn's own lines.
+            let on_the_way = summary.tone == Tone::Quiet && body.kind() != "session_started";
+            let indent = if on_the_way { "  " } else { "" };
+            format!("{indent}{}", visible(&summary.text))
         }
     })
 }
 
-fn interrupted_text(
-    card: &Option<wicket_protocol::CardId>,
-    question: &Option<wicket_protocol::QuestionId>,
-) -> String {
-    let open = match (card, question) {
-        (Some(card), _) => format!("; card {card} can no longer be answered"),
-        (None, Some(question)) => format!("; question {question} can no longer be answered"),
-        (None, None) => String::new(),
-    };
-    format!("interrupted: the process running this turn ended (a crash or a kill){open}")
+/// An event's one line ([`EventBody::summary`]), made visible.
+fn body_summary(body: &EventBody) -> String {
+    body.summary()
+        .map_or_else(String::new, |summary| visible_line(&summary.text))
 }
 
 /// One log event on one line.
@@ -499,7 +424,11 @@ pub(crate) fn event_line(event: &Event) -> String {
         }
         EventBody::Reply { question, reply } => format!("reply {question} {}", short(reply, 400)),
         EventBody::Result { text, usage } => {
-            format!("result {} ({})", short(text, 400), usage_line(usage))
+            format!(
+                "result {} ({})",
+                short(text, 400),
+                Usage::line(usage.as_ref())
+            )
         }
         EventBody::Hook {
             event,
@@ -523,7 +452,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             reason,
         } => format!("retry {attempt} in {delay_ms} ms: {}", visible_line(reason)),
         EventBody::Cancelled {} => "cancelled".to_string(),
-        EventBody::Interrupted { card, question } => interrupted_text(card, question),
+        EventBody::Interrupted { .. } => body_summary(&event.body),
         EventBody::Compacted {
             summary,
             from_seq,
@@ -533,7 +462,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             usage,
         } => format!(
             "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens; {}): {}",
-            usage_line(&Some(*usage)),
+            Usage::line(Some(usage)),
             short(summary, 200)
         ),
         EventBody::Mcp {

@@ -332,6 +332,19 @@ pub enum McpState {
     Denied,
 }
 
+impl McpState {
+    /// Its name in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpState::Started => "started",
+            McpState::Failed => "failed",
+            McpState::Died => "died",
+            McpState::Restarted => "restarted",
+            McpState::Denied => "denied",
+        }
+    }
+}
+
 /// The body of one `log.jsonl` event; `seq`, `ts` and `type` wrap it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -651,6 +664,63 @@ mod call_result {
 }
 
 impl EventBody {
+    /// Every kind of event, by its `type` on the wire, in declaration order.
+    pub const KINDS: [&'static str; 23] = [
+        "session_started",
+        "tool_call",
+        "tool_result",
+        "card",
+        "answer",
+        "user_message",
+        "assistant_message",
+        "question",
+        "reply",
+        "result",
+        "hook",
+        "queued",
+        "retry",
+        "cancelled",
+        "interrupted",
+        "compacted",
+        "mcp",
+        "checkpoint",
+        "rewound",
+        "notice",
+        "error",
+        "turn_ended",
+        "unreadable",
+    ];
+
+    /// Its `type` on the wire; the match is exhaustive, so a new kind is
+    /// named here (and in [`EventBody::KINDS`]) before it compiles.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::SessionStarted { .. } => "session_started",
+            EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ToolResult { .. } => "tool_result",
+            EventBody::Card { .. } => "card",
+            EventBody::Answer { .. } => "answer",
+            EventBody::UserMessage { .. } => "user_message",
+            EventBody::AssistantMessage { .. } => "assistant_message",
+            EventBody::Question { .. } => "question",
+            EventBody::Reply { .. } => "reply",
+            EventBody::Result { .. } => "result",
+            EventBody::Hook { .. } => "hook",
+            EventBody::Queued { .. } => "queued",
+            EventBody::Retry { .. } => "retry",
+            EventBody::Cancelled { .. } => "cancelled",
+            EventBody::Interrupted { .. } => "interrupted",
+            EventBody::Compacted { .. } => "compacted",
+            EventBody::Mcp { .. } => "mcp",
+            EventBody::Checkpoint { .. } => "checkpoint",
+            EventBody::Rewound { .. } => "rewound",
+            EventBody::Notice { .. } => "notice",
+            EventBody::Error { .. } => "error",
+            EventBody::TurnEnded { .. } => "turn_ended",
+            EventBody::Unreadable { .. } => "unreadable",
+        }
+    }
+
     /// An error that does not end the turn.
     pub fn error(message: impl Into<String>) -> EventBody {
         EventBody::Error {

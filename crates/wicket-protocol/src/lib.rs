@@ -15,6 +15,7 @@ pub mod json;
 pub mod limits;
 pub mod rules;
 pub mod schema;
+pub mod summary;
 pub mod text;
 pub mod tools;
 

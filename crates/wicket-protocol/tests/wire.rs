@@ -55,6 +55,17 @@ fn kind(body: &EventBody) -> usize {
 }
 
 #[test]
+fn each_line_names_its_kind_as_the_protocol_does() {
+    for line in LOG.lines() {
+        let event: Event = serde_json::from_str(line).unwrap();
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["type"], event.body.kind(), "{line}");
+        assert_eq!(EventBody::KINDS[kind(&event.body)], event.body.kind());
+    }
+    assert_eq!(EventBody::KINDS[22], "unreadable");
+}
+
+#[test]
 fn the_file_holds_every_kind_of_event_but_unreadable() {
     let mut seen = [false; 23];
     seen[22] = true;

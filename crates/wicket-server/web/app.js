@@ -469,25 +469,27 @@ function row(item) {
       node.append(el("div", "error", "error: " + visible(event.message)));
       break;
     case "cancelled":
-      node.append(el("div", "error", "cancelled"));
+      node.append(el("div", "error", "cancelled: the turn ended, and a running command was stopped (TERM, then KILL 2 s later)"));
       break;
     case "interrupted":
-      node.append(el("div", "error", "interrupted: the process running this turn ended" + (event.card ? `; card ${event.card} can no longer be answered` : "")));
+      node.append(el("div", "error", visible("interrupted: the process running this turn ended (a crash or a kill)"
+        + (event.card ? `; card ${event.card} can no longer be answered`
+          : event.question ? `; question ${event.question} can no longer be answered` : ""))));
       break;
     case "compacted":
-      node.append(el("div", "note", `The conversation up to event ${event.to_seq} was summarised to fit the model (~${event.tokens_before} → ~${event.tokens_after} tokens).`));
+      node.append(el("div", "note", `the conversation up to event ${event.to_seq} was summarised to fit the model: events ${event.from_seq}–${event.to_seq}, ~${event.tokens_before} → ~${event.tokens_after} tokens`));
       break;
     case "mcp":
-      node.append(el("div", "note", `MCP server ${event.server}: ${event.state}${event.message ? " — " + event.message : ""}`));
+      node.append(el("div", "note", visible(`MCP server ${event.server}: ${event.state}${event.message ? ": " + event.message : ""}`)));
       break;
     case "unreadable":
-      node.append(el("div", "error", `log line ${event.line} could not be read: ${event.error}`));
+      node.append(el("div", "error", visible(`log line ${event.line} could not be read: ${event.error}`)));
       break;
     case "queued":
-      node.append(el("div", "note", "queued: " + event.text));
+      node.append(el("div", "note", "queued: " + visible(event.text)));
       break;
     case "retry":
-      node.append(el("div", "note", `retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`));
+      node.append(el("div", "note", visible(`retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`)));
       break;
     case "hook":
       {

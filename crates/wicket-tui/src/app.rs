@@ -676,20 +676,25 @@ impl App {
     }
 
     fn status_line(&self) -> Line<'static> {
+        // No count at all is no claim of zero: said as exec and the page say it.
+        let nothing_reported =
+            self.totals.unreported && self.totals.input == 0 && self.totals.output == 0;
+        let tokens = match nothing_reported {
+            true => wicket_protocol::Usage::line(None),
+            false => format!("{} in / {} out", self.totals.input, self.totals.output),
+        };
         let mut text = format!(
-            " {} · {} · {} · {} in / {} out",
+            " {} · {} · {} · {tokens}",
             visible_line(&self.session),
             self.model
                 .as_deref()
                 .map_or("no model".to_string(), visible_line),
             self.state(),
-            self.totals.input,
-            self.totals.output
         );
         if let Some(cost) = self.totals.cost {
             text.push_str(&format!(" · ${cost:.4}"));
         }
-        if self.totals.unreported {
+        if self.totals.unreported && !nothing_reported {
             text.push_str(" · usage not reported");
         } else if let Some(context) = self.totals.context {
             text.push_str(&format!(" · context {context:.0}%"));

@@ -11,6 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
+use wicket_protocol::summary::{Summary, Tone};
 use wicket_protocol::text::{visible, visible_line};
 use wicket_protocol::{
     Answer, Card, CardId, CardKind, Event, EventBody, ToolOutput, Usage, WireError,
@@ -156,16 +157,6 @@ impl Transcript {
     /// Takes one event of the session.
     pub fn add(&mut self, event: &Event) {
         match &event.body {
-            EventBody::SessionStarted { session, workspace } => {
-                self.push(vec![Line::styled(
-                    format!(
-                        "session {} in {}",
-                        visible_line(session),
-                        visible_line(workspace)
-                    ),
-                    dim(),
-                )]);
-            }
             EventBody::UserMessage { text } => {
                 let mut lines = vec![Line::from(Span::styled(
                     "you",
@@ -174,12 +165,6 @@ impl Transcript {
                 lines.extend(markdown::render(text));
                 lines.push(Line::default());
                 self.push(lines);
-            }
-            EventBody::Queued { text } => {
-                self.push(vec![Line::styled(
-                    format!("queued: {}", first_line(text, 200)),
-                    Style::new().fg(Color::Yellow),
-                )]);
             }
             EventBody::AssistantMessage { text, .. } => {
                 if !text.trim().is_empty() {
@@ -267,116 +252,12 @@ impl Transcript {
             EventBody::Result { text, usage } => {
                 self.push(done_lines(text, usage));
             }
-            EventBody::Hook {
-                event,
-                name,
-                outcome,
-                duration_ms,
-                stderr,
-                ..
-            } => {
-                let line =
-                    wicket_protocol::event::hook_line(*event, name, *outcome, *duration_ms, stderr);
-                self.push(vec![Line::styled(first_line(&line, 300), dim())]);
-            }
-            EventBody::Retry {
-                attempt,
-                delay_ms,
-                reason,
-            } => {
-                self.push(vec![Line::styled(
-                    format!(
-                        "retrying in {delay_ms} ms (attempt {attempt}): {}",
-                        first_line(reason, 200)
-                    ),
-                    Style::new().fg(Color::Yellow),
-                )]);
-            }
             // Said already by the result, error or cancel before it.
             EventBody::TurnEnded { .. } => {}
-            EventBody::Cancelled {} => {
-                self.push(vec![Line::styled(
-                    "✗ cancelled: the running call was stopped (TERM, then KILL 2 s later) and the turn ended",
-                    Style::new().fg(Color::Red),
-                )]);
-            }
-            EventBody::Interrupted { card, question } => {
-                let left = match (card, question) {
-                    (Some(card), _) => format!("; card {card} can no longer be answered"),
-                    (None, Some(question)) => {
-                        format!("; question {question} can no longer be answered")
-                    }
-                    (None, None) => String::new(),
-                };
-                self.push(vec![Line::styled(
-                    format!(
-                        "interrupted: the process running this turn ended{}",
-                        visible_line(&left)
-                    ),
-                    Style::new().fg(Color::Red),
-                )]);
-            }
-            EventBody::Compacted {
-                to_seq,
-                tokens_before,
-                tokens_after,
-                ..
-            } => {
-                self.push(vec![Line::styled(
-                    format!("the conversation up to event {to_seq} was summarised (~{tokens_before} → ~{tokens_after} tokens)"),
-                    dim(),
-                )]);
-            }
-            EventBody::Mcp {
-                server,
-                state,
-                message,
-            } => {
-                self.push(vec![Line::styled(
-                    format!(
-                        "MCP server {}: {state:?}. {}",
-                        visible_line(server),
-                        first_line(message, 300)
-                    ),
-                    dim(),
-                )]);
-            }
-            EventBody::Checkpoint { message, .. } => {
-                self.push(vec![Line::styled(
-                    format!("no checkpoint: {}", visible_line(message)),
-                    Style::new().fg(Color::Yellow),
-                )]);
-            }
-            EventBody::Rewound { to, files } => {
-                let line = files.line(*to);
-                self.push(vec![Line::styled(
-                    visible_line(&line),
-                    Style::new().fg(Color::Magenta),
-                )]);
-            }
-            EventBody::Notice { message, .. } => {
-                self.push(vec![Line::styled(
-                    format!("notice: {}", visible_line(message)),
-                    Style::new().fg(Color::Yellow),
-                )]);
-            }
-            EventBody::Error { message, .. } => {
-                self.push(
-                    visible(message)
-                        .lines()
-                        .enumerate()
-                        .map(|(i, line)| {
-                            let prefix = if i == 0 { "error: " } else { "  " };
-                            Line::styled(format!("{prefix}{line}"), Style::new().fg(Color::Red))
-                        })
-                        .collect(),
-                );
-            }
-            EventBody::Unreadable { line, error } => {
-                self.push(vec![Line::styled(
-                    format!("log line {line} could not be read: {}", visible_line(error)),
-                    Style::new().fg(Color::Red),
-                )]);
+            body => {
+                if let Some(summary) = body.summary() {
+                    self.push(summary_lines(&summary));
+                }
             }
         }
     }
@@ -533,6 +414,25 @@ fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
 }
 
 /// A finished turn: its result, and what it cost when the price is known.
+/// An event every front end says in one line ([`EventBody::summary`]),
+/// coloured by its tone; a message of several lines keeps them, indented.
+fn summary_lines(summary: &Summary) -> Vec<Line<'static>> {
+    let style = match summary.tone {
+        Tone::Quiet => dim(),
+        Tone::Heed => Style::new().fg(Color::Yellow),
+        Tone::Failed => Style::new().fg(Color::Red),
+        Tone::Changed => Style::new().fg(Color::Magenta),
+    };
+    visible(&summary.text)
+        .lines()
+        .enumerate()
+        .map(|(index, line)| {
+            let indent = if index == 0 { "" } else { "  " };
+            Line::styled(format!("{indent}{line}"), style)
+        })
+        .collect()
+}
+
 fn done_lines(text: &str, usage: &Option<Usage>) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         "✓ done",
