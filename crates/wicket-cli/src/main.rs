@@ -17,9 +17,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use wicket_core::config::Config;
 use wicket_core::hooked::Caller;
-use wicket_core::turn::Person;
 use wicket_gate::{Answerer, Confinement, Policy};
-use wicket_protocol::{Answer, Card, ErrorKind, ToolCall, ToolCallRequest, WireError, result_line};
+use wicket_protocol::{Answer, ErrorKind, ToolCall, ToolCallRequest, WireError, result_line};
 use wicket_session::{self as session, Session};
 use wicket_tools::{Cancel, Tools};
 
@@ -570,12 +569,7 @@ fn tool(
         name: name.to_string(),
         arguments: call.arguments().to_string(),
     };
-    let (result, notes) = caller.call(
-        &request,
-        &call,
-        &mut Cards(answerer.as_mut()),
-        &Cancel::default(),
-    );
+    let (result, notes) = caller.call(&request, &call, answerer.as_mut(), &Cancel::default());
     session.sync()?;
     for note in notes {
         show::say(note);
@@ -586,23 +580,6 @@ fn tool(
     } else {
         ExitCode::from(1)
     })
-}
-
-/// `wicket tool`'s person: it answers cards (its hooks' too); a tool call asks no question.
-struct Cards<'a>(&'a mut dyn Answerer);
-
-impl Person for Cards<'_> {
-    fn card(&mut self, card: &Card) -> Option<Answer> {
-        self.0.answer(card)
-    }
-
-    fn question(&mut self, _id: &str, _question: &str) -> Option<String> {
-        None
-    }
-
-    fn widened(&mut self) -> Option<Vec<String>> {
-        self.0.widened()
-    }
 }
 
 /// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.

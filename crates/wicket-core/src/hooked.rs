@@ -10,15 +10,14 @@ use std::path::Path;
 
 use wicket_os::spawn::{Confine, Cwd};
 use wicket_protocol::{
-    Answer, CallId, Card, ErrorKind, EventBody, HookEvent, HookOutcome, RunSource, ToolCall,
-    ToolCallRequest, ToolOutput, WireError,
+    Answer, CallId, Card, ErrorKind, EventBody, HookEvent, HookOutcome, QuestionId, RunSource,
+    ToolCall, ToolCallRequest, ToolOutput, WireError,
 };
 use wicket_session::Session;
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::{Hook, Owner};
 use crate::hooks::{HookRun, run_hook};
-use crate::turn::Person;
 use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, Hooked};
 
 /// One hook's run, and what it comes to once its `on_error` is applied.
@@ -53,7 +52,7 @@ impl Ran<'_> {
 /// that it is open.
 pub(crate) struct Notifying<'r, 'p> {
     pub(crate) caller: Caller<'r>,
-    pub(crate) person: &'p mut dyn Person,
+    pub(crate) person: &'p mut dyn Answerer,
     pub(crate) cancel: &'r Cancel,
 }
 
@@ -71,23 +70,15 @@ impl Answerer for Notifying<'_, '_> {
         };
         self.caller
             .notify(input, &card.tool, self.person, self.cancel);
-        self.person.card(card)
+        self.person.answer(card)
     }
 
     fn widened(&mut self) -> Option<Vec<String>> {
         self.person.widened()
     }
-}
 
-pub(crate) struct Asker<'a>(pub(crate) &'a mut dyn Person);
-
-impl Answerer for Asker<'_> {
-    fn answer(&mut self, card: &Card) -> Option<Answer> {
-        self.0.card(card)
-    }
-
-    fn widened(&mut self) -> Option<Vec<String>> {
-        self.0.widened()
+    fn reply(&mut self, id: &QuestionId, question: &str) -> Option<String> {
+        self.person.reply(id, question)
     }
 }
 
@@ -133,7 +124,7 @@ impl<'a> Caller<'a> {
         tool: Option<&str>,
         call_id: Option<&CallId>,
         input: impl FnOnce() -> serde_json::Value,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
         quiet: bool,
     ) -> Vec<Ran<'a>> {
@@ -227,7 +218,7 @@ impl<'a> Caller<'a> {
         hook: &Hook,
         event: HookEvent,
         call_id: Option<&CallId>,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
     ) -> Result<(Confine, Cwd), HookRun> {
         let failed = |message: String| Err(HookRun::failed(message));
         let workspace = self.tools.workspace();
@@ -273,7 +264,7 @@ impl<'a> Caller<'a> {
                     git: false,
                     source: RunSource::Hook,
                 },
-                &mut Asker(person),
+                person,
             ) {
                 Ok(allowed) => allowed.confine,
                 Err(error) if error.kind == ErrorKind::Denied => {
@@ -304,7 +295,7 @@ impl<'a> Caller<'a> {
         call: &ToolCallRequest,
         tool_input: serde_json::Value,
         quiet: bool,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Hooked {
         let mut input =
@@ -344,7 +335,7 @@ impl<'a> Caller<'a> {
         tool_input: serde_json::Value,
         result: &Result<ToolOutput, WireError>,
         quiet: bool,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Vec<String> {
         let input = || {
@@ -389,7 +380,7 @@ impl<'a> Caller<'a> {
         &self,
         input: impl FnOnce() -> serde_json::Value,
         tool: &str,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) {
         self.run_hooks(
@@ -410,7 +401,7 @@ impl<'a> Caller<'a> {
         &self,
         call: &ToolCallRequest,
         tool_call: &ToolCall,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> (Result<ToolOutput, WireError>, Vec<String>) {
         if !self.tool_hooked(&call.name) {

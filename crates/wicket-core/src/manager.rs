@@ -35,8 +35,8 @@ use wicket_protocol::{
 use wicket_tools::{Cancel, Tools};
 
 use crate::config::Config;
-use crate::turn::{Person, Runner, Settings, announce_end, find_skills, record_failure};
-use wicket_gate::Confinement;
+use crate::turn::{Runner, Settings, announce_end, find_skills, record_failure};
+use wicket_gate::{Answerer, Confinement};
 use wicket_session::{self as session, Meta, Session, Status};
 
 /// How many live events a follower may fall behind before it catches up
@@ -346,8 +346,8 @@ impl Live {
 
 struct LivePerson(Arc<Live>, Option<Vec<String>>);
 
-impl Person for LivePerson {
-    fn card(&mut self, card: &Card) -> Option<Answer> {
+impl Answerer for LivePerson {
+    fn answer(&mut self, card: &Card) -> Option<Answer> {
         match self.0.wait_for(&card.id)? {
             Given::Answer(answer, widened) => {
                 self.1 = widened;
@@ -357,7 +357,7 @@ impl Person for LivePerson {
         }
     }
 
-    fn question(&mut self, id: &str, _question: &str) -> Option<String> {
+    fn reply(&mut self, id: &QuestionId, _question: &str) -> Option<String> {
         match self.0.wait_for(id)? {
             Given::Reply(reply) => Some(reply),
             Given::Answer(..) => None,

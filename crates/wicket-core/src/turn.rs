@@ -24,11 +24,12 @@ use wicket_protocol::{
 use wicket_tools::{Cancel, Tools, Workspace};
 
 use crate::config::{Hook, Limits};
-use crate::hooked::{Asker, Caller, Notifying};
+use crate::hooked::{Caller, Notifying};
 use crate::models::{ModelInfo, estimate_tokens};
 pub use crate::rebuild::{COMPACT_PROMPT, compaction_cut, conversation, summary_message};
 use crate::rebuild::{hook_feedback, message_bytes, request_bytes, unreadable_notice};
 use crate::skills::{self, Skill};
+use wicket_gate::Answerer;
 use wicket_gate::{Confinement, Gate, Hooked};
 use wicket_protocol::HookEvent;
 use wicket_session::{Session, Status, load_for_conversation, load_log};
@@ -81,20 +82,6 @@ enum Compaction {
     Done,
     /// There was nothing older than the last exchange to summarise.
     Nothing,
-}
-
-/// Who answers for the person: cards and questions. `None` is a withdrawal
-/// (the turn was cancelled).
-pub trait Person {
-    /// The answer to a card.
-    fn card(&mut self, card: &Card) -> Option<Answer>;
-    /// The reply to a question.
-    fn question(&mut self, id: &str, question: &str) -> Option<String>;
-
-    /// After an `allow_always`: the argv prefix the person widened its rule to.
-    fn widened(&mut self) -> Option<Vec<String>> {
-        None
-    }
 }
 
 /// How a turn ended: its `result`, ending `error` or `cancelled` is in the
@@ -151,12 +138,8 @@ pub fn turn_over(body: &EventBody) -> Option<TurnOutcome> {
 /// No one to answer: a card raised when the process is leaving is withdrawn.
 struct Nobody;
 
-impl Person for Nobody {
-    fn card(&mut self, _card: &Card) -> Option<Answer> {
-        None
-    }
-
-    fn question(&mut self, _id: &str, _question: &str) -> Option<String> {
+impl Answerer for Nobody {
+    fn answer(&mut self, _card: &Card) -> Option<Answer> {
         None
     }
 }
@@ -420,7 +403,7 @@ impl Runner<'_> {
     fn prompt_hooks(
         &self,
         ask: &str,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<Vec<String>, Outcome> {
         let mut ran = Vec::new();
@@ -473,7 +456,7 @@ impl Runner<'_> {
         &self,
         call_id: Option<&CallId>,
         result: &str,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<(), String> {
         let input = serde_json::json!({
@@ -536,7 +519,7 @@ impl Runner<'_> {
     }
 
     /// Runs one ask to its end.
-    pub fn run(&self, ask: &str, person: &mut dyn Person, cancel: &Cancel) -> Outcome {
+    pub fn run(&self, ask: &str, person: &mut dyn Answerer, cancel: &Cancel) -> Outcome {
         // A failure of an earlier turn is that turn's; this one finds out for itself.
         let _ = self.session.take_failure();
         self.session
@@ -604,7 +587,7 @@ impl Runner<'_> {
     }
 
     /// One model reply and what it asks for.
-    fn step(&self, turn: &mut Turn, person: &mut dyn Person, cancel: &Cancel) -> Flow {
+    fn step(&self, turn: &mut Turn, person: &mut dyn Answerer, cancel: &Cancel) -> Flow {
         if cancel.is_cancelled() {
             return Flow::End(self.cancelled(&[]));
         }
@@ -784,7 +767,7 @@ impl Runner<'_> {
         &self,
         turn: &mut Turn,
         reply: Completion,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Flow {
         let stop = reply.stop_reason.as_ref();
@@ -819,7 +802,7 @@ impl Runner<'_> {
         &self,
         turn: &mut Turn,
         calls: &[ToolCallRequest],
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Flow {
         let mut finished: Option<String> = None;

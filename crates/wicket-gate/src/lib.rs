@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
-    OutsideReadCard, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
+    OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
     SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
 use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
@@ -51,6 +51,12 @@ pub trait Answerer {
     /// the person widened the saved rule to (`cargo test` for `cargo test
     /// foo`), or `None` for the card's exact key.
     fn widened(&mut self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The person's reply to the model's question (`ask`), or `None` when
+    /// no one can reply (a policy, `wicket tool`, a process that is leaving).
+    fn reply(&mut self, _id: &QuestionId, _question: &str) -> Option<String> {
         None
     }
 }

@@ -9,7 +9,7 @@ impl Runner<'_> {
         &self,
         call: &ToolCallRequest,
         args: &AskArgs,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
     ) -> Option<Result<ToolOutput, WireError>> {
         self.log_call(call, Self::arguments(args));
         let id = QuestionId::from(wicket_os::ids::new_id("q"));
@@ -31,7 +31,7 @@ impl Runner<'_> {
         };
         self.caller()
             .notify(input, "ask", person, &Cancel::default());
-        let reply = person.question(&id, &args.question);
+        let reply = person.reply(&id, &args.question);
         self.session
             .recorded()
             .update_meta(|meta| meta.status = Status::Running);
@@ -50,7 +50,7 @@ impl Runner<'_> {
         &self,
         call: &ToolCallRequest,
         args: &FinishArgs,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
         self.log_call(call, Self::arguments(args));

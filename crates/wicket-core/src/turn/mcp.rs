@@ -16,9 +16,9 @@ impl Runner<'_> {
     }
 
     /// Starts the session's MCP servers not tried yet (at its first turn).
-    pub(super) fn start_servers(&self, person: &mut dyn Person) {
+    pub(super) fn start_servers(&self, person: &mut dyn Answerer) {
         if let Some(mcp) = self.mcp_session() {
-            mcp.start(&self.settings.mcp_servers, &mut Asker(person));
+            mcp.start(&self.settings.mcp_servers, person);
         }
     }
 
@@ -28,7 +28,7 @@ impl Runner<'_> {
         &self,
         call: &ToolCallRequest,
         mcp: &wicket_protocol::McpCall,
-        person: &mut dyn Person,
+        person: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> (Result<ToolOutput, WireError>, Vec<String>) {
         let Some(session) = self.mcp_session() else {
