@@ -13,26 +13,23 @@ use serde_json::{Value, json};
 use wicket_protocol::limits::REPLY_MAX_BLOCKS;
 
 use crate::http::Http;
-use crate::retry::{Attempt, retrying};
+use crate::retry::Attempt;
 use crate::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Completion, Message, Request,
-    RetryPolicy, StreamEvent, ToolCallRequest, Usage,
+    ChatError, ChatErrorKind, ClientConfig, Completion, Message, Request, StreamEvent,
+    ToolCallRequest, Usage,
 };
 
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 pub(crate) struct Anthropic {
-    model: String,
     name: String,
     url: String,
     headers: HeaderMap,
     http: Http,
-    retry: RetryPolicy,
 }
 
 impl Anthropic {
     pub(crate) fn new(
-        model: &str,
         name: &str,
         base_url: &str,
         key: String,
@@ -52,16 +49,16 @@ impl Anthropic {
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Anthropic {
-            model: model.to_string(),
             name: name.to_string(),
             url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
             headers,
             http: Http::new("anthropic", config)?,
-            retry: config.retry.clone(),
         })
     }
+}
 
-    async fn stream(
+impl Attempt for Anthropic {
+    async fn attempt(
         &self,
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
@@ -80,30 +77,6 @@ impl Anthropic {
             }
         }
         Err(events.ended_early())
-    }
-}
-
-impl Attempt for Anthropic {
-    fn attempt<'a>(
-        &'a self,
-        req: &'a Request,
-        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a> {
-        Box::pin(self.stream(req, on_event))
-    }
-}
-
-impl ChatClient for Anthropic {
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn complete<'a>(
-        &'a self,
-        req: &'a Request,
-        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a> {
-        Box::pin(retrying(&self.retry, self, req, on_event))
     }
 }
 

@@ -36,6 +36,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::time::Duration;
 
+use retry::Retried;
 pub use retry::RetryPolicy;
 pub use wicket_protocol::{StopReason, ToolCallRequest, ToolSpec, Usage};
 
@@ -344,17 +345,15 @@ pub fn client_for(model: &str, config: &ClientConfig) -> Result<Box<dyn ChatClie
             }
             let base_url = base_url.unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_string());
             let key = config.openai_api_key.clone();
-            Ok(Box::new(
-                openai::OpenAi::new(model, name, &base_url, key, config)?
-                    .with_tool_choice(config.openai_tool_choice),
-            ))
+            let attempts = openai::OpenAi::new(name, &base_url, key, config)?
+                .with_tool_choice(config.openai_tool_choice);
+            Ok(Box::new(Retried::new(model, config, attempts)))
         }
         "ollama" => {
             let host = config.ollama_host.as_deref().unwrap_or(OLLAMA_DEFAULT_HOST);
             let base_url = format!("{}/v1", ollama_url(host).trim_end_matches('/'));
-            Ok(Box::new(openai::OpenAi::new(
-                model, name, &base_url, None, config,
-            )?))
+            let attempts = openai::OpenAi::new(name, &base_url, None, config)?;
+            Ok(Box::new(Retried::new(model, config, attempts)))
         }
         "anthropic" => {
             let Some(key) = config.anthropic_api_key.clone() else {
@@ -364,9 +363,8 @@ pub fn client_for(model: &str, config: &ClientConfig) -> Result<Box<dyn ChatClie
                 .anthropic_base_url
                 .clone()
                 .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_string());
-            Ok(Box::new(anthropic::Anthropic::new(
-                model, name, &base_url, key, config,
-            )?))
+            let attempts = anthropic::Anthropic::new(name, &base_url, key, config)?;
+            Ok(Box::new(Retried::new(model, config, attempts)))
         }
         "script" => Ok(Box::new(replay::Replay::load(model, Path::new(name))?)),
         _ => Err(config_error(format!(

@@ -14,19 +14,17 @@ use serde_json::{Value, json};
 use wicket_protocol::limits::REPLY_MAX_BLOCKS;
 
 use crate::http::Http;
-use crate::retry::{Attempt, retrying};
+use crate::retry::Attempt;
 use crate::{
-    ChatClient, ChatError, ChatErrorKind, ChatFuture, ClientConfig, Completion, Message, Request,
-    RetryPolicy, StreamEvent, ToolCallRequest, ToolChoice, Usage,
+    ChatError, ChatErrorKind, ClientConfig, Completion, Message, Request, StreamEvent,
+    ToolCallRequest, ToolChoice, Usage,
 };
 
 pub(crate) struct OpenAi {
-    model: String,
     name: String,
     url: String,
     key: Option<String>,
     http: Http,
-    retry: RetryPolicy,
     /// The server refused `max_tokens` and asked for `max_completion_tokens`
     /// (OpenAI's newer models); from then on the limit goes under that name.
     completion_tokens: std::sync::atomic::AtomicBool,
@@ -42,19 +40,16 @@ impl OpenAi {
     }
 
     pub(crate) fn new(
-        model: &str,
         name: &str,
         base_url: &str,
         key: Option<String>,
         config: &ClientConfig,
     ) -> Result<Self, ChatError> {
         Ok(OpenAi {
-            model: model.to_string(),
             name: name.to_string(),
             url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             key,
             http: Http::new("openai", config)?,
-            retry: config.retry.clone(),
             completion_tokens: std::sync::atomic::AtomicBool::new(false),
             tool_choice: None,
         })
@@ -81,8 +76,10 @@ impl OpenAi {
         }
         Ok(headers)
     }
+}
 
-    async fn stream(
+impl Attempt for OpenAi {
+    async fn attempt(
         &self,
         req: &Request,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
@@ -132,30 +129,6 @@ impl OpenAi {
             ));
         }
         Err(events.ended_early())
-    }
-}
-
-impl Attempt for OpenAi {
-    fn attempt<'a>(
-        &'a self,
-        req: &'a Request,
-        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a> {
-        Box::pin(self.stream(req, on_event))
-    }
-}
-
-impl ChatClient for OpenAi {
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn complete<'a>(
-        &'a self,
-        req: &'a Request,
-        on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a> {
-        Box::pin(retrying(&self.retry, self, req, on_event))
     }
 }
 

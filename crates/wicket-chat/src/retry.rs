@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{ChatError, ChatFuture, Completion, Request, StreamEvent};
+use crate::{ChatClient, ChatError, ChatFuture, ClientConfig, Completion, Request, StreamEvent};
 
 /// How often and how patiently a failed request is repeated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +43,47 @@ impl RetryPolicy {
     }
 }
 
-/// One request to a provider, without retries.
+/// One request to a provider, without retries: all a provider that goes
+/// over HTTP writes for itself ([`Retried`] makes it a [`ChatClient`]).
 pub(crate) trait Attempt: Send + Sync {
-    fn attempt<'a>(
+    fn attempt(
+        &self,
+        req: &Request,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> impl Future<Output = Result<Completion, ChatError>> + Send;
+}
+
+/// A provider's attempts with the retry policy around them: the one
+/// [`ChatClient`] of every provider that goes over HTTP.
+pub(crate) struct Retried<A> {
+    model: String,
+    retry: RetryPolicy,
+    attempts: A,
+}
+
+impl<A: Attempt> Retried<A> {
+    /// `attempts` under the model string `model`, retried as `config` says.
+    pub(crate) fn new(model: &str, config: &ClientConfig, attempts: A) -> Retried<A> {
+        Retried {
+            model: model.to_string(),
+            retry: config.retry.clone(),
+            attempts,
+        }
+    }
+}
+
+impl<A: Attempt> ChatClient for Retried<A> {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(
         &'a self,
         req: &'a Request,
         on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
-    ) -> ChatFuture<'a>;
+    ) -> ChatFuture<'a> {
+        Box::pin(retrying(&self.retry, &self.attempts, req, on_event))
+    }
 }
 
 /// Runs `client`'s attempts until one succeeds, an error is final, or the
@@ -57,7 +91,7 @@ pub(crate) trait Attempt: Send + Sync {
 /// the wait.
 pub(crate) async fn retrying(
     policy: &RetryPolicy,
-    client: &dyn Attempt,
+    client: &impl Attempt,
     req: &Request,
     on_event: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<Completion, ChatError> {
