@@ -245,9 +245,9 @@ enum Flow {
 
 /// What a turn carries from step to step.
 struct Turn {
-    history: Vec<Message>,
-    system: String,
-    tools: Vec<ToolSpec>,
+    /// The next request: the system prompt, the conversation and the tools,
+    /// built once and grown step by step, never copied to be sent.
+    request: Request,
     /// The turn's tokens and cost; `None` until a server reports any.
     usage: Option<Usage>,
     /// Stop-hook blocks in a row.
@@ -267,7 +267,7 @@ impl Turn {
     /// Adds a message to the conversation, and to the estimate.
     fn push(&mut self, message: Message) {
         self.added_bytes += message_bytes(&message);
-        self.history.push(message);
+        self.request.messages.push(message);
     }
 }
 
@@ -594,15 +594,14 @@ impl Runner<'_> {
         if let Some(outcome) = self.broken() {
             return Flow::End(outcome);
         }
-        let mut request = self.request(turn);
-        let estimate = self.estimate(turn, &request);
+        let estimate = self.estimate(turn);
         let window = self.settings.model.context_window;
         // 80 % without overflow, whatever the window (a server or a config
         // can say 2^63; `models` keeps windows past any real model's out).
         let threshold = window - window / 5;
         if estimate > threshold {
             match self.compact(turn, estimate, cancel) {
-                Ok(Compaction::Done) => request = self.request(turn),
+                Ok(Compaction::Done) => {}
                 // Nothing older to summarise: a request that still fits the
                 // window goes as it is (a summary of nothing would only
                 // make it longer).
@@ -611,18 +610,16 @@ impl Runner<'_> {
                 Err(outcome) => return Flow::End(outcome),
             }
         }
-        if let Some(outcome) = self.over_budget(turn, self.estimate(turn, &request)) {
+        if let Some(outcome) = self.over_budget(turn, self.estimate(turn)) {
             return Flow::End(outcome);
         }
-        let mut reply = match self.complete(&request, cancel) {
+        let mut reply = match self.complete(&turn.request, cancel) {
             Ok(reply) => reply,
             Err(Stop::Cancelled) => return Flow::End(self.cancelled(&[])),
             Err(Stop::Chat(error)) if error.is_context_too_long() && !turn.compacted_for_error => {
                 // Compact once and ask again; never retry the same prompt blindly.
                 turn.compacted_for_error = true;
-                let estimate = self
-                    .estimate(turn, &request)
-                    .max(threshold.saturating_add(1));
+                let estimate = self.estimate(turn).max(threshold.saturating_add(1));
                 return match self.compact(turn, estimate, cancel) {
                     Ok(Compaction::Done) => Flow::Continue,
                     Ok(Compaction::Nothing) => Flow::End(self.too_small(estimate)),
@@ -653,7 +650,7 @@ impl Runner<'_> {
             usage,
             stop_reason: reply.stop_reason.clone(),
         });
-        turn.history.push(Message::Assistant {
+        turn.request.messages.push(Message::Assistant {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
         });
@@ -693,21 +690,12 @@ impl Runner<'_> {
         Flow::Continue
     }
 
-    fn request(&self, turn: &Turn) -> Request {
-        Request {
-            system: turn.system.clone(),
-            messages: turn.history.clone(),
-            tools: turn.tools.clone(),
-            max_tokens: self.settings.max_tokens,
-        }
-    }
-
     /// The next request's size in tokens: the provider's count of the last
     /// one plus an estimate of what was added since, or (with no count, or
     /// a provider that counts nothing) an estimate of all of it.
-    fn estimate(&self, turn: &Turn, request: &Request) -> u64 {
+    fn estimate(&self, turn: &Turn) -> u64 {
         if turn.counted == 0 {
-            return estimate_tokens(request_bytes(request));
+            return estimate_tokens(request_bytes(&turn.request));
         }
         turn.counted
             .saturating_add(estimate_tokens(turn.added_bytes))
@@ -925,9 +913,12 @@ impl Runner<'_> {
     /// A turn over `history` that has sent nothing yet.
     fn new_turn(&self, history: Vec<Message>, system: String) -> Turn {
         Turn {
-            history,
-            system,
-            tools: self.tool_specs(),
+            request: Request {
+                system,
+                messages: history,
+                tools: self.tool_specs(),
+                max_tokens: self.settings.max_tokens,
+            },
             usage: None,
             blocks: 0,
             not_taken: 0,

@@ -20,7 +20,7 @@ impl Runner<'_> {
         };
         let (system, _) = system_prompt(self.tools.workspace(), &self.settings.skills);
         let mut turn = self.new_turn(history, system);
-        let before = self.estimate(&turn, &self.request(&turn));
+        let before = self.estimate(&turn);
         match self.compact(&mut turn, before, cancel) {
             Ok(Compaction::Done) => self.end(Outcome::Finished(String::new())),
             Ok(Compaction::Nothing) => self.too_small(before),
@@ -49,9 +49,9 @@ impl Runner<'_> {
             text: COMPACT_PROMPT.into(),
         });
         let mut request = Request {
-            system: turn.system.clone(),
+            system: turn.request.system.clone(),
             messages,
-            tools: turn.tools.clone(),
+            tools: turn.request.tools.clone(),
             max_tokens: self.settings.max_tokens.min(4096),
         };
         let mut usage = Usage::default();
@@ -82,10 +82,10 @@ impl Runner<'_> {
                 usage,
             },
         });
-        turn.history = conversation(&rebuilt_events);
+        turn.request.messages = conversation(&rebuilt_events);
         turn.counted = 0;
         turn.added_bytes = 0;
-        let after = estimate_tokens(request_bytes(&self.request(turn)));
+        let after = estimate_tokens(request_bytes(&turn.request));
         self.log(EventBody::Compacted {
             summary: reply.text,
             from_seq,
