@@ -282,3 +282,63 @@ fn every_dropped_result_in_production_says_why() {
         silent.join("\n")
     );
 }
+
+/// STYLE.md: no function over 80 lines, or a comment just above it (its
+/// doc or a `//` line) that says why it is past 80 lines. This keeps that true
+/// for production code (tests and the bench are exempt).
+#[test]
+fn every_function_past_80_lines_says_why() {
+    let signature = regex::Regex::new(
+        r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+|async\s+|unsafe\s+)*fn\s+(\w+)",
+    )
+    .unwrap();
+    let mut long = Vec::new();
+    for (path, text) in sources() {
+        let production = !path.contains("/tests/")
+            && !path.ends_with("tests.rs")
+            && !path.contains("wicket-bench")
+            && !path.contains("wicket-fake")
+            && !path.contains("wicket-test-support");
+        if !production {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let end = lines
+            .iter()
+            .position(|line| line.trim_start().starts_with("#[cfg(test)]"))
+            .unwrap_or(lines.len());
+        for (start, line) in lines[..end].iter().enumerate() {
+            let Some(found) = signature.captures(line) else {
+                continue;
+            };
+            let closing = format!("{}}}", &found[1]);
+            let Some(length) = lines[start..end]
+                .iter()
+                .position(|line| line.trim_end() == closing)
+                .map(|last| last + 1)
+            else {
+                continue;
+            };
+            let said = lines[..start]
+                .iter()
+                .rev()
+                .take_while(|line| {
+                    let line = line.trim_start();
+                    line.starts_with("//") || line.starts_with("#[")
+                })
+                .any(|line| line.contains("80 lines"));
+            if length > 80 && !said {
+                long.push(format!(
+                    "{path}:{}: {} ({length} lines)",
+                    start + 1,
+                    &found[2]
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions past 80 lines with no comment saying why (split them, or say why above them):\n{}",
+        long.join("\n")
+    );
+}
