@@ -10,6 +10,7 @@ pub mod files;
 pub mod guard;
 pub mod ids;
 pub mod jail;
+mod keeper;
 pub mod limits;
 pub mod process;
 pub mod sandbox;

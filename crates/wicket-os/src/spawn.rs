@@ -22,7 +22,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -30,6 +29,7 @@ use rustix::process::{Pid, Signal};
 use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 
 use crate::Cancel;
+use crate::keeper;
 use crate::sandbox::{Launch, Policy};
 
 /// Environment variables holding the provider keys Wicket itself uses; no
@@ -343,47 +343,6 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
     Ok(command)
 }
 
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
-
-/// The one keeper thread that forks every command, started on first use.
-fn keeper() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
-    static KEEPER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    KEEPER.get_or_init(|| {
-        let (sender, requests) = mpsc::channel::<SpawnRequest>();
-        // If the thread cannot start, its receiver is dropped and every spawn below fails with 'the spawn thread is gone'.
-        let _ = std::thread::Builder::new()
-            .name("wicket-spawn".into())
-            .spawn(move || {
-                for (mut command, reply) in requests {
-                    // The caller blocks on this answer; only one that panicked meanwhile is not there to take it.
-                    let _ = reply.send(command.spawn());
-                }
-            });
-        Mutex::new(sender)
-    })
-}
-
-/// Starts the keeper thread now, from this thread: it takes this thread's
-/// priority, which every command it forks inherits.
-pub fn start_keeper() {
-    keeper();
-}
-
-/// Spawns on the one keeper thread, which lives as long as the process.
-fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
-    let (reply, answer) = mpsc::channel();
-    let sent = keeper()
-        .lock()
-        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
-        .send((command, reply));
-    if sent.is_err() {
-        return Err(std::io::Error::other("the spawn thread is gone"));
-    }
-    answer
-        .recv()
-        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
-}
-
 /// Signals the command's group; before the launcher's `setsid` made that
 /// group, the launcher itself.
 fn signal_group(pid: Pid, signal: Signal) {
@@ -570,7 +529,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
+    let mut child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     drop(spec.cwd);
     let pid = Pid::from_raw(child.id() as i32).ok_or_else(|| SpawnError::NoPid {
         program: program.clone(),
@@ -707,7 +666,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
+    let child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     let pid = Pid::from_raw(child.id() as i32).ok_or(SpawnError::NoPid { program })?;
     Ok(Running {
         child,
