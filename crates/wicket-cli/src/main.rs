@@ -244,7 +244,7 @@ fn main() -> ExitCode {
     if let Some(code) = wicket_os::sandbox::dispatch(&args) {
         return ExitCode::from(code);
     }
-    wicket_os::spawn::install_launcher(launcher());
+    wicket_os::launch::install_launcher(launcher());
     if let Err(error) = wicket_os::process::survive_file_size_limit() {
         show::say(format!(
             "SIGXFSZ cannot be handled ({error}); a write past the file-size limit would end wicket"

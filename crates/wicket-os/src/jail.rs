@@ -24,8 +24,8 @@ use nix::mount::MsFlags;
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
 use crate::guard::Found;
+use crate::launch::Policy;
 use crate::limits::ResourceLimits;
-use crate::sandbox::Policy;
 
 /// The folders that get a private, empty tmpfs.
 pub const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod ids;
 pub mod jail;
 mod keeper;
+pub mod launch;
 pub mod limits;
 pub mod process;
 pub mod sandbox;

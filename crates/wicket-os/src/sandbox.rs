@@ -45,79 +45,15 @@ use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::jail::{self, Namespaces};
-use crate::limits::{Cgroup, ResourceLimits};
-use crate::spawn::{LAUNCH_ARG, launcher};
-
-/// The first argument of stage 2.
-pub const INIT_ARG: &str = "__wicket-init";
-/// The first argument of the probe.
-pub const PROBE_ARG: &str = "__wicket-probe";
-/// The first argument of the probe's second stage, in its namespaces.
-const PROBE_MOUNTS_ARG: &str = "__wicket-probe-mounts";
+use crate::launch::contract::{
+    INIT_ARG, LAUNCH_ARG, Launch, PROBE_ARG, PROBE_MOUNTS_ARG, Policy, SIGNAL_NAME, fail, launcher,
+    parse,
+};
+use crate::limits::Cgroup;
 
 /// The Landlock ABI Wicket's rules are written for; older kernels get the
 /// part they support (best effort), and the card says what is missing.
 const LANDLOCK_ABI: ABI = ABI::V7;
-
-/// Exit code of a launcher that could not set the sandbox up (the command never started).
-pub const SETUP_FAILED: u8 = 125;
-
-/// What a sandboxed command may do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Policy {
-    /// The workspace: readable, and writable unless `read_only`.
-    pub workspace: PathBuf,
-    /// Only the private TMPDIR and `writable` may be written.
-    pub read_only: bool,
-    /// Folders or files writable besides the workspace (the private TMPDIR, `extra_write`).
-    pub writable: Vec<PathBuf>,
-    /// Folders or files shown read-only even where the jail's private tmpfs
-    /// covers them (`extra_read`: a tool or server kept under /tmp).
-    #[serde(default)]
-    pub visible: Vec<PathBuf>,
-    /// Paths that may not be read ($WICKET_HOME, `deny_read`).
-    pub deny_read: Vec<PathBuf>,
-    /// Whether the command may use the network.
-    pub network: bool,
-    /// Whether `.git` stays writable (the call asked, and the card said so).
-    #[serde(default)]
-    pub write_git: bool,
-    /// How many processes and how much memory.
-    pub limits: ResourceLimits,
-}
-
-/// What the launcher is told.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Launch {
-    /// Wicket's pid: if the launcher's parent is already someone else, Wicket died.
-    pub parent: u32,
-    /// The sandbox, if any.
-    pub policy: Option<Policy>,
-    /// Whether to use namespaces (the probe found them usable).
-    #[serde(default)]
-    pub isolate: bool,
-    /// Whether to build the jail's own file tree (a mount namespace).
-    #[serde(default)]
-    pub mounts: bool,
-    /// Whether to apply the seccomp filter.
-    #[serde(default)]
-    pub seccomp: bool,
-    /// Whether to give the command a cgroup for its limits (else rlimits).
-    #[serde(default)]
-    pub cgroup: bool,
-    /// For a command with no policy: paths it may not write all the same.
-    #[serde(default)]
-    pub protect: Vec<PathBuf>,
-}
-
-impl Launch {
-    /// As one argument (its JSON; every field has a JSON form, but an
-    /// error is returned rather than an empty argument the launcher would
-    /// read as no policy).
-    pub fn to_arg(&self) -> serde_json::Result<String> {
-        serde_json::to_string(self)
-    }
-}
 
 /// What this kernel (and process) can confine a command with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,27 +162,6 @@ pub fn dispatch(args: &[OsString]) -> Option<u8> {
         PROBE_MOUNTS_ARG => Some(probe_mounts()),
         _ => None,
     }
-}
-
-fn fail(message: impl std::fmt::Display) -> u8 {
-    eprintln!("wicket sandbox: {message}");
-    SETUP_FAILED
-}
-
-/// The launch description and the argv after `--`.
-fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
-    let launch: Launch = args
-        .first()
-        .and_then(|arg| serde_json::from_str(&arg.to_string_lossy()).ok())
-        .ok_or("the launcher was started without its launch description")?;
-    if args.get(1).and_then(|arg| arg.to_str()) != Some("--") {
-        return Err("the launcher's argv must follow --".into());
-    }
-    let argv = args.get(2..).unwrap_or_default().to_vec();
-    if argv.is_empty() {
-        return Err("the launcher was given no command".into());
-    }
-    Ok((launch, argv))
 }
 
 /// `execve`s the argv; returns only on failure, with the exit code.
@@ -401,9 +316,6 @@ fn parent_in(status: &str) -> Option<u32> {
         .find_map(|line| line.strip_prefix("PPid:"))
         .and_then(|pid| pid.trim().parse().ok())
 }
-
-/// Stage 2's name when its command died of a signal: `wkt-signal-N`.
-const SIGNAL_NAME: &str = "wkt-signal-";
 
 /// Ends stage 1 the way its command ended: by the same signal, or with the same code.
 fn mirror(signalled: Option<i32>, status: std::io::Result<ExitStatus>) -> u8 {

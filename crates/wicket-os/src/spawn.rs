@@ -6,7 +6,7 @@
 //! - the provider keys Wicket holds ([`HIDDEN_ENV`]) are never passed on;
 //! - its own process group, which gets SIGTERM and then, [`KILL_GRACE`]
 //!   later, SIGKILL on timeout, cancel or stop;
-//! - when the binary installed a launcher ([`install_launcher`]), the argv
+//! - when the binary installed a launcher ([`crate::launch::install_launcher`]), the argv
 //!   starts through it: it ties the command's life to Wicket's
 //!   (`PR_SET_PDEATHSIG`) and applies the sandbox [`crate::sandbox`] before
 //!   it `execve`s the argv;
@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
@@ -30,7 +30,7 @@ use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 
 use crate::Cancel;
 use crate::keeper;
-use crate::sandbox::{Launch, Policy};
+use crate::launch::{LAUNCH_ARG, Launch, Policy, launcher};
 
 /// Environment variables holding the provider keys Wicket itself uses; no
 /// process it starts ever sees them.
@@ -57,23 +57,6 @@ pub const KILL_GRACE: Duration = Duration::from_millis(RUN_KILL_GRACE_MS);
 /// How long output is still drained after the command exits and its group
 /// is killed, for a descendant that left the group but holds the pipes.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(2000);
-
-/// The first argument that makes the `wicket` binary its own launcher.
-pub const LAUNCH_ARG: &str = "__wicket-launch";
-
-static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes `exe` (the `wicket` binary itself) the launcher every spawn goes
-/// through. The binary calls this once at start; without it (a library's
-/// tests) commands start directly and cannot be sandboxed.
-pub fn install_launcher(exe: PathBuf) {
-    let _ = LAUNCHER.set(exe);
-}
-
-/// The launcher, if one is installed.
-pub fn launcher() -> Option<&'static PathBuf> {
-    LAUNCHER.get()
-}
 
 /// Where a command runs.
 #[derive(Debug)]
