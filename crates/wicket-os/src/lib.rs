@@ -9,7 +9,6 @@ pub mod cancel;
 pub mod files;
 pub mod guard;
 pub mod ids;
-pub mod jail;
 mod keeper;
 pub mod launch;
 pub mod limits;

@@ -9,18 +9,18 @@
 //!   its own (`setsid`: no controlling terminal), asks to be killed when
 //!   Wicket dies (`PR_SET_PDEATHSIG`) and checks Wicket is still its parent.
 //!   An unconfined command is `execve`d directly, `$WICKET_HOME` read-only
-//!   around it ([`jail::protect`]). For a sandboxed one it makes the
+//!   around it ([`mounts::protect`]). For a sandboxed one it makes the
 //!   command's cgroup ([`Cgroup`]), unshares a user, PID and (without
 //!   network) network namespace, passes `CAP_SYS_ADMIN` to stage 2 as an
 //!   ambient capability, starts stage 2 in them, forwards TERM and mirrors
 //!   stage 2's end, a signal as a signal, then removes the cgroup.
 //! - **stage 2** (PID 1 of the new namespace): asks to die with stage 1 and
 //!   checks stage 1 is still its parent, builds the jail's file tree in a
-//!   mount namespace ([`jail::build`]), drops every capability, sets the
+//!   mount namespace ([`mounts::build`]), drops every capability, sets the
 //!   rlimits when there is no cgroup, applies Landlock (writes only where
 //!   the mounts allow, reads anywhere but the denied paths, no TCP without
 //!   network, no signals or abstract sockets out of the sandbox) and the
-//!   seccomp filter ([`jail::seccomp`]), starts the argv, forwards TERM to
+//!   seccomp filter ([`seccomp::apply`]), starts the argv, forwards TERM to
 //!   every process of the namespace, reaps, and exits when the argv does —
 //!   which kills everything the command left behind, `setsid` or not.
 //! - **the probe**, which tells Wicket what this kernel can do.
@@ -44,11 +44,14 @@ use serde::{Deserialize, Serialize};
 use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::jail::{self, Namespaces};
+use crate::launch::capabilities::{drop_capabilities, pass_mount_capability};
 use crate::launch::contract::{
     INIT_ARG, LAUNCH_ARG, Launch, PROBE_ARG, PROBE_MOUNTS_ARG, Policy, SIGNAL_NAME, fail, launcher,
     parse,
 };
+use crate::launch::mounts;
+use crate::launch::namespaces::{Namespaces, enter_namespaces};
+use crate::launch::seccomp;
 use crate::limits::Cgroup;
 
 /// The Landlock ABI Wicket's rules are written for; older kernels get the
@@ -197,7 +200,7 @@ fn stage1(args: &[OsString]) -> u8 {
     let Some(policy) = launch.policy.clone() else {
         if launch.mounts
             && !launch.protect.is_empty()
-            && let Err(message) = jail::protect(&launch.protect)
+            && let Err(message) = mounts::protect(&launch.protect)
         {
             return fail(message);
         }
@@ -210,7 +213,7 @@ fn stage1(args: &[OsString]) -> u8 {
             return fail(message);
         }
         if launch.seccomp
-            && let Err(message) = jail::seccomp(policy.network)
+            && let Err(message) = seccomp::apply(policy.network)
         {
             return fail(message);
         }
@@ -245,7 +248,7 @@ fn supervise_init(
 ) -> Result<(Option<i32>, std::io::Result<ExitStatus>), String> {
     enter_namespaces(Namespaces::Sandbox { network })?;
     if launch.mounts {
-        jail::pass_mount_capability()?;
+        pass_mount_capability()?;
     }
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD])
         .map_err(|error| format!("signal handlers: {error}"))?;
@@ -349,30 +352,6 @@ fn die_of(signal: i32) {
 }
 
 const SIGKILL_RAW: i32 = 9;
-
-/// Unshares a user namespace and `which` others, mapping this uid and gid
-/// to themselves.
-pub(crate) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
-    use nix::sched::CloneFlags;
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
-    let flags = match which {
-        Namespaces::Mount => CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS,
-        Namespaces::Sandbox { network: true } => {
-            CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID
-        }
-        Namespaces::Sandbox { network: false } => {
-            CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET
-        }
-    };
-    nix::sched::unshare(flags).map_err(|error| format!("unshare: {error}"))?;
-    std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
-    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))
-        .map_err(|e| format!("uid_map: {e}"))?;
-    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
-        .map_err(|e| format!("gid_map: {e}"))?;
-    Ok(())
-}
 
 fn stage2(args: &[OsString]) -> u8 {
     let (launch, argv) = match parse(args) {
@@ -480,17 +459,17 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<crate::guard:
     let deny = canonical(&policy.deny_read);
     let mut guarded = None;
     if launch.mounts {
-        let built = jail::build(&policy, &deny)?;
+        let built = mounts::build(&policy, &deny)?;
         policy.writable.extend(built.private);
         guarded = Some(built.guarded);
     }
-    jail::drop_capabilities()?;
+    drop_capabilities()?;
     if !launch.cgroup {
         crate::limits::set_rlimits(&policy.limits)?;
     }
     apply_landlock(&policy)?;
     if launch.seccomp {
-        jail::seccomp(policy.network)?;
+        seccomp::apply(policy.network)?;
     }
     Ok(guarded)
 }
@@ -506,7 +485,7 @@ fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 /// The probe's second stage, in the namespaces the first one made: can the
 /// jail's file tree be built here?
 fn probe_mounts() -> u8 {
-    match jail::try_build() {
+    match mounts::try_build() {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("wicket probe: {message}");
@@ -524,7 +503,7 @@ fn probe() -> u8 {
         .is_ok_and(|status| status.lines().any(|line| line.starts_with("Seccomp:")));
     let namespaces = enter_namespaces(Namespaces::Sandbox { network: false }).is_ok();
     let mounts = namespaces
-        && jail::pass_mount_capability().is_ok()
+        && pass_mount_capability().is_ok()
         && Command::new("/proc/self/exe")
             .arg(PROBE_MOUNTS_ARG)
             .stdin(std::process::Stdio::null())
@@ -651,7 +630,7 @@ fn apply_landlock(policy: &Policy) -> Result<(), String> {
     // The jail's devices, which every program expects to write (never
     // `/dev/tty`: a command has no terminal).
     rules.extend(
-        crate::jail::DEVICES
+        mounts::DEVICES
             .iter()
             .filter_map(|name| rule(&Path::new("/dev").join(name), device)),
     );
