@@ -642,7 +642,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         },
     };
     let sandboxed = median(50, || start(Confine::sandbox(policy.clone())))?;
-    let available = wicket_os::sandbox::availability();
+    let available = wicket_os::launch::availability();
     let mut measured = vec![
         (
             "run true: through the launcher, unconfined".to_string(),

@@ -6,9 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use wicket_os::launch::Policy;
+use wicket_os::launch::{Availability, Policy, availability};
 use wicket_os::limits::{ResourceLimits, half_the_memory_mb};
-use wicket_os::sandbox::{Availability, availability};
 use wicket_os::spawn::{Confine, PASSED_ENV};
 pub use wicket_protocol::SandboxMode;
 use wicket_protocol::{ErrorKind, SandboxSummary, WireError};

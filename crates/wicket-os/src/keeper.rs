@@ -2,9 +2,9 @@
 //! kernel sends the parent-death signal (`PR_SET_PDEATHSIG`, which the
 //! launcher asks for) when the *thread* that forked exits, so no command
 //! may be forked by a thread that ends before Wicket does; and a command
-//! inherits the priority of the thread that forked it. [`crate::spawn`]
-//! sends its commands here; [`crate::process::yield_to_front_ends`] starts
-//! the thread before it lowers its own priority.
+//! inherits the priority of the thread that forked it. `spawn.rs` sends
+//! its commands here; `process::yield_to_front_ends` starts the thread
+//! before it lowers its own priority.
 
 use std::process::{Child, Command};
 use std::sync::{Mutex, OnceLock, mpsc};

@@ -13,7 +13,6 @@ mod keeper;
 pub mod launch;
 pub mod limits;
 pub mod process;
-pub mod sandbox;
 pub mod spawn;
 
 pub use cancel::Cancel;

@@ -6,10 +6,10 @@
 //! - the provider keys Wicket holds ([`HIDDEN_ENV`]) are never passed on;
 //! - its own process group, which gets SIGTERM and then, [`KILL_GRACE`]
 //!   later, SIGKILL on timeout, cancel or stop;
-//! - when the binary installed a launcher ([`crate::launch::install_launcher`]), the argv
-//!   starts through it: it ties the command's life to Wicket's
-//!   (`PR_SET_PDEATHSIG`) and applies the sandbox [`crate::sandbox`] before
-//!   it `execve`s the argv;
+//! - when the binary installed a launcher
+//!   ([`crate::launch::install_launcher`]), the argv starts through it: it
+//!   ties the command's life to Wicket's (`PR_SET_PDEATHSIG`) and applies
+//!   the sandbox ([`crate::launch`]) before it `execve`s the argv;
 //! - every spawn happens on one long-lived thread, because the kernel sends
 //!   the parent-death signal when the *thread* that forked exits.
 //!
@@ -228,7 +228,7 @@ enum Tmp {
 /// Whether the launcher builds the jail's own file tree for `confine`
 /// (which gives it a private `/tmp`).
 fn builds_jail_tree(confine: &Confine) -> bool {
-    let available = crate::sandbox::availability();
+    let available = crate::launch::availability();
     launcher().is_some() && confine.sandbox.is_some() && available.jail_tree()
 }
 
@@ -258,7 +258,7 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
     };
     let mut command = match launcher() {
         Some(exe) => {
-            let available = crate::sandbox::availability();
+            let available = crate::launch::availability();
             let sandboxed = spec.confine.sandbox.is_some();
             let isolate = sandboxed && available.namespaces;
             let launch = Launch {

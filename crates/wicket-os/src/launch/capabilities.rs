@@ -9,7 +9,7 @@ type Result<T> = std::result::Result<T, String>;
 /// `CAP_SETPCAP` to empty the bounding set afterwards (a uid other than 0
 /// keeps nothing else through an `execve`). [`drop_capabilities`] takes
 /// both away again.
-pub(crate) fn pass_mount_capability() -> Result<()> {
+pub(super) fn pass_mount_capability() -> Result<()> {
     use rustix::thread::CapabilitySet;
     let passed = [CapabilitySet::SYS_ADMIN, CapabilitySet::SETPCAP];
     let mut sets = rustix::thread::capabilities(None)
@@ -28,7 +28,7 @@ pub(crate) fn pass_mount_capability() -> Result<()> {
 
 /// No capability left, in any set, for this process or what it starts
 /// (the bounding set too, so not even a root inside gets one back).
-pub(crate) fn drop_capabilities() -> Result<()> {
+pub(super) fn drop_capabilities() -> Result<()> {
     use rustix::thread::{CapabilitySet, CapabilitySets};
     rustix::thread::clear_ambient_capability_set()
         .map_err(|error| format!("clearing the ambient capabilities: {error}"))?;

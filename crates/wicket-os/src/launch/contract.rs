@@ -39,7 +39,7 @@ pub const INIT_ARG: &str = "__wicket-init";
 /// The first argument of the probe.
 pub const PROBE_ARG: &str = "__wicket-probe";
 /// The first argument of the probe's second stage, in its namespaces.
-pub(crate) const PROBE_MOUNTS_ARG: &str = "__wicket-probe-mounts";
+pub(super) const PROBE_MOUNTS_ARG: &str = "__wicket-probe-mounts";
 
 /// Exit code of a launcher that could not set the sandbox up (the command never started).
 pub const SETUP_FAILED: u8 = 125;
@@ -47,7 +47,7 @@ pub const SETUP_FAILED: u8 = 125;
 /// Stage 2's name when its command died of a signal: `wkt-signal-N` (an
 /// init cannot die of a signal it sends itself, so stage 1 reads the
 /// signal from the name and dies of it instead).
-pub(crate) const SIGNAL_NAME: &str = "wkt-signal-";
+pub(super) const SIGNAL_NAME: &str = "wkt-signal-";
 
 /// What a sandboxed command may do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,13 +107,13 @@ impl Launch {
 }
 
 /// Says on stderr why the sandbox could not be set up; the exit code for it.
-pub(crate) fn fail(message: impl std::fmt::Display) -> u8 {
+pub(super) fn fail(message: impl std::fmt::Display) -> u8 {
     eprintln!("wicket sandbox: {message}");
     SETUP_FAILED
 }
 
 /// The launch description and the argv after `--`.
-pub(crate) fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
+pub(super) fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
     let launch: Launch = args
         .first()
         .and_then(|arg| serde_json::from_str(&arg.to_string_lossy()).ok())

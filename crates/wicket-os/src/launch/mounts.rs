@@ -28,7 +28,7 @@ use crate::limits::ResourceLimits;
 const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
 
 /// The devices a command finds in its `/dev`.
-pub(crate) const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
+pub(super) const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -273,6 +273,14 @@ fn protect_workspace_folders(policy: &Policy) -> Result<Found> {
     Ok(found)
 }
 
+/// The paths as they really are (a link judged where it leads); those that do not exist drop out.
+pub(super) fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .collect()
+}
+
 /// Covers a path nobody in the jail may see: an empty read-only tmpfs over
 /// a folder, `/dev/null` over a file.
 fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
@@ -293,7 +301,7 @@ fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
 }
 
 /// Where the command starts, recorded before the tree changes under it
-/// (not [`crate::spawn::Cwd`], which says where a command is to start).
+/// (not `spawn::Cwd`, which says where a command is to start).
 struct RecordedCwd {
     path: PathBuf,
     device: u64,
@@ -330,17 +338,17 @@ impl RecordedCwd {
 
 /// What [`build`] made, for the Landlock rules after it.
 #[derive(Debug, Default)]
-pub(crate) struct Built {
+pub(super) struct Built {
     /// The private tmpfs the command may write.
-    pub(crate) private: Vec<PathBuf>,
+    pub(super) private: Vec<PathBuf>,
     /// The guarded entries found in the workspace before the command.
-    pub(crate) guarded: Found,
+    pub(super) guarded: Found,
 }
 
 /// Builds the jail's file tree in a new mount namespace. Runs in stage 2
 /// (PID 1 of the command's PID namespace, so the new `/proc` is the
 /// command's), with `CAP_SYS_ADMIN` in its user namespace.
-pub(crate) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
+pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     let cwd = RecordedCwd::record()?;
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
@@ -391,7 +399,7 @@ pub(crate) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
 /// (the root read-only with its locked flags kept, a tmpfs, a fresh
 /// `/proc`). Where one fails, commands get no mount namespace and the card
 /// says so, rather than every command failing to start.
-pub(crate) fn try_build() -> Result<()> {
+pub(super) fn try_build() -> Result<()> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
     no_propagation()?;
@@ -415,7 +423,7 @@ fn fresh_proc() -> Result<()> {
 /// confine): `protected` read-only, in a mount namespace of its own. The
 /// user namespace is made twice, so the second copies the binds as locked
 /// mounts that even a command with every capability inside cannot undo.
-pub(crate) fn protect(protected: &[PathBuf]) -> Result<()> {
+pub(super) fn protect(protected: &[PathBuf]) -> Result<()> {
     enter_namespaces(Namespaces::Mount)?;
     no_propagation()?;
     for path in protected {

@@ -5,8 +5,8 @@
 
 /// Which namespaces [`enter_namespaces`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Namespaces {
-    /// User and mount: [`super::mounts::protect`].
+pub(super) enum Namespaces {
+    /// User and mount: `mounts::protect`.
     Mount,
     /// User and PID, and network unless the command has it: the sandbox.
     Sandbox {
@@ -17,7 +17,7 @@ pub(crate) enum Namespaces {
 
 /// Unshares a user namespace and `which` others, mapping this uid and gid
 /// to themselves.
-pub(crate) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
+pub(super) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
     use nix::sched::CloneFlags;
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();

@@ -36,7 +36,7 @@ const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
 ///   with one, `mkdir`/`mknod` asking for one; `openat2` (whose mode lies
 ///   in a struct no filter can read) says `ENOSYS`, so that programs fall
 ///   back to `openat`.
-pub(crate) fn apply(network: bool) -> Result<()> {
+pub(super) fn apply(network: bool) -> Result<()> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
     let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
