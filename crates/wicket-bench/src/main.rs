@@ -636,7 +636,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
         network: false,
         write_git: false,
-        limits: wicket_os::limits::ResourceLimits {
+        limits: wicket_os::launch::ResourceLimits {
             max_processes: 1024,
             max_memory_mb: 4096,
         },

@@ -11,7 +11,6 @@ pub mod guard;
 pub mod ids;
 mod keeper;
 pub mod launch;
-pub mod limits;
 pub mod process;
 pub mod spawn;
 

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::ResourceLimits;
+use super::limits::ResourceLimits;
 
 /// The first argument that makes the `wicket` binary its own launcher.
 pub const LAUNCH_ARG: &str = "__wicket-launch";

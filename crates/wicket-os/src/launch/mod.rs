@@ -26,6 +26,7 @@
 mod capabilities;
 mod contract;
 mod landlock;
+mod limits;
 mod mounts;
 mod namespaces;
 mod parent;
@@ -40,6 +41,7 @@ use contract::PROBE_MOUNTS_ARG;
 pub use contract::{
     INIT_ARG, LAUNCH_ARG, Launch, PROBE_ARG, Policy, SETUP_FAILED, install_launcher, launcher,
 };
+pub use limits::{ResourceLimits, half_the_memory_mb};
 pub use probe::{Availability, availability};
 
 /// Runs a launcher stage if `args` (the process's own) ask for one, and

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use nix::mount::MsFlags;
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
+use super::contract::Policy;
+use super::limits::ResourceLimits;
+use super::namespaces::{Namespaces, enter_namespaces};
 use crate::guard::Found;
-use crate::launch::Policy;
-use crate::launch::namespaces::{Namespaces, enter_namespaces};
-use crate::limits::ResourceLimits;
 
 /// The folders that get a private, empty tmpfs.
 const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];

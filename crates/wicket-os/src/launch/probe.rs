@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::capabilities::pass_mount_capability;
 use super::contract::{PROBE_ARG, PROBE_MOUNTS_ARG, launcher};
+use super::limits::Cgroup;
 use super::mounts;
 use super::namespaces::{Namespaces, enter_namespaces};
-use crate::limits::Cgroup;
 
 /// What this kernel (and process) can confine a command with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

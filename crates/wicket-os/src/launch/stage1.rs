@@ -20,10 +20,10 @@ use signal_hook::iterator::Signals;
 
 use super::capabilities::pass_mount_capability;
 use super::contract::{INIT_ARG, Launch, SIGNAL_NAME, fail, parse};
+use super::limits::Cgroup;
 use super::namespaces::{Namespaces, enter_namespaces};
 use super::parent::die_with_parent;
 use super::{landlock, mounts, seccomp};
-use crate::limits::Cgroup;
 
 /// Runs stage 1 with its arguments (after `LAUNCH_ARG`); its exit code.
 pub(super) fn run(args: &[OsString]) -> u8 {

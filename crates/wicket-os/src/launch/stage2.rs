@@ -20,6 +20,7 @@ use signal_hook::iterator::Signals;
 
 use super::capabilities::drop_capabilities;
 use super::contract::{Launch, Policy, SIGNAL_NAME, fail, parse};
+use super::limits::set_rlimits;
 use super::mounts::{self, canonical};
 use super::parent::die_with_parent;
 use super::{landlock, seccomp};
@@ -110,7 +111,7 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, Strin
     }
     drop_capabilities()?;
     if !launch.cgroup {
-        crate::limits::set_rlimits(&policy.limits)?;
+        set_rlimits(&policy.limits)?;
     }
     landlock::apply(&policy)?;
     if launch.seccomp {
