@@ -36,6 +36,9 @@ const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
 ///   with one, `mkdir`/`mknod` asking for one; `openat2` (whose mode lies
 ///   in a struct no filter can read) says `ENOSYS`, so that programs fall
 ///   back to `openat`.
+///
+/// Longer than 80 lines because it is the table itself: every refused
+/// syscall and its rule in one list, read top to bottom.
 pub(super) fn apply(network: bool) -> Result<()> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
     let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
