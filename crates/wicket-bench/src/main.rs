@@ -613,7 +613,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     })?;
     // What `wicket` itself installs: the small launcher beside it.
     let small = wicket_exe.with_file_name("wicket-launch");
-    spawn::install_launcher(small.clone());
+    wicket_os::launch::install_launcher(small.clone());
     let start = |confine: Confine| -> Result<()> {
         let spec = Spec {
             confine,
@@ -628,7 +628,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         Ok(())
     };
     let unconfined = median(50, || start(Confine::none()))?;
-    let policy = wicket_os::sandbox::Policy {
+    let policy = wicket_os::launch::Policy {
         workspace: ws.clone(),
         read_only: false,
         writable: Vec::new(),
@@ -636,13 +636,13 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
         network: false,
         write_git: false,
-        limits: wicket_os::limits::ResourceLimits {
+        limits: wicket_os::launch::ResourceLimits {
             max_processes: 1024,
             max_memory_mb: 4096,
         },
     };
     let sandboxed = median(50, || start(Confine::sandbox(policy.clone())))?;
-    let available = wicket_os::sandbox::availability();
+    let available = wicket_os::launch::availability();
     let mut measured = vec![
         (
             "run true: through the launcher, unconfined".to_string(),
@@ -679,10 +679,10 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
 fn layer_by_layer(
     exe: &std::path::Path,
     ws: &std::path::Path,
-    policy: &wicket_os::sandbox::Policy,
+    policy: &wicket_os::launch::Policy,
     only_all: bool,
 ) -> Result<Vec<(String, Duration)>> {
-    use wicket_os::sandbox::Launch;
+    use wicket_os::launch::Launch;
     let name = exe
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -754,7 +754,7 @@ fn layer_by_layer(
         let label = format!("{name} {step}");
         let took = median(50, || {
             let status = Command::new(exe)
-                .arg(wicket_os::spawn::LAUNCH_ARG)
+                .arg(wicket_os::launch::LAUNCH_ARG)
                 .arg(launch.to_arg()?)
                 .args(["--", "true"])
                 .current_dir(ws)

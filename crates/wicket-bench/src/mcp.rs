@@ -110,7 +110,7 @@ fn percentile(times: &[Duration], p: f64) -> Duration {
 }
 
 pub(crate) fn mcp_rows(rows: &mut Vec<Row>) -> Result<()> {
-    wicket_os::spawn::install_launcher(crate::wicket_binary()?);
+    wicket_os::launch::install_launcher(crate::wicket_binary()?);
     let index = everything()?;
     let world = World::new()?;
     let three: Vec<ServerSpec> = ["a", "b", "c"]

@@ -240,10 +240,10 @@ fn main() -> ExitCode {
     // The sandbox launcher's stages run before anything else: a user
     // namespace can only be made by a process with one thread.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = wicket_os::sandbox::dispatch(&args) {
+    if let Some(code) = wicket_os::launch::dispatch(&args) {
         return ExitCode::from(code);
     }
-    wicket_os::spawn::install_launcher(launcher());
+    wicket_os::launch::install_launcher(launcher());
     if let Err(error) = wicket_os::process::survive_file_size_limit() {
         show::say(format!(
             "SIGXFSZ cannot be handled ({error}); a write past the file-size limit would end wicket"

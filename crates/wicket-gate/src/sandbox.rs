@@ -6,8 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use wicket_os::limits::{ResourceLimits, half_the_memory_mb};
-use wicket_os::sandbox::{Availability, Policy, availability};
+use wicket_os::launch::{Availability, Policy, ResourceLimits, availability, half_the_memory_mb};
 use wicket_os::spawn::{Confine, PASSED_ENV};
 pub use wicket_protocol::SandboxMode;
 use wicket_protocol::{ErrorKind, SandboxSummary, WireError};

@@ -37,7 +37,7 @@ pub fn yield_to_front_ends() {
     // The keeper must not be born of a thread made nicer: it would pass
     // that on to every command (and a priority, once lowered, cannot be
     // raised again without privilege).
-    crate::spawn::start_keeper();
+    crate::keeper::start();
     let thread = rustix::thread::gettid();
     let now = rustix::process::getpriority_process(Some(thread)).unwrap_or(0);
     // A thread that cannot be made nicer runs as it was: only the order in

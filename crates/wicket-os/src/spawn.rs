@@ -6,10 +6,10 @@
 //! - the provider keys Wicket holds ([`HIDDEN_ENV`]) are never passed on;
 //! - its own process group, which gets SIGTERM and then, [`KILL_GRACE`]
 //!   later, SIGKILL on timeout, cancel or stop;
-//! - when the binary installed a launcher ([`install_launcher`]), the argv
-//!   starts through it: it ties the command's life to Wicket's
-//!   (`PR_SET_PDEATHSIG`) and applies the sandbox [`crate::sandbox`] before
-//!   it `execve`s the argv;
+//! - when the binary installed a launcher
+//!   ([`crate::launch::install_launcher`]), the argv starts through it: it
+//!   ties the command's life to Wicket's (`PR_SET_PDEATHSIG`) and applies
+//!   the sandbox ([`crate::launch`]) before it `execve`s the argv;
 //! - every spawn happens on one long-lived thread, because the kernel sends
 //!   the parent-death signal when the *thread* that forked exits.
 //!
@@ -22,15 +22,15 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 
 use crate::Cancel;
-use crate::sandbox::{Launch, Policy};
+use crate::keeper;
+use crate::launch::{LAUNCH_ARG, Launch, Policy, launcher};
 
 /// Environment variables holding the provider keys Wicket itself uses; no
 /// process it starts ever sees them.
@@ -57,23 +57,6 @@ pub const KILL_GRACE: Duration = Duration::from_millis(RUN_KILL_GRACE_MS);
 /// How long output is still drained after the command exits and its group
 /// is killed, for a descendant that left the group but holds the pipes.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(2000);
-
-/// The first argument that makes the `wicket` binary its own launcher.
-pub const LAUNCH_ARG: &str = "__wicket-launch";
-
-static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes `exe` (the `wicket` binary itself) the launcher every spawn goes
-/// through. The binary calls this once at start; without it (a library's
-/// tests) commands start directly and cannot be sandboxed.
-pub fn install_launcher(exe: PathBuf) {
-    let _ = LAUNCHER.set(exe);
-}
-
-/// The launcher, if one is installed.
-pub fn launcher() -> Option<&'static PathBuf> {
-    LAUNCHER.get()
-}
 
 /// Where a command runs.
 #[derive(Debug)]
@@ -245,7 +228,7 @@ enum Tmp {
 /// Whether the launcher builds the jail's own file tree for `confine`
 /// (which gives it a private `/tmp`).
 fn builds_jail_tree(confine: &Confine) -> bool {
-    let available = crate::sandbox::availability();
+    let available = crate::launch::availability();
     launcher().is_some() && confine.sandbox.is_some() && available.jail_tree()
 }
 
@@ -275,7 +258,7 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
     };
     let mut command = match launcher() {
         Some(exe) => {
-            let available = crate::sandbox::availability();
+            let available = crate::launch::availability();
             let sandboxed = spec.confine.sandbox.is_some();
             let isolate = sandboxed && available.namespaces;
             let launch = Launch {
@@ -341,47 +324,6 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
         command.env_remove(name);
     }
     Ok(command)
-}
-
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
-
-/// The one keeper thread that forks every command, started on first use.
-fn keeper() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
-    static KEEPER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    KEEPER.get_or_init(|| {
-        let (sender, requests) = mpsc::channel::<SpawnRequest>();
-        // If the thread cannot start, its receiver is dropped and every spawn below fails with 'the spawn thread is gone'.
-        let _ = std::thread::Builder::new()
-            .name("wicket-spawn".into())
-            .spawn(move || {
-                for (mut command, reply) in requests {
-                    // The caller blocks on this answer; only one that panicked meanwhile is not there to take it.
-                    let _ = reply.send(command.spawn());
-                }
-            });
-        Mutex::new(sender)
-    })
-}
-
-/// Starts the keeper thread now, from this thread: it takes this thread's
-/// priority, which every command it forks inherits.
-pub fn start_keeper() {
-    keeper();
-}
-
-/// Spawns on the one keeper thread, which lives as long as the process.
-fn spawn_on_keeper(command: Command) -> std::io::Result<Child> {
-    let (reply, answer) = mpsc::channel();
-    let sent = keeper()
-        .lock()
-        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
-        .send((command, reply));
-    if sent.is_err() {
-        return Err(std::io::Error::other("the spawn thread is gone"));
-    }
-    answer
-        .recv()
-        .map_err(|_| std::io::Error::other("the spawn thread is gone"))?
 }
 
 /// Signals the command's group; before the launcher's `setsid` made that
@@ -570,7 +512,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
+    let mut child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     drop(spec.cwd);
     let pid = Pid::from_raw(child.id() as i32).ok_or_else(|| SpawnError::NoPid {
         program: program.clone(),
@@ -707,7 +649,7 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = spawn_on_keeper(command).map_err(|error| not_started(&program, error))?;
+    let child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     let pid = Pid::from_raw(child.id() as i32).ok_or(SpawnError::NoPid { program })?;
     Ok(Running {
         child,

@@ -1,5 +1,5 @@
 //! `wicket-launch`: the sandbox launcher's stages and probe, and nothing
-//! else (see `wicket_os::sandbox`). The `wicket` binary starts every command
+//! else (see `wicket_os::launch`). The `wicket` binary starts every command
 //! through it when it lies beside `wicket`; it links only `wicket-os`, so
 //! starting it is a fraction of starting `wicket`.
 
@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    match wicket_os::sandbox::dispatch(&args) {
+    match wicket_os::launch::dispatch(&args) {
         Some(code) => ExitCode::from(code),
         None => {
             eprintln!(

@@ -1,37 +1,34 @@
-//! The jail's layers beside Landlock, each applied by a launcher stage
-//! ([`crate::sandbox`]) before the command starts:
+//! The jail's own file tree, built in a mount namespace by stage 2 before
+//! the command starts (after it, Landlock and seccomp):
 //!
 //! - [`build`]: a mount namespace with the root read-only, the workspace
 //!   writable but for `.git` and `.wicket`, private tmpfs at `/tmp`,
 //!   `/var/tmp`, `/run` and `/dev/shm`, a minimal `/dev`, a fresh `/proc`,
 //!   and `$WICKET_HOME` and the `deny_read` paths masked wherever they lie;
+//! - [`try_build`]: the steps of [`build`] a kernel may refuse, tried by
+//!   the probe;
 //! - [`protect`]: the same masks' little sibling for an unconfined command
-//!   (`mode = "off"`): `$WICKET_HOME` read-only, locked;
-//! - [`seccomp`]: no `socket(AF_UNIX)` (so no daemon's socket file is
-//!   reachable) and no `io_uring` without network; never a mount, never
-//!   `TIOCSTI`;
-//! - [`drop_capabilities`]: what stage 2 needed to mount, gone before the
-//!   command starts.
+//!   (`mode = "off"`, in stage 1): `$WICKET_HOME` read-only, locked.
 //!
 //! The order of operations follows bubblewrap's: everything the new tree is
 //! built from is opened first, then covered.
 
-use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::mount::MsFlags;
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
+use super::contract::Policy;
+use super::limits::ResourceLimits;
+use super::namespaces::{Namespaces, enter_namespaces};
 use crate::guard::Found;
-use crate::limits::ResourceLimits;
-use crate::sandbox::Policy;
 
 /// The folders that get a private, empty tmpfs.
-pub const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
+const PRIVATE_TMPFS: [&str; 3] = ["/tmp", "/var/tmp", "/run"];
 
 /// The devices a command finds in its `/dev`.
-pub const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
+pub(super) const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -185,12 +182,12 @@ fn tmpfs(target: &Path, options: &str) -> Result<()> {
 /// together they hold no more than the memory limit (a tmpfs without a size
 /// takes half the machine's, each: where no cgroup counts them, four of
 /// them reach twice its memory).
-pub const TMPFS_EIGHTHS: [(&str, u64); 4] =
+const TMPFS_EIGHTHS: [(&str, u64); 4] =
     [("/tmp", 4), ("/dev/shm", 2), ("/var/tmp", 1), ("/run", 1)];
 
 /// The mount options of the private tmpfs at `folder`: its size and inode
 /// count from `limits` (one inode a 4 KiB, at least 1,024).
-pub fn tmpfs_options(folder: &str, limits: &ResourceLimits) -> String {
+fn tmpfs_options(folder: &str, limits: &ResourceLimits) -> String {
     let eighths = TMPFS_EIGHTHS
         .iter()
         .find(|(name, _)| *name == folder)
@@ -276,6 +273,14 @@ fn protect_workspace_folders(policy: &Policy) -> Result<Found> {
     Ok(found)
 }
 
+/// The paths as they really are (a link judged where it leads); those that do not exist drop out.
+pub(super) fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .collect()
+}
+
 /// Covers a path nobody in the jail may see: an empty read-only tmpfs over
 /// a folder, `/dev/null` over a file.
 fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
@@ -295,19 +300,20 @@ fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
     }
 }
 
-/// Where the command starts, recorded before the tree changes under it.
-struct Cwd {
+/// Where the command starts, recorded before the tree changes under it
+/// (not `spawn::Cwd`, which says where a command is to start).
+struct RecordedCwd {
     path: PathBuf,
     device: u64,
     inode: u64,
 }
 
-impl Cwd {
-    fn record() -> Result<Cwd> {
+impl RecordedCwd {
+    fn record() -> Result<RecordedCwd> {
         let path = std::fs::read_link("/proc/self/cwd")
             .map_err(|error| format!("reading the command's folder: {error}"))?;
         let stat = rustix::fs::stat(".").map_err(|error| format!("stat of the folder: {error}"))?;
-        Ok(Cwd {
+        Ok(RecordedCwd {
             path,
             device: stat.st_dev,
             inode: stat.st_ino,
@@ -332,18 +338,18 @@ impl Cwd {
 
 /// What [`build`] made, for the Landlock rules after it.
 #[derive(Debug, Default)]
-pub struct Built {
+pub(super) struct Built {
     /// The private tmpfs the command may write.
-    pub private: Vec<PathBuf>,
+    pub(super) private: Vec<PathBuf>,
     /// The guarded entries found in the workspace before the command.
-    pub guarded: Found,
+    pub(super) guarded: Found,
 }
 
 /// Builds the jail's file tree in a new mount namespace. Runs in stage 2
 /// (PID 1 of the command's PID namespace, so the new `/proc` is the
 /// command's), with `CAP_SYS_ADMIN` in its user namespace.
-pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
-    let cwd = Cwd::record()?;
+pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
+    let cwd = RecordedCwd::record()?;
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
     no_propagation()?;
@@ -393,7 +399,7 @@ pub fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
 /// (the root read-only with its locked flags kept, a tmpfs, a fresh
 /// `/proc`). Where one fails, commands get no mount namespace and the card
 /// says so, rather than every command failing to start.
-pub fn try_build() -> Result<()> {
+pub(super) fn try_build() -> Result<()> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
     no_propagation()?;
@@ -417,8 +423,8 @@ fn fresh_proc() -> Result<()> {
 /// confine): `protected` read-only, in a mount namespace of its own. The
 /// user namespace is made twice, so the second copies the binds as locked
 /// mounts that even a command with every capability inside cannot undo.
-pub fn protect(protected: &[PathBuf]) -> Result<()> {
-    crate::sandbox::enter_namespaces(Namespaces::Mount)?;
+pub(super) fn protect(protected: &[PathBuf]) -> Result<()> {
+    enter_namespaces(Namespaces::Mount)?;
     no_propagation()?;
     for path in protected {
         let Ok(real) = std::fs::canonicalize(path) else {
@@ -426,215 +432,7 @@ pub fn protect(protected: &[PathBuf]) -> Result<()> {
         };
         bind(&real, &real, false)?;
     }
-    crate::sandbox::enter_namespaces(Namespaces::Mount)
-}
-
-/// Which namespaces [`crate::sandbox::enter_namespaces`] makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Namespaces {
-    /// User and mount: [`protect`].
-    Mount,
-    /// User and PID, and network unless the command has it: the sandbox.
-    Sandbox {
-        /// Keep the host's network.
-        network: bool,
-    },
-}
-
-/// Gives stage 2 what it needs across its `execve`, as ambient
-/// capabilities in the new user namespace: `CAP_SYS_ADMIN` to mount, and
-/// `CAP_SETPCAP` to empty the bounding set afterwards (a uid other than 0
-/// keeps nothing else through an `execve`). [`drop_capabilities`] takes
-/// both away again.
-pub fn pass_mount_capability() -> Result<()> {
-    use rustix::thread::CapabilitySet;
-    let passed = [CapabilitySet::SYS_ADMIN, CapabilitySet::SETPCAP];
-    let mut sets = rustix::thread::capabilities(None)
-        .map_err(|error| format!("reading capabilities: {error}"))?;
-    for capability in passed {
-        sets.inheritable |= capability;
-    }
-    rustix::thread::set_capabilities(None, sets)
-        .map_err(|error| format!("setting capabilities: {error}"))?;
-    for capability in passed {
-        rustix::thread::configure_capability_in_ambient_set(capability, true)
-            .map_err(|error| format!("PR_CAP_AMBIENT: {error}"))?;
-    }
-    Ok(())
-}
-
-/// No capability left, in any set, for this process or what it starts
-/// (the bounding set too, so not even a root inside gets one back).
-pub fn drop_capabilities() -> Result<()> {
-    use rustix::thread::{CapabilitySet, CapabilitySets};
-    rustix::thread::clear_ambient_capability_set()
-        .map_err(|error| format!("clearing the ambient capabilities: {error}"))?;
-    for bit in 0..64u32 {
-        let Some(capability) = CapabilitySet::from_bits(1u64 << bit) else {
-            continue;
-        };
-        match rustix::thread::remove_capability_from_bounding_set(capability) {
-            Ok(()) => {}
-            // Past the kernel's last capability: nothing more to drop.
-            Err(rustix::io::Errno::INVAL) => break,
-            Err(error) => {
-                return Err(format!(
-                    "dropping {capability:?} from the bounding set: {error}"
-                ));
-            }
-        }
-    }
-    rustix::thread::set_capabilities(
-        None,
-        CapabilitySets {
-            effective: CapabilitySet::empty(),
-            permitted: CapabilitySet::empty(),
-            inheritable: CapabilitySet::empty(),
-        },
-    )
-    .map_err(|error| format!("dropping capabilities: {error}"))
-}
-
-/// The x32 ABI's syscall numbers are the native ones with this bit, under
-/// the same audit arch: a filter that names only the native number would
-/// let the x32 one through.
-#[cfg(target_arch = "x86_64")]
-const X32_SYSCALL_BIT: i64 = 0x4000_0000;
-
-/// The socket families a command may open: the internet ones (which reach
-/// nothing but the jail's own loopback without network), and
-/// `AF_NETLINK`, which `ip`, glibc's `getaddrinfo` (`AI_ADDRCONFIG`) and
-/// Node.js's `os.networkInterfaces` use to read the jail's own interfaces
-/// and routes. `AF_UNIX` only with network (a daemon's socket file is a way
-/// out); `socketpair` stays, so programs that talk to their own children
-/// work. Everything else (`AF_VSOCK` to a VM's host, `AF_PACKET`,
-/// Bluetooth, …) is refused.
-const SOCKET_FAMILIES: [i32; 3] = [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
-
-/// The mode bits no file may leave the jail with.
-const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
-
-/// The seccomp filters:
-/// - mounts, `TIOCSTI`, the kernel keyring (`keyctl`, `add_key`,
-///   `request_key`: the person's keys, and a quota a command could fill)
-///   and `io_uring` (whose operations no filter sees) always refused;
-/// - sockets only of [`SOCKET_FAMILIES`] (and `AF_UNIX` with network);
-/// - no setuid or setgid bit, on any file: `chmod`, `fchmod`, `fchmodat`,
-///   `fchmodat2` with one in the mode, `open`/`openat`/`creat` that create
-///   with one, `mkdir`/`mknod` asking for one; `openat2` (whose mode lies
-///   in a struct no filter can read) says `ENOSYS`, so that programs fall
-///   back to `openat`.
-pub fn seccomp(network: bool) -> Result<()> {
-    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
-    let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
-    let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(backend)
-    };
-    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(backend);
-    // A mode argument with a set-id bit: one rule a bit (rules are or-ed).
-    let set_id = |arg: u8| -> Result<Vec<SeccompRule>> {
-        SET_ID_BITS
-            .iter()
-            .map(|bit| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(*bit), *bit)?]))
-            .collect()
-    };
-    // A creating open (`O_CREAT`, or `O_TMPFILE`, later linked in) with a set-id bit.
-    let creating = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>> {
-        let mut rules = Vec::new();
-        for create in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
-            for bit in SET_ID_BITS {
-                rules.push(rule(vec![
-                    condition(flags, SeccompCmpOp::MaskedEq(create), create)?,
-                    condition(mode, SeccompCmpOp::MaskedEq(bit), bit)?,
-                ])?);
-            }
-        }
-        Ok(rules)
-    };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for number in [
-        libc::SYS_mount,
-        libc::SYS_umount2,
-        libc::SYS_pivot_root,
-        libc::SYS_move_mount,
-        libc::SYS_open_tree,
-        libc::SYS_fsopen,
-        libc::SYS_fsmount,
-        libc::SYS_fsconfig,
-        libc::SYS_fspick,
-        libc::SYS_mount_setattr,
-        libc::SYS_keyctl,
-        libc::SYS_add_key,
-        libc::SYS_request_key,
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-    ] {
-        rules.insert(number, Vec::new());
-    }
-    // TIOCSTI is a c_ulong on glibc and a c_int on musl.
-    #[allow(clippy::unnecessary_cast)]
-    let tiocsti = libc::TIOCSTI as u64;
-    rules.insert(
-        libc::SYS_ioctl,
-        vec![rule(vec![condition(1, SeccompCmpOp::Eq, tiocsti)?])?],
-    );
-    let mut families: Vec<i32> = SOCKET_FAMILIES.to_vec();
-    if network {
-        families.push(libc::AF_UNIX);
-    }
-    rules.insert(
-        libc::SYS_socket,
-        vec![rule(
-            families
-                .iter()
-                .map(|family| condition(0, SeccompCmpOp::Ne, *family as u64))
-                .collect::<Result<_>>()?,
-        )?],
-    );
-    rules.insert(libc::SYS_fchmod, set_id(1)?);
-    rules.insert(libc::SYS_fchmodat, set_id(2)?);
-    rules.insert(libc::SYS_fchmodat2, set_id(2)?);
-    rules.insert(libc::SYS_mkdirat, set_id(2)?);
-    rules.insert(libc::SYS_mknodat, set_id(2)?);
-    rules.insert(libc::SYS_openat, creating(2, 3)?);
-    // The older calls, which only some architectures still have.
-    #[cfg(target_arch = "x86_64")]
-    {
-        rules.insert(libc::SYS_chmod, set_id(1)?);
-        rules.insert(libc::SYS_creat, set_id(1)?);
-        rules.insert(libc::SYS_mkdir, set_id(1)?);
-        rules.insert(libc::SYS_mknod, set_id(1)?);
-        rules.insert(libc::SYS_open, creating(1, 2)?);
-    }
-    install(rules, libc::EPERM)?;
-    let mut unknown: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    unknown.insert(libc::SYS_openat2, Vec::new());
-    install(unknown, libc::ENOSYS)
-}
-
-/// Installs one filter: the syscalls of `rules` fail with `errno`.
-fn install(mut rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>>, errno: i32) -> Result<()> {
-    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
-    let backend = |error: seccompiler::BackendError| format!("seccomp: {error}");
-    #[cfg(target_arch = "x86_64")]
-    {
-        let x32: Vec<(i64, Vec<seccompiler::SeccompRule>)> = rules
-            .iter()
-            .map(|(number, rule)| (number | X32_SYSCALL_BIT, rule.clone()))
-            .collect();
-        rules.extend(x32);
-    }
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(backend)?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(errno as u32),
-        arch,
-    )
-    .map_err(backend)?;
-    let program: BpfProgram = filter.try_into().map_err(backend)?;
-    seccompiler::apply_filter(&program).map_err(|error| format!("seccomp: {error}"))
+    enter_namespaces(Namespaces::Mount)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ const PREFIX: &str = "wicket-";
 
 /// One command's cgroup folders (one for v2; `pids` and `memory` for v1).
 #[derive(Debug)]
-pub struct Cgroup {
+pub(super) struct Cgroup {
     folders: Vec<PathBuf>,
 }
 
@@ -102,7 +102,7 @@ enum Version {
 
 impl Cgroup {
     /// Makes a cgroup for the launcher `pid` with `limits`, or says why it cannot.
-    pub fn make(pid: u32, limits: &ResourceLimits) -> Result<Cgroup, String> {
+    pub(super) fn make(pid: u32, limits: &ResourceLimits) -> Result<Cgroup, String> {
         let parents = parents();
         if parents.is_empty() {
             return Err("no cgroup hierarchy with a pids controller this user may write".into());
@@ -136,7 +136,7 @@ impl Cgroup {
     }
 
     /// Moves this process (and so all it starts) into the cgroup.
-    pub fn join(&self) -> Result<(), String> {
+    pub(super) fn join(&self) -> Result<(), String> {
         let me = std::process::id().to_string();
         for folder in &self.folders {
             let procs = folder.join("cgroup.procs");
@@ -148,7 +148,7 @@ impl Cgroup {
 
     /// Leaves the cgroup (back to its parent) and removes it. Every process
     /// in it is gone by now: the command's PID namespace ended with it.
-    pub fn remove(&self) {
+    pub(super) fn remove(&self) {
         let me = std::process::id().to_string();
         let leave_and_remove = |folder: &Path| -> std::io::Result<()> {
             if let Some(parent) = folder.parent() {
@@ -165,7 +165,7 @@ impl Cgroup {
     }
 
     /// Whether a cgroup can be made here: tried, then removed.
-    pub fn can_make() -> bool {
+    pub(super) fn can_make() -> bool {
         let limits = ResourceLimits {
             max_processes: 1,
             max_memory_mb: 16,
@@ -180,7 +180,7 @@ impl Cgroup {
     }
 
     /// Removes the empty cgroups of launchers that died before cleaning up.
-    pub fn sweep() {
+    pub(super) fn sweep() {
         for (parent, _) in parents() {
             let Ok(entries) = std::fs::read_dir(&parent) else {
                 continue;
@@ -205,7 +205,7 @@ impl Cgroup {
 
 /// The rlimits for `limits`. Set in stage 2, inside the command's own user
 /// namespace, where `RLIMIT_NPROC` counts only that namespace's processes.
-pub fn set_rlimits(limits: &ResourceLimits) -> Result<(), String> {
+pub(super) fn set_rlimits(limits: &ResourceLimits) -> Result<(), String> {
     use rustix::process::{Resource, Rlimit, setrlimit};
     let processes = Some(limits.max_processes);
     setrlimit(

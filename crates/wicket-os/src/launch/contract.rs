@@ -1,0 +1,129 @@
+//! The launch contract: what crosses the process boundary between Wicket
+//! and its launcher, and between the launcher's two stages. The first
+//! argument names the stage ([`LAUNCH_ARG`], [`INIT_ARG`], [`PROBE_ARG`]);
+//! the second is a [`Launch`] as JSON (read by another process, the
+//! launcher: its field names are the wire); then `--` and the argv.
+//! A launcher that cannot set the sandbox up exits with [`SETUP_FAILED`].
+//! Wicket's side installs the binary that speaks it ([`install_launcher`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::limits::ResourceLimits;
+
+/// The first argument that makes the `wicket` binary its own launcher.
+pub const LAUNCH_ARG: &str = "__wicket-launch";
+
+/// The binary installed as the launcher: see [`install_launcher`].
+static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `exe` (the `wicket` binary itself) the launcher every spawn goes
+/// through. The binary calls this once at start; without it (a library's
+/// tests) commands start directly and cannot be sandboxed.
+pub fn install_launcher(exe: PathBuf) {
+    // A second call (a test that installs it again) keeps the first: every
+    // spawn of the process goes through the same launcher.
+    let _ = LAUNCHER.set(exe);
+}
+
+/// The launcher, if one is installed.
+pub fn launcher() -> Option<&'static PathBuf> {
+    LAUNCHER.get()
+}
+
+/// The first argument of stage 2.
+pub const INIT_ARG: &str = "__wicket-init";
+/// The first argument of the probe.
+pub const PROBE_ARG: &str = "__wicket-probe";
+/// The first argument of the probe's second stage, in its namespaces.
+pub(super) const PROBE_MOUNTS_ARG: &str = "__wicket-probe-mounts";
+
+/// Exit code of a launcher that could not set the sandbox up (the command never started).
+pub const SETUP_FAILED: u8 = 125;
+
+/// Stage 2's name when its command died of a signal: `wkt-signal-N` (an
+/// init cannot die of a signal it sends itself, so stage 1 reads the
+/// signal from the name and dies of it instead).
+pub(super) const SIGNAL_NAME: &str = "wkt-signal-";
+
+/// What a sandboxed command may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The workspace: readable, and writable unless `read_only`.
+    pub workspace: PathBuf,
+    /// Only the private TMPDIR and `writable` may be written.
+    pub read_only: bool,
+    /// Folders or files writable besides the workspace (the private TMPDIR, `extra_write`).
+    pub writable: Vec<PathBuf>,
+    /// Folders or files shown read-only even where the jail's private tmpfs
+    /// covers them (`extra_read`: a tool or server kept under /tmp).
+    #[serde(default)]
+    pub visible: Vec<PathBuf>,
+    /// Paths that may not be read ($WICKET_HOME, `deny_read`).
+    pub deny_read: Vec<PathBuf>,
+    /// Whether the command may use the network.
+    pub network: bool,
+    /// Whether `.git` stays writable (the call asked, and the card said so).
+    #[serde(default)]
+    pub write_git: bool,
+    /// How many processes and how much memory.
+    pub limits: ResourceLimits,
+}
+
+/// What the launcher is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Wicket's pid: if the launcher's parent is already someone else, Wicket died.
+    pub parent: u32,
+    /// The sandbox, if any.
+    pub policy: Option<Policy>,
+    /// Whether to use namespaces (the probe found them usable).
+    #[serde(default)]
+    pub isolate: bool,
+    /// Whether to build the jail's own file tree (a mount namespace).
+    #[serde(default)]
+    pub mounts: bool,
+    /// Whether to apply the seccomp filter.
+    #[serde(default)]
+    pub seccomp: bool,
+    /// Whether to give the command a cgroup for its limits (else rlimits).
+    #[serde(default)]
+    pub cgroup: bool,
+    /// For a command with no policy: paths it may not write all the same.
+    #[serde(default)]
+    pub protect: Vec<PathBuf>,
+}
+
+impl Launch {
+    /// As one argument (its JSON; every field has a JSON form, but an
+    /// error is returned rather than an empty argument the launcher would
+    /// read as no policy).
+    pub fn to_arg(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+}
+
+/// Says on stderr why the sandbox could not be set up; the exit code for it.
+pub(super) fn fail(message: impl std::fmt::Display) -> u8 {
+    eprintln!("wicket sandbox: {message}");
+    SETUP_FAILED
+}
+
+/// The launch description and the argv after `--`.
+pub(super) fn parse(args: &[OsString]) -> Result<(Launch, Vec<OsString>), String> {
+    let launch: Launch = args
+        .first()
+        .and_then(|arg| serde_json::from_str(&arg.to_string_lossy()).ok())
+        .ok_or("the launcher was started without its launch description")?;
+    if args.get(1).and_then(|arg| arg.to_str()) != Some("--") {
+        return Err("the launcher's argv must follow --".into());
+    }
+    let argv = args.get(2..).unwrap_or_default().to_vec();
+    if argv.is_empty() {
+        return Err("the launcher was given no command".into());
+    }
+    Ok((launch, argv))
+}

@@ -1,0 +1,149 @@
+//! Stage 2: PID 1 of the command's new PID namespace. It asks to die with
+//! stage 1 and checks stage 1 is still its parent (`parent.rs`), then
+//! applies the jail's layers in order (`confine_init`): the file tree in a
+//! mount namespace (`mounts.rs`), every capability dropped
+//! (`capabilities.rs`), the rlimits when there is no cgroup (`limits.rs`),
+//! Landlock (`landlock.rs`: writes only where the mounts allow, reads
+//! anywhere but the denied paths, no TCP without network, no signals or
+//! abstract sockets out of the sandbox) and seccomp (`seccomp.rs`). Then it
+//! starts the argv, forwards TERM to every process of the namespace, reaps,
+//! and exits when the argv does — which kills everything the command left
+//! behind, `setsid` or not — after the settle (`settle`): what the command
+//! made of the guarded entries undone.
+
+use std::ffi::{CString, OsString};
+use std::process::Command;
+
+use rustix::process::{Pid, Signal, WaitOptions};
+use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::capabilities::drop_capabilities;
+use super::contract::{Launch, Policy, SIGNAL_NAME, fail, parse};
+use super::limits::set_rlimits;
+use super::mounts::{self, canonical};
+use super::parent::die_with_parent;
+use super::{landlock, seccomp};
+use crate::guard::Found;
+
+/// Runs stage 2 with its arguments (after `INIT_ARG`); its exit code.
+pub(super) fn run(args: &[OsString]) -> u8 {
+    let (launch, argv) = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(message),
+    };
+    // Handlers first: an init gets only the signals it handles (and KILL).
+    let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD]) {
+        Ok(signals) => signals,
+        Err(error) => return fail(format!("signal handlers: {error}")),
+    };
+    if let Err(message) = die_with_parent(launch.parent) {
+        return fail(message);
+    }
+    let guarded = match &launch.policy {
+        Some(policy) => match confine_init(&launch, policy) {
+            Ok(guarded) => Some((policy, guarded)),
+            Err(message) => return fail(message),
+        },
+        None => None,
+    };
+    let since = nanoseconds_now();
+    let child = match Command::new(&argv[0]).args(&argv[1..]).spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!(
+                "wicket: cannot start '{}': {error}",
+                argv[0].to_string_lossy()
+            );
+            return if error.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+        }
+    };
+    let Some(main) = Pid::from_raw(child.id() as i32) else {
+        return fail("the command has no pid");
+    };
+    for signal in signals.forever() {
+        if signal != SIGCHLD {
+            if let Some(signal) = Signal::from_named_raw(signal) {
+                // kill(-1): every process of the namespace but this one.
+                let _ = rustix::process::kill_process_group(Pid::INIT, signal);
+            }
+            continue;
+        }
+        loop {
+            match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+                Ok(Some((pid, status))) if pid == main => {
+                    if let Some((policy, Some(found))) = &guarded {
+                        settle(policy, found, since);
+                    }
+                    if let Some(code) = status.exit_status() {
+                        return u8::try_from(code).unwrap_or(1);
+                    }
+                    let signal = status.terminating_signal().unwrap_or(0);
+                    if let Ok(name) = CString::new(format!("{SIGNAL_NAME}{signal}")) {
+                        // Only a name: stage 1 then reads 128+N, less exact.
+                        let _ = rustix::thread::set_name(&name);
+                    }
+                    return 128u8.saturating_add(signal as u8);
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    fail("the signal loop ended")
+}
+
+/// Stage 2's layers, in order: the file tree (it needs the capability
+/// stage 1 passed), every capability dropped, the limits, Landlock, seccomp.
+/// What the tree's scan found of `.git` and `.wicket` entries, when there is a tree.
+fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, String> {
+    let mut policy = policy.clone();
+    let deny = canonical(&policy.deny_read);
+    let mut guarded = None;
+    if launch.mounts {
+        let built = mounts::build(&policy, &deny)?;
+        policy.writable.extend(built.private);
+        guarded = Some(built.guarded);
+    }
+    drop_capabilities()?;
+    if !launch.cgroup {
+        set_rlimits(&policy.limits)?;
+    }
+    landlock::apply(&policy)?;
+    if launch.seccomp {
+        seccomp::apply(policy.network)?;
+    }
+    Ok(guarded)
+}
+
+/// After the command: everything it left in the namespace killed and
+/// reaped (nothing may make a `.git` again behind the check), then what it
+/// made of the guarded entries undone, and what it changed that runs later
+/// named, each on a line of its stderr.
+fn settle(policy: &Policy, found: &Found, since: i128) {
+    // kill(-1): every process of the namespace but this one; each is this
+    // init's child, so each is reaped here.
+    let _ = rustix::process::kill_process_group(Pid::INIT, Signal::KILL);
+    while let Ok(Some(_)) = rustix::process::waitpid(None, WaitOptions::empty()) {}
+    let settled = found.settle(&policy.workspace, policy.write_git, since);
+    for line in settled.lines() {
+        eprintln!("{}", wicket_protocol::text::visible_line(&line));
+    }
+}
+
+/// How far a file's ctime may lag the clock: the kernel stamps files from
+/// its coarse clock, one tick (up to 10 ms) behind the one `now` reads.
+const CTIME_LAG_NANOS: i128 = 50_000_000;
+
+/// When the command starts, in nanoseconds since the epoch, as a file's
+/// ctime would say it (a file changed after it has a ctime at or past it).
+fn nanoseconds_now() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as i128)
+        - CTIME_LAG_NANOS
+}
