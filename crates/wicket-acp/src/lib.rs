@@ -287,6 +287,20 @@ fn stop_at(body: &EventBody, last_error: &str) -> Option<Result<StopReason, Stri
     })
 }
 
+/// What `/rewind`'s argument asks for, or what it should have been.
+fn rewind_to(argument: &str) -> Result<RewindTo, String> {
+    match argument {
+        "" => Ok(RewindTo::LastTurn),
+        "undo" => Ok(RewindTo::Undo),
+        seq => seq.parse().map(RewindTo::Seq).map_err(|_| {
+            format!(
+                "/rewind takes nothing (before the last turn), SEQ (before event SEQ) or undo; not {}",
+                visible_line(seq)
+            )
+        }),
+    }
+}
+
 /// `/rewind [SEQ|undo]`: the plan as a permission request, then the rewind.
 async fn rewind(
     acp: Arc<Acp>,
@@ -301,19 +315,12 @@ async fn rewind(
             SessionUpdate::AgentMessageChunk(ContentChunk::new(text.into())),
         ))
     };
-    let to = match argument {
-        "" => RewindTo::LastTurn,
-        "undo" => RewindTo::Undo,
-        seq => match seq.parse() {
-            Ok(seq) => RewindTo::Seq(seq),
-            Err(_) => {
-                say(format!(
-                    "/rewind takes nothing (before the last turn), SEQ (before event SEQ) or undo; not {}",
-                    visible_line(seq)
-                ))?;
-                return Ok(StopReason::EndTurn);
-            }
-        },
+    let to = match rewind_to(argument) {
+        Ok(to) => to,
+        Err(why) => {
+            say(why)?;
+            return Ok(StopReason::EndTurn);
+        }
     };
     let manager = acp.manager.clone();
     let planned = {
@@ -456,6 +463,8 @@ async fn prompt(
 /// Serves ACP on stdin and stdout until the editor closes stdin; then every
 /// running turn is cancelled (its session stays resumable) and the MCP
 /// servers stop.
+// The routing table of ACP: one handler per request, in one builder chain (as a
+// router is read); past 80 lines because the chain is one expression.
 pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), Error> {
     let acp = Arc::new(Acp {
         manager: manager.clone(),

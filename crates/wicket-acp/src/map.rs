@@ -15,7 +15,8 @@ use agent_client_protocol::v1::schema::{
 use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{shell_words, visible, visible_line};
 use wicket_protocol::{
-    Answer, CallId, Card, CardId, CardKind, Event, EventBody, RunSource, ToolOutput, WireError,
+    Answer, CallId, Card, CardId, CardKind, Event, EventBody, RunCard, RunSource, ToolOutput,
+    WireError,
 };
 
 /// The option ids a permission request offers, one per answer.
@@ -161,6 +162,7 @@ impl Mapper {
     }
 
     /// The updates `event` becomes.
+    // One flat match with an arm per event kind, the one table of what ACP sends for each; past 80 lines because the match is exhaustive (a new kind is a compile error here).
     pub fn updates(&mut self, event: &Event) -> Vec<SessionUpdate> {
         let message =
             |text: String| SessionUpdate::AgentMessageChunk(ContentChunk::new(text.into()));
@@ -355,31 +357,7 @@ impl Mapper {
                     )))
                     .locations(vec![ToolCallLocation::new(PathBuf::from(&read.path))]);
             }
-            CardKind::Run(run) => {
-                let mut said = format!("in {}; sandbox: {}", run.cwd, run.sandbox.mode.as_str());
-                if run.network {
-                    said.push_str("; network: asked for");
-                }
-                if run.git {
-                    said.push_str(&format!("; git: {}", wicket_protocol::GIT_WRITE_WARNING));
-                }
-                if let Some(note) = &run.sandbox.note {
-                    said.push_str(&format!("; {note}"));
-                }
-                for layer in &run.sandbox.layers {
-                    said.push_str(&format!("\n· {layer}"));
-                }
-                let who = match run.source {
-                    RunSource::Tool => "run",
-                    RunSource::Hook => "a hook of the workspace's:",
-                    RunSource::Mcp => "start the workspace's MCP server:",
-                };
-                content.push(said.into());
-                fields = fields
-                    .title(format!("{who} {}", shell_words(&run.argv)))
-                    .kind(ToolKind::Execute)
-                    .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }));
-            }
+            CardKind::Run(run) => fields = run_fields(run, fields, &mut content),
             CardKind::Mcp(mcp) => {
                 let mut said = mcp.arguments_text.clone();
                 if let Some(annotations) = &mcp.annotations {
@@ -412,6 +390,37 @@ impl Mapper {
             options(card),
         )
     }
+}
+
+/// A run card's title, kind, raw input and text (where it runs, in what sandbox).
+fn run_fields(
+    run: &RunCard,
+    fields: ToolCallUpdateFields,
+    content: &mut Vec<ToolCallContent>,
+) -> ToolCallUpdateFields {
+    let mut said = format!("in {}; sandbox: {}", run.cwd, run.sandbox.mode.as_str());
+    if run.network {
+        said.push_str("; network: asked for");
+    }
+    if run.git {
+        said.push_str(&format!("; git: {}", wicket_protocol::GIT_WRITE_WARNING));
+    }
+    if let Some(note) = &run.sandbox.note {
+        said.push_str(&format!("; {note}"));
+    }
+    for layer in &run.sandbox.layers {
+        said.push_str(&format!("\n· {layer}"));
+    }
+    let who = match run.source {
+        RunSource::Tool => "run",
+        RunSource::Hook => "a hook of the workspace's:",
+        RunSource::Mcp => "start the workspace's MCP server:",
+    };
+    content.push(said.into());
+    fields
+        .title(format!("{who} {}", shell_words(&run.argv)))
+        .kind(ToolKind::Execute)
+        .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }))
 }
 
 /// The slash commands Wicket offers an editor.

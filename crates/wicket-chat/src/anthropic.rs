@@ -279,6 +279,7 @@ struct Assembly {
 
 impl Assembly {
     /// Takes one event; `true` once the message is complete.
+    // One flat match with an arm per server-sent event type of the Messages API, read in one place; past 80 lines because the stream has that many kinds.
     fn add(
         &mut self,
         message: StreamMessage,

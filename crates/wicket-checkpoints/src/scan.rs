@@ -3,6 +3,65 @@
 
 use super::*;
 
+/// A file's bytes for its copy, or why it gets none: past `max_file_mb`,
+/// sparse (a large file mostly holes), or unreadable.
+fn file_bytes(
+    found: &wicket_tools::tree::Found<'_>,
+    settings: &Settings,
+) -> std::result::Result<Vec<u8>, String> {
+    let size = found.stat.st_size as u64;
+    if size > settings.max_file_bytes {
+        return Err(format!(
+            "no copy: it is {}, over [checkpoints] max_file_mb ({})",
+            mib(size),
+            mib(settings.max_file_bytes)
+        ));
+    }
+    let on_disk = (found.stat.st_blocks as u64).saturating_mul(512);
+    if size > SPARSE_FROM && on_disk < size / 2 {
+        return Err(format!(
+            "no copy: it is sparse ({} written of {})",
+            mib(on_disk),
+            mib(size)
+        ));
+    }
+    found
+        .read(settings.max_file_bytes)
+        .map(|(bytes, _)| bytes)
+        .map_err(|error| format!("no copy: it could not be read: {error}"))
+}
+
+/// Whether the walk leaves `path` out: `$WICKET_HOME` inside the
+/// workspace, or what `[checkpoints] ignore` names.
+fn skipped(path: &[u8], home: Option<&[u8]>, settings: &Settings) -> bool {
+    home == Some(path)
+        || (!settings.ignore.is_empty()
+            && settings.ignore.is_match(Path::new(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+            )))
+}
+
+/// The entry of what could not be read: no copy, and why.
+fn unreadable(error: &std::io::Error) -> Entry {
+    Entry {
+        content: Content::Missed(format!("no copy: it could not be read: {error}")),
+        mode: 0,
+        key: StatKey::default(),
+    }
+}
+
+/// The gap `entry` adds to this checkpoint's list (its path shown, and
+/// why it has no copy), unless the last checkpoint missed it the same way.
+fn new_gap(last: &State, path: &[u8], entry: &Entry) -> Option<(String, String)> {
+    let Content::Missed(why) = &entry.content else {
+        return None;
+    };
+    let known = last
+        .get(path)
+        .is_some_and(|before| before.content == entry.content);
+    (!known).then(|| (wicket_tools::tree::shown(path), why.clone()))
+}
+
 impl Store {
     /// Walks the workspace: an entry whose stat matches the last checkpoint
     /// keeps its object; any other file or link is read, hashed and stored.
@@ -22,13 +81,7 @@ impl Store {
         let started = now_secs() as i64;
         let home = self.home_below(workspace);
         let mut failure = None;
-        let skip = |path: &[u8], _is_dir: bool| {
-            home.as_deref() == Some(path)
-                || (!settings.ignore.is_empty()
-                    && settings.ignore.is_match(Path::new(
-                        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
-                    )))
-        };
+        let skip = |path: &[u8], _is_dir: bool| skipped(path, home.as_deref(), settings);
         let mut visit = |met: Met<'_>| {
             if scanned.state.len() >= settings.max_files {
                 failure = Some(Error::TooManyFiles(settings.max_files));
@@ -48,30 +101,7 @@ impl Store {
                             &mut scanned.new_bytes,
                             settings,
                             keep,
-                            || {
-                                let size = found.stat.st_size as u64;
-                                if size > settings.max_file_bytes {
-                                    return Err(format!(
-                                        "no copy: it is {}, over [checkpoints] max_file_mb ({})",
-                                        mib(size),
-                                        mib(settings.max_file_bytes)
-                                    ));
-                                }
-                                let on_disk = (found.stat.st_blocks as u64).saturating_mul(512);
-                                if size > SPARSE_FROM && on_disk < size / 2 {
-                                    return Err(format!(
-                                        "no copy: it is sparse ({} written of {})",
-                                        mib(on_disk),
-                                        mib(size)
-                                    ));
-                                }
-                                found
-                                    .read(settings.max_file_bytes)
-                                    .map(|(bytes, _)| bytes)
-                                    .map_err(|error| {
-                                        format!("no copy: it could not be read: {error}")
-                                    })
-                            },
+                            || file_bytes(&found, settings),
                             Content::File,
                         ),
                         (None, Kind::Link) => self.copy(
@@ -87,32 +117,17 @@ impl Store {
                         ),
                     };
                     // A file changed in the last tick may change again unseen: read it next time.
-                    let key = if found.kind != Kind::Dir && key.racy(started, RACY_SECONDS) {
-                        StatKey::default()
-                    } else {
-                        key
+                    let key = match found.kind != Kind::Dir && key.racy(started, RACY_SECONDS) {
+                        true => StatKey::default(),
+                        false => key,
                     };
                     scanned.keys_changed |= before.is_none_or(|before| before.key != key);
                     (found.path.to_vec(), Entry { content, mode, key })
                 }
-                Met::Unreadable { path, error } => (
-                    path.to_vec(),
-                    Entry {
-                        content: Content::Missed(format!("no copy: it could not be read: {error}")),
-                        mode: 0,
-                        key: StatKey::default(),
-                    },
-                ),
+                Met::Unreadable { path, error } => (path.to_vec(), unreadable(&error)),
             };
-            if let Content::Missed(why) = &entry.content {
-                let known = last
-                    .get(&path)
-                    .is_some_and(|before| before.content == entry.content);
-                if !known {
-                    scanned
-                        .gaps
-                        .push((wicket_tools::tree::shown(&path), why.clone()));
-                }
+            if let Some(gap) = new_gap(last, &path, &entry) {
+                scanned.gaps.push(gap);
             }
             scanned.state.insert(path, entry);
             if failure.is_some() { Go::Stop } else { Go::On }

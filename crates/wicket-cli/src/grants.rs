@@ -177,6 +177,25 @@ pub(crate) fn revoke(id: &str, session_id: Option<&str>) -> anyhow::Result<ExitC
     }
 }
 
+/// What today's gate does with a logged call; `None` for a call no gate
+/// decides (ask, finish, use_skill, arguments that never parsed).
+fn checked(gate: &Gate<'_>, name: &str, arguments: &serde_json::Value) -> Option<Check> {
+    if let Some(rest) = name.strip_prefix(MCP_PREFIX) {
+        let (server, tool) = rest.split_once("__")?;
+        let arguments = arguments.as_object()?;
+        return Some(gate.check_mcp(&McpRequest {
+            server,
+            tool,
+            arguments,
+            annotations: None,
+            auto_allowed: false,
+        }));
+    }
+    ToolCall::parse(name, arguments.clone())
+        .ok()
+        .map(|call| gate.check(&call))
+}
+
 /// `wicket policy check SESSION`: every call of the session, decided by
 /// today's rules (not by the session's own grants), and a count of each.
 pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
@@ -207,26 +226,8 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
         else {
             continue;
         };
-        let check = if let Some(rest) = name.strip_prefix(MCP_PREFIX) {
-            let Some((server, tool)) = rest.split_once("__") else {
-                continue;
-            };
-            let Some(arguments) = arguments.as_object() else {
-                continue;
-            };
-            gate.check_mcp(&McpRequest {
-                server,
-                tool,
-                arguments,
-                annotations: None,
-                auto_allowed: false,
-            })
-        } else {
-            match ToolCall::parse(name, arguments.clone()) {
-                Ok(call) => gate.check(&call),
-                // ask, finish, use_skill, or arguments that never parsed.
-                Err(_) => continue,
-            }
+        let Some(check) = checked(&gate, name, arguments) else {
+            continue;
         };
         let verdict = match &check {
             Check::Free => {

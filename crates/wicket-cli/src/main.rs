@@ -11,7 +11,7 @@ mod serve;
 mod show;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -259,6 +259,7 @@ fn main() -> ExitCode {
     }
 }
 
+// The table of subcommands, one arm per `wicket` command, read as one list; past 80 lines because the commands are that many.
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let command = match cli.command {
         Some(command) => command,
@@ -540,20 +541,7 @@ fn tool(
         sandbox: config.sandbox,
         home: home.clone(),
     };
-    // Without --session the call gets a session in memory only.
-    let session = match session_id {
-        Some(id) => {
-            let (session, loaded) = Session::open_or_create(&home, &id, &root, None)?;
-            if loaded.torn_tail.is_some() {
-                show::say(format!(
-                    "the last line of {} was torn (a crash mid-write); it was skipped",
-                    session.log_path().display()
-                ));
-            }
-            session
-        }
-        None => Session::in_memory(&root),
-    };
+    let session = tool_session(&home, session_id, &root)?;
     let mut answerer = answerer_for(answers);
     // The same hooks as a turn's, around the same gate.
     let caller = Caller {
@@ -580,6 +568,21 @@ fn tool(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `wicket tool`'s session: `--session`'s, or (without it) one in memory only.
+fn tool_session(home: &Path, session_id: Option<String>, root: &Path) -> anyhow::Result<Session> {
+    let Some(id) = session_id else {
+        return Ok(Session::in_memory(root));
+    };
+    let (session, loaded) = Session::open_or_create(home, &id, root, None)?;
+    if loaded.torn_tail.is_some() {
+        show::say(format!(
+            "the last line of {} was torn (a crash mid-write); it was skipped",
+            session.log_path().display()
+        ));
+    }
+    Ok(session)
 }
 
 /// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.

@@ -341,6 +341,7 @@ fn body_summary(body: &EventBody) -> String {
 }
 
 /// One log event on one line.
+// One flat match with an arm per event kind, the one table of `wicket log`'s line for each; past 80 lines because the match is exhaustive.
 pub(crate) fn event_line(event: &Event) -> String {
     let what = match &event.body {
         EventBody::SessionStarted { session, workspace } => {

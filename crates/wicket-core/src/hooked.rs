@@ -176,38 +176,46 @@ impl<'a> Caller<'a> {
             }
         });
         ran.into_iter()
-            .map(|(hook, mut run)| {
-                if run.outcome == HookOutcome::Allow && hook.owner == Owner::Workspace {
-                    // A repository's hook can deny or ask, never let a call skip its card.
-                    run.outcome = HookOutcome::Pass;
-                    run.stderr =
-                        "its allow was ignored: a workspace hook can deny or ask, never allow"
-                            .into();
-                }
-                let settled = crate::hooks::settled(hook, &run);
-                let ran = Ran { hook, run, settled };
-                let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
-                let run = &ran.run;
-                if !(quiet && through && run.context.is_none()) {
-                    self.log(EventBody::Hook {
-                        event,
-                        name: hook.name.clone(),
-                        call_id: call_id.cloned(),
-                        command: hook.command.clone(),
-                        outcome: run.outcome,
-                        exit_code: run.exit_code,
-                        duration_ms: Some(
-                            u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
-                        ),
-                        stderr: run.stderr.clone(),
-                        stdout: crate::hooks::stdout_head(&run.stdout),
-                        context: run.context.clone(),
-                        ignored: ran.ignored(),
-                    });
-                }
-                ran
-            })
+            .map(|(hook, run)| self.settle(event, call_id, quiet, hook, run))
             .collect()
+    }
+
+    /// A hook's run, settled (a workspace hook's allow taken as a pass, its
+    /// `on_error` applied) and logged unless `quiet` and nothing to say.
+    fn settle(
+        &self,
+        event: HookEvent,
+        call_id: Option<&CallId>,
+        quiet: bool,
+        hook: &'a Hook,
+        mut run: HookRun,
+    ) -> Ran<'a> {
+        if run.outcome == HookOutcome::Allow && hook.owner == Owner::Workspace {
+            // A repository's hook can deny or ask, never let a call skip its card.
+            run.outcome = HookOutcome::Pass;
+            run.stderr =
+                "its allow was ignored: a workspace hook can deny or ask, never allow".into();
+        }
+        let settled = crate::hooks::settled(hook, &run);
+        let ran = Ran { hook, run, settled };
+        let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
+        let run = &ran.run;
+        if !(quiet && through && run.context.is_none()) {
+            self.log(EventBody::Hook {
+                event,
+                name: hook.name.clone(),
+                call_id: call_id.cloned(),
+                command: hook.command.clone(),
+                outcome: run.outcome,
+                exit_code: run.exit_code,
+                duration_ms: Some(u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX)),
+                stderr: run.stderr.clone(),
+                stdout: crate::hooks::stdout_head(&run.stdout),
+                context: run.context.clone(),
+                ignored: ran.ignored(),
+            });
+        }
+        ran
     }
 
     /// Where and how a hook runs: a workspace hook asks for its `run` card

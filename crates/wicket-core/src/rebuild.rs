@@ -212,6 +212,7 @@ impl Rebuild {
         }
     }
 
+    // One flat match with an arm per event kind, what each puts in the model's conversation; past 80 lines because the match is exhaustive.
     fn event(&mut self, body: &EventBody) {
         match body {
             EventBody::UserMessage { text } => self.user(text.clone()),

@@ -101,19 +101,7 @@ impl Gate<'_> {
                 .tools
                 .commit_write(location, &target, &content, &still_current)
             {
-                Ok(mut output) => {
-                    if let Ok(relative) =
-                        target.absolute.strip_prefix(self.tools.workspace().root())
-                    {
-                        output.runs_later = guarded::runs_later(&relative.to_string_lossy());
-                    }
-                    if let Some(card) = remember {
-                        self.grant(&card, GrantKind::Write, &key, |allowed| {
-                            allowed.write.insert(key.clone());
-                        })?;
-                    }
-                    return Ok(ToolOutput::Write(output));
-                }
+                Ok(output) => return self.written(output, &target.absolute, remember, key),
                 Err(error) if error.kind == ErrorKind::Stale => {
                     // Changed between the answer and the rename: the answer
                     // was logged fresh, so say here that it was spent.
@@ -129,6 +117,26 @@ impl Gate<'_> {
                 "'{shown}' kept changing on disk while the write was asked {STALE_RETRIES} times; try again when it is still"
             ),
         ))
+    }
+
+    /// A write that landed: who runs the file later, and the session grant
+    /// an `allow_session` made (`remember`, its card).
+    fn written(
+        &self,
+        mut output: wicket_protocol::WriteOutput,
+        absolute: &Path,
+        remember: Option<Card>,
+        key: String,
+    ) -> Result<ToolOutput, WireError> {
+        if let Ok(relative) = absolute.strip_prefix(self.tools.workspace().root()) {
+            output.runs_later = guarded::runs_later(&relative.to_string_lossy());
+        }
+        if let Some(card) = remember {
+            self.grant(&card, GrantKind::Write, &key, |allowed| {
+                allowed.write.insert(key.clone());
+            })?;
+        }
+        Ok(ToolOutput::Write(output))
     }
 
     pub(super) fn write_card(

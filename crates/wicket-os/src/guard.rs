@@ -257,48 +257,17 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                 .iter()
                 .any(|guarded| name == guarded.as_bytes());
             if guarded {
-                let absolute = workspace.join(&path);
-                let wicket = name == b".wicket";
-                let protected = if wicket {
-                    &mut found.wicket_protected
-                } else {
-                    &mut found.git_protected
-                };
-                let entry = match kind {
-                    FileType::Directory => {
-                        if !wicket {
-                            git_dirs.push(absolute.clone());
-                        }
-                        protected.push(absolute);
-                        Kind::Folder
-                    }
-                    FileType::RegularFile => {
-                        protected.push(absolute);
-                        if !wicket
-                            && let Some(bytes) = read_small(&folder, os_name, GIT_FILE_MAX_BYTES)
-                            && let Some(target) =
-                                git_file_target(&workspace.join(&relative), &bytes)
-                        {
-                            git_dirs.push(target.clone());
-                            found.git_protected.push(target);
-                        }
-                        Kind::File
-                    }
-                    FileType::Symlink => {
-                        let target = rustix::fs::readlinkat(&folder, os_name, Vec::new())
-                            .map(|target| PathBuf::from(OsStr::from_bytes(target.to_bytes())))
-                            .unwrap_or_default();
-                        // The link itself is not a mount point: it is put back after
-                        // the command; where it leads is read-only.
-                        let leads = workspace.join(&relative).join(&target);
-                        if !wicket {
-                            git_dirs.push(leads.clone());
-                        }
-                        protected.push(leads);
-                        Kind::Link(target)
-                    }
-                    _ => Kind::Other,
-                };
+                let entry = guarded_entry(
+                    &mut found,
+                    &mut git_dirs,
+                    Where {
+                        workspace,
+                        relative: &relative,
+                        folder: &folder,
+                    },
+                    os_name,
+                    kind,
+                );
                 found.entries.insert(path, entry);
                 continue;
             }
@@ -323,47 +292,123 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
     }
     found.changed_later.sort();
     for git_dir in git_dirs {
-        let Some(bytes) = open_root(&git_dir)
-            .and_then(|folder| read_small(&folder, OsStr::new("config"), GIT_CONFIG_MAX_BYTES))
-        else {
+        config_named(&mut found, workspace, &git_dir);
+    }
+    found.git_protected = bindable(std::mem::take(&mut found.git_protected), workspace);
+    found
+}
+
+/// Where a walk stands: the workspace, the folder below it, and that folder open.
+struct Where<'a> {
+    workspace: &'a Path,
+    relative: &'a Path,
+    folder: &'a OwnedFd,
+}
+
+/// A `.git` or `.wicket` entry met by the walk: what it is, with what it
+/// protects (and, for git, the git folder it is or names) recorded in `found`.
+fn guarded_entry(
+    found: &mut Found,
+    git_dirs: &mut Vec<PathBuf>,
+    at: Where<'_>,
+    os_name: &OsStr,
+    kind: FileType,
+) -> Kind {
+    let Where {
+        workspace,
+        relative,
+        folder,
+    } = at;
+    let absolute = workspace.join(relative).join(os_name);
+    let wicket = os_name == ".wicket";
+    let protected = if wicket {
+        &mut found.wicket_protected
+    } else {
+        &mut found.git_protected
+    };
+    match kind {
+        FileType::Directory => {
+            if !wicket {
+                git_dirs.push(absolute.clone());
+            }
+            protected.push(absolute);
+            Kind::Folder
+        }
+        FileType::RegularFile => {
+            protected.push(absolute);
+            if !wicket
+                && let Some(bytes) = read_small(folder, os_name, GIT_FILE_MAX_BYTES)
+                && let Some(target) = git_file_target(&workspace.join(relative), &bytes)
+            {
+                git_dirs.push(target.clone());
+                found.git_protected.push(target);
+            }
+            Kind::File
+        }
+        FileType::Symlink => {
+            let target = rustix::fs::readlinkat(folder, os_name, Vec::new())
+                .map(|target| PathBuf::from(OsStr::from_bytes(target.to_bytes())))
+                .unwrap_or_default();
+            // The link itself is not a mount point: it is put back after
+            // the command; where it leads is read-only.
+            let leads = workspace.join(relative).join(&target);
+            if !wicket {
+                git_dirs.push(leads.clone());
+            }
+            protected.push(leads);
+            Kind::Link(target)
+        }
+        _ => Kind::Other,
+    }
+}
+
+/// What the config of the git folder `git_dir` names inside the workspace
+/// (its hooks folder, its includes), recorded in `found`: protected when it
+/// exists, removed after the command when it does not yet.
+fn config_named(found: &mut Found, workspace: &Path, git_dir: &Path) {
+    let Some(bytes) = open_root(git_dir)
+        .and_then(|folder| read_small(&folder, OsStr::new("config"), GIT_CONFIG_MAX_BYTES))
+    else {
+        return;
+    };
+    // Relative paths in a repository's config: a hooks folder is the
+    // work tree's (the folder holding `.git`), an include the config's.
+    let work_tree = git_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    for (hooks, value) in config_paths(&String::from_utf8_lossy(&bytes)) {
+        let path = match value.strip_prefix("~/") {
+            Some(rest) => match std::env::var_os("HOME") {
+                Some(home) => PathBuf::from(home).join(rest),
+                None => continue,
+            },
+            None if hooks => work_tree.join(&value),
+            None => git_dir.join(&value),
+        };
+        let Ok(real) = std::fs::canonicalize(&path) else {
+            // Not there yet: a command that makes it (a hooks folder
+            // with a pre-commit, an included config with an fsmonitor)
+            // has it removed after it.
+            if let Some(relative) = lexical(&path)
+                .as_deref()
+                .and_then(|path| path.strip_prefix(workspace).ok())
+                .filter(|relative| !relative.as_os_str().is_empty())
+            {
+                found.absent.push(relative.to_path_buf());
+            }
             continue;
         };
-        // Relative paths in a repository's config: a hooks folder is the
-        // work tree's (the folder holding `.git`), an include the config's.
-        let work_tree = git_dir.parent().map(Path::to_path_buf).unwrap_or_default();
-        for (hooks, value) in config_paths(&String::from_utf8_lossy(&bytes)) {
-            let path = match value.strip_prefix("~/") {
-                Some(rest) => match std::env::var_os("HOME") {
-                    Some(home) => PathBuf::from(home).join(rest),
-                    None => continue,
-                },
-                None if hooks => work_tree.join(&value),
-                None => git_dir.join(&value),
-            };
-            let Ok(real) = std::fs::canonicalize(&path) else {
-                // Not there yet: a command that makes it (a hooks folder
-                // with a pre-commit, an included config with an fsmonitor)
-                // has it removed after it.
-                if let Some(relative) = lexical(&path)
-                    .as_deref()
-                    .and_then(|path| path.strip_prefix(workspace).ok())
-                    .filter(|relative| !relative.as_os_str().is_empty())
-                {
-                    found.absent.push(relative.to_path_buf());
-                }
-                continue;
-            };
-            if real.starts_with(workspace) {
-                found.git_protected.push(real);
-            }
+        if real.starts_with(workspace) {
+            found.git_protected.push(real);
         }
     }
-    // A git folder that is the workspace itself (or holds it) is not bound
-    // whole, which would leave no command a workspace to write: what git
-    // runs of it is, its config and hooks. One above the workspace is
-    // read-only already.
+}
+
+/// Of the paths to bind read-only, those that can be: a git folder that is
+/// the workspace itself (or holds it) is not bound whole, which would leave
+/// no command a workspace to write: what git runs of it is, its config and
+/// hooks. One above the workspace is read-only already.
+fn bindable(paths: Vec<PathBuf>, workspace: &Path) -> Vec<PathBuf> {
     let mut kept = Vec::new();
-    for path in std::mem::take(&mut found.git_protected) {
+    for path in paths {
         match std::fs::canonicalize(&path) {
             Ok(real) if workspace.starts_with(&real) => {
                 if real == workspace {
@@ -373,8 +418,7 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
             _ => kept.push(path),
         }
     }
-    found.git_protected = kept;
-    found
+    kept
 }
 
 /// What [`Found::settle`] did after a command.
@@ -514,26 +558,31 @@ impl Found {
             }
         }
         if !write_git {
-            for path in &self.absent {
-                let made = std::fs::symlink_metadata(workspace.join(path)).is_ok();
-                let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name())
-                else {
-                    continue;
-                };
-                if made {
-                    match remove_tree(&parent, name) {
-                        Ok(()) => settled.removed.push(path.clone()),
-                        Err(error) => settled.failed.push(format!(
-                            "could not remove {}, which the command made where the repository's \
-                             config names hooks or an included config: {error}",
-                            path.display()
-                        )),
-                    }
-                }
-            }
+            self.remove_absent(workspace, &mut settled);
         }
         settled.runs_later = after.changed_later;
         settled
+    }
+
+    /// Removes what the command made where a repository's config names a
+    /// hooks folder or an included config that was not there before.
+    fn remove_absent(&self, workspace: &Path, settled: &mut Settled) {
+        for path in &self.absent {
+            let made = std::fs::symlink_metadata(workspace.join(path)).is_ok();
+            let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name()) else {
+                continue;
+            };
+            if made {
+                match remove_tree(&parent, name) {
+                    Ok(()) => settled.removed.push(path.clone()),
+                    Err(error) => settled.failed.push(format!(
+                        "could not remove {}, which the command made where the repository's \
+                         config names hooks or an included config: {error}",
+                        path.display()
+                    )),
+                }
+            }
+        }
     }
 }
 

@@ -520,6 +520,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     if let (Input::Bytes(bytes), Some(mut stdin)) = (spec.input, child.stdin.take()) {
         // A command need not read its input; a closed pipe is not an error.
         std::thread::spawn(move || {
+            // See above: a command that stops reading is no error.
             let _ = stdin.write_all(&bytes);
         });
     }

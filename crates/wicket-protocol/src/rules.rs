@@ -172,6 +172,7 @@ pub struct Rule {
 impl RuleSpec {
     /// The typed rule, under `id` when the spec has none; an error names the
     /// key that is wrong and what would be right.
+    // The table of which keys each rule tool takes and what each must hold, read as one list; past 80 lines because a rule has that many keys.
     pub fn check(&self, id: &str) -> Result<Rule, String> {
         let id = self.id.clone().unwrap_or_else(|| RuleId::from(id));
         let misplaced = |keys: &[(&str, bool)]| -> Result<(), String> {

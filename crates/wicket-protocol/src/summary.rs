@@ -41,6 +41,7 @@ impl EventBody {
     /// The event in one line, for the kinds every front end says the same
     /// way; `None` for those each draws itself, and for `turn_ended` (the
     /// result, error or cancel before it said how the turn ended).
+    // One flat match with an arm per event kind, the one table of every front end's words; past 80 lines because the match is exhaustive.
     pub fn summary(&self) -> Option<Summary> {
         match self {
             EventBody::SessionStarted { session, workspace } => {

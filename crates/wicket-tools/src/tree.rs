@@ -112,6 +112,26 @@ struct Frame {
     names: std::vec::IntoIter<Box<OsStr>>,
 }
 
+impl Frame {
+    /// The frame of the folder `name` in this one (at `path` below the
+    /// root), with its ignore rules, to walk next.
+    fn child(&self, name: &OsStr, path: &[u8]) -> std::io::Result<(Frame, Level)> {
+        let fd = open_dir_at(&self.fd, name)?;
+        let names = sorted_names(&fd)?;
+        let absolute = self.absolute.join(name);
+        let level = Level::read(&fd, &absolute);
+        let mut prefix = path.to_vec();
+        prefix.push(b'/');
+        let frame = Frame {
+            fd,
+            absolute,
+            prefix,
+            names: names.into_iter(),
+        };
+        Ok((frame, level))
+    }
+}
+
 fn sorted_names(fd: &OwnedFd) -> std::io::Result<Vec<Box<OsStr>>> {
     let mut dir = rustix::fs::Dir::read_from(fd)?;
     let mut names = Vec::new();
@@ -257,19 +277,10 @@ impl Workspace {
             if !is_dir {
                 continue;
             }
-            let opened = open_dir_at(&frame.fd, &name).and_then(|fd| Ok((sorted_names(&fd)?, fd)));
-            match opened {
-                Ok((names, fd)) => {
-                    let absolute = frame.absolute.join(&*name);
-                    rules.push(Level::read(&fd, &absolute));
-                    let mut prefix = path.clone();
-                    prefix.push(b'/');
-                    stack.push(Frame {
-                        fd,
-                        absolute,
-                        prefix,
-                        names: names.into_iter(),
-                    });
+            match frame.child(&name, &path) {
+                Ok((child, level)) => {
+                    rules.push(level);
+                    stack.push(child);
                 }
                 Err(error) => {
                     if let Go::Stop = visit(Met::Unreadable { path: &path, error }) {

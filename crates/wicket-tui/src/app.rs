@@ -428,6 +428,7 @@ impl App {
     }
 
     /// One key.
+    // The key table of the TUI, one arm per key in one place (as /help lists them); past 80 lines because the keys are that many.
     pub fn on_key(&mut self, key: KeyEvent) -> Action {
         if key.kind == KeyEventKind::Release {
             return Action::None;

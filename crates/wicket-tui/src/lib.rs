@@ -212,6 +212,7 @@ impl Ui {
     }
 
     /// Carries out what the UI asked for; the exit code when it is to leave.
+    // One arm per `Action` the UI asks for, the one table of what each does; past 80 lines because the match is exhaustive.
     fn perform(&mut self, action: Action) -> Option<u8> {
         let (manager, id) = (&self.manager, &self.shown.id);
         let done = match action {

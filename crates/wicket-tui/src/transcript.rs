@@ -155,6 +155,7 @@ impl Transcript {
     }
 
     /// Takes one event of the session.
+    // One flat match with an arm per event kind, the chat's item for each; past 80 lines because the match is exhaustive.
     pub fn add(&mut self, event: &Event) {
         match &event.body {
             EventBody::UserMessage { text } => {
@@ -455,6 +456,7 @@ fn done_lines(text: &str, usage: &Option<Usage>) -> Vec<Line<'static>> {
 }
 
 /// lines shown when calls are expanded.
+// One flat match with an arm per `ToolOutput` kind, the folded lines of each; past 80 lines because the match is exhaustive.
 fn result_lines(
     result: &Result<ToolOutput, WireError>,
 ) -> (Line<'static>, (Vec<Line<'static>>, Vec<Line<'static>>)) {
