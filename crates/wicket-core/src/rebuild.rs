@@ -4,11 +4,14 @@
 //! result given one; and what compaction needs to choose its cut
 //! ([`compaction_cut`], [`summary_message`], [`COMPACT_PROMPT`]).
 
-use wicket_chat::{Message, Request};
-use wicket_protocol::{CallId, Event, EventBody, HookEvent, HookOutcome};
+use wicket_chat::{Message, Request, StopReason};
+use wicket_protocol::limits::RUN_STREAM_MAX_BYTES;
+use wicket_protocol::{
+    CallId, ErrorKind, Event, EventBody, HookEvent, HookOutcome, ToolCallRequest, ToolOutput,
+    WireError,
+};
 
 use crate::models::estimate_tokens;
-use crate::turn::{NotTaken, result_content};
 
 /// The message a Stop hook's block becomes when the turn ended without `finish`.
 pub(crate) fn hook_feedback(stderr: &str) -> String {
@@ -355,4 +358,90 @@ fn rewound_note(to: u64, files: &wicket_protocol::event::RewoundFiles) -> String
         note.push_str(&format!("\n(and {} more paths)", files.more));
     }
     note
+}
+
+/// The text a tool result gives the model.
+/// The same for a live call and for one rebuilt from the log. An MCP
+/// result (and an MCP error, which carries the server's text) is cut to
+/// `run`'s 64 KiB; the log keeps every byte.
+pub(crate) fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
+    match result {
+        Ok(ToolOutput::Mcp(mcp)) => (mcp.model_text(), false),
+        Ok(output) => (wicket_protocol::json::text(output), false),
+        Err(error) if error.kind == ErrorKind::Mcp => {
+            let cut = WireError::new(
+                ErrorKind::Mcp,
+                wicket_protocol::text::head_tail(&error.message, RUN_STREAM_MAX_BYTES),
+            );
+            (serde_json::json!({ "error": cut }).to_string(), true)
+        }
+        Err(error) => (serde_json::json!({ "error": error }).to_string(), true),
+    }
+}
+
+/// Whether the output limit cut a reply.
+pub fn cut_by_output_limit(stop_reason: Option<&StopReason>) -> bool {
+    stop_reason == Some(&StopReason::MaxTokens)
+}
+
+/// What the model is told after a reply that hit the output limit.
+pub const CUT_NOTICE: &str = "Your last reply was cut off at the output-token limit, so it is not taken as the result. \
+Continue: finish the work with tool calls, or give a shorter final answer.";
+
+/// What the model is told after a reply with no text and no tool call
+/// (LiteLLM's answer after an upstream crash, among others).
+pub const EMPTY_NOTICE: &str = "Your last reply was empty: no text and no tool call, so it is not taken as the result. \
+Continue: finish the work with tool calls, or give your final answer.";
+
+/// Whether a reply says nothing at all.
+pub fn empty_reply(text: &str, tool_calls: &[ToolCallRequest]) -> bool {
+    tool_calls.is_empty() && text.trim().is_empty()
+}
+
+/// Why a reply with no tool call is not taken as the turn's result: the
+/// live turn and the rebuild from the log both ask here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotTaken {
+    /// The output limit cut it.
+    Cut,
+    /// It has no text and no call.
+    Empty,
+}
+
+impl NotTaken {
+    pub(crate) fn of(
+        text: &str,
+        tool_calls: &[ToolCallRequest],
+        stop: Option<&StopReason>,
+    ) -> Option<NotTaken> {
+        if tool_calls.is_empty() && cut_by_output_limit(stop) {
+            Some(NotTaken::Cut)
+        } else if empty_reply(text, tool_calls) {
+            Some(NotTaken::Empty)
+        } else {
+            None
+        }
+    }
+
+    /// What the model is told.
+    pub(crate) fn notice(self) -> &'static str {
+        match self {
+            NotTaken::Cut => CUT_NOTICE,
+            NotTaken::Empty => EMPTY_NOTICE,
+        }
+    }
+
+    /// What the turn ends with when it happens twice in a row.
+    pub(crate) fn twice(self, stop: Option<&StopReason>) -> String {
+        match self {
+            NotTaken::Cut => "the model's reply was cut off at the output-token limit twice in a row, so the turn has no result; \
+                 raise [chat] max_tokens in config.toml, or ask for less at once"
+                .into(),
+            NotTaken::Empty => format!(
+                "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
+                 so the turn has no result. The server may have failed upstream: check its log",
+                stop.map_or("none", StopReason::as_str)
+            ),
+        }
+    }
 }

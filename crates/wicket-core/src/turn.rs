@@ -14,8 +14,8 @@ pub use prompt::system_prompt;
 use std::path::Path;
 use std::sync::Arc;
 
-use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StopReason, StreamEvent};
-use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, REPLY_MAX_TOOL_CALLS, RUN_STREAM_MAX_BYTES};
+use wicket_chat::{ChatClient, ChatError, Completion, Message, Request, StreamEvent};
+use wicket_protocol::limits::{PROMPT_FILE_MAX_BYTES, REPLY_MAX_TOOL_CALLS};
 use wicket_protocol::{
     Answer, AskArgs, Call, CallId, Card, CoreCall, ErrorKind, Event, EventBody, FinishArgs,
     FinishOutput, HookOutcome, QuestionId, ReplyOutput, SkillOutput, ToolCallRequest, ToolOutput,
@@ -27,7 +27,9 @@ use crate::config::{Hook, Limits};
 use crate::hooked::{Caller, Notifying};
 use crate::models::{ModelInfo, estimate_tokens};
 pub use crate::rebuild::{COMPACT_PROMPT, compaction_cut, conversation, summary_message};
-use crate::rebuild::{hook_feedback, message_bytes, request_bytes, unreadable_notice};
+use crate::rebuild::{
+    NotTaken, hook_feedback, message_bytes, request_bytes, result_content, unreadable_notice,
+};
 use crate::skills::{self, Skill};
 use wicket_gate::Answerer;
 use wicket_gate::{Confinement, Gate, Hooked};
@@ -141,92 +143,6 @@ struct Nobody;
 impl Answerer for Nobody {
     fn answer(&mut self, _card: &Card) -> Option<Answer> {
         None
-    }
-}
-
-/// The text a tool result gives the model.
-/// The same for a live call and for one rebuilt from the log. An MCP
-/// result (and an MCP error, which carries the server's text) is cut to
-/// `run`'s 64 KiB; the log keeps every byte.
-pub(crate) fn result_content(result: &Result<ToolOutput, WireError>) -> (String, bool) {
-    match result {
-        Ok(ToolOutput::Mcp(mcp)) => (mcp.model_text(), false),
-        Ok(output) => (wicket_protocol::json::text(output), false),
-        Err(error) if error.kind == ErrorKind::Mcp => {
-            let cut = WireError::new(
-                ErrorKind::Mcp,
-                wicket_protocol::text::head_tail(&error.message, RUN_STREAM_MAX_BYTES),
-            );
-            (serde_json::json!({ "error": cut }).to_string(), true)
-        }
-        Err(error) => (serde_json::json!({ "error": error }).to_string(), true),
-    }
-}
-
-/// Whether the output limit cut a reply.
-pub fn cut_by_output_limit(stop_reason: Option<&StopReason>) -> bool {
-    stop_reason == Some(&StopReason::MaxTokens)
-}
-
-/// What the model is told after a reply that hit the output limit.
-pub const CUT_NOTICE: &str = "Your last reply was cut off at the output-token limit, so it is not taken as the result. \
-Continue: finish the work with tool calls, or give a shorter final answer.";
-
-/// What the model is told after a reply with no text and no tool call
-/// (LiteLLM's answer after an upstream crash, among others).
-pub const EMPTY_NOTICE: &str = "Your last reply was empty: no text and no tool call, so it is not taken as the result. \
-Continue: finish the work with tool calls, or give your final answer.";
-
-/// Whether a reply says nothing at all.
-pub fn empty_reply(text: &str, tool_calls: &[ToolCallRequest]) -> bool {
-    tool_calls.is_empty() && text.trim().is_empty()
-}
-
-/// Why a reply with no tool call is not taken as the turn's result: the
-/// live turn and the rebuild from the log both ask here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NotTaken {
-    /// The output limit cut it.
-    Cut,
-    /// It has no text and no call.
-    Empty,
-}
-
-impl NotTaken {
-    pub(crate) fn of(
-        text: &str,
-        tool_calls: &[ToolCallRequest],
-        stop: Option<&StopReason>,
-    ) -> Option<NotTaken> {
-        if tool_calls.is_empty() && cut_by_output_limit(stop) {
-            Some(NotTaken::Cut)
-        } else if empty_reply(text, tool_calls) {
-            Some(NotTaken::Empty)
-        } else {
-            None
-        }
-    }
-
-    /// What the model is told.
-    pub(crate) fn notice(self) -> &'static str {
-        match self {
-            NotTaken::Cut => CUT_NOTICE,
-            NotTaken::Empty => EMPTY_NOTICE,
-        }
-    }
-
-    /// What the turn ends with when it happens twice in a row.
-    fn twice(self, stop: Option<&StopReason>) -> String {
-        match self {
-            NotTaken::Cut => "the model's reply was cut off at the output-token limit twice in a row, so the turn has no result; \
-                 raise [chat] max_tokens in config.toml, or ask for less at once"
-                .into(),
-            NotTaken::Empty => format!(
-                "the model's reply was empty twice in a row (no text, no tool call; the server's stop reason: {}), \
-                 so the turn has no result. The server may have failed upstream: check its log",
-                stop.map_or("none", StopReason::as_str)
-            ),
-        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! rest of their argv (`env`, `sudo`, `xargs`) are in
 //! [`crate::shell::unwrapped`].
 
-use crate::shell::program_name;
+/// The program's name without its folder: `/usr/bin/git` → `git`.
+pub fn program_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
 
 /// How an option gives the command it runs.
 #[derive(Debug, Clone, Copy)]

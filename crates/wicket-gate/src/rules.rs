@@ -413,7 +413,7 @@ fn same_call(matcher: &Matcher, workspace: &Path, subject: &Subject<'_>) -> bool
 fn argv_matches(rule: &Argv, argv: &[String], by_name: bool) -> bool {
     let word_matches = |index: usize, wanted: &String, called: &String| {
         if index == 0 && by_name {
-            shell::program_name(wanted) == shell::program_name(called)
+            commands::program_name(wanted) == commands::program_name(called)
         } else {
             wanted == called
         }
@@ -439,7 +439,7 @@ fn unreadable_by(rule: &Argv, argv: &[String]) -> bool {
     let (Some(program), Some(called)) = (wanted.first(), argv.first()) else {
         return false;
     };
-    shell::program_name(program) == shell::program_name(called) && commands::unreadable(argv)
+    commands::program_name(program) == commands::program_name(called) && commands::unreadable(argv)
 }
 
 /// The rule's program is the command's (by name), and the rule's other
@@ -451,7 +451,7 @@ fn words_among(rule: &Argv, argv: &[String]) -> bool {
         return false;
     };
     let mut rest = rest.iter();
-    shell::program_name(program) == shell::program_name(called)
+    commands::program_name(program) == commands::program_name(called)
         && words.iter().all(|word| rest.any(|called| called == word))
 }
 

@@ -9,6 +9,7 @@
 //! folder or to `/dev/null`. A deny rule matches any command found anywhere
 //! in it, nested scripts and substitutions included.
 
+use crate::commands::program_name;
 use brush_parser::ast::{
     self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectTarget,
     IoRedirect, Pipeline,
@@ -46,11 +47,6 @@ const SHELLS: &[&str] = &[
     "ash",
     "busybox-sh",
 ];
-
-/// The program's name without its folder: `/usr/bin/git` → `git`.
-pub fn program_name(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
-}
 
 /// The script of `sh -c SCRIPT` (`bash -ec SCRIPT`, `/bin/sh -c …`) as an
 /// allow reads it: a system shell (a bare name found on PATH, or one in

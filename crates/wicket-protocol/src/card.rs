@@ -3,6 +3,8 @@
 use crate::ids::CardId;
 use serde::{Deserialize, Serialize};
 
+use crate::reach::Reach;
+
 /// A person's answer to a card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -101,30 +103,6 @@ pub struct WriteCard {
     /// Who runs the file later, when another tool does ([`crate::guarded::runs_later`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_later: Option<String>,
-}
-
-/// What an outside read reaches: a file's bytes, a folder's names, or
-/// every file below a folder. An allow_session for one is not one for another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reach {
-    /// read_file of one file.
-    Read,
-    /// list_dir of one folder: its names only.
-    List,
-    /// grep of a file or of every file below a folder.
-    Grep,
-}
-
-impl Reach {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reach::Read => "read",
-            Reach::List => "list",
-            Reach::Grep => "grep",
-        }
-    }
 }
 
 /// An outside-read card.

@@ -13,6 +13,7 @@ pub mod guarded;
 pub mod ids;
 pub mod json;
 pub mod limits;
+pub mod reach;
 pub mod rules;
 pub mod schema;
 pub mod summary;
@@ -20,7 +21,7 @@ pub mod text;
 pub mod tools;
 
 pub use card::{
-    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, OUTSIDE_WORKSPACE, OutsideReadCard, Reach,
+    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, OUTSIDE_WORKSPACE, OutsideReadCard,
     RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
@@ -29,6 +30,7 @@ pub use event::{
     Usage,
 };
 pub use ids::{CallId, CardId, GrantId, QuestionId, RuleId, SessionId};
+pub use reach::Reach;
 pub use rules::{AllowedBy, Rule, RuleAction, RuleSpec};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{

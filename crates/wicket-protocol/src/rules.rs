@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::card::Reach;
 use crate::ids::{GrantId, RuleId};
+use crate::reach::Reach;
 
 /// What a rule does to the calls it matches. Any matching deny wins, then
 /// ask, then allow.

@@ -11,7 +11,6 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 
 use super::config_error;
 use super::hook::Hooks;
-use super::layer::Refusal;
 use super::mcp_servers::FileServer;
 use crate::error::Result;
 use wicket_gate::sandbox::SandboxMode;
@@ -387,4 +386,27 @@ pub(super) struct FileCheckpoints {
 pub(super) struct FileLimits {
     pub(super) max_cost_usd_per_turn: Option<f64>,
     pub(super) max_tokens_per_turn: Option<u64>,
+}
+
+/// A part of an untrusted file that is not obeyed: its key, why, and how
+/// the person can have it; a [`ConfigNotice`](super::ConfigNotice) once it names its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Refusal {
+    pub(super) key: &'static str,
+    pub(super) why: String,
+    pub(super) instead: String,
+}
+
+impl Refusal {
+    pub(super) fn new(
+        key: &'static str,
+        why: impl Into<String>,
+        instead: impl Into<String>,
+    ) -> Refusal {
+        Refusal {
+            key,
+            why: why.into(),
+            instead: instead.into(),
+        }
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::file::{FileConfig, SharedKeys};
+use super::file::{FileConfig, Refusal, SharedKeys};
 use super::hook::Hooks;
 use super::mcp_servers::{self, FileServer};
 use super::{Config, ConfigNotice, Owner, SkillDir, config_error};
@@ -50,29 +50,6 @@ impl Layer {
         match self {
             Layer::Home => Owner::Home,
             Layer::Workspace => Owner::Workspace,
-        }
-    }
-}
-
-/// A part of an untrusted file that is not obeyed: its key, why, and how
-/// the person can have it; a [`ConfigNotice`] once it names its file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Refusal {
-    key: &'static str,
-    why: String,
-    instead: String,
-}
-
-impl Refusal {
-    pub(super) fn new(
-        key: &'static str,
-        why: impl Into<String>,
-        instead: impl Into<String>,
-    ) -> Refusal {
-        Refusal {
-            key,
-            why: why.into(),
-            instead: instead.into(),
         }
     }
 }
