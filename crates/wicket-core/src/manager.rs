@@ -10,12 +10,14 @@
 //! can see a card and still get a message queued behind it.
 
 mod follow;
+mod refusal;
 mod rewind;
 mod setup;
 mod turns;
 
 pub use follow::Follower;
 use follow::Ring;
+pub use refusal::Refusal;
 pub use setup::{DEFAULT_MAX_TOKENS, no_model_message, standard_setup};
 use setup::{INTERNAL_ERROR, learn_window};
 use turns::{First, run_turns};

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use wicket_core::manager::{Manager, ManagerError, Open, RewindTo, Sent};
+use wicket_core::manager::{Manager, ManagerError, Open, Refusal, RewindTo, Sent};
 use wicket_protocol::{Answer, CardId, SessionId};
 
 use crate::Shared;
@@ -62,57 +62,17 @@ impl IntoResponse for ApiError {
 impl From<ManagerError> for ApiError {
     fn from(error: ManagerError) -> ApiError {
         let message = error.to_string();
-        let (status, kind) = match &error {
-            ManagerError::Blocked { .. } => (StatusCode::CONFLICT, "blocked"),
-            ManagerError::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ManagerError::NotOpen { .. } => (StatusCode::CONFLICT, "not_open"),
-            ManagerError::Session(store) => match store {
-                wicket_session::Error::InUse { .. } => (StatusCode::CONFLICT, "in_use"),
-                wicket_session::Error::BadSessionId(_)
-                | wicket_session::Error::WorkspaceMismatch { .. } => {
-                    (StatusCode::BAD_REQUEST, "invalid_args")
-                }
-                wicket_session::Error::NoSuchSession(_) => (StatusCode::NOT_FOUND, "not_found"),
-                wicket_session::Error::Io { .. }
-                | wicket_session::Error::Corrupt { .. }
-                | wicket_session::Error::Encode { .. }
-                | wicket_session::Error::SeqExhausted { .. } => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
-                }
-            },
-            ManagerError::Config(core) => match core {
-                wicket_core::Error::Config { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
-                wicket_core::Error::Session(wicket_session::Error::NoSuchSession(_)) => {
-                    (StatusCode::NOT_FOUND, "not_found")
-                }
-                wicket_core::Error::Session(_) | wicket_core::Error::Tool(_) => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "io")
-                }
-            },
-            ManagerError::Workspace(wire) => (StatusCode::BAD_REQUEST, wire.kind.as_str()),
-            ManagerError::Thread(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            ManagerError::Busy(_) | ManagerError::Rewinding(_) => (StatusCode::CONFLICT, "busy"),
-            ManagerError::Closing(_) => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
-            ManagerError::Checkpoints(checkpoints) => match checkpoints {
-                wicket_checkpoints::Error::NoCheckpoint(_)
-                | wicket_checkpoints::Error::Gone
-                | wicket_checkpoints::Error::Missed { .. } => (StatusCode::NOT_FOUND, "not_found"),
-                wicket_checkpoints::Error::BadGlob { .. } => {
-                    (StatusCode::BAD_REQUEST, "invalid_args")
-                }
-                wicket_checkpoints::Error::Io { .. }
-                | wicket_checkpoints::Error::Workspace(_)
-                | wicket_checkpoints::Error::TooManyFiles(_)
-                | wicket_checkpoints::Error::StoreFull(_)
-                | wicket_checkpoints::Error::Encode(_) => (StatusCode::INTERNAL_SERVER_ERROR, "io"),
-            },
-            ManagerError::BadAnswer(_) => (StatusCode::BAD_REQUEST, "invalid_args"),
-            ManagerError::NoSuchGrant(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ManagerError::Rules(rules) => match rules {
-                wicket_gate::rules::Error::NoSuchRule(_) => (StatusCode::NOT_FOUND, "not_found"),
-                wicket_gate::rules::Error::File { .. } => (StatusCode::BAD_REQUEST, "invalid_args"),
-            },
+        let refusal = error.refusal();
+        let status = match refusal {
+            Refusal::Blocked | Refusal::NotOpen | Refusal::InUse | Refusal::Busy => {
+                StatusCode::CONFLICT
+            }
+            Refusal::NotFound => StatusCode::NOT_FOUND,
+            Refusal::Invalid(_) => StatusCode::BAD_REQUEST,
+            Refusal::Closing => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::Io | Refusal::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
+        let kind = refusal.as_str();
         ApiError::new(status, kind, message)
     }
 }
