@@ -324,9 +324,7 @@ impl Store {
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Cache>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.cache)
     }
 
     /// The journal's lines, oldest first. The journal is cut after the

@@ -272,9 +272,7 @@ struct Live {
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    wicket_os::sync::lock(state)
 }
 
 impl Live {
@@ -295,21 +293,12 @@ impl Live {
             && state.queue.is_empty()
             && state.given.is_none();
         drop(state);
-        quiet
-            && self.mcp.is_empty()
-            && self
-                .extra_mcp
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .is_empty()
+        quiet && self.mcp.is_empty() && wicket_os::sync::lock(&self.extra_mcp).is_empty()
     }
 
     /// The front end's servers after the configs' (whose names win).
     fn add_extra_servers(&self, settings: &mut crate::turn::Settings) {
-        let extra = self
-            .extra_mcp
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let extra = wicket_os::sync::lock(&self.extra_mcp);
         for server in extra.iter() {
             if !settings
                 .mcp_servers
@@ -338,10 +327,7 @@ impl Live {
                 // Not open (its append failed): nothing will ever answer it.
                 return None;
             }
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = wicket_os::sync::wait(&self.changed, state);
         }
     }
 }
@@ -397,9 +383,7 @@ impl Manager {
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.sessions)
     }
 
     fn used(&self, live: &Arc<Live>) -> Arc<Live> {
@@ -827,10 +811,7 @@ impl Manager {
         servers: Vec<wicket_mcp::ServerSpec>,
     ) -> Result<(), ManagerError> {
         let live = self.live(id)?;
-        let mut extra = live
-            .extra_mcp
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut extra = wicket_os::sync::lock(&live.extra_mcp);
         for server in servers {
             if !extra.iter().any(|known| known.name == server.name) {
                 extra.push(server);
@@ -872,11 +853,7 @@ impl Manager {
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 return false;
             };
-            state = live
-                .changed
-                .wait_timeout(state, left)
-                .map(|(state, _)| state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+            state = wicket_os::sync::wait_timeout(&live.changed, state, left);
         }
         true
     }
@@ -927,10 +904,7 @@ impl Manager {
         let live = self.live(id)?;
         let mut state = live.state();
         while state.running {
-            state = live
-                .changed
-                .wait(state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = wicket_os::sync::wait(&live.changed, state);
         }
         Ok(())
     }

@@ -198,9 +198,7 @@ impl Hub {
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.inner)
     }
 
     /// Takes the session's servers, the first time only: the servers a

@@ -16,5 +16,6 @@ mod keeper;
 pub mod launch;
 pub mod process;
 pub mod spawn;
+pub mod sync;
 
 pub use cancel::Cancel;

@@ -357,16 +357,11 @@ impl Session {
 
     /// A copy of meta.json as it is now.
     pub fn meta(&self) -> Meta {
-        match self.meta.lock() {
-            Ok(meta) => meta.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        wicket_os::sync::lock(&self.meta).clone()
     }
 
     fn log(&self) -> std::sync::MutexGuard<'_, LogWriter> {
-        self.log
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.log)
     }
 
     /// The next event, with the next seq and the time now; an error naming
@@ -464,20 +459,14 @@ impl Session {
     }
 
     fn failed(&self, error: &Error) {
-        let mut failure = self
-            .failure
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut failure = wicket_os::sync::lock(&self.failure);
         failure.get_or_insert_with(|| error.to_string());
     }
 
     /// The first write of the log or meta.json that failed since the last
     /// call, taken (a turn checks at each boundary and ends on one).
     pub fn take_failure(&self) -> Option<String> {
-        self.failure
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
+        wicket_os::sync::lock(&self.failure).take()
     }
 
     /// Makes every appended event durable (turn boundaries, after answers).
@@ -493,10 +482,7 @@ impl Session {
 
     /// Changes meta.json under its lock and writes it atomically.
     pub fn update_meta(&self, change: impl FnOnce(&mut Meta)) -> Result<()> {
-        let mut meta = self
-            .meta
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut meta = wicket_os::sync::lock(&self.meta);
         change(&mut meta);
         meta.updated = now_rfc3339();
         if self._lock.is_none() {
@@ -514,11 +500,7 @@ impl Session {
     /// turn's next status change writes it, so a long turn does not rewrite
     /// meta.json per reply.
     pub fn count_usage(&self, usage: &Usage) {
-        self.meta
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .usage
-            .add(usage);
+        wicket_os::sync::lock(&self.meta).usage.add(usage);
     }
 }
 

@@ -20,9 +20,7 @@ impl<T: Clone> Ring<T> {
     }
 
     pub(super) fn sender(&self) -> MutexGuard<'_, Option<broadcast::Sender<T>>> {
-        self.sender
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.sender)
     }
 
     pub(super) fn subscribe(&self) -> broadcast::Receiver<T> {

@@ -396,9 +396,7 @@ impl<'a> OrderedSearch<'a> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
-        self.shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        wicket_os::sync::lock(&self.shared)
     }
 
     /// Walks and searches; the matches in path order (possibly a few past
@@ -417,10 +415,7 @@ impl<'a> OrderedSearch<'a> {
                 scope.spawn(|| self.search());
             }
         });
-        let state = self
-            .shared
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let state = wicket_os::sync::into_inner(self.shared);
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
@@ -437,10 +432,7 @@ impl<'a> OrderedSearch<'a> {
     /// Waits on `condvar`, waking now and then to see a cancel (which
     /// signals nothing).
     fn wait<'g>(&self, condvar: &Condvar, state: MutexGuard<'g, Shared>) -> MutexGuard<'g, Shared> {
-        match condvar.wait_timeout(state, CANCEL_POLL) {
-            Ok((state, _)) => state,
-            Err(poisoned) => poisoned.into_inner().0,
-        }
+        wicket_os::sync::wait_timeout(condvar, state, CANCEL_POLL)
     }
 
     /// True when the walk should stop: the limit is reached or a cancel came.
