@@ -1,5 +1,7 @@
 //! The `wicket` binary, driven as a script or a person would.
 #![allow(
+    // Tests start the binary, git and mkfifo from the outside.
+    clippy::disallowed_methods,
     missing_docs,
     clippy::unwrap_used,
     clippy::expect_used,

@@ -1,5 +1,7 @@
 //! Integration tests for the resolver and the six tools, on real filesystem fixtures.
 #![allow(
+    // Tests start the binary, git and mkfifo from the outside.
+    clippy::disallowed_methods,
     missing_docs,
     clippy::unwrap_used,
     clippy::expect_used,
