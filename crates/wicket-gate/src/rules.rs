@@ -489,6 +489,8 @@ pub fn exact_glob(path: &str) -> String {
 }
 
 #[cfg(test)]
+// Tests write their fixtures, a home's rules.toml among them, directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -165,6 +165,9 @@ fn config_error(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
+/// `$WICKET_HOME/config.toml`: a file of the person's home, never of a
+/// workspace, so it is read directly, not through the resolver.
+#[allow(clippy::disallowed_methods)]
 fn read_home(path: &Path) -> Result<Option<FileConfig>> {
     match std::fs::read(path) {
         Ok(bytes) => parse(path, &bytes).map(Some),
@@ -278,4 +281,6 @@ impl Config {
 }
 
 #[cfg(test)]
+// Tests write their fixtures (a home's config, a workspace's) directly.
+#[allow(clippy::disallowed_methods)]
 mod tests;

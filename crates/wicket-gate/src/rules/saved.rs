@@ -31,9 +31,16 @@ pub fn checked(specs: Vec<RuleSpec>, prefix: &str) -> std::result::Result<Vec<Ru
         .collect()
 }
 
+/// The text of `$WICKET_HOME/rules.toml`: a file of the person's home,
+/// never of a workspace, so it is read directly, not through the resolver.
+#[allow(clippy::disallowed_methods)]
+fn rules_text(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
 /// The rules saved in `path` (none when it does not exist).
 pub fn read_saved(path: &Path) -> Result<Vec<Rule>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match rules_text(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(file_error(path, error.to_string())),
@@ -78,7 +85,7 @@ pub fn save(path: &Path, mut spec: RuleSpec) -> Result<RuleId> {
     }
     let block = toml::to_string(&File { rules: [&spec] })
         .map_err(|error| file_error(path, error.to_string()))?;
-    let mut text = match std::fs::read_to_string(path) {
+    let mut text = match rules_text(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             "# Rules saved by `allow_always` (and your own). `wicket grants` lists them,\n\
@@ -114,8 +121,7 @@ pub fn revoke(path: &Path, id: &str) -> Result<Rule> {
     let Some(index) = rules.iter().position(|rule| rule.id == id) else {
         return Err(Error::NoSuchRule(id.to_string()));
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|error| file_error(path, error.to_string()))?;
+    let text = rules_text(path).map_err(|error| file_error(path, error.to_string()))?;
     let mut document: toml_edit::DocumentMut = text
         .parse()
         .map_err(|error: toml_edit::TomlError| file_error(path, error.to_string()))?;
