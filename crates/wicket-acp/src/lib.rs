@@ -32,6 +32,7 @@ use wicket_protocol::text::visible_line;
 use wicket_protocol::{Answer, Card, CardKind, EventBody, SessionId as Id, TurnOutcome};
 
 use crate::map::Mapper;
+use wicket_protocol::event::{CardEvent, ErrorEvent, QuestionEvent};
 
 /// A session opened over this connection.
 struct Known {
@@ -274,7 +275,7 @@ fn begin(manager: &Manager, id: &Id, text: &str) -> Result<(), Error> {
 /// at a question, since the turn waits for the reply, which is the
 /// editor's next prompt.
 fn stop_at(body: &EventBody, last_error: &str) -> Option<Result<StopReason, String>> {
-    if let EventBody::Question { .. } = body {
+    if let EventBody::Question(QuestionEvent { .. }) = body {
         return Some(Ok(StopReason::EndTurn));
     }
     Some(match wicket_core::turn::turn_over(body)? {
@@ -425,18 +426,18 @@ async fn prompt(
             for update in mapper.updates(&event) {
                 cx.send_notification(SessionNotification::new(session.clone(), update))?;
             }
-            if let EventBody::Error {
+            if let EventBody::Error(ErrorEvent {
                 message,
                 ends_turn: true,
-            } = &event.body
+            }) = &event.body
             {
                 last_error.clone_from(message);
             }
-            if let EventBody::Card {
+            if let EventBody::Card(CardEvent {
                 call_id,
                 card,
                 proposed,
-            } = &event.body
+            }) = &event.body
             {
                 let old = current_text(&workspace, card);
                 let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
@@ -591,10 +592,10 @@ mod tests {
             let mut last_error = String::new();
             let (body_end, events) = ending.events.split_last().unwrap();
             for event in events {
-                if let EventBody::Error {
+                if let EventBody::Error(ErrorEvent {
                     message,
                     ends_turn: true,
-                } = &event.body
+                }) = &event.body
                 {
                     last_error.clone_from(message);
                 }

@@ -12,6 +12,11 @@ use agent_client_protocol::v1::schema::{
     SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
 };
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, ErrorEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UserMessageEvent,
+};
 use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{shell_words, visible, visible_line};
 use wicket_protocol::{
@@ -169,8 +174,8 @@ impl Mapper {
         let thought =
             |text: String| SessionUpdate::AgentThoughtChunk(ContentChunk::new(text.into()));
         match &event.body {
-            EventBody::SessionStarted { .. } => Vec::new(),
-            EventBody::Answer { card, answer, .. } => {
+            EventBody::SessionStarted(SessionStartedEvent { .. }) => Vec::new(),
+            EventBody::Answer(AnswerEvent { card, answer, .. }) => {
                 // Allowed: the call is under way.
                 match (self.cards.remove(card), answer) {
                     (
@@ -185,13 +190,17 @@ impl Mapper {
                     _ => Vec::new(),
                 }
             }
-            EventBody::UserMessage { text } | EventBody::Queued { text } if self.replay => {
+            EventBody::UserMessage(UserMessageEvent { text })
+            | EventBody::Queued(QueuedEvent { text })
+                if self.replay =>
+            {
                 vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
                     text.clone().into(),
                 ))]
             }
-            EventBody::UserMessage { .. } | EventBody::Queued { .. } => Vec::new(),
-            EventBody::AssistantMessage { text, .. } => {
+            EventBody::UserMessage(UserMessageEvent { .. })
+            | EventBody::Queued(QueuedEvent { .. }) => Vec::new(),
+            EventBody::AssistantMessage(AssistantMessageEvent { text, .. }) => {
                 let streamed = std::mem::take(&mut self.streamed);
                 if text.is_empty() {
                     return Vec::new();
@@ -202,12 +211,12 @@ impl Mapper {
                 }
                 vec![message(text.clone())]
             }
-            EventBody::ToolCall {
+            EventBody::ToolCall(ToolCallEvent {
                 call_id,
                 name,
                 arguments,
                 ..
-            } => {
+            }) => {
                 if !shown_as_tool(name) {
                     return Vec::new();
                 }
@@ -222,7 +231,7 @@ impl Mapper {
                 self.calls.insert(call_id.clone());
                 vec![SessionUpdate::ToolCall(call)]
             }
-            EventBody::Card { call_id, card, .. } => {
+            EventBody::Card(CardEvent { call_id, card, .. }) => {
                 // A live card becomes a permission request (the agent sends
                 // it); in a replay the result says what became of it. A
                 // write card's text is kept for the call's final update.
@@ -237,36 +246,39 @@ impl Mapper {
                 }
                 Vec::new()
             }
-            EventBody::ToolResult { call_id, result } => self.result(call_id, result),
-            EventBody::Question { question, .. } => {
+            EventBody::ToolResult(ToolResultEvent { call_id, result }) => {
+                self.result(call_id, result)
+            }
+            EventBody::Question(QuestionEvent { question, .. }) => {
                 self.last_text = question.clone();
                 vec![message(question.clone())]
             }
-            EventBody::Reply { reply, .. } if self.replay => {
+            EventBody::Reply(ReplyEvent { reply, .. }) if self.replay => {
                 vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
                     reply.clone().into(),
                 ))]
             }
-            EventBody::Reply { .. } => Vec::new(),
-            EventBody::Result { text, .. } => {
+            EventBody::Reply(ReplyEvent { .. }) => Vec::new(),
+            EventBody::Result(ResultEvent { text, .. }) => {
                 if text.is_empty() || *text == self.last_text {
                     return Vec::new();
                 }
                 self.last_text = text.clone();
                 vec![message(text.clone())]
             }
-            EventBody::Cancelled {} if !self.replay => Vec::new(),
-            EventBody::Error { ends_turn, .. } if *ends_turn && !self.replay => {
+            EventBody::Cancelled(CancelledEvent {}) if !self.replay => Vec::new(),
+            EventBody::Error(ErrorEvent { ends_turn, .. }) if *ends_turn && !self.replay => {
                 // A live turn's last error is the prompt's JSON-RPC error.
                 Vec::new()
             }
             // The prompt's response says how it ended.
-            EventBody::TurnEnded { .. } => Vec::new(),
+            EventBody::TurnEnded(TurnEndedEvent { .. }) => Vec::new(),
             // What the person must read is a message; what happened on the
             // way is a thought. The words are the protocol's, as in every front end.
             body => match body.summary() {
                 Some(summary)
-                    if summary.tone == Tone::Quiet || matches!(body, EventBody::Retry { .. }) =>
+                    if summary.tone == Tone::Quiet
+                        || matches!(body, EventBody::Retry(RetryEvent { .. })) =>
                 {
                     vec![thought(visible(&summary.text))]
                 }
@@ -652,53 +664,53 @@ mod tests {
         let events = vec![
             event(
                 1,
-                EventBody::UserMessage {
+                EventBody::UserMessage(UserMessageEvent {
                     text: "fix it".into(),
-                },
+                }),
             ),
             event(
                 2,
-                EventBody::AssistantMessage {
+                EventBody::AssistantMessage(AssistantMessageEvent {
                     text: "Looking.".into(),
                     tool_calls: Vec::new(),
                     usage: Default::default(),
                     stop_reason: None,
-                },
+                }),
             ),
             event(
                 3,
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     call_id: "c1".into(),
                     name: "write_file".into(),
                     arguments: json!({"path": "src/a.txt", "content": "new\n"}),
                     auto_allowed: None,
                     allowed_by: None,
-                },
+                }),
             ),
             event(
                 4,
-                EventBody::ToolResult {
+                EventBody::ToolResult(ToolResultEvent {
                     call_id: "c1".into(),
                     result: Ok(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
                         runs_later: None,
                     })),
-                },
+                }),
             ),
             event(
                 5,
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     call_id: "c2".into(),
                     name: "run".into(),
                     arguments: json!({"argv": ["cargo", "test"]}),
                     auto_allowed: None,
                     allowed_by: None,
-                },
+                }),
             ),
             event(
                 6,
-                EventBody::ToolResult {
+                EventBody::ToolResult(ToolResultEvent {
                     call_id: "c2".into(),
                     result: Ok(ToolOutput::Run(RunOutput {
                         exit_code: Some(0),
@@ -710,44 +722,44 @@ mod tests {
                         stderr_cut: 0,
                         duration_ms: 12,
                     })),
-                },
+                }),
             ),
             event(
                 7,
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     call_id: "c3".into(),
                     name: "read_file".into(),
                     arguments: json!({"path": "/etc/shadow"}),
                     auto_allowed: None,
                     allowed_by: None,
-                },
+                }),
             ),
             event(
                 8,
-                EventBody::ToolResult {
+                EventBody::ToolResult(ToolResultEvent {
                     call_id: "c3".into(),
                     result: Err(WireError::new(
                         wicket_protocol::ErrorKind::Denied,
                         "the person denied it",
                     )),
-                },
+                }),
             ),
             event(
                 9,
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     call_id: "c4".into(),
                     name: "finish".into(),
                     arguments: json!({"result": "fixed"}),
                     auto_allowed: None,
                     allowed_by: None,
-                },
+                }),
             ),
             event(
                 10,
-                EventBody::Result {
+                EventBody::Result(ResultEvent {
                     text: "fixed".into(),
                     usage: Default::default(),
-                },
+                }),
             ),
         ];
         // The write card came first, live: its diff is the call's content.
@@ -768,64 +780,64 @@ mod tests {
         let events = [
             event(
                 1,
-                EventBody::UserMessage {
+                EventBody::UserMessage(UserMessageEvent {
                     text: "fix it".into(),
-                },
+                }),
             ),
             event(
                 2,
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     call_id: "c1".into(),
                     name: "write_file".into(),
                     arguments: json!({"path": "src/a.txt", "content": "new\n"}),
                     auto_allowed: None,
                     allowed_by: None,
-                },
+                }),
             ),
             event(
                 3,
-                EventBody::Card {
+                EventBody::Card(CardEvent {
                     call_id: "c1".into(),
                     card: write_card(),
                     proposed: Some("new\n".into()),
-                },
+                }),
             ),
             event(
                 4,
-                EventBody::Answer {
+                EventBody::Answer(AnswerEvent {
                     card: "card-1".into(),
                     answer: Answer::AllowOnce,
                     stale: false,
                     rule: None,
-                },
+                }),
             ),
             event(
                 4,
-                EventBody::ToolResult {
+                EventBody::ToolResult(ToolResultEvent {
                     call_id: "c1".into(),
                     result: Ok(ToolOutput::Write(WriteOutput {
                         path: "/ws/src/a.txt".into(),
                         bytes: 4,
                         runs_later: None,
                     })),
-                },
+                }),
             ),
             event(
                 5,
-                EventBody::Question {
+                EventBody::Question(QuestionEvent {
                     id: "q1".into(),
                     call_id: "c2".into(),
                     question: "Which?".into(),
-                },
+                }),
             ),
             event(
                 6,
-                EventBody::Reply {
+                EventBody::Reply(ReplyEvent {
                     question: "q1".into(),
                     reply: "That one".into(),
-                },
+                }),
             ),
-            event(7, EventBody::Cancelled {}),
+            event(7, EventBody::Cancelled(CancelledEvent {})),
         ];
         let updates: Vec<SessionUpdate> = events.iter().flat_map(|e| mapper.updates(e)).collect();
         insta::assert_json_snapshot!(updates);

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use wicket_protocol::event::{AssistantMessageEvent, CompactedEvent, ToolResultEvent};
 
 mod checkpoints;
 mod load;
@@ -121,7 +122,7 @@ fn card_rows(rows: &mut Vec<Row>) -> Result<()> {
 
 /// A typical event: a tool result of a small read.
 pub(crate) fn sample_event(i: u64) -> EventBody {
-    EventBody::ToolResult {
+    EventBody::ToolResult(ToolResultEvent {
         call_id: format!("call-{i}").into(),
         result: Ok(wicket_protocol::ToolOutput::ReadFile(
             wicket_protocol::ReadFileOutput {
@@ -133,7 +134,7 @@ pub(crate) fn sample_event(i: u64) -> EventBody {
                 binary: false,
             },
         )),
-    }
+    })
 }
 
 fn log_rows(rows: &mut Vec<Row>) -> Result<()> {
@@ -783,7 +784,7 @@ fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
         let mut seq = 1;
         while seq < EVENTS {
             let call = format!("c{seq}");
-            session.append(EventBody::AssistantMessage {
+            session.append(EventBody::AssistantMessage(AssistantMessageEvent {
                 text: String::new(),
                 tool_calls: vec![wicket_protocol::ToolCallRequest {
                     id: call.clone().into(),
@@ -792,18 +793,18 @@ fn rebuild_rows(rows: &mut Vec<Row>) -> Result<()> {
                 }],
                 usage: Some(wicket_protocol::Usage::default()),
                 stop_reason: None,
-            })?;
+            }))?;
             session.append(sample_event(seq))?;
             seq += 2;
             if compact_at == Some(seq / 1000 * 1000) && seq % 1000 == 1 {
-                session.append(EventBody::Compacted {
+                session.append(EventBody::Compacted(CompactedEvent {
                     summary: "the work so far".into(),
                     from_seq: 1,
                     to_seq: seq - 20,
                     tokens_before: 100_000,
                     tokens_after: 2_000,
                     usage: wicket_protocol::Usage::default(),
-                })?;
+                }))?;
                 seq += 1;
             }
         }

@@ -13,26 +13,27 @@ use wicket_session::{Session, load_log};
 use wicket_tui::app::App;
 
 use crate::{Row, ms};
+use wicket_protocol::event::{AssistantMessageEvent, ToolCallEvent, UserMessageEvent};
 
 /// A session's mix: an ask, a reply in markdown, a call and its result.
 fn turn_events(i: u64) -> [EventBody; 4] {
     [
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: format!("Step {i}: look at src/module_{i}.rs"),
-        },
-        EventBody::AssistantMessage {
+        }),
+        EventBody::AssistantMessage(AssistantMessageEvent {
             text: format!("Reading **module {i}** with `read_file`:\n\n- first\n- second"),
             tool_calls: Vec::new(),
             usage: Some(Usage::default()),
             stop_reason: None,
-        },
-        EventBody::ToolCall {
+        }),
+        EventBody::ToolCall(ToolCallEvent {
             call_id: format!("c{i}").into(),
             name: "read_file".into(),
             arguments: serde_json::json!({"path": format!("src/module_{i}.rs")}),
             auto_allowed: None,
             allowed_by: None,
-        },
+        }),
         crate::sample_event(i),
     ]
 }

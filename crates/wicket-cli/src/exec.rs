@@ -17,6 +17,10 @@ use wicket_session::{self as session, Session};
 
 use crate::answer::{prompt_card, prompt_reply};
 use crate::show;
+use wicket_protocol::event::{
+    CardEvent, NoticeEvent, QuestionEvent, ReplyEvent, RetryEvent, SessionStartedEvent,
+    ToolResultEvent, UserMessageEvent,
+};
 
 /// How cards (and questions) are answered.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -125,17 +129,17 @@ fn first_event(backlog: &[Event], id: &str, workspace: &std::path::Path) -> Even
     match backlog.first() {
         Some(
             event @ Event {
-                body: EventBody::SessionStarted { .. },
+                body: EventBody::SessionStarted(SessionStartedEvent { .. }),
                 ..
             },
         ) => event.clone(),
         _ => Event {
             seq: 0,
             ts: String::new(),
-            body: EventBody::SessionStarted {
+            body: EventBody::SessionStarted(SessionStartedEvent {
                 session: id.to_string(),
                 workspace: workspace.display().to_string(),
-            },
+            }),
         },
     }
 }
@@ -161,12 +165,12 @@ fn cancel_on_ctrl_c(
 /// Hands cards and questions to the answer thread; the exit code once the turn ended.
 fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> Option<u8> {
     match &event.body {
-        EventBody::Card { card, .. } => {
+        EventBody::Card(CardEvent { card, .. }) => {
             // The UI loop has ended: no one is left to tell.
             let _ = asks.send(Ask::Card(Box::new(card.clone())));
             None
         }
-        EventBody::Question { id, question, .. } => {
+        EventBody::Question(QuestionEvent { id, question, .. }) => {
             // The UI loop has ended: no one is left to tell.
             let _ = asks.send(Ask::Question {
                 id: id.clone(),
@@ -308,7 +312,7 @@ impl Printer {
     }
 
     fn print(&mut self, event: &Event) {
-        if let EventBody::Notice { message, .. } = &event.body {
+        if let EventBody::Notice(NoticeEvent { message, .. }) = &event.body {
             // On stderr in every mode: a script reading --json sees it in the
             // stream, and the person sees it either way.
             show::say(format!("notice: {message}"));
@@ -325,10 +329,10 @@ impl Printer {
         if let Some(spinner) = &self.spinner {
             let thinking = matches!(
                 event.body,
-                EventBody::UserMessage { .. }
-                    | EventBody::ToolResult { .. }
-                    | EventBody::Reply { .. }
-                    | EventBody::Retry { .. }
+                EventBody::UserMessage(UserMessageEvent { .. })
+                    | EventBody::ToolResult(ToolResultEvent { .. })
+                    | EventBody::Reply(ReplyEvent { .. })
+                    | EventBody::Retry(RetryEvent { .. })
             );
             spinner.set(thinking);
         }

@@ -10,6 +10,7 @@ use anyhow::Context;
 use wicket_core::config::Config;
 use wicket_gate::rules::{self, Source};
 use wicket_gate::{Check, Confinement, Gate, McpRequest};
+use wicket_protocol::event::ToolCallEvent;
 use wicket_protocol::text::visible_line;
 use wicket_protocol::{EventBody, MCP_PREFIX, Rule, ToolCall, call_summary};
 use wicket_session::{self as session, Grant, Session};
@@ -220,9 +221,9 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
     let (mut free, mut cards, mut allowed, mut denied) = (0, 0, 0, 0);
     let mut out = std::io::stdout().lock();
     for event in &loaded.events {
-        let EventBody::ToolCall {
+        let EventBody::ToolCall(ToolCallEvent {
             name, arguments, ..
-        } = &event.body
+        }) = &event.body
         else {
             continue;
         };

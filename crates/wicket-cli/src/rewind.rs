@@ -10,6 +10,7 @@ use wicket_protocol::{EventBody, SessionId};
 use wicket_session as session;
 
 use crate::show::say;
+use wicket_protocol::event::RewoundEvent;
 
 /// What `wicket rewind` was asked.
 pub(crate) struct Options {
@@ -101,7 +102,7 @@ pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
         }
     }
     let event = manager.rewind(&id, to)?;
-    if let EventBody::Rewound { to, files } = &event.body {
+    if let EventBody::Rewound(RewoundEvent { to, files }) = &event.body {
         println!("{}", visible_line(&files.line(*to)));
     }
     println!(

@@ -4,6 +4,12 @@
 //! return or bidi override in it can redraw what the card says.
 
 use wicket_protocol::Usage;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
 use wicket_protocol::{
@@ -281,30 +287,34 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 /// for events a person need not see there.
 pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     Some(match &event.body {
-        EventBody::UserMessage { text } => format!("> {}", visible(text)),
-        EventBody::AssistantMessage { text, .. } if !text.trim().is_empty() => {
+        EventBody::UserMessage(UserMessageEvent { text }) => format!("> {}", visible(text)),
+        EventBody::AssistantMessage(AssistantMessageEvent { text, .. })
+            if !text.trim().is_empty() =>
+        {
             visible(text.trim_end())
         }
-        EventBody::AssistantMessage { .. } => return None,
-        EventBody::ToolCall {
+        EventBody::AssistantMessage(AssistantMessageEvent { .. }) => return None,
+        EventBody::ToolCall(ToolCallEvent {
             name, arguments, ..
-        } => format!(
+        }) => format!(
             "→ {} {}",
             visible_line(name),
             short(&wicket_protocol::call_summary(name, arguments), 200)
         ),
-        EventBody::ToolResult {
+        EventBody::ToolResult(ToolResultEvent {
             result: Ok(output), ..
-        } => format!("  ✓ {}", output_summary(output)),
-        EventBody::ToolResult {
+        }) => format!("  ✓ {}", output_summary(output)),
+        EventBody::ToolResult(ToolResultEvent {
             result: Err(error), ..
-        } => format!(
+        }) => format!(
             "  ✗ {}: {}",
             error.kind.as_str(),
             short(&error.message, 160)
         ),
-        EventBody::Card { card, .. } => format!("  ? card {}: {}", card.id, card_summary(card)),
-        EventBody::Answer { answer, stale, .. } => format!(
+        EventBody::Card(CardEvent { card, .. }) => {
+            format!("  ? card {}: {}", card.id, card_summary(card))
+        }
+        EventBody::Answer(AnswerEvent { answer, stale, .. }) => format!(
             "  {}{}",
             answer.as_str(),
             if *stale {
@@ -313,9 +323,9 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
                 ""
             }
         ),
-        EventBody::Question { question, .. } => format!("? {}", visible(question)),
-        EventBody::Reply { reply, .. } => format!("  reply: {}", visible(reply)),
-        EventBody::Result { text, usage } => {
+        EventBody::Question(QuestionEvent { question, .. }) => format!("? {}", visible(question)),
+        EventBody::Reply(ReplyEvent { reply, .. }) => format!("  reply: {}", visible(reply)),
+        EventBody::Result(ResultEvent { text, usage }) => {
             format!(
                 "✔ {}\n  ({})",
                 visible(text.trim_end()),
@@ -323,7 +333,7 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
             )
         }
         // The result, error or cancel before it said how the turn ended.
-        EventBody::TurnEnded { .. } => return None,
+        EventBody::TurnEnded(TurnEndedEvent { .. }) => return None,
         body => {
             let summary = body.summary()?;
             // What happened on the way sits under the turn's own lines.
@@ -344,16 +354,16 @@ fn body_summary(body: &EventBody) -> String {
 // One flat match with an arm per event kind, the one table of `wicket log`'s line for each; past 80 lines because the match is exhaustive.
 pub(crate) fn event_line(event: &Event) -> String {
     let what = match &event.body {
-        EventBody::SessionStarted { session, workspace } => {
+        EventBody::SessionStarted(SessionStartedEvent { session, workspace }) => {
             format!("session {session} in {}", visible_line(workspace))
         }
-        EventBody::ToolCall {
+        EventBody::ToolCall(ToolCallEvent {
             name,
             arguments,
             auto_allowed,
             allowed_by,
             ..
-        } => format!(
+        }) => format!(
             "tool_call {} {}{}{}",
             visible_line(name),
             short(&arguments.to_string(), 400),
@@ -366,27 +376,29 @@ pub(crate) fn event_line(event: &Event) -> String {
                 .map(|by| format!(" ({})", visible_line(&by.describe())))
                 .unwrap_or_default()
         ),
-        EventBody::ToolResult {
+        EventBody::ToolResult(ToolResultEvent {
             result: Ok(output), ..
-        } => {
+        }) => {
             let text = serde_json::to_string(output)
                 .unwrap_or_else(|error| format!("(the output could not be shown: {error})"));
             format!("tool_result ok {}", short(&text, 160))
         }
-        EventBody::ToolResult {
+        EventBody::ToolResult(ToolResultEvent {
             result: Err(error), ..
-        } => format!(
+        }) => format!(
             "tool_result {}: {}",
             error.kind.as_str(),
             short(&error.message, 400)
         ),
-        EventBody::Card { card, .. } => format!("card {} {}", card.id, card_summary(card)),
-        EventBody::Answer {
+        EventBody::Card(CardEvent { card, .. }) => {
+            format!("card {} {}", card.id, card_summary(card))
+        }
+        EventBody::Answer(AnswerEvent {
             card,
             answer,
             stale,
             rule,
-        } => format!(
+        }) => format!(
             "answer {card} {}{}{}",
             answer.as_str(),
             if *stale { " (stale)" } else { "" },
@@ -394,13 +406,13 @@ pub(crate) fn event_line(event: &Event) -> String {
                 .map(|rule| format!(" (saved rule {})", visible_line(rule)))
                 .unwrap_or_default()
         ),
-        EventBody::UserMessage { text } => format!("user {}", short(text, 400)),
-        EventBody::AssistantMessage {
+        EventBody::UserMessage(UserMessageEvent { text }) => format!("user {}", short(text, 400)),
+        EventBody::AssistantMessage(AssistantMessageEvent {
             text,
             tool_calls,
             usage,
             ..
-        } => {
+        }) => {
             let names: Vec<String> = tool_calls
                 .iter()
                 .map(|call| visible_line(&call.name))
@@ -420,25 +432,27 @@ pub(crate) fn event_line(event: &Event) -> String {
                 )
             }
         }
-        EventBody::Question { id, question, .. } => {
+        EventBody::Question(QuestionEvent { id, question, .. }) => {
             format!("question {id} {}", short(question, 400))
         }
-        EventBody::Reply { question, reply } => format!("reply {question} {}", short(reply, 400)),
-        EventBody::Result { text, usage } => {
+        EventBody::Reply(ReplyEvent { question, reply }) => {
+            format!("reply {question} {}", short(reply, 400))
+        }
+        EventBody::Result(ResultEvent { text, usage }) => {
             format!(
                 "result {} ({})",
                 short(text, 400),
                 Usage::line(usage.as_ref())
             )
         }
-        EventBody::Hook {
+        EventBody::Hook(HookRunEvent {
             event,
             command,
             outcome,
             exit_code,
             stderr,
             ..
-        } => format!(
+        }) => format!(
             "hook {} {} {} exit {} {}",
             event.as_str(),
             visible_line(&command.join(" ")),
@@ -446,47 +460,49 @@ pub(crate) fn event_line(event: &Event) -> String {
             exit_code.map_or("-".to_string(), |code| code.to_string()),
             short(stderr.trim(), 400)
         ),
-        EventBody::Queued { text } => format!("queued {}", short(text, 400)),
-        EventBody::Retry {
+        EventBody::Queued(QueuedEvent { text }) => format!("queued {}", short(text, 400)),
+        EventBody::Retry(RetryEvent {
             attempt,
             delay_ms,
             reason,
-        } => format!("retry {attempt} in {delay_ms} ms: {}", visible_line(reason)),
-        EventBody::Cancelled {} => "cancelled".to_string(),
-        EventBody::Interrupted { .. } => body_summary(&event.body),
-        EventBody::Compacted {
+        }) => format!("retry {attempt} in {delay_ms} ms: {}", visible_line(reason)),
+        EventBody::Cancelled(CancelledEvent {}) => "cancelled".to_string(),
+        EventBody::Interrupted(InterruptedEvent { .. }) => body_summary(&event.body),
+        EventBody::Compacted(CompactedEvent {
             summary,
             from_seq,
             to_seq,
             tokens_before,
             tokens_after,
             usage,
-        } => format!(
+        }) => format!(
             "compacted events {from_seq}–{to_seq} (~{tokens_before} → ~{tokens_after} tokens; {}): {}",
             Usage::line(Some(usage)),
             short(summary, 200)
         ),
-        EventBody::Mcp {
+        EventBody::Mcp(McpEvent {
             server,
             state,
             message,
-        } => format!(
+        }) => format!(
             "mcp {} {state:?} {}",
             visible_line(server),
             short(message, 400)
         ),
-        EventBody::Checkpoint { call_id, message } => {
+        EventBody::Checkpoint(CheckpointEvent { call_id, message }) => {
             format!(
                 "checkpoint {} missed: {}",
                 visible_line(call_id),
                 short(message, 400)
             )
         }
-        EventBody::Rewound { to, files } => visible_line(&files.line(*to)),
-        EventBody::Notice { message, .. } => format!("notice {}", short(message, 400)),
-        EventBody::Error { message, .. } => format!("error {}", short(message, 400)),
-        EventBody::TurnEnded { outcome } => format!("turn_ended {}", outcome.as_str()),
-        EventBody::Unreadable { line, error } => {
+        EventBody::Rewound(RewoundEvent { to, files }) => visible_line(&files.line(*to)),
+        EventBody::Notice(NoticeEvent { message, .. }) => format!("notice {}", short(message, 400)),
+        EventBody::Error(ErrorEvent { message, .. }) => format!("error {}", short(message, 400)),
+        EventBody::TurnEnded(TurnEndedEvent { outcome }) => {
+            format!("turn_ended {}", outcome.as_str())
+        }
+        EventBody::Unreadable(UnreadableEvent { line, error }) => {
             format!("unreadable line {line}: {}", visible_line(error))
         }
     };

@@ -19,6 +19,7 @@ use wicket_tools::{Cancel, Tools};
 use crate::config::{Hook, Owner};
 use crate::hooks::{HookRun, run_hook};
 use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, Hooked};
+use wicket_protocol::event::HookRunEvent;
 
 /// One hook's run, and what it comes to once its `on_error` is applied.
 pub(crate) struct Ran<'h> {
@@ -201,7 +202,7 @@ impl<'a> Caller<'a> {
         let through = matches!(settled, HookOutcome::Pass | HookOutcome::Allow);
         let run = &ran.run;
         if !(quiet && through && run.context.is_none()) {
-            self.log(EventBody::Hook {
+            self.log(EventBody::Hook(HookRunEvent {
                 event,
                 name: hook.name.clone(),
                 call_id: call_id.cloned(),
@@ -213,7 +214,7 @@ impl<'a> Caller<'a> {
                 stdout: crate::hooks::stdout_head(&run.stdout),
                 context: run.context.clone(),
                 ignored: ran.ignored(),
-            });
+            }));
         }
         ran
     }

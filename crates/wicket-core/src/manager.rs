@@ -39,6 +39,7 @@ use wicket_tools::{Cancel, Tools};
 use crate::config::Config;
 use crate::turn::{Runner, Settings, announce_end, find_skills, record_failure};
 use wicket_gate::{Answerer, Confinement};
+use wicket_protocol::event::{CardEvent, QuestionEvent, QueuedEvent};
 use wicket_session::{self as session, Meta, Session, Status};
 
 /// How many live events a follower may fall behind before it catches up
@@ -471,11 +472,15 @@ impl Manager {
             session.set_listener(Box::new(move |event| {
                 // Open before anyone can see it.
                 let open = match &event.body {
-                    EventBody::Card { card, .. } => Some(Open::Card(Box::new(card.clone()))),
-                    EventBody::Question { id, question, .. } => Some(Open::Question {
-                        id: id.clone(),
-                        question: question.clone(),
-                    }),
+                    EventBody::Card(CardEvent { card, .. }) => {
+                        Some(Open::Card(Box::new(card.clone())))
+                    }
+                    EventBody::Question(QuestionEvent { id, question, .. }) => {
+                        Some(Open::Question {
+                            id: id.clone(),
+                            question: question.clone(),
+                        })
+                    }
                     _ => None,
                 };
                 if let Some(open) = open {
@@ -530,7 +535,7 @@ impl Manager {
             // Logged before it is queued: a message the log does not have
             // is refused, never run unrecorded.
             live.session
-                .append(EventBody::Queued { text: text.into() })?;
+                .append(EventBody::Queued(QueuedEvent { text: text.into() }))?;
             state.queue.push_back(text.to_string());
             return Ok(Sent::Queued);
         }

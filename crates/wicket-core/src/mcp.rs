@@ -18,6 +18,7 @@ use wicket_tools::{Cancel, Tools, Workspace};
 
 use wicket_gate::sandbox::Access;
 use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
+use wicket_protocol::event::{McpEvent, ToolCallEvent};
 use wicket_session::Session;
 
 /// The tools a hub offers, as the model is told of them.
@@ -90,11 +91,11 @@ impl McpSession<'_> {
     }
 
     fn log(&self, report: Report) {
-        self.session.recorded().append(EventBody::Mcp {
+        self.session.recorded().append(EventBody::Mcp(McpEvent {
             server: report.server,
             state: report.state,
             message: report.message,
-        });
+        }));
     }
 
     /// Starts the servers of `specs` not tried yet in this session (a
@@ -199,7 +200,7 @@ impl McpSession<'_> {
         let (auto_allowed, allowed_by) = gate.mcp_passage(&request);
         // Nothing is called that the log did not record.
         self.session
-            .append(EventBody::ToolCall {
+            .append(EventBody::ToolCall(ToolCallEvent {
                 call_id: call_id.clone(),
                 name: call.name.clone(),
                 arguments: serde_json::Value::Object(call.arguments.clone()),
@@ -210,7 +211,7 @@ impl McpSession<'_> {
                     )
                 }),
                 allowed_by,
-            })
+            }))
             .map_err(wicket_gate::internal)?;
         let result = gate.allow_mcp(call_id, &request, answerer).and_then(|()| {
             if cancel.is_cancelled() {

@@ -12,6 +12,12 @@ use wicket_protocol::{
 };
 
 use crate::models::estimate_tokens;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 
 /// The message a Stop hook's block becomes when the turn ended without `finish`.
 pub(crate) fn hook_feedback(stderr: &str) -> String {
@@ -30,13 +36,13 @@ pub fn conversation(events: &[Event]) -> Vec<Message> {
     // for everything up to its `to_seq`.
     let last = events
         .iter()
-        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }));
+        .rposition(|event| matches!(event.body, EventBody::Compacted(CompactedEvent { .. })));
     let Some(at) = last else {
         return Rebuild::default().run(events);
     };
-    let EventBody::Compacted {
+    let EventBody::Compacted(CompactedEvent {
         summary, to_seq, ..
-    } = &events[at].body
+    }) = &events[at].body
     else {
         return Rebuild::default().run(events);
     };
@@ -82,9 +88,9 @@ pub fn compaction_cut(events: &[Event], window: u64) -> Option<(u64, u64)> {
 fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(u64, u64)> {
     let floor = events
         .iter()
-        .rposition(|event| matches!(event.body, EventBody::Compacted { .. }))
+        .rposition(|event| matches!(event.body, EventBody::Compacted(CompactedEvent { .. })))
         .and_then(|at| match &events[at].body {
-            EventBody::Compacted { to_seq, .. } => Some(*to_seq),
+            EventBody::Compacted(CompactedEvent { to_seq, .. }) => Some(*to_seq),
             _ => None,
         })
         .unwrap_or(0);
@@ -99,7 +105,8 @@ fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(
         kept_tokens += estimate_tokens(event_bytes(&event.body));
         let boundary = matches!(
             event.body,
-            EventBody::UserMessage { .. } | EventBody::AssistantMessage { .. }
+            EventBody::UserMessage(UserMessageEvent { .. })
+                | EventBody::AssistantMessage(AssistantMessageEvent { .. })
         );
         if boundary {
             if kept_tokens > budget && cut.is_some() {
@@ -125,9 +132,9 @@ fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(
             && event.seq <= to_seq
             && matches!(
                 event.body,
-                EventBody::UserMessage { .. }
-                    | EventBody::AssistantMessage { .. }
-                    | EventBody::ToolResult { .. }
+                EventBody::UserMessage(UserMessageEvent { .. })
+                    | EventBody::AssistantMessage(AssistantMessageEvent { .. })
+                    | EventBody::ToolResult(ToolResultEvent { .. })
             )
     });
     (to_seq > floor && conversation).then_some((1, to_seq))
@@ -136,21 +143,21 @@ fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(
 /// About how much of a request an event becomes.
 fn event_bytes(body: &EventBody) -> usize {
     match body {
-        EventBody::UserMessage { text } => text.len(),
-        EventBody::AssistantMessage {
+        EventBody::UserMessage(UserMessageEvent { text }) => text.len(),
+        EventBody::AssistantMessage(AssistantMessageEvent {
             text, tool_calls, ..
-        } => {
+        }) => {
             text.len()
                 + tool_calls
                     .iter()
                     .map(|call| call.arguments.len() + call.name.len() + call.id.len())
                     .sum::<usize>()
         }
-        EventBody::ToolResult { result, .. } => match result {
+        EventBody::ToolResult(ToolResultEvent { result, .. }) => match result {
             Ok(output) => serde_json::to_string(output).map_or(0, |text| text.len()),
             Err(error) => error.message.len(),
         },
-        EventBody::Hook { stderr, .. } => stderr.len(),
+        EventBody::Hook(HookRunEvent { stderr, .. }) => stderr.len(),
         _ => 0,
     }
 }
@@ -218,13 +225,13 @@ impl Rebuild {
     // One flat match with an arm per event kind, what each puts in the model's conversation; past 80 lines because the match is exhaustive.
     fn event(&mut self, body: &EventBody) {
         match body {
-            EventBody::UserMessage { text } => self.user(text.clone()),
-            EventBody::AssistantMessage {
+            EventBody::UserMessage(UserMessageEvent { text }) => self.user(text.clone()),
+            EventBody::AssistantMessage(AssistantMessageEvent {
                 text,
                 tool_calls,
                 stop_reason,
                 ..
-            } => {
+            }) => {
                 self.close_pending();
                 self.pending = tool_calls.iter().map(|call| call.id.clone()).collect();
                 self.messages.push(Message::Assistant {
@@ -235,7 +242,7 @@ impl Rebuild {
                     self.user(why.notice().to_string());
                 }
             }
-            EventBody::ToolResult { call_id, result } => {
+            EventBody::ToolResult(ToolResultEvent { call_id, result }) => {
                 let Some(index) = self.pending.iter().position(|id| id == call_id) else {
                     return;
                 };
@@ -247,21 +254,21 @@ impl Rebuild {
                     is_error,
                 });
             }
-            EventBody::Hook {
+            EventBody::Hook(HookRunEvent {
                 event: HookEvent::Stop,
                 call_id: None,
                 outcome: HookOutcome::Block | HookOutcome::Error,
                 ignored: false,
                 stderr,
                 ..
-            } => self.user(hook_feedback(stderr)),
-            EventBody::Hook {
+            }) => self.user(hook_feedback(stderr)),
+            EventBody::Hook(HookRunEvent {
                 event: HookEvent::UserPromptSubmit | HookEvent::SessionStart,
                 name,
                 context: Some(context),
                 ..
-            } => self.user(crate::hooks::note(name, context.trim())),
-            EventBody::Hook {
+            }) => self.user(crate::hooks::note(name, context.trim())),
+            EventBody::Hook(HookRunEvent {
                 event: event @ HookEvent::PostToolUse,
                 name,
                 call_id: Some(call_id),
@@ -270,7 +277,7 @@ impl Rebuild {
                 stderr,
                 context,
                 ..
-            } => {
+            }) => {
                 let note = crate::hooks::model_note(
                     *event,
                     name,
@@ -296,26 +303,26 @@ impl Rebuild {
                     content.push_str(&note);
                 }
             }
-            EventBody::Rewound { to, files } => self.user(rewound_note(*to, files)),
-            EventBody::Hook { .. }
-            | EventBody::Checkpoint { .. }
-            | EventBody::SessionStarted { .. }
-            | EventBody::ToolCall { .. }
-            | EventBody::Card { .. }
-            | EventBody::Answer { .. }
-            | EventBody::Question { .. }
-            | EventBody::Reply { .. }
-            | EventBody::Result { .. }
-            | EventBody::Queued { .. }
-            | EventBody::Retry { .. }
-            | EventBody::Cancelled {}
-            | EventBody::Interrupted { .. }
-            | EventBody::Compacted { .. }
-            | EventBody::Mcp { .. }
-            | EventBody::Notice { .. }
-            | EventBody::Error { .. }
-            | EventBody::TurnEnded { .. }
-            | EventBody::Unreadable { .. } => {}
+            EventBody::Rewound(RewoundEvent { to, files }) => self.user(rewound_note(*to, files)),
+            EventBody::Hook(HookRunEvent { .. })
+            | EventBody::Checkpoint(CheckpointEvent { .. })
+            | EventBody::SessionStarted(SessionStartedEvent { .. })
+            | EventBody::ToolCall(ToolCallEvent { .. })
+            | EventBody::Card(CardEvent { .. })
+            | EventBody::Answer(AnswerEvent { .. })
+            | EventBody::Question(QuestionEvent { .. })
+            | EventBody::Reply(ReplyEvent { .. })
+            | EventBody::Result(ResultEvent { .. })
+            | EventBody::Queued(QueuedEvent { .. })
+            | EventBody::Retry(RetryEvent { .. })
+            | EventBody::Cancelled(CancelledEvent {})
+            | EventBody::Interrupted(InterruptedEvent { .. })
+            | EventBody::Compacted(CompactedEvent { .. })
+            | EventBody::Mcp(McpEvent { .. })
+            | EventBody::Notice(NoticeEvent { .. })
+            | EventBody::Error(ErrorEvent { .. })
+            | EventBody::TurnEnded(TurnEndedEvent { .. })
+            | EventBody::Unreadable(UnreadableEvent { .. }) => {}
         }
     }
 }
@@ -326,7 +333,7 @@ pub(crate) fn unreadable_notice(events: &[Event]) -> Option<String> {
     let lines: Vec<(u64, &str)> = events
         .iter()
         .filter_map(|event| {
-            if let EventBody::Unreadable { line, error } = &event.body {
+            if let EventBody::Unreadable(UnreadableEvent { line, error }) = &event.body {
                 Some((*line, error.as_str()))
             } else {
                 None

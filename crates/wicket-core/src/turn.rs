@@ -34,6 +34,10 @@ use crate::skills::{self, Skill};
 use wicket_gate::Answerer;
 use wicket_gate::{Confinement, Gate, Hooked};
 use wicket_protocol::HookEvent;
+use wicket_protocol::event::{
+    AssistantMessageEvent, CancelledEvent, ErrorEvent, NoticeEvent, ResultEvent, RetryEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UserMessageEvent,
+};
 use wicket_session::{Session, Status, load_for_conversation, load_log};
 
 /// How the error that ends a turn at its step limit starts (its
@@ -114,10 +118,10 @@ impl Outcome {
 /// cannot take it), whether the runner or (after a failed setup or a
 /// panic) the manager ends it.
 pub(crate) fn record_failure(session: &Session, message: String) {
-    session.append_or_announce(EventBody::Error {
+    session.append_or_announce(EventBody::Error(ErrorEvent {
         message,
         ends_turn: true,
-    });
+    }));
 }
 
 /// Writes a turn's last event, `turn_ended` (announced when the log cannot
@@ -125,14 +129,14 @@ pub(crate) fn record_failure(session: &Session, message: String) {
 /// session's state says idle (or the next queued turn), so this one event
 /// is all a front end waits for.
 pub(crate) fn announce_end(session: &Session, outcome: TurnOutcome) {
-    session.append_or_announce(EventBody::TurnEnded { outcome });
+    session.append_or_announce(EventBody::TurnEnded(TurnEndedEvent { outcome }));
     session.recorded().sync();
 }
 
 /// Whether `body` ends a turn, and how: the one test every front end uses.
 pub fn turn_over(body: &EventBody) -> Option<TurnOutcome> {
     match body {
-        EventBody::TurnEnded { outcome } => Some(*outcome),
+        EventBody::TurnEnded(TurnEndedEvent { outcome }) => Some(*outcome),
         _ => None,
     }
 }
@@ -262,10 +266,10 @@ impl Runner<'_> {
     /// Synthetic results for calls that will not run, with `why`.
     fn close_calls(&self, calls: &[ToolCallRequest], why: &str) {
         for call in calls {
-            self.log(EventBody::ToolResult {
+            self.log(EventBody::ToolResult(ToolResultEvent {
                 call_id: call.id.clone(),
                 result: Err(WireError::new(ErrorKind::Cancelled, why)),
-            });
+            }));
         }
     }
 
@@ -274,7 +278,7 @@ impl Runner<'_> {
             unanswered,
             "the person cancelled the turn before this call ran",
         );
-        self.log(EventBody::Cancelled {});
+        self.log(EventBody::Cancelled(CancelledEvent {}));
         self.end(Outcome::Cancelled)
     }
 
@@ -291,11 +295,11 @@ impl Runner<'_> {
                 delay_ms,
                 reason,
             } => {
-                session.recorded().append(EventBody::Retry {
+                session.recorded().append(EventBody::Retry(RetryEvent {
                     attempt,
                     delay_ms,
                     reason,
-                });
+                }));
             }
             StreamEvent::Text(delta) => {
                 if let Some(on_text) = on_text {
@@ -451,27 +455,29 @@ impl Runner<'_> {
             Ok(notes) => notes,
             Err(outcome) => return outcome,
         };
-        self.log(EventBody::UserMessage { text: ask.into() });
+        self.log(EventBody::UserMessage(UserMessageEvent {
+            text: ask.into(),
+        }));
         for notice in &self.settings.notices {
-            self.log(EventBody::Notice {
+            self.log(EventBody::Notice(NoticeEvent {
                 message: notice.message.clone(),
                 file: Some(notice.file.clone()),
                 key: notice.key.clone(),
-            });
+            }));
         }
         if let Some(message) = unreadable {
-            self.log(EventBody::Notice {
+            self.log(EventBody::Notice(NoticeEvent {
                 message,
                 file: Some(self.session.log_path().display().to_string()),
                 key: None,
-            });
+            }));
         }
         if let Some(note) = &self.settings.window_note {
-            self.log(EventBody::Notice {
+            self.log(EventBody::Notice(NoticeEvent {
                 message: note.clone(),
                 file: None,
                 key: Some("context_window".into()),
-            });
+            }));
         }
         // As the log rebuilds it: the hooks' notes, then the message.
         said.push(ask.to_string());
@@ -560,12 +566,12 @@ impl Runner<'_> {
         // every step cost what 64 do.
         let asked = reply.tool_calls.len();
         reply.tool_calls.truncate(REPLY_MAX_TOOL_CALLS);
-        self.log(EventBody::AssistantMessage {
+        self.log(EventBody::AssistantMessage(AssistantMessageEvent {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
             usage,
             stop_reason: reply.stop_reason.clone(),
-        });
+        }));
         turn.request.messages.push(Message::Assistant {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
@@ -787,21 +793,21 @@ impl Runner<'_> {
     }
 
     fn finished(&self, text: String, usage: Option<Usage>) -> Outcome {
-        self.log(EventBody::Result {
+        self.log(EventBody::Result(ResultEvent {
             text: text.clone(),
             usage,
-        });
+        }));
         self.end(Outcome::Finished(text))
     }
 
     fn log_call(&self, call: &ToolCallRequest, arguments: serde_json::Value) {
-        self.log(EventBody::ToolCall {
+        self.log(EventBody::ToolCall(ToolCallEvent {
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments,
             auto_allowed: None,
             allowed_by: None,
-        });
+        }));
     }
 
     fn log_result(&self, call: &ToolCallRequest, result: &Result<ToolOutput, WireError>) {

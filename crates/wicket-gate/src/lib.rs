@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
+use wicket_protocol::event::{
+    AnswerEvent, CardEvent, CheckpointEvent, ToolCallEvent, ToolResultEvent,
+};
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
     OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
@@ -358,10 +361,10 @@ impl<'a> Gate<'a> {
             Err(error) => format!("{error}; a rewind cannot go back to before this call"),
         };
         self.session
-            .append(EventBody::Checkpoint {
+            .append(EventBody::Checkpoint(CheckpointEvent {
                 call_id: call_id.clone(),
                 message: missed.clone(),
-            })
+            }))
             .map_err(internal)?;
         *self.no_checkpoint.borrow_mut() = Some(missed);
         Ok(())
@@ -398,13 +401,13 @@ impl<'a> Gate<'a> {
         };
         let logged = self
             .session
-            .append(EventBody::ToolCall {
+            .append(EventBody::ToolCall(ToolCallEvent {
                 call_id: call_id.clone(),
                 name: call.name().to_string(),
                 arguments: call.arguments(),
                 auto_allowed: None,
                 allowed_by,
-            })
+            }))
             .map_err(internal)?;
         let result = self
             .hook_denied()
@@ -424,10 +427,10 @@ impl<'a> Gate<'a> {
         result: &Result<ToolOutput, WireError>,
     ) -> Result<(), WireError> {
         self.session
-            .append(EventBody::ToolResult {
+            .append(EventBody::ToolResult(ToolResultEvent {
                 call_id: call_id.clone(),
                 result: result.clone(),
-            })
+            }))
             .map_err(internal)?;
         Ok(())
     }
@@ -896,11 +899,11 @@ impl<'a> Gate<'a> {
             .map_err(internal)?;
         let raised = self
             .session
-            .append(EventBody::Card {
+            .append(EventBody::Card(CardEvent {
                 call_id: call_id.clone(),
                 card: card.clone(),
                 proposed,
-            })
+            }))
             .and_then(|_| self.session.sync())
             .map_err(internal);
         let answer = match raised {
@@ -929,12 +932,12 @@ impl<'a> Gate<'a> {
         };
         let saved = rule.as_ref().and_then(|saved| saved.as_ref().ok().cloned());
         self.session
-            .append(EventBody::Answer {
+            .append(EventBody::Answer(AnswerEvent {
                 card: card.id.clone(),
                 answer,
                 stale,
                 rule: saved,
-            })
+            }))
             .map_err(internal)?;
         self.session.sync().map_err(internal)?;
         match rule {

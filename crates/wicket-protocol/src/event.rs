@@ -350,252 +350,359 @@ impl McpState {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventBody {
     /// The first event of every session.
-    SessionStarted {
-        /// The session id.
-        session: String,
-        /// The workspace.
-        workspace: String,
-    },
+    SessionStarted(SessionStartedEvent),
     /// A call, with its arguments as the model gave them (a string when
     /// they were not JSON, or nested too deep).
-    ToolCall {
-        /// The model's id for the call.
-        call_id: CallId,
-        /// The tool's name.
-        name: String,
-        /// The arguments.
-        arguments: serde_json::Value,
-        /// Set when a rule of the person's own config let the call skip its card.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        auto_allowed: Option<String>,
-        /// Why the call went through without a card: a rule, a grant, a hook.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        allowed_by: Option<crate::rules::AllowedBy>,
-    },
+    ToolCall(ToolCallEvent),
     /// A call's result: `"ok": true` and its `output`, or `"ok": false`
     /// and the `error` that kept it from running or ended it.
-    ToolResult {
-        /// The call.
-        call_id: CallId,
-        /// What it returned, or why it did not run or failed.
-        #[serde(flatten, with = "call_result")]
-        result: Result<ToolOutput, WireError>,
-    },
+    ToolResult(ToolResultEvent),
     /// A card went up.
-    Card {
-        /// The call it is for (a hook's or server's start has its own id).
-        call_id: CallId,
-        /// The card.
-        #[serde(flatten)]
-        card: Card,
-        /// Every byte that was proposed for a write, whatever the card shows.
-        #[serde(skip_serializing_if = "Option::is_none", default)]
-        proposed: Option<String>,
-    },
+    Card(CardEvent),
     /// The person answered a card.
-    Answer {
-        /// The card's id.
-        card: CardId,
-        /// The answer.
-        answer: Answer,
-        /// True when the file changed after the card went up: the answer was dropped.
-        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-        stale: bool,
-        /// The rule an `allow_always` saved.
-        #[serde(skip_serializing_if = "Option::is_none", default)]
-        rule: Option<crate::ids::RuleId>,
-    },
+    Answer(AnswerEvent),
     /// What the person asked; a turn starts with it.
-    UserMessage {
-        /// The message.
-        text: String,
-    },
+    UserMessage(UserMessageEvent),
     /// One model reply: its text and the tool calls it made, with their raw
     /// argument text exactly as the model sent it.
-    AssistantMessage {
-        /// The text.
-        text: String,
-        /// The calls.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCallRequest>,
-        /// Its tokens; `null` when the server reported none (unknown, not 0).
-        #[serde(default)]
-        usage: Option<Usage>,
-        /// The provider's reason for ending the reply, when it gave one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stop_reason: Option<StopReason>,
-    },
+    AssistantMessage(AssistantMessageEvent),
     /// The model's `ask`: the session waits for a reply.
-    Question {
-        /// Unique for the life of the session.
-        id: QuestionId,
-        /// The `ask` call.
-        call_id: CallId,
-        /// The question.
-        question: String,
-    },
+    Question(QuestionEvent),
     /// The person's reply to a question.
-    Reply {
-        /// The question's id.
-        question: QuestionId,
-        /// The reply.
-        reply: String,
-    },
+    Reply(ReplyEvent),
     /// The turn's result (from `finish`, or a reply with no tool call),
     /// after the Stop hooks passed; `usage` is the turn's total.
-    Result {
-        /// The result.
-        text: String,
-        /// The turn's tokens and cost; `null` when no reply of the turn
-        /// had its usage reported.
-        #[serde(default)]
-        usage: Option<Usage>,
-    },
+    Result(ResultEvent),
     /// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
-    Hook {
-        /// When it ran (Stop for logs written before there were others).
-        #[serde(default)]
-        event: HookEvent,
-        /// Its name in the config (its argv when it has none).
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        name: String,
-        /// The call it judged: a tool call's for PreToolUse and PostToolUse,
-        /// the `finish` call's for Stop; none for a Stop after a reply with
-        /// no tool call (then a block goes back as a user message).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        call_id: Option<CallId>,
-        /// The hook's argv.
-        command: Vec<String>,
-        /// Its verdict.
-        outcome: HookOutcome,
-        /// Its exit code.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        exit_code: Option<i32>,
-        /// How long it ran.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        duration_ms: Option<u64>,
-        /// Its stderr, or its reason (for a block, what the model reads).
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        stderr: String,
-        /// The head of its stdout.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        stdout: String,
-        /// Its `additionalContext`: a note the model reads beside the call's
-        /// result (PostToolUse) or the person's message (UserPromptSubmit, SessionStart).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        context: Option<String>,
-        /// It failed, and its `on_error = "ignore"` let what it guarded go on.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        ignored: bool,
-    },
+    Hook(HookRunEvent),
     /// A message sent while a turn ran; it starts when the turn ends.
-    Queued {
-        /// The message.
-        text: String,
-    },
+    Queued(QueuedEvent),
     /// The chat client is retrying a request.
-    Retry {
-        /// The attempt about to start.
-        attempt: u32,
-        /// The wait before it.
-        delay_ms: u64,
-        /// Why.
-        reason: String,
-    },
+    Retry(RetryEvent),
     /// The turn was cancelled; every call without a result has a synthetic one before this.
-    Cancelled {},
+    Cancelled(CancelledEvent),
     /// The process running the turn died (a crash, a kill); the next process
     /// to load the session closed the turn. The card or question it left
     /// open can no longer be answered.
-    Interrupted {
-        /// The card left open, if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        card: Option<CardId>,
-        /// The question left open, if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        question: Option<QuestionId>,
-    },
+    Interrupted(InterruptedEvent),
     /// The conversation before `to_seq` was summarised to fit the model's window.
-    Compacted {
-        /// The model's summary of events `from_seq..=to_seq`.
-        summary: String,
-        /// The first event it stands for.
-        from_seq: u64,
-        /// The last event it stands for.
-        to_seq: u64,
-        /// The estimated tokens of the conversation before.
-        tokens_before: u64,
-        /// The estimated tokens after.
-        tokens_after: u64,
-        /// What the summary itself cost.
-        #[serde(default)]
-        usage: Usage,
-    },
+    Compacted(CompactedEvent),
     /// What an MCP server did.
-    Mcp {
-        /// The server's name.
-        server: String,
-        /// What happened.
-        state: McpState,
-        /// Details: why it failed, how many tools it offers.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        message: String,
-    },
+    Mcp(McpEvent),
     /// The checkpoint before a write or a command could not be taken, or
     /// holds no copy of some files: a rewind cannot bring those back. The
     /// call's card (if it has one) says the same.
-    Checkpoint {
-        /// The call it came before.
-        call_id: CallId,
-        /// What has no copy, and why.
-        message: String,
-    },
+    Checkpoint(CheckpointEvent),
     /// The person rewound the workspace's files to how they were before
     /// event `to`. A checkpoint of the files as they were just before this
     /// event was taken first, so `wicket rewind --to` this event's seq
     /// (or `--undo`) takes it back.
-    Rewound {
-        /// The files are as they were just before this event.
-        to: u64,
-        /// What it changed, and what it could not.
-        #[serde(flatten)]
-        files: RewoundFiles,
-    },
+    Rewound(RewoundEvent),
     /// Something the person should know that changes nothing in the turn:
     /// a part of the workspace's config that was ignored, and why.
-    Notice {
-        /// What, why, and what to do if the person wants it otherwise.
-        message: String,
-        /// The file it is about.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        file: Option<String>,
-        /// The key or table it is about.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        key: Option<String>,
-    },
+    Notice(NoticeEvent),
     /// Something went wrong.
-    Error {
-        /// What, and what to do.
-        message: String,
-        /// True when this error ended the turn.
-        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-        ends_turn: bool,
-    },
+    Error(ErrorEvent),
     /// The last event of every turn, after its `result`, `error`,
     /// `cancelled` or `interrupted`: a front end knows a turn is over from
     /// this alone.
-    TurnEnded {
-        /// How it ended.
-        outcome: TurnOutcome,
-    },
+    TurnEnded(TurnEndedEvent),
     /// A log line that could not be read back (never written as such: the
     /// loader puts it in place of the line, so the session still loads).
-    Unreadable {
-        /// The line's number in the file.
-        line: u64,
-        /// Why it could not be read.
-        error: String,
-    },
+    Unreadable(UnreadableEvent),
+}
+
+/// The first event of every session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStartedEvent {
+    /// The session id.
+    pub session: String,
+    /// The workspace.
+    pub workspace: String,
+}
+
+/// A call, with its arguments as the model gave them (a string when
+/// they were not JSON, or nested too deep).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEvent {
+    /// The model's id for the call.
+    pub call_id: CallId,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments.
+    pub arguments: serde_json::Value,
+    /// Set when a rule of the person's own config let the call skip its card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_allowed: Option<String>,
+    /// Why the call went through without a card: a rule, a grant, a hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<crate::rules::AllowedBy>,
+}
+
+/// A call's result: `"ok": true` and its `output`, or `"ok": false`
+/// and the `error` that kept it from running or ended it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultEvent {
+    /// The call.
+    pub call_id: CallId,
+    /// What it returned, or why it did not run or failed.
+    #[serde(flatten, with = "call_result")]
+    pub result: Result<ToolOutput, WireError>,
+}
+
+/// A card went up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CardEvent {
+    /// The call it is for (a hook's or server's start has its own id).
+    pub call_id: CallId,
+    /// The card.
+    #[serde(flatten)]
+    pub card: Card,
+    /// Every byte that was proposed for a write, whatever the card shows.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub proposed: Option<String>,
+}
+
+/// The person answered a card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerEvent {
+    /// The card's id.
+    pub card: CardId,
+    /// The answer.
+    pub answer: Answer,
+    /// True when the file changed after the card went up: the answer was dropped.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub stale: bool,
+    /// The rule an `allow_always` saved.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rule: Option<crate::ids::RuleId>,
+}
+
+/// What the person asked; a turn starts with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessageEvent {
+    /// The message.
+    pub text: String,
+}
+
+/// One model reply: its text and the tool calls it made, with their raw
+/// argument text exactly as the model sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessageEvent {
+    /// The text.
+    pub text: String,
+    /// The calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// Its tokens; `null` when the server reported none (unknown, not 0).
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// The provider's reason for ending the reply, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+}
+
+/// The model's `ask`: the session waits for a reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionEvent {
+    /// Unique for the life of the session.
+    pub id: QuestionId,
+    /// The `ask` call.
+    pub call_id: CallId,
+    /// The question.
+    pub question: String,
+}
+
+/// The person's reply to a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyEvent {
+    /// The question's id.
+    pub question: QuestionId,
+    /// The reply.
+    pub reply: String,
+}
+
+/// The turn's result (from `finish`, or a reply with no tool call),
+/// after the Stop hooks passed; `usage` is the turn's total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultEvent {
+    /// The result.
+    pub text: String,
+    /// The turn's tokens and cost; `null` when no reply of the turn
+    /// had its usage reported.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// One Stop hook's run: `pass`, `block` (exit 2) or `error` (fail closed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRunEvent {
+    /// When it ran (Stop for logs written before there were others).
+    #[serde(default)]
+    pub event: HookEvent,
+    /// Its name in the config (its argv when it has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The call it judged: a tool call's for PreToolUse and PostToolUse,
+    /// the `finish` call's for Stop; none for a Stop after a reply with
+    /// no tool call (then a block goes back as a user message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    /// The hook's argv.
+    pub command: Vec<String>,
+    /// Its verdict.
+    pub outcome: HookOutcome,
+    /// Its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How long it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Its stderr, or its reason (for a block, what the model reads).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+    /// The head of its stdout.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stdout: String,
+    /// Its `additionalContext`: a note the model reads beside the call's
+    /// result (PostToolUse) or the person's message (UserPromptSubmit, SessionStart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// It failed, and its `on_error = "ignore"` let what it guarded go on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored: bool,
+}
+
+/// A message sent while a turn ran; it starts when the turn ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedEvent {
+    /// The message.
+    pub text: String,
+}
+
+/// The chat client is retrying a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryEvent {
+    /// The attempt about to start.
+    pub attempt: u32,
+    /// The wait before it.
+    pub delay_ms: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// The turn was cancelled; every call without a result has a synthetic one before this.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelledEvent {}
+
+/// The process running the turn died (a crash, a kill); the next process
+/// to load the session closed the turn. The card or question it left
+/// open can no longer be answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptedEvent {
+    /// The card left open, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<CardId>,
+    /// The question left open, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<QuestionId>,
+}
+
+/// The conversation before `to_seq` was summarised to fit the model's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactedEvent {
+    /// The model's summary of events `from_seq..=to_seq`.
+    pub summary: String,
+    /// The first event it stands for.
+    pub from_seq: u64,
+    /// The last event it stands for.
+    pub to_seq: u64,
+    /// The estimated tokens of the conversation before.
+    pub tokens_before: u64,
+    /// The estimated tokens after.
+    pub tokens_after: u64,
+    /// What the summary itself cost.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// What an MCP server did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpEvent {
+    /// The server's name.
+    pub server: String,
+    /// What happened.
+    pub state: McpState,
+    /// Details: why it failed, how many tools it offers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// The checkpoint before a write or a command could not be taken, or
+/// holds no copy of some files: a rewind cannot bring those back. The
+/// call's card (if it has one) says the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointEvent {
+    /// The call it came before.
+    pub call_id: CallId,
+    /// What has no copy, and why.
+    pub message: String,
+}
+
+/// The person rewound the workspace's files to how they were before
+/// event `to`. A checkpoint of the files as they were just before this
+/// event was taken first, so `wicket rewind --to` this event's seq
+/// (or `--undo`) takes it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RewoundEvent {
+    /// The files are as they were just before this event.
+    pub to: u64,
+    /// What it changed, and what it could not.
+    #[serde(flatten)]
+    pub files: RewoundFiles,
+}
+
+/// Something the person should know that changes nothing in the turn:
+/// a part of the workspace's config that was ignored, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoticeEvent {
+    /// What, why, and what to do if the person wants it otherwise.
+    pub message: String,
+    /// The file it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The key or table it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// Something went wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    /// What, and what to do.
+    pub message: String,
+    /// True when this error ended the turn.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub ends_turn: bool,
+}
+
+/// The last event of every turn, after its `result`, `error`,
+/// `cancelled` or `interrupted`: a front end knows a turn is over from
+/// this alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnEndedEvent {
+    /// How it ended.
+    pub outcome: TurnOutcome,
+}
+
+/// A log line that could not be read back (never written as such: the
+/// loader puts it in place of the line, so the session still loads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnreadableEvent {
+    /// The line's number in the file.
+    pub line: u64,
+    /// Why it could not be read.
+    pub error: String,
 }
 
 /// A call's result on the wire: `ok` beside `output` or `error`, as
@@ -695,38 +802,38 @@ impl EventBody {
     /// named here (and in [`EventBody::KINDS`]) before it compiles.
     pub fn kind(&self) -> &'static str {
         match self {
-            EventBody::SessionStarted { .. } => "session_started",
-            EventBody::ToolCall { .. } => "tool_call",
-            EventBody::ToolResult { .. } => "tool_result",
-            EventBody::Card { .. } => "card",
-            EventBody::Answer { .. } => "answer",
-            EventBody::UserMessage { .. } => "user_message",
-            EventBody::AssistantMessage { .. } => "assistant_message",
-            EventBody::Question { .. } => "question",
-            EventBody::Reply { .. } => "reply",
-            EventBody::Result { .. } => "result",
-            EventBody::Hook { .. } => "hook",
-            EventBody::Queued { .. } => "queued",
-            EventBody::Retry { .. } => "retry",
-            EventBody::Cancelled { .. } => "cancelled",
-            EventBody::Interrupted { .. } => "interrupted",
-            EventBody::Compacted { .. } => "compacted",
-            EventBody::Mcp { .. } => "mcp",
-            EventBody::Checkpoint { .. } => "checkpoint",
-            EventBody::Rewound { .. } => "rewound",
-            EventBody::Notice { .. } => "notice",
-            EventBody::Error { .. } => "error",
-            EventBody::TurnEnded { .. } => "turn_ended",
-            EventBody::Unreadable { .. } => "unreadable",
+            EventBody::SessionStarted(SessionStartedEvent { .. }) => "session_started",
+            EventBody::ToolCall(ToolCallEvent { .. }) => "tool_call",
+            EventBody::ToolResult(ToolResultEvent { .. }) => "tool_result",
+            EventBody::Card(CardEvent { .. }) => "card",
+            EventBody::Answer(AnswerEvent { .. }) => "answer",
+            EventBody::UserMessage(UserMessageEvent { .. }) => "user_message",
+            EventBody::AssistantMessage(AssistantMessageEvent { .. }) => "assistant_message",
+            EventBody::Question(QuestionEvent { .. }) => "question",
+            EventBody::Reply(ReplyEvent { .. }) => "reply",
+            EventBody::Result(ResultEvent { .. }) => "result",
+            EventBody::Hook(HookRunEvent { .. }) => "hook",
+            EventBody::Queued(QueuedEvent { .. }) => "queued",
+            EventBody::Retry(RetryEvent { .. }) => "retry",
+            EventBody::Cancelled(CancelledEvent { .. }) => "cancelled",
+            EventBody::Interrupted(InterruptedEvent { .. }) => "interrupted",
+            EventBody::Compacted(CompactedEvent { .. }) => "compacted",
+            EventBody::Mcp(McpEvent { .. }) => "mcp",
+            EventBody::Checkpoint(CheckpointEvent { .. }) => "checkpoint",
+            EventBody::Rewound(RewoundEvent { .. }) => "rewound",
+            EventBody::Notice(NoticeEvent { .. }) => "notice",
+            EventBody::Error(ErrorEvent { .. }) => "error",
+            EventBody::TurnEnded(TurnEndedEvent { .. }) => "turn_ended",
+            EventBody::Unreadable(UnreadableEvent { .. }) => "unreadable",
         }
     }
 
     /// An error that does not end the turn.
     pub fn error(message: impl Into<String>) -> EventBody {
-        EventBody::Error {
+        EventBody::Error(ErrorEvent {
             message: message.into(),
             ends_turn: false,
-        }
+        })
     }
 }
 

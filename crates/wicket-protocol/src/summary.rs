@@ -4,6 +4,12 @@
 //! them words an event of these kinds for itself. The kinds a front end
 //! draws richly (messages, calls, cards, results, questions) have none.
 
+use crate::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 use crate::event::{EventBody, Usage};
 use crate::ids::{CardId, QuestionId};
 
@@ -44,84 +50,84 @@ impl EventBody {
     // One flat match with an arm per event kind, the one table of every front end's words; past 80 lines because the match is exhaustive.
     pub fn summary(&self) -> Option<Summary> {
         match self {
-            EventBody::SessionStarted { session, workspace } => {
+            EventBody::SessionStarted(SessionStartedEvent { session, workspace }) => {
                 Summary::new(Tone::Quiet, format!("session {session} in {workspace}"))
             }
-            EventBody::Queued { text } => Summary::new(Tone::Heed, format!("queued: {text}")),
-            EventBody::Hook {
+            EventBody::Queued(QueuedEvent { text }) => Summary::new(Tone::Heed, format!("queued: {text}")),
+            EventBody::Hook(HookRunEvent {
                 event,
                 name,
                 outcome,
                 duration_ms,
                 stderr,
                 ..
-            } => Summary::new(
+            }) => Summary::new(
                 Tone::Quiet,
                 crate::event::hook_line(*event, name, *outcome, *duration_ms, stderr),
             ),
-            EventBody::Retry {
+            EventBody::Retry(RetryEvent {
                 attempt,
                 delay_ms,
                 reason,
-            } => Summary::new(
+            }) => Summary::new(
                 Tone::Heed,
                 format!("retry {attempt} in {delay_ms} ms: {reason}"),
             ),
-            EventBody::Cancelled {} => Summary::new(
+            EventBody::Cancelled(CancelledEvent {}) => Summary::new(
                 Tone::Failed,
                 "cancelled: the turn ended, and a running command was stopped (TERM, then KILL 2 s later)"
                     .into(),
             ),
-            EventBody::Interrupted { card, question } => {
+            EventBody::Interrupted(InterruptedEvent { card, question }) => {
                 Summary::new(Tone::Failed, interrupted(card.as_ref(), question.as_ref()))
             }
-            EventBody::Compacted {
+            EventBody::Compacted(CompactedEvent {
                 from_seq,
                 to_seq,
                 tokens_before,
                 tokens_after,
                 ..
-            } => Summary::new(
+            }) => Summary::new(
                 Tone::Quiet,
                 format!(
                     "the conversation up to event {to_seq} was summarised to fit the model: events {from_seq}–{to_seq}, ~{tokens_before} → ~{tokens_after} tokens"
                 ),
             ),
-            EventBody::Mcp {
+            EventBody::Mcp(McpEvent {
                 server,
                 state,
                 message,
-            } => Summary::new(
+            }) => Summary::new(
                 Tone::Quiet,
                 match message.is_empty() {
                     true => format!("MCP server {server}: {}", state.as_str()),
                     false => format!("MCP server {server}: {}: {message}", state.as_str()),
                 },
             ),
-            EventBody::Checkpoint { message, .. } => {
+            EventBody::Checkpoint(CheckpointEvent { message, .. }) => {
                 Summary::new(Tone::Heed, format!("no checkpoint: {message}"))
             }
-            EventBody::Rewound { to, files } => Summary::new(Tone::Changed, files.line(*to)),
-            EventBody::Notice { message, .. } => {
+            EventBody::Rewound(RewoundEvent { to, files }) => Summary::new(Tone::Changed, files.line(*to)),
+            EventBody::Notice(NoticeEvent { message, .. }) => {
                 Summary::new(Tone::Heed, format!("notice: {message}"))
             }
-            EventBody::Error { message, .. } => {
+            EventBody::Error(ErrorEvent { message, .. }) => {
                 Summary::new(Tone::Failed, format!("error: {message}"))
             }
-            EventBody::Unreadable { line, error } => Summary::new(
+            EventBody::Unreadable(UnreadableEvent { line, error }) => Summary::new(
                 Tone::Failed,
                 format!("log line {line} could not be read: {error}"),
             ),
-            EventBody::ToolCall { .. }
-            | EventBody::ToolResult { .. }
-            | EventBody::Card { .. }
-            | EventBody::Answer { .. }
-            | EventBody::UserMessage { .. }
-            | EventBody::AssistantMessage { .. }
-            | EventBody::Question { .. }
-            | EventBody::Reply { .. }
-            | EventBody::Result { .. }
-            | EventBody::TurnEnded { .. } => None,
+            EventBody::ToolCall(ToolCallEvent { .. })
+            | EventBody::ToolResult(ToolResultEvent { .. })
+            | EventBody::Card(CardEvent { .. })
+            | EventBody::Answer(AnswerEvent { .. })
+            | EventBody::UserMessage(UserMessageEvent { .. })
+            | EventBody::AssistantMessage(AssistantMessageEvent { .. })
+            | EventBody::Question(QuestionEvent { .. })
+            | EventBody::Reply(ReplyEvent { .. })
+            | EventBody::Result(ResultEvent { .. })
+            | EventBody::TurnEnded(TurnEndedEvent { .. }) => None,
         }
     }
 }
@@ -164,13 +170,13 @@ mod tests {
 
     #[test]
     fn each_kind_a_front_end_does_not_draw_itself_has_its_words() {
-        let mcp = EventBody::Mcp {
+        let mcp = EventBody::Mcp(McpEvent {
             server: "files".into(),
             state: McpState::Died,
             message: String::new(),
-        };
+        });
         assert_eq!(mcp.summary().unwrap().text, "MCP server files: died");
-        let hook = EventBody::Hook {
+        let hook = EventBody::Hook(HookRunEvent {
             event: HookEvent::PreToolUse,
             name: "no-rm".into(),
             call_id: None,
@@ -182,15 +188,15 @@ mod tests {
             stdout: String::new(),
             context: None,
             ignored: false,
-        };
+        });
         assert_eq!(
             hook.summary().unwrap().text,
             "PreToolUse hook no-rm: block (12 ms): rm is not allowed here"
         );
-        let interrupted = EventBody::Interrupted {
+        let interrupted = EventBody::Interrupted(InterruptedEvent {
             card: Some("card-1".into()),
             question: None,
-        };
+        });
         assert_eq!(interrupted.summary().unwrap().tone, Tone::Failed);
         assert!(
             interrupted
@@ -199,7 +205,10 @@ mod tests {
                 .text
                 .ends_with("card card-1 can no longer be answered")
         );
-        assert_eq!(EventBody::UserMessage { text: "hi".into() }.summary(), None);
+        assert_eq!(
+            EventBody::UserMessage(UserMessageEvent { text: "hi".into() }).summary(),
+            None
+        );
     }
 
     #[test]

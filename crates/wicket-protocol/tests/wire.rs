@@ -4,6 +4,12 @@
 //! the version that wrote them), and each still reads, and writes back
 //! byte for byte.
 
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 use wicket_protocol::{Event, EventBody};
 
 const LOG: &str = include_str!("log_written_before.jsonl");
@@ -14,7 +20,7 @@ fn every_line_written_before_reads_and_writes_back_byte_for_byte() {
         let event: Event = serde_json::from_str(line)
             .unwrap_or_else(|error| panic!("line {}: {error}: {line}", number + 1));
         assert!(
-            !matches!(event.body, EventBody::Unreadable { .. }),
+            !matches!(event.body, EventBody::Unreadable(UnreadableEvent { .. })),
             "line {} is not a real event",
             number + 1
         );
@@ -27,30 +33,30 @@ fn every_line_written_before_reads_and_writes_back_byte_for_byte() {
 /// compile here until it has a line in the file.
 fn kind(body: &EventBody) -> usize {
     match body {
-        EventBody::SessionStarted { .. } => 0,
-        EventBody::ToolCall { .. } => 1,
-        EventBody::ToolResult { .. } => 2,
-        EventBody::Card { .. } => 3,
-        EventBody::Answer { .. } => 4,
-        EventBody::UserMessage { .. } => 5,
-        EventBody::AssistantMessage { .. } => 6,
-        EventBody::Question { .. } => 7,
-        EventBody::Reply { .. } => 8,
-        EventBody::Result { .. } => 9,
-        EventBody::Hook { .. } => 10,
-        EventBody::Queued { .. } => 11,
-        EventBody::Retry { .. } => 12,
-        EventBody::Cancelled { .. } => 13,
-        EventBody::Interrupted { .. } => 14,
-        EventBody::Compacted { .. } => 15,
-        EventBody::Mcp { .. } => 16,
-        EventBody::Checkpoint { .. } => 17,
-        EventBody::Rewound { .. } => 18,
-        EventBody::Notice { .. } => 19,
-        EventBody::Error { .. } => 20,
-        EventBody::TurnEnded { .. } => 21,
+        EventBody::SessionStarted(SessionStartedEvent { .. }) => 0,
+        EventBody::ToolCall(ToolCallEvent { .. }) => 1,
+        EventBody::ToolResult(ToolResultEvent { .. }) => 2,
+        EventBody::Card(CardEvent { .. }) => 3,
+        EventBody::Answer(AnswerEvent { .. }) => 4,
+        EventBody::UserMessage(UserMessageEvent { .. }) => 5,
+        EventBody::AssistantMessage(AssistantMessageEvent { .. }) => 6,
+        EventBody::Question(QuestionEvent { .. }) => 7,
+        EventBody::Reply(ReplyEvent { .. }) => 8,
+        EventBody::Result(ResultEvent { .. }) => 9,
+        EventBody::Hook(HookRunEvent { .. }) => 10,
+        EventBody::Queued(QueuedEvent { .. }) => 11,
+        EventBody::Retry(RetryEvent { .. }) => 12,
+        EventBody::Cancelled(CancelledEvent { .. }) => 13,
+        EventBody::Interrupted(InterruptedEvent { .. }) => 14,
+        EventBody::Compacted(CompactedEvent { .. }) => 15,
+        EventBody::Mcp(McpEvent { .. }) => 16,
+        EventBody::Checkpoint(CheckpointEvent { .. }) => 17,
+        EventBody::Rewound(RewoundEvent { .. }) => 18,
+        EventBody::Notice(NoticeEvent { .. }) => 19,
+        EventBody::Error(ErrorEvent { .. }) => 20,
+        EventBody::TurnEnded(TurnEndedEvent { .. }) => 21,
         // Never written: the loader makes it in place of a line it cannot read.
-        EventBody::Unreadable { .. } => 22,
+        EventBody::Unreadable(UnreadableEvent { .. }) => 22,
     }
 }
 

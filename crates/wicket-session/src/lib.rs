@@ -17,6 +17,9 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use wicket_os::files::{self, Locked};
+use wicket_protocol::event::{
+    InterruptedEvent, SessionStartedEvent, ToolResultEvent, TurnEndedEvent,
+};
 use wicket_protocol::{
     CallId, CardId, ErrorKind, Event, EventBody, GrantId, QuestionId, Reach, TurnOutcome, Usage,
     WireError,
@@ -234,10 +237,10 @@ impl Session {
             _lock: None,
         };
         // A session in memory has no file: its append cannot fail.
-        let _ = session.append(EventBody::SessionStarted {
+        let _ = session.append(EventBody::SessionStarted(SessionStartedEvent {
             session: id,
             workspace: workspace.display().to_string(),
-        });
+        }));
         session
     }
 
@@ -287,10 +290,10 @@ impl Session {
             _lock: Some(lock),
         };
         if loaded.events.is_empty() {
-            session.append(EventBody::SessionStarted {
+            session.append(EventBody::SessionStarted(SessionStartedEvent {
                 session: id.to_string(),
                 workspace: workspace.display().to_string(),
-            })?;
+            }))?;
             session.sync()?;
         }
         session.recover(&loaded.events)?;
@@ -306,28 +309,28 @@ impl Session {
         let open = Unfinished::of(events);
         if let Some(outcome) = open.unannounced {
             // It died between a turn's end and its `turn_ended`.
-            self.append(EventBody::TurnEnded { outcome })?;
+            self.append(EventBody::TurnEnded(TurnEndedEvent { outcome }))?;
             return self.sync();
         }
         if !open.any() {
             return Ok(());
         }
         for call_id in open.calls {
-            self.append(EventBody::ToolResult {
+            self.append(EventBody::ToolResult(ToolResultEvent {
                 call_id,
                 result: Err(WireError::new(
                     ErrorKind::Cancelled,
                     "the process running this call ended before it finished (a crash or a kill)",
                 )),
-            })?;
+            }))?;
         }
-        self.append(EventBody::Interrupted {
+        self.append(EventBody::Interrupted(InterruptedEvent {
             card: open.card,
             question: open.question,
-        })?;
-        self.append(EventBody::TurnEnded {
+        }))?;
+        self.append(EventBody::TurnEnded(TurnEndedEvent {
             outcome: TurnOutcome::Interrupted,
-        })?;
+        }))?;
         self.sync()
     }
 
@@ -655,6 +658,9 @@ fn proptest_cases() -> u32 {
 mod tests {
     use super::*;
     use crate::log::read_log;
+    use wicket_protocol::event::{
+        AssistantMessageEvent, CancelledEvent, CardEvent, UnreadableEvent, UserMessageEvent,
+    };
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
@@ -733,7 +739,10 @@ mod tests {
             assert!(loaded.torn_tail.is_none(), "{line}");
             let last = loaded.events.last().unwrap();
             assert!(
-                matches!(last.body, EventBody::Unreadable { line: 4, .. }),
+                matches!(
+                    last.body,
+                    EventBody::Unreadable(UnreadableEvent { line: 4, .. })
+                ),
                 "{last:?}"
             );
             assert_eq!(last.seq, 4);
@@ -778,7 +787,7 @@ mod tests {
         assert_eq!(loaded.events.len(), 3);
         assert!(matches!(
             &loaded.events[1].body,
-            EventBody::Unreadable { line: 2, error } if error.contains("1001 bytes")
+            EventBody::Unreadable(UnreadableEvent { line: 2, error }) if error.contains("1001 bytes")
         ));
         assert_eq!(loaded.torn_tail, Some(1000));
     }
@@ -838,7 +847,7 @@ mod tests {
         assert_eq!(loaded.events.len(), 3);
         assert!(matches!(
             loaded.events[1].body,
-            EventBody::Unreadable { line: 2, .. }
+            EventBody::Unreadable(UnreadableEvent { line: 2, .. })
         ));
         assert_eq!(loaded.events[1].seq, 2);
         assert_eq!(loaded.events[2].seq, 3);
@@ -876,10 +885,12 @@ mod tests {
             let (session, _) =
                 Session::open_or_create(home.path(), "s", home.path(), None).unwrap();
             session
-                .append(EventBody::UserMessage { text: "go".into() })
+                .append(EventBody::UserMessage(UserMessageEvent {
+                    text: "go".into(),
+                }))
                 .unwrap();
             session
-                .append(EventBody::AssistantMessage {
+                .append(EventBody::AssistantMessage(AssistantMessageEvent {
                     text: String::new(),
                     tool_calls: vec![wicket_protocol::ToolCallRequest {
                         id: "c1".into(),
@@ -888,10 +899,10 @@ mod tests {
                     }],
                     usage: None,
                     stop_reason: None,
-                })
+                }))
                 .unwrap();
             session
-                .append(EventBody::Card {
+                .append(EventBody::Card(CardEvent {
                     call_id: "c1".into(),
                     card: Card {
                         id: "card-1".into(),
@@ -904,7 +915,7 @@ mod tests {
                         always: None,
                     },
                     proposed: None,
-                })
+                }))
                 .unwrap();
             session
                 .update_meta(|meta| meta.status = Status::Waiting)
@@ -922,16 +933,16 @@ mod tests {
             .collect();
         assert_eq!(
             tail[0],
-            &EventBody::TurnEnded {
+            &EventBody::TurnEnded(TurnEndedEvent {
                 outcome: TurnOutcome::Interrupted
-            }
+            })
         );
         assert!(
-            matches!(tail[1], EventBody::Interrupted { card: Some(card), .. } if card == "card-1"),
+            matches!(tail[1], EventBody::Interrupted(InterruptedEvent { card: Some(card), .. }) if card == "card-1"),
             "{tail:?}"
         );
         assert!(
-            matches!(tail[2], EventBody::ToolResult { call_id, result: Err(_) } if call_id == "c1")
+            matches!(tail[2], EventBody::ToolResult(ToolResultEvent { call_id, result: Err(_) }) if call_id == "c1")
         );
         assert_eq!(Unfinished::of(&loaded.events), Unfinished::default());
     }
@@ -945,14 +956,18 @@ mod tests {
         {
             let (session, _) = Session::open_or_create(home.path(), "s", ws.path(), None).unwrap();
             session
-                .append(EventBody::UserMessage { text: "hi".into() })
+                .append(EventBody::UserMessage(UserMessageEvent {
+                    text: "hi".into(),
+                }))
                 .unwrap();
-            session.append(EventBody::Cancelled {}).unwrap();
+            session
+                .append(EventBody::Cancelled(CancelledEvent {}))
+                .unwrap();
         }
         let (session, loaded) = Session::open_or_create(home.path(), "s", ws.path(), None).unwrap();
         assert!(matches!(
             loaded.events.last().map(|event| &event.body),
-            Some(EventBody::Cancelled {})
+            Some(EventBody::Cancelled(CancelledEvent {}))
         ));
         drop(session);
         let (_, loaded) = Session::load_existing(home.path(), "s").unwrap();
@@ -960,10 +975,10 @@ mod tests {
         assert_eq!(
             bodies[bodies.len() - 2..],
             [
-                &EventBody::Cancelled {},
-                &EventBody::TurnEnded {
+                &EventBody::Cancelled(CancelledEvent {}),
+                &EventBody::TurnEnded(TurnEndedEvent {
                     outcome: TurnOutcome::Cancelled
-                }
+                })
             ]
         );
         // Once is enough: opening again adds nothing.

@@ -2,6 +2,12 @@
 //! without a final newline is torn; what a log leaves open ([`Unfinished`]).
 
 use super::*;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 
 /// What loading a log found.
 #[derive(Debug, Default)]
@@ -93,10 +99,10 @@ pub(crate) fn read_log(reader: impl BufRead, after: u64, max: usize) -> std::io:
         loaded.events.push(Event {
             seq,
             ts: String::new(),
-            body: EventBody::Unreadable {
+            body: EventBody::Unreadable(UnreadableEvent {
                 line: number,
                 error,
-            },
+            }),
         });
     }
     Ok(loaded)
@@ -125,7 +131,7 @@ pub fn load_for_conversation(path: &Path) -> Result<Vec<Event>> {
             continue;
         }
         if let Ok(Event {
-            body: EventBody::Compacted { to_seq: to, .. },
+            body: EventBody::Compacted(CompactedEvent { to_seq: to, .. }),
             ..
         }) = serde_json::from_slice::<Event>(&bytes)
         {
@@ -165,58 +171,62 @@ impl Unfinished {
         let mut state = Unfinished::default();
         for event in events {
             match &event.body {
-                EventBody::UserMessage { .. } => {
+                EventBody::UserMessage(UserMessageEvent { .. }) => {
                     state = Unfinished {
                         turn: true,
                         ..Unfinished::default()
                     };
                 }
-                EventBody::AssistantMessage { tool_calls, .. } => {
+                EventBody::AssistantMessage(AssistantMessageEvent { tool_calls, .. }) => {
                     state.calls = tool_calls.iter().map(|call| call.id.clone()).collect();
                 }
-                EventBody::ToolCall { call_id, .. } => {
+                EventBody::ToolCall(ToolCallEvent { call_id, .. }) => {
                     if !state.turn && !state.calls.contains(call_id) {
                         // A call of `wicket tool`: no reply made it.
                         state.calls.push(call_id.clone());
                     }
                 }
-                EventBody::ToolResult { call_id, .. } => {
+                EventBody::ToolResult(ToolResultEvent { call_id, .. }) => {
                     state.calls.retain(|id| id != call_id);
                 }
-                EventBody::Card { card, .. } => state.card = Some(card.id.clone()),
-                EventBody::Answer { card, .. } => {
+                EventBody::Card(CardEvent { card, .. }) => state.card = Some(card.id.clone()),
+                EventBody::Answer(AnswerEvent { card, .. }) => {
                     if state.card.as_deref() == Some(card) {
                         state.card = None;
                     }
                 }
-                EventBody::Question { id, .. } => state.question = Some(id.clone()),
-                EventBody::Reply { question, .. } => {
+                EventBody::Question(QuestionEvent { id, .. }) => state.question = Some(id.clone()),
+                EventBody::Reply(ReplyEvent { question, .. }) => {
                     if state.question.as_deref() == Some(question) {
                         state.question = None;
                     }
                 }
-                EventBody::Result { .. } => state = Unfinished::ended(TurnOutcome::Result),
-                EventBody::Cancelled {} => state = Unfinished::ended(TurnOutcome::Cancelled),
-                EventBody::Interrupted { .. } => {
+                EventBody::Result(ResultEvent { .. }) => {
+                    state = Unfinished::ended(TurnOutcome::Result)
+                }
+                EventBody::Cancelled(CancelledEvent {}) => {
+                    state = Unfinished::ended(TurnOutcome::Cancelled)
+                }
+                EventBody::Interrupted(InterruptedEvent { .. }) => {
                     state = Unfinished::ended(TurnOutcome::Interrupted);
                 }
-                EventBody::Error {
+                EventBody::Error(ErrorEvent {
                     ends_turn: true, ..
-                } => state = Unfinished::ended(TurnOutcome::Error),
-                EventBody::TurnEnded { .. } => state = Unfinished::default(),
-                EventBody::SessionStarted { .. }
-                | EventBody::Hook { .. }
-                | EventBody::Queued { .. }
-                | EventBody::Retry { .. }
-                | EventBody::Compacted { .. }
-                | EventBody::Mcp { .. }
-                | EventBody::Notice { .. }
-                | EventBody::Checkpoint { .. }
-                | EventBody::Rewound { .. }
-                | EventBody::Error {
+                }) => state = Unfinished::ended(TurnOutcome::Error),
+                EventBody::TurnEnded(TurnEndedEvent { .. }) => state = Unfinished::default(),
+                EventBody::SessionStarted(SessionStartedEvent { .. })
+                | EventBody::Hook(HookRunEvent { .. })
+                | EventBody::Queued(QueuedEvent { .. })
+                | EventBody::Retry(RetryEvent { .. })
+                | EventBody::Compacted(CompactedEvent { .. })
+                | EventBody::Mcp(McpEvent { .. })
+                | EventBody::Notice(NoticeEvent { .. })
+                | EventBody::Checkpoint(CheckpointEvent { .. })
+                | EventBody::Rewound(RewoundEvent { .. })
+                | EventBody::Error(ErrorEvent {
                     ends_turn: false, ..
-                }
-                | EventBody::Unreadable { .. } => {}
+                })
+                | EventBody::Unreadable(UnreadableEvent { .. }) => {}
             }
         }
         state

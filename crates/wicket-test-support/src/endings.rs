@@ -3,6 +3,10 @@
 //! `turn_ended` and nowhere before it, whatever came first (a `result`,
 //! an error that ends the turn, a cancel). The page reads the same event.
 
+use wicket_protocol::event::{
+    AssistantMessageEvent, CancelledEvent, ErrorEvent, InterruptedEvent, ResultEvent,
+    TurnEndedEvent, UserMessageEvent,
+};
 use wicket_protocol::{Event, EventBody, TurnOutcome};
 
 /// One turn's events, the last its `turn_ended`.
@@ -19,17 +23,17 @@ pub struct Ending {
 
 fn turn(name: &'static str, middle: Vec<EventBody>, outcome: TurnOutcome) -> Ending {
     let error = middle.iter().find_map(|body| match body {
-        EventBody::Error {
+        EventBody::Error(ErrorEvent {
             message,
             ends_turn: true,
-        } => Some(message.clone()),
+        }) => Some(message.clone()),
         _ => None,
     });
-    let mut bodies = vec![EventBody::UserMessage {
+    let mut bodies = vec![EventBody::UserMessage(UserMessageEvent {
         text: "do it".into(),
-    }];
+    })];
     bodies.extend(middle);
-    bodies.push(EventBody::TurnEnded { outcome });
+    bodies.push(EventBody::TurnEnded(TurnEndedEvent { outcome }));
     Ending {
         name,
         events: bodies
@@ -47,29 +51,31 @@ fn turn(name: &'static str, middle: Vec<EventBody>, outcome: TurnOutcome) -> End
 }
 
 fn ends_turn(message: &str) -> EventBody {
-    EventBody::Error {
+    EventBody::Error(ErrorEvent {
         message: message.into(),
         ends_turn: true,
-    }
+    })
 }
 
 /// Every way a turn ends.
 pub fn turn_endings() -> Vec<Ending> {
-    let reply = || EventBody::AssistantMessage {
-        text: "done".into(),
-        tool_calls: Vec::new(),
-        usage: None,
-        stop_reason: None,
+    let reply = || {
+        EventBody::AssistantMessage(AssistantMessageEvent {
+            text: "done".into(),
+            tool_calls: Vec::new(),
+            usage: None,
+            stop_reason: None,
+        })
     };
     vec![
         turn(
             "a result",
             vec![
                 reply(),
-                EventBody::Result {
+                EventBody::Result(ResultEvent {
                     text: "done".into(),
                     usage: None,
-                },
+                }),
             ],
             TurnOutcome::Result,
         ),
@@ -83,16 +89,16 @@ pub fn turn_endings() -> Vec<Ending> {
             vec![
                 EventBody::error("AGENTS.md was not read"),
                 reply(),
-                EventBody::Result {
+                EventBody::Result(ResultEvent {
                     text: "done".into(),
                     usage: None,
-                },
+                }),
             ],
             TurnOutcome::Result,
         ),
         turn(
             "a cancel",
-            vec![EventBody::Cancelled {}],
+            vec![EventBody::Cancelled(CancelledEvent {})],
             TurnOutcome::Cancelled,
         ),
         turn(
@@ -112,10 +118,10 @@ pub fn turn_endings() -> Vec<Ending> {
         ),
         turn(
             "a dead process",
-            vec![EventBody::Interrupted {
+            vec![EventBody::Interrupted(InterruptedEvent {
                 card: None,
                 question: None,
-            }],
+            })],
             TurnOutcome::Interrupted,
         ),
     ]

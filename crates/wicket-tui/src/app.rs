@@ -21,6 +21,12 @@ use wicket_protocol::{
 use crate::composer::Composer;
 use crate::transcript::{Transcript, card_summary};
 use wicket_core::manager::RewindTo;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
+    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+};
 
 /// What the run loop must do for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,12 +269,12 @@ impl App {
     pub fn on_event(&mut self, event: &Event) {
         self.transcript.add(event);
         match &event.body {
-            EventBody::UserMessage { .. } => {
+            EventBody::UserMessage(UserMessageEvent { .. }) => {
                 self.running = true;
                 self.queued = self.queued.saturating_sub(1);
             }
-            EventBody::Queued { .. } => self.queued += 1,
-            EventBody::AssistantMessage { usage, .. } => {
+            EventBody::Queued(QueuedEvent { .. }) => self.queued += 1,
+            EventBody::AssistantMessage(AssistantMessageEvent { usage, .. }) => {
                 self.streaming.clear();
                 self.totals.unreported = usage.is_none();
                 if let Some(usage) = usage {
@@ -282,7 +288,7 @@ impl App {
                     }
                 }
             }
-            EventBody::Card { card, .. } => {
+            EventBody::Card(CardEvent { card, .. }) => {
                 self.focus = Focus::Card(Box::new(CardView {
                     card: card.clone(),
                     armed: false,
@@ -291,24 +297,28 @@ impl App {
                     prefix: None,
                 }));
             }
-            EventBody::Question { id, .. } => self.focus = Focus::Question { id: id.clone() },
-            EventBody::Answer { .. } | EventBody::Reply { .. } => self.focus = Focus::Input,
-            EventBody::TurnEnded { .. } => self.end_of_turn(),
-            EventBody::SessionStarted { .. }
-            | EventBody::Result { .. }
-            | EventBody::Cancelled {}
-            | EventBody::Interrupted { .. }
-            | EventBody::ToolCall { .. }
-            | EventBody::ToolResult { .. }
-            | EventBody::Hook { .. }
-            | EventBody::Retry { .. }
-            | EventBody::Compacted { .. }
-            | EventBody::Notice { .. }
-            | EventBody::Checkpoint { .. }
-            | EventBody::Rewound { .. }
-            | EventBody::Mcp { .. }
-            | EventBody::Error { .. }
-            | EventBody::Unreadable { .. } => {}
+            EventBody::Question(QuestionEvent { id, .. }) => {
+                self.focus = Focus::Question { id: id.clone() }
+            }
+            EventBody::Answer(AnswerEvent { .. }) | EventBody::Reply(ReplyEvent { .. }) => {
+                self.focus = Focus::Input
+            }
+            EventBody::TurnEnded(TurnEndedEvent { .. }) => self.end_of_turn(),
+            EventBody::SessionStarted(SessionStartedEvent { .. })
+            | EventBody::Result(ResultEvent { .. })
+            | EventBody::Cancelled(CancelledEvent {})
+            | EventBody::Interrupted(InterruptedEvent { .. })
+            | EventBody::ToolCall(ToolCallEvent { .. })
+            | EventBody::ToolResult(ToolResultEvent { .. })
+            | EventBody::Hook(HookRunEvent { .. })
+            | EventBody::Retry(RetryEvent { .. })
+            | EventBody::Compacted(CompactedEvent { .. })
+            | EventBody::Notice(NoticeEvent { .. })
+            | EventBody::Checkpoint(CheckpointEvent { .. })
+            | EventBody::Rewound(RewoundEvent { .. })
+            | EventBody::Mcp(McpEvent { .. })
+            | EventBody::Error(ErrorEvent { .. })
+            | EventBody::Unreadable(UnreadableEvent { .. }) => {}
         }
     }
 

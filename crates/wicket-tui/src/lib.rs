@@ -24,6 +24,7 @@ use wicket_protocol::{Event, EventBody, SessionId};
 
 use crate::app::{Action, App, Pick};
 use crate::terminal::Input;
+use wicket_protocol::event::{RewoundEvent, ToolCallEvent, UserMessageEvent};
 
 /// What the loop waits for.
 pub enum Message {
@@ -475,7 +476,7 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
     let mut turn: Option<(u64, String)> = None;
     let mut checkpoint = checkpoints.iter().peekable();
     for event in &events {
-        if let EventBody::UserMessage { text } = &event.body {
+        if let EventBody::UserMessage(UserMessageEvent { text }) = &event.body {
             let first: String = text.lines().next().unwrap_or("").chars().take(60).collect();
             turn = Some((event.seq, first));
         }
@@ -487,9 +488,9 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
                 ));
             }
             let what = match &event.body {
-                EventBody::ToolCall {
+                EventBody::ToolCall(ToolCallEvent {
                     name, arguments, ..
-                } => {
+                }) => {
                     let detail = arguments
                         .get("argv")
                         .and_then(|argv| argv.as_array())
@@ -508,7 +509,7 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
                         .unwrap_or_default();
                     format!("{name} {detail}")
                 }
-                EventBody::Rewound { .. } => "the rewind".to_string(),
+                EventBody::Rewound(RewoundEvent { .. }) => "the rewind".to_string(),
                 _ => info.tool.clone(),
             };
             let what: String = what.chars().take(70).collect();

@@ -18,6 +18,10 @@ use wicket_protocol::{
 };
 
 use crate::markdown;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CardEvent, QuestionEvent, ReplyEvent, ResultEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UserMessageEvent,
+};
 
 /// Lines of a run's output shown under its one line.
 const RUN_HEAD_LINES: usize = 3;
@@ -158,7 +162,7 @@ impl Transcript {
     // One flat match with an arm per event kind, the chat's item for each; past 80 lines because the match is exhaustive.
     pub fn add(&mut self, event: &Event) {
         match &event.body {
-            EventBody::UserMessage { text } => {
+            EventBody::UserMessage(UserMessageEvent { text }) => {
                 let mut lines = vec![Line::from(Span::styled(
                     "you",
                     Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
@@ -167,20 +171,20 @@ impl Transcript {
                 lines.push(Line::default());
                 self.push(lines);
             }
-            EventBody::AssistantMessage { text, .. } => {
+            EventBody::AssistantMessage(AssistantMessageEvent { text, .. }) => {
                 if !text.trim().is_empty() {
                     let mut lines = markdown::render(text);
                     lines.push(Line::default());
                     self.push(lines);
                 }
             }
-            EventBody::ToolCall {
+            EventBody::ToolCall(ToolCallEvent {
                 call_id,
                 name,
                 arguments,
                 auto_allowed,
                 allowed_by,
-            } => {
+            }) => {
                 if matches!(name.as_str(), "ask" | "finish") {
                     return;
                 }
@@ -200,7 +204,7 @@ impl Transcript {
                 let index = self.push(vec![Line::from(spans)]);
                 self.calls.insert(call_id.clone(), index);
             }
-            EventBody::Card { call_id, card, .. } => {
+            EventBody::Card(CardEvent { call_id, card, .. }) => {
                 let index = match self.calls.get(call_id) {
                     Some(&index) => index,
                     None => self.push(Vec::new()),
@@ -214,17 +218,17 @@ impl Transcript {
                 );
                 self.cards.insert(card.id.clone(), index);
             }
-            EventBody::Answer {
+            EventBody::Answer(AnswerEvent {
                 card,
                 answer,
                 stale,
                 ..
-            } => {
+            }) => {
                 if let Some(&index) = self.cards.get(card) {
                     self.extend(index, answer_line(*answer, *stale));
                 }
             }
-            EventBody::ToolResult { call_id, result } => {
+            EventBody::ToolResult(ToolResultEvent { call_id, result }) => {
                 if let Some(&index) = self.calls.get(call_id) {
                     let (head, more) = result_lines(result);
                     let item = &mut self.items[index];
@@ -236,7 +240,7 @@ impl Transcript {
                     item.height.set(None);
                 }
             }
-            EventBody::Question { question, .. } => {
+            EventBody::Question(QuestionEvent { question, .. }) => {
                 let mut lines = vec![Line::styled(
                     "question",
                     Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD),
@@ -244,17 +248,17 @@ impl Transcript {
                 lines.extend(markdown::render(question));
                 self.push(lines);
             }
-            EventBody::Reply { reply, .. } => {
+            EventBody::Reply(ReplyEvent { reply, .. }) => {
                 self.push(vec![Line::styled(
                     format!("you: {}", first_line(reply, 500)),
                     Style::new().fg(Color::Green),
                 )]);
             }
-            EventBody::Result { text, usage } => {
+            EventBody::Result(ResultEvent { text, usage }) => {
                 self.push(done_lines(text, usage));
             }
             // Said already by the result, error or cancel before it.
-            EventBody::TurnEnded { .. } => {}
+            EventBody::TurnEnded(TurnEndedEvent { .. }) => {}
             body => {
                 if let Some(summary) = body.summary() {
                     self.push(summary_lines(&summary));

@@ -1,6 +1,7 @@
 //! Checkpoints and rewinds of a session, never while a turn runs.
 
 use super::*;
+use wicket_protocol::event::{RewoundEvent, ToolCallEvent, UserMessageEvent};
 
 impl Manager {
     /// The session's checkpoints, oldest first.
@@ -29,7 +30,8 @@ impl Manager {
                     .iter()
                     .rev()
                     .find(|event| {
-                        event.seq < last.seq && matches!(event.body, EventBody::UserMessage { .. })
+                        event.seq < last.seq
+                            && matches!(event.body, EventBody::UserMessage(UserMessageEvent { .. }))
                     })
                     .map_or(1, |event| event.seq)
             }
@@ -37,7 +39,7 @@ impl Manager {
                 let Some(rewound) = events
                     .iter()
                     .rev()
-                    .find(|event| matches!(event.body, EventBody::Rewound { .. }))
+                    .find(|event| matches!(event.body, EventBody::Rewound(RewoundEvent { .. })))
                 else {
                     return Err(ManagerError::BadAnswer(
                         "this session has no rewind to undo; `wicket rewind SESSION` rewinds the last turn"
@@ -53,7 +55,7 @@ impl Manager {
         let missed = events.iter().find(|event| {
             event.seq >= seq
                 && event.seq < found.seq
-                && matches!(&event.body, EventBody::ToolCall { name, .. }
+                && matches!(&event.body, EventBody::ToolCall(ToolCallEvent { name, .. })
                     if wicket_protocol::tools::changes_files(name))
         });
         if let Some(missed) = missed {
@@ -144,10 +146,10 @@ impl Manager {
                 not_restored: cut(failed),
                 more,
             };
-            let body = EventBody::Rewound {
+            let body = EventBody::Rewound(RewoundEvent {
                 to: target.seq,
                 files,
-            };
+            });
             let event = live.session.append(body)?;
             live.session.sync()?;
             Ok(event)

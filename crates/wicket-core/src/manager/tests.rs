@@ -1,4 +1,5 @@
 use super::*;
+use wicket_protocol::event::{QueuedEvent, SessionStartedEvent};
 
 fn manager(home: &Path) -> (tokio::runtime::Runtime, Manager) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -15,9 +16,9 @@ fn append(manager: &Manager, id: &SessionId, count: usize) {
     let live = manager.live(id).unwrap();
     for n in 0..count {
         live.session
-            .append(EventBody::Queued {
+            .append(EventBody::Queued(QueuedEvent {
                 text: format!("message {n}"),
-            })
+            }))
             .unwrap();
     }
 }
@@ -75,7 +76,10 @@ fn idle_sessions_past_the_kept_ones_close_and_open_again() {
     // The first ones were closed; each opens again with its log.
     assert!(!manager.sessions().contains_key("s0"));
     let events = manager.events_after(&"s0".into(), 0).unwrap();
-    assert!(matches!(events[0].body, EventBody::SessionStarted { .. }));
+    assert!(matches!(
+        events[0].body,
+        EventBody::SessionStarted(SessionStartedEvent { .. })
+    ));
     assert_eq!(manager.list().len(), KEPT_OPEN + 21);
     // The followed one still streams.
     append(&manager, &followed, 1);

@@ -3,6 +3,7 @@
 //! written. A front end that sees `turn_ended` may send at once.
 
 use super::*;
+use wicket_protocol::event::{NoticeEvent, UserMessageEvent};
 
 /// What a turn thread runs first.
 pub(super) enum First {
@@ -54,9 +55,10 @@ fn turn(
     let (chat, mut settings) = match setup(&live.workspace, model.as_deref()) {
         Ok(set) => set,
         Err(error) => {
-            live.session.append_or_announce(EventBody::UserMessage {
-                text: text.to_string(),
-            });
+            live.session
+                .append_or_announce(EventBody::UserMessage(UserMessageEvent {
+                    text: text.to_string(),
+                }));
             record_failure(&live.session, error.to_string());
             return TurnOutcome::Error;
         }
@@ -133,13 +135,13 @@ fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<S
         // Shutting down starts nothing: the queued messages stay in the
         // log as `queued`, and the log says they did not run.
         let dropped = std::mem::take(&mut state.queue).len();
-        live.session.append_or_announce(EventBody::Notice {
+        live.session.append_or_announce(EventBody::Notice(NoticeEvent {
             message: format!(
                 "{dropped} queued message(s) did not run: wicket shut down first; send them again"
             ),
             file: None,
             key: None,
-        });
+        }));
     }
     let next = state.queue.pop_front();
     match &next {

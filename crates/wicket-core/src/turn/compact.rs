@@ -4,6 +4,7 @@
 //! `/compact` between turns ([`Runner::compact_now`]).
 
 use super::*;
+use wicket_protocol::event::CompactedEvent;
 
 impl Runner<'_> {
     /// Compacts the session's conversation now (`/compact`, the API's
@@ -73,27 +74,27 @@ impl Runner<'_> {
         rebuilt_events.push(Event {
             seq: u64::MAX,
             ts: String::new(),
-            body: EventBody::Compacted {
+            body: EventBody::Compacted(CompactedEvent {
                 summary: reply.text.clone(),
                 from_seq,
                 to_seq,
                 tokens_before: before,
                 tokens_after: 0,
                 usage,
-            },
+            }),
         });
         turn.request.messages = conversation(&rebuilt_events);
         turn.counted = 0;
         turn.added_bytes = 0;
         let after = estimate_tokens(request_bytes(&turn.request));
-        self.log(EventBody::Compacted {
+        self.log(EventBody::Compacted(CompactedEvent {
             summary: reply.text,
             from_seq,
             to_seq,
             tokens_before: before,
             tokens_after: after,
             usage,
-        });
+        }));
         self.session.recorded().sync();
         Ok(Compaction::Done)
     }

@@ -3,6 +3,7 @@
 //! `use_skill` (a skill's SKILL.md).
 
 use super::*;
+use wicket_protocol::event::{QuestionEvent, ReplyEvent};
 
 impl Runner<'_> {
     pub(super) fn ask(
@@ -16,11 +17,11 @@ impl Runner<'_> {
         self.session
             .recorded()
             .update_meta(|meta| meta.status = Status::Waiting);
-        self.log(EventBody::Question {
+        self.log(EventBody::Question(QuestionEvent {
             id: id.clone(),
             call_id: call.id.clone(),
             question: args.question.clone(),
-        });
+        }));
         self.session.recorded().sync();
         let input = || {
             serde_json::json!({
@@ -36,10 +37,10 @@ impl Runner<'_> {
             .recorded()
             .update_meta(|meta| meta.status = Status::Running);
         let reply = reply?;
-        self.log(EventBody::Reply {
+        self.log(EventBody::Reply(ReplyEvent {
             question: id,
             reply: reply.clone(),
-        });
+        }));
         let result = Ok(ToolOutput::Reply(ReplyOutput { reply }));
         self.log_result(call, &result);
         self.session.recorded().sync();

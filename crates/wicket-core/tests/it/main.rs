@@ -10,6 +10,7 @@
 )]
 
 use std::path::Path;
+use wicket_protocol::event::{AnswerEvent, CardEvent};
 
 mod turn;
 
@@ -529,12 +530,12 @@ fn an_edit_between_card_and_answer_drops_the_answer_and_asks_again() {
             .events
             .into_iter()
             .filter_map(|e| match e.body {
-                EventBody::Answer {
+                EventBody::Answer(AnswerEvent {
                     card,
                     answer,
                     stale,
                     ..
-                } => Some((card, answer, stale)),
+                }) => Some((card, answer, stale)),
                 _ => None,
             })
             .collect();
@@ -570,7 +571,7 @@ fn a_large_diff_is_cut_on_the_card_but_whole_in_the_log() {
     assert!(card.diff_bytes > wicket_gate::diff::CARD_DIFF_MAX_BYTES as u64);
     let loaded = session::load_log(session.log_path()).unwrap();
     let proposed = loaded.events.iter().find_map(|e| match &e.body {
-        EventBody::Card { proposed, .. } => proposed.clone(),
+        EventBody::Card(CardEvent { proposed, .. }) => proposed.clone(),
         _ => None,
     });
     assert_eq!(proposed.as_deref(), Some(content.as_str()));

@@ -12,6 +12,11 @@ use wicket_core::manager::{Manager, ManagerError, Open, Sent, TurnSetup};
 use wicket_core::turn::Settings;
 use wicket_gate::Confinement;
 use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CompactedEvent, ErrorEvent,
+    HookRunEvent, InterruptedEvent, QueuedEvent, ReplyEvent, ResultEvent, ToolResultEvent,
+    TurnEndedEvent, UserMessageEvent,
+};
 use wicket_protocol::{Answer, CardKind, EventBody, HookEvent, RunSource, SessionId, TurnOutcome};
 use wicket_session as session;
 use wicket_test_support::scripted::{calls, text};
@@ -96,16 +101,16 @@ impl World {
 /// The event that ended the session's last turn, once its `turn_ended`
 /// (the log's last event) is checked against it.
 fn ending(events: &[EventBody]) -> Option<&EventBody> {
-    let [.., before, EventBody::TurnEnded { outcome }] = events else {
+    let [.., before, EventBody::TurnEnded(TurnEndedEvent { outcome })] = events else {
         panic!("the log does not end with turn_ended: {events:#?}");
     };
     let agrees = match before {
-        EventBody::Result { .. } => *outcome == TurnOutcome::Result,
-        EventBody::Cancelled {} => *outcome == TurnOutcome::Cancelled,
-        EventBody::Interrupted { .. } => *outcome == TurnOutcome::Interrupted,
-        EventBody::Error {
+        EventBody::Result(ResultEvent { .. }) => *outcome == TurnOutcome::Result,
+        EventBody::Cancelled(CancelledEvent {}) => *outcome == TurnOutcome::Cancelled,
+        EventBody::Interrupted(InterruptedEvent { .. }) => *outcome == TurnOutcome::Interrupted,
+        EventBody::Error(ErrorEvent {
             ends_turn: true, ..
-        } => matches!(
+        }) => matches!(
             outcome,
             TurnOutcome::Error | TurnOutcome::StepLimit | TurnOutcome::Budget
         ),
@@ -216,7 +221,8 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
             "turn_ended"
         ]
     );
-    let Some(EventBody::Result { text, usage }) = ending(&w.events(&id)).cloned() else {
+    let Some(EventBody::Result(ResultEvent { text, usage })) = ending(&w.events(&id)).cloned()
+    else {
         panic!()
     };
     assert_eq!(text, "changed two to 2");
@@ -260,7 +266,7 @@ fn a_reply_with_no_tool_call_finishes_and_a_denied_write_is_the_result() {
     };
     assert!(*is_error && content.contains("denied"), "{content}");
     assert!(
-        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "I could not write b.txt.")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result(ResultEvent { text, .. })) if text == "I could not write b.txt.")
     );
 }
 
@@ -298,7 +304,7 @@ fn ask_waits_for_the_reply_and_blocks_new_messages_meanwhile() {
     assert!(
         w.events(&id)
             .iter()
-            .any(|e| matches!(e, EventBody::Reply { reply, .. } if reply == "a.txt"))
+            .any(|e| matches!(e, EventBody::Reply(ReplyEvent { reply, .. }) if reply == "a.txt"))
     );
 }
 
@@ -327,12 +333,12 @@ fn an_open_card_blocks_messages_and_another_session_starts_at_once() {
     assert_eq!(w.manager.send(&two, "hello").unwrap(), Sent::Started);
     w.manager.wait_idle(&two).unwrap();
     assert!(
-        matches!(ending(&w.events(&two)), Some(EventBody::Result { text, .. }) if text == "other session done")
+        matches!(ending(&w.events(&two)), Some(EventBody::Result(ResultEvent { text, .. })) if text == "other session done")
     );
     w.manager.answer(&one, &card.id, Answer::AllowOnce).unwrap();
     w.manager.wait_idle(&one).unwrap();
     assert!(
-        matches!(ending(&w.events(&one)), Some(EventBody::Result { text, .. }) if text == "first done")
+        matches!(ending(&w.events(&one)), Some(EventBody::Result(ResultEvent { text, .. })) if text == "first done")
     );
 }
 
@@ -346,7 +352,7 @@ fn turn_ended_is_the_one_signal_a_front_end_waits_for() {
         assert_eq!(w.manager.send(&id, message).unwrap(), sent);
         loop {
             let event = events.blocking_next().unwrap().unwrap();
-            if let EventBody::TurnEnded { outcome } = event.body {
+            if let EventBody::TurnEnded(TurnEndedEvent { outcome }) = event.body {
                 assert_eq!(outcome, TurnOutcome::Result);
                 break;
             }
@@ -395,7 +401,7 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     // Wait until the answer is logged, so the card is closed but the turn still runs.
     loop {
         let event = events.blocking_next().unwrap().unwrap();
-        if matches!(event.body, EventBody::Answer { .. }) {
+        if matches!(event.body, EventBody::Answer(AnswerEvent { .. })) {
             break;
         }
     }
@@ -407,9 +413,9 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     let order: Vec<String> = bodies
         .iter()
         .filter_map(|e| match e {
-            EventBody::UserMessage { text } => Some(format!("user {text}")),
-            EventBody::Queued { text } => Some(format!("queued {text}")),
-            EventBody::Result { text, .. } => Some(format!("result {text}")),
+            EventBody::UserMessage(UserMessageEvent { text }) => Some(format!("user {text}")),
+            EventBody::Queued(QueuedEvent { text }) => Some(format!("queued {text}")),
+            EventBody::Result(ResultEvent { text, .. }) => Some(format!("result {text}")),
             _ => None,
         })
         .collect();
@@ -508,8 +514,8 @@ fn a_stop_hook_that_blocks_once_sends_the_model_back_then_passes() {
         .events(&id)
         .iter()
         .filter_map(|e| match e {
-            EventBody::Hook { outcome, .. } => Some(format!("{outcome:?}")),
-            EventBody::Result { text, .. } => Some(text.clone()),
+            EventBody::Hook(HookRunEvent { outcome, .. }) => Some(format!("{outcome:?}")),
+            EventBody::Result(ResultEvent { text, .. }) => Some(text.clone()),
             _ => None,
         })
         .collect();
@@ -536,9 +542,13 @@ fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     assert_eq!(w.requests().len(), 3);
     let events = w.events(&id);
     assert!(
-        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("3 times"))
+        matches!(ending(&events), Some(EventBody::Error(ErrorEvent { ends_turn: true, message })) if message.contains("3 times"))
     );
-    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, EventBody::Result(ResultEvent { .. })))
+    );
 
     // A hook that exits 1 fails closed: an error event, and no result.
     let dir = tempfile::tempdir().unwrap();
@@ -550,8 +560,12 @@ fn three_blocks_in_a_row_end_the_turn_and_a_failing_hook_counts_as_one() {
     w.manager.send(&id, "work").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
-    assert!(events.iter().any(|e| matches!(e, EventBody::Error { ends_turn: false, message } if message.contains("counts as a block"))));
-    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+    assert!(events.iter().any(|e| matches!(e, EventBody::Error(ErrorEvent { ends_turn: false, message }) if message.contains("counts as a block"))));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, EventBody::Result(ResultEvent { .. })))
+    );
 }
 
 #[test]
@@ -565,13 +579,13 @@ fn the_step_limit_ends_a_runaway_turn() {
     w.manager.wait_idle(&id).unwrap();
     assert_eq!(w.requests().len(), 3);
     assert!(
-        matches!(ending(&w.events(&id)), Some(EventBody::Error { ends_turn: true, message }) if message.contains("step limit of 3"))
+        matches!(ending(&w.events(&id)), Some(EventBody::Error(ErrorEvent { ends_turn: true, message })) if message.contains("step limit of 3"))
     );
     assert!(matches!(
         w.events(&id).last(),
-        Some(EventBody::TurnEnded {
+        Some(EventBody::TurnEnded(TurnEndedEvent {
             outcome: TurnOutcome::StepLimit
-        })
+        }))
     ));
 }
 
@@ -607,12 +621,15 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
         "TERM is ignored, so KILL comes 2 s later: {took:?}"
     );
     let events = w.events(&id);
-    assert!(matches!(ending(&events), Some(EventBody::Cancelled {})));
+    assert!(matches!(
+        ending(&events),
+        Some(EventBody::Cancelled(CancelledEvent {}))
+    ));
     let run_signal = events.iter().find_map(|e| match e {
-        EventBody::ToolResult {
+        EventBody::ToolResult(ToolResultEvent {
             result: Ok(wicket_protocol::ToolOutput::Run(run)),
             ..
-        } => Some(run.signal),
+        }) => Some(run.signal),
         _ => None,
     });
     assert_eq!(run_signal, Some(Some(9)), "{events:?}");
@@ -620,7 +637,9 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     let results: Vec<(wicket_protocol::CallId, bool)> = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::ToolResult { call_id, result } => Some((call_id.clone(), result.is_ok())),
+            EventBody::ToolResult(ToolResultEvent { call_id, result }) => {
+                Some((call_id.clone(), result.is_ok()))
+            }
             _ => None,
         })
         .collect();
@@ -649,7 +668,7 @@ fn cancel_stops_a_command_that_ignores_sigterm_and_the_session_resumes() {
     assert_eq!(asked, answered);
     assert!(matches!(last.last(), Some(Message::User { text }) if text == "go on"));
     assert!(
-        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "resumed fine")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result(ResultEvent { text, .. })) if text == "resumed fine")
     );
 }
 
@@ -706,7 +725,7 @@ fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
     let cards = w
         .events(&id)
         .iter()
-        .filter(|e| matches!(e, EventBody::Card { .. }))
+        .filter(|e| matches!(e, EventBody::Card(CardEvent { .. })))
         .count();
     assert_eq!(cards, 2);
     assert!(w.f.meta("s")["allowed"]["run"][0]["argv"] == json!(hook(Owner::Workspace).command));
@@ -729,7 +748,7 @@ fn a_workspace_hook_asks_first_and_a_home_hook_does_not() {
     assert!(
         !w.events(&id)
             .iter()
-            .any(|e| matches!(e, EventBody::Card { .. }))
+            .any(|e| matches!(e, EventBody::Card(CardEvent { .. })))
     );
 }
 
@@ -752,7 +771,7 @@ fn a_reply_not_taken(first: Completion, second: Completion, told: &str, why: &st
     w.manager.send(&id, "what is it").unwrap();
     w.manager.wait_idle(&id).unwrap();
     assert!(
-        matches!(ending(&w.events(&id)), Some(EventBody::Result { text, .. }) if text == "The answer is 42.")
+        matches!(ending(&w.events(&id)), Some(EventBody::Result(ResultEvent { text, .. })) if text == "The answer is 42.")
     );
     let asked = &w.requests()[1];
     assert!(
@@ -773,10 +792,14 @@ fn a_reply_not_taken(first: Completion, second: Completion, told: &str, why: &st
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
     assert!(
-        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains(why)),
+        matches!(ending(&events), Some(EventBody::Error(ErrorEvent { ends_turn: true, message })) if message.contains(why)),
         "{events:?}"
     );
-    assert!(!events.iter().any(|e| matches!(e, EventBody::Result { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, EventBody::Result(ResultEvent { .. })))
+    );
 }
 
 #[test]
@@ -825,12 +848,12 @@ fn agents_md_through_a_link_out_or_a_fifo_is_not_read() {
             "{kind}: {system}"
         );
         assert!(
-            w.events(&id).iter().any(|e| matches!(e, EventBody::Error { message, .. } if message.contains("AGENTS.md was not read"))),
+            w.events(&id).iter().any(|e| matches!(e, EventBody::Error(ErrorEvent { message, .. }) if message.contains("AGENTS.md was not read"))),
             "{kind}"
         );
         assert!(matches!(
             ending(&w.events(&id)),
-            Some(EventBody::Result { .. })
+            Some(EventBody::Result(ResultEvent { .. }))
         ));
     }
     // A plain AGENTS.md is read.
@@ -862,7 +885,7 @@ fn a_card_blocks_messages_from_the_moment_its_event_is_seen() {
         w.manager.send(&id, &format!("round {round}")).unwrap();
         let card = loop {
             let event = events.blocking_next().unwrap().unwrap();
-            if let EventBody::Card { card, .. } = event.body {
+            if let EventBody::Card(CardEvent { card, .. }) = event.body {
                 break card;
             }
         };
@@ -912,12 +935,12 @@ fn a_500_turn_session_stays_under_the_window_for_its_whole_life() {
     let events = w.events(&id);
     let results = events
         .iter()
-        .filter(|e| matches!(e, EventBody::Result { .. }))
+        .filter(|e| matches!(e, EventBody::Result(ResultEvent { .. })))
         .count();
     assert_eq!(results, TURNS, "every turn finished");
     let compactions = events
         .iter()
-        .filter(|e| matches!(e, EventBody::Compacted { .. }))
+        .filter(|e| matches!(e, EventBody::Compacted(CompactedEvent { .. })))
         .count();
     assert!(compactions > 10, "{compactions} compactions");
     // Measured apart from the runtime's estimator (which a copy of it would
@@ -934,7 +957,12 @@ fn a_500_turn_session_stays_under_the_window_for_its_whole_life() {
     // The log keeps every event: each turn's read result is there.
     let reads = events
         .iter()
-        .filter(|e| matches!(e, EventBody::ToolResult { result: Ok(_), .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                EventBody::ToolResult(ToolResultEvent { result: Ok(_), .. })
+            )
+        })
         .count();
     assert!(reads >= TURNS);
 }
@@ -971,9 +999,11 @@ fn a_fresh_session_is_never_compacted() {
     assert!(
         !events
             .iter()
-            .any(|e| matches!(e, EventBody::Compacted { .. }))
+            .any(|e| matches!(e, EventBody::Compacted(CompactedEvent { .. })))
     );
-    assert!(matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "fits"));
+    assert!(
+        matches!(ending(&events), Some(EventBody::Result(ResultEvent { text, .. })) if text == "fits")
+    );
 
     let too_small = world(vec![text("never")], small_window(estimate / 2));
     let id = too_small.open("s");
@@ -982,7 +1012,7 @@ fn a_fresh_session_is_never_compacted() {
     let events = too_small.events(&id);
     assert!(too_small.replay.requests().is_empty(), "{events:#?}");
     assert!(
-        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("the system prompt, the tools")),
+        matches!(ending(&events), Some(EventBody::Error(ErrorEvent { ends_turn: true, message })) if message.contains("the system prompt, the tools")),
         "{events:#?}"
     );
 }
@@ -1008,13 +1038,13 @@ fn prompt_too_long_compacts_and_retries_exactly_once() {
     let events = w.events(&id);
     let compactions = events
         .iter()
-        .filter(|e| matches!(e, EventBody::Compacted { .. }))
+        .filter(|e| matches!(e, EventBody::Compacted(CompactedEvent { .. })))
         .count();
     assert_eq!(compactions, 1, "{events:#?}");
     // first turn, then: the refused request, the summary, the retry.
     assert_eq!(replay.requests().len(), 1 + 3);
     assert!(
-        matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
+        matches!(ending(&events), Some(EventBody::Result(ResultEvent { text, .. })) if text == "answered after compacting")
     );
     // A second refusal in the same turn is not retried blindly.
     replay.push(Err(wicket_chat::ChatError::new(
@@ -1029,10 +1059,10 @@ fn prompt_too_long_compacts_and_retries_exactly_once() {
     w.manager.wait_idle(&id).unwrap();
     assert!(matches!(
         ending(&w.events(&id)),
-        Some(EventBody::Error {
+        Some(EventBody::Error(ErrorEvent {
             ends_turn: true,
             ..
-        })
+        }))
     ));
     assert_eq!(
         replay.requests().len(),
@@ -1052,24 +1082,24 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     w.manager.send(&id, "loop").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
-    let Some(EventBody::Error {
+    let Some(EventBody::Error(ErrorEvent {
         ends_turn: true,
         message,
-    }) = ending(&events)
+    })) = ending(&events)
     else {
         panic!("{events:?}")
     };
     assert!(message.contains("max_tokens_per_turn = 6000"), "{message}");
     assert_eq!(
         events.last(),
-        Some(&EventBody::TurnEnded {
+        Some(&EventBody::TurnEnded(TurnEndedEvent {
             outcome: TurnOutcome::Budget
-        })
+        }))
     );
     let used: u64 = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::AssistantMessage { usage, .. } => {
+            EventBody::AssistantMessage(AssistantMessageEvent { usage, .. }) => {
                 usage.map(|usage| usage.input_tokens + usage.output_tokens)
             }
             _ => None,
@@ -1092,10 +1122,10 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     w.manager.send(&id, "loop").unwrap();
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
-    let Some(EventBody::Error {
+    let Some(EventBody::Error(ErrorEvent {
         ends_turn: true,
         message,
-    }) = ending(&events)
+    })) = ending(&events)
     else {
         panic!("{events:?}")
     };
@@ -1106,7 +1136,9 @@ fn budget_limits_stop_a_turn_before_the_request_that_would_pass_them() {
     let spent: f64 = events
         .iter()
         .filter_map(|e| match e {
-            EventBody::AssistantMessage { usage, .. } => usage.and_then(|usage| usage.cost_usd),
+            EventBody::AssistantMessage(AssistantMessageEvent { usage, .. }) => {
+                usage.and_then(|usage| usage.cost_usd)
+            }
             _ => None,
         })
         .sum();
@@ -1139,11 +1171,11 @@ fn a_compaction_reply_with_no_text_is_not_taken() {
     assert!(
         !events
             .iter()
-            .any(|e| matches!(e, EventBody::Compacted { .. })),
+            .any(|e| matches!(e, EventBody::Compacted(CompactedEvent { .. }))),
         "{events:#?}"
     );
     assert!(
-        matches!(ending(&events), Some(EventBody::Error { ends_turn: true, message }) if message.contains("gave no summary")),
+        matches!(ending(&events), Some(EventBody::Error(ErrorEvent { ends_turn: true, message })) if message.contains("gave no summary")),
         "{events:#?}"
     );
     let requests = w.replay.requests();
@@ -1161,10 +1193,10 @@ fn a_compaction_reply_with_no_text_is_not_taken() {
     w.manager.wait_idle(&id).unwrap();
     let events = w.events(&id);
     assert!(events.iter().any(
-        |e| matches!(e, EventBody::Compacted { summary, .. } if summary.starts_with("SUMMARY"))
+        |e| matches!(e, EventBody::Compacted(CompactedEvent { summary, .. }) if summary.starts_with("SUMMARY"))
     ));
     assert!(
-        matches!(ending(&events), Some(EventBody::Result { text, .. }) if text == "answered after compacting")
+        matches!(ending(&events), Some(EventBody::Result(ResultEvent { text, .. })) if text == "answered after compacting")
     );
 }
 
@@ -1187,10 +1219,10 @@ fn a_command_runs_at_the_processs_priority_not_the_turns() {
         .events(&id)
         .into_iter()
         .find_map(|event| match event {
-            EventBody::ToolResult {
+            EventBody::ToolResult(ToolResultEvent {
                 result: Ok(wicket_protocol::ToolOutput::Run(run)),
                 ..
-            } => Some(run.stdout),
+            }) => Some(run.stdout),
             _ => None,
         })
         .unwrap();

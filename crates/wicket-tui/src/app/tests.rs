@@ -4,6 +4,12 @@ use super::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
+use wicket_protocol::event::{
+    AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CompactedEvent, ErrorEvent,
+    HookRunEvent, InterruptedEvent, McpEvent, QuestionEvent, QueuedEvent, ReplyEvent, ResultEvent,
+    RetryEvent, SessionStartedEvent, ToolCallEvent, ToolResultEvent, TurnEndedEvent,
+    UnreadableEvent, UserMessageEvent,
+};
 use wicket_protocol::{
     ErrorKind, HookOutcome, McpState, Reach, ReadFileOutput, RunCard, RunOutput, RunSource,
     SandboxMode, SandboxSummary, ToolOutput, TurnOutcome, Usage, WireError, WriteCard, WriteOutput,
@@ -18,7 +24,7 @@ fn event(seq: u64, body: EventBody) -> Event {
 }
 
 fn ended(outcome: TurnOutcome) -> EventBody {
-    EventBody::TurnEnded { outcome }
+    EventBody::TurnEnded(TurnEndedEvent { outcome })
 }
 
 fn app() -> App {
@@ -44,13 +50,13 @@ fn key(code: KeyCode) -> KeyEvent {
 fn call(seq: u64, id: &str, name: &str, arguments: serde_json::Value) -> Event {
     event(
         seq,
-        EventBody::ToolCall {
+        EventBody::ToolCall(ToolCallEvent {
             call_id: id.into(),
             name: name.into(),
             arguments,
             auto_allowed: None,
             allowed_by: None,
-        },
+        }),
     )
 }
 
@@ -106,20 +112,20 @@ fn a_transcript_with_every_event_kind() {
     let events = vec![
         event(
             1,
-            EventBody::SessionStarted {
+            EventBody::SessionStarted(SessionStartedEvent {
                 session: "s1".into(),
                 workspace: "/ws".into(),
-            },
+            }),
         ),
         event(
             2,
-            EventBody::UserMessage {
+            EventBody::UserMessage(UserMessageEvent {
                 text: "Fix the **failing** test".into(),
-            },
+            }),
         ),
         event(
             3,
-            EventBody::AssistantMessage {
+            EventBody::AssistantMessage(AssistantMessageEvent {
                 text: "Looking at `src/lib.rs`:\n\n```rust\nfn add(a: i32) -> i32 { a + 1 }\n```"
                     .into(),
                 tool_calls: Vec::new(),
@@ -129,12 +135,12 @@ fn a_transcript_with_every_event_kind() {
                     ..Usage::default()
                 }),
                 stop_reason: None,
-            },
+            }),
         ),
         call(4, "c1", "read_file", json!({"path": "src/lib.rs"})),
         event(
             5,
-            EventBody::ToolResult {
+            EventBody::ToolResult(ToolResultEvent {
                 call_id: "c1".into(),
                 result: Ok(ToolOutput::ReadFile(ReadFileOutput {
                     content: "fn add() {}\n".into(),
@@ -144,7 +150,7 @@ fn a_transcript_with_every_event_kind() {
                     next_line: None,
                     binary: false,
                 })),
-            },
+            }),
         ),
         call(
             6,
@@ -154,7 +160,7 @@ fn a_transcript_with_every_event_kind() {
         ),
         event(
             7,
-            EventBody::Card {
+            EventBody::Card(CardEvent {
                 call_id: "c2".into(),
                 card: Card {
                     id: "card-1".into(),
@@ -173,32 +179,32 @@ fn a_transcript_with_every_event_kind() {
                     always: None,
                 },
                 proposed: None,
-            },
+            }),
         ),
         event(
             8,
-            EventBody::Answer {
+            EventBody::Answer(AnswerEvent {
                 card: "card-1".into(),
                 answer: Answer::AllowOnce,
                 stale: false,
                 rule: None,
-            },
+            }),
         ),
         event(
             9,
-            EventBody::ToolResult {
+            EventBody::ToolResult(ToolResultEvent {
                 call_id: "c2".into(),
                 result: Ok(ToolOutput::Write(WriteOutput {
                     path: "/ws/src/lib.rs".into(),
                     bytes: 1,
                     runs_later: None,
                 })),
-            },
+            }),
         ),
         call(10, "c3", "run", json!({"argv": ["cargo", "test"]})),
         event(
             11,
-            EventBody::ToolResult {
+            EventBody::ToolResult(ToolResultEvent {
                 call_id: "c3".into(),
                 result: Ok(ToolOutput::Run(RunOutput {
                     exit_code: Some(101),
@@ -211,27 +217,27 @@ fn a_transcript_with_every_event_kind() {
                     stderr_cut: 0,
                     duration_ms: 2300,
                 })),
-            },
+            }),
         ),
         call(12, "c4", "read_file", json!({"path": "/etc/shadow"})),
         event(
             13,
-            EventBody::ToolResult {
+            EventBody::ToolResult(ToolResultEvent {
                 call_id: "c4".into(),
                 result: Err(WireError::new(ErrorKind::Denied, "the person denied it")),
-            },
+            }),
         ),
         event(
             14,
-            EventBody::Retry {
+            EventBody::Retry(RetryEvent {
                 attempt: 2,
                 delay_ms: 1000,
                 reason: "HTTP 529 overloaded".into(),
-            },
+            }),
         ),
         event(
             15,
-            EventBody::Hook {
+            EventBody::Hook(HookRunEvent {
                 event: wicket_protocol::HookEvent::Stop,
                 name: "make check".into(),
                 call_id: None,
@@ -243,72 +249,72 @@ fn a_transcript_with_every_event_kind() {
                 stdout: String::new(),
                 context: None,
                 ignored: false,
-            },
+            }),
         ),
         event(
             16,
-            EventBody::Mcp {
+            EventBody::Mcp(McpEvent {
                 server: "fs".into(),
                 state: McpState::Started,
                 message: "14 tools offered".into(),
-            },
+            }),
         ),
         event(
             17,
-            EventBody::Compacted {
+            EventBody::Compacted(CompactedEvent {
                 summary: "s".into(),
                 from_seq: 1,
                 to_seq: 9,
                 tokens_before: 150000,
                 tokens_after: 9000,
                 usage: Usage::default(),
-            },
+            }),
         ),
         event(
             18,
-            EventBody::Question {
+            EventBody::Question(QuestionEvent {
                 id: "q1".into(),
                 call_id: "c5".into(),
                 question: "Keep the old name?".into(),
-            },
+            }),
         ),
         event(
             19,
-            EventBody::Reply {
+            EventBody::Reply(ReplyEvent {
                 question: "q1".into(),
                 reply: "yes".into(),
-            },
+            }),
         ),
         event(
             20,
-            EventBody::Error {
+            EventBody::Error(ErrorEvent {
                 message: "the provider said no".into(),
                 ends_turn: false,
-            },
+            }),
         ),
         event(
             21,
-            EventBody::Result {
+            EventBody::Result(ResultEvent {
                 text: "Fixed: `add` adds one.".into(),
                 usage: Some(Usage {
                     cost_usd: Some(0.0123),
                     ..Usage::default()
                 }),
-            },
+            }),
         ),
         event(
             22,
-            EventBody::Unreadable {
+            EventBody::Unreadable(UnreadableEvent {
                 line: 23,
                 error: "not JSON".into(),
-            },
+            }),
         ),
         event(
             23,
-            EventBody::Interrupted {
+            EventBody::Interrupted(InterruptedEvent {
                 card: Some("card-9".into()),
                 question: None,
-            },
+            }),
         ),
         event(24, ended(TurnOutcome::Interrupted)),
     ];
@@ -331,14 +337,14 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
             .collect();
     app.on_event(&event(
         1,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "rewrite big.txt".into(),
-        },
+        }),
     ));
     app.on_event(&call(2, "c1", "write_file", json!({"path": "big.txt"})));
     app.on_event(&event(
         3,
-        EventBody::Card {
+        EventBody::Card(CardEvent {
             call_id: "c1".into(),
             card: Card {
                 id: "card-1".into(),
@@ -357,7 +363,7 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
                 always: None,
             },
             proposed: None,
-        },
+        }),
     ));
     // Before the card was drawn and the typed-ahead input thrown away, keys do nothing.
     assert_eq!(app.on_key(key(KeyCode::Char('o'))), Action::None);
@@ -384,9 +390,9 @@ fn a_run_card() {
     let mut app = app();
     app.on_event(&event(
         1,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "test it".into(),
-        },
+        }),
     ));
     app.on_event(&call(
         2,
@@ -396,11 +402,11 @@ fn a_run_card() {
     ));
     app.on_event(&event(
         3,
-        EventBody::Card {
+        EventBody::Card(CardEvent {
             call_id: "c1".into(),
             card: run_card("card-2"),
             proposed: None,
-        },
+        }),
     ));
     let epoch = app.flush_needed().unwrap();
     app.flushed(epoch);
@@ -464,11 +470,11 @@ fn with_card(card: Card) -> App {
     app.on_event(&call(1, "c1", &card.tool.clone(), json!({})));
     app.on_event(&event(
         2,
-        EventBody::Card {
+        EventBody::Card(CardEvent {
             call_id: "c1".into(),
             card,
             proposed: None,
-        },
+        }),
     ));
     let epoch = app.flush_needed().unwrap();
     app.flushed(epoch);
@@ -559,17 +565,17 @@ fn a_question_takes_the_input() {
     let mut app = app();
     app.on_event(&event(
         1,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "rename it".into(),
-        },
+        }),
     ));
     app.on_event(&event(
         2,
-        EventBody::Question {
+        EventBody::Question(QuestionEvent {
             id: "q1".into(),
             call_id: "c1".into(),
             question: "Which name?".into(),
-        },
+        }),
     ));
     for c in "Bob".chars() {
         app.on_key(key(KeyCode::Char(c)));
@@ -589,29 +595,29 @@ fn a_queued_message_and_a_cancelled_turn() {
     let mut app = app();
     app.on_event(&event(
         1,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "first".into(),
-        },
+        }),
     ));
     app.on_event(&event(
         2,
-        EventBody::Queued {
+        EventBody::Queued(QueuedEvent {
             text: "second, when you can".into(),
-        },
+        }),
     ));
     app.on_text("Working on the fir");
     insta::assert_snapshot!("queued", screen(&mut app, 100, 16));
     assert_eq!(app.on_key(key(KeyCode::Esc)), Action::Cancel);
-    app.on_event(&event(3, EventBody::Cancelled {}));
+    app.on_event(&event(3, EventBody::Cancelled(CancelledEvent {})));
     app.on_event(&event(4, ended(TurnOutcome::Cancelled)));
     // The queued message starts: the UI runs again.
     app.on_event(&event(
         5,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "second, when you can".into(),
-        },
+        }),
     ));
-    app.on_event(&event(6, EventBody::Cancelled {}));
+    app.on_event(&event(6, EventBody::Cancelled(CancelledEvent {})));
     // Not over until its turn_ended.
     assert!(app.running);
     app.on_event(&event(7, ended(TurnOutcome::Cancelled)));
@@ -640,11 +646,11 @@ fn eighty_columns_wrap_and_keys_edit() {
     let mut app = app();
     app.on_event(&event(
         1,
-        EventBody::UserMessage {
+        EventBody::UserMessage(UserMessageEvent {
             text: "a long request ".repeat(12),
-        },
+        }),
     ));
-    app.on_event(&event(2, EventBody::AssistantMessage { text: "- one point\n- another point that is long enough to wrap past the eighty columns of this terminal".into(), tool_calls: Vec::new(), usage: Some(Usage::default()), stop_reason: None }));
+    app.on_event(&event(2, EventBody::AssistantMessage(AssistantMessageEvent { text: "- one point\n- another point that is long enough to wrap past the eighty columns of this terminal".into(), tool_calls: Vec::new(), usage: Some(Usage::default()), stop_reason: None })));
     for c in "line one".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
@@ -703,12 +709,12 @@ fn ten_thousand_events_draw_only_what_is_on_screen() {
     for i in 0..10_000u64 {
         app.on_event(&event(
             i + 1,
-            EventBody::AssistantMessage {
+            EventBody::AssistantMessage(AssistantMessageEvent {
                 text: format!("message {i}"),
                 tool_calls: Vec::new(),
                 usage: Some(Usage::default()),
                 stop_reason: None,
-            },
+            }),
         ));
     }
     // Whether a line of the screen shows "message N" (not N0, N1, …).
