@@ -242,27 +242,38 @@ fn the_check_fails_on_a_renamed_symbol_and_passes_on_a_real_one() {
     assert!(wrong_claims("`nosuchfile.rs`", &defined)[0].contains("no such file"));
 }
 
+/// The production code of every crate, by file, as lines: not tests (a
+/// test file, or a file's `#[cfg(test)]` module and what follows it), not
+/// the bench, the fake servers or the test support.
+fn production() -> Vec<(String, Vec<String>)> {
+    sources()
+        .into_iter()
+        .filter(|(path, _)| {
+            !path.contains("/tests/")
+                && !path.ends_with("tests.rs")
+                && !path.contains("wicket-bench")
+                && !path.contains("wicket-fake")
+                && !path.contains("wicket-test-support")
+        })
+        .map(|(path, text)| {
+            let lines = text
+                .lines()
+                .take_while(|line| !line.trim_start().starts_with("#[cfg(test)]"))
+                .map(str::to_string)
+                .collect();
+            (path, lines)
+        })
+        .collect()
+}
+
 /// ARCHITECTURE.md says no `Result` is dropped (`let _ =`) in production
 /// code without a comment saying why: on the line, just above it, or just
 /// above the run of `let _` lines it is in. This keeps that true.
 #[test]
 fn every_dropped_result_in_production_says_why() {
     let mut silent = Vec::new();
-    for (path, text) in sources() {
-        let production = !path.contains("/tests/")
-            && !path.ends_with("tests.rs")
-            && !path.contains("wicket-bench")
-            && !path.contains("wicket-fake")
-            && !path.contains("wicket-test-support");
-        if !production {
-            continue;
-        }
-        let lines: Vec<&str> = text.lines().collect();
-        let end = lines
-            .iter()
-            .position(|line| line.trim_start().starts_with("#[cfg(test)]"))
-            .unwrap_or(lines.len());
-        for (index, line) in lines[..end].iter().enumerate() {
+    for (path, lines) in production() {
+        for (index, line) in lines.iter().enumerate() {
             if !line.contains("let _ =") || line.contains("//") {
                 continue;
             }
@@ -293,21 +304,9 @@ fn every_function_past_80_lines_says_why() {
     )
     .unwrap();
     let mut long = Vec::new();
-    for (path, text) in sources() {
-        let production = !path.contains("/tests/")
-            && !path.ends_with("tests.rs")
-            && !path.contains("wicket-bench")
-            && !path.contains("wicket-fake")
-            && !path.contains("wicket-test-support");
-        if !production {
-            continue;
-        }
-        let lines: Vec<&str> = text.lines().collect();
-        let end = lines
-            .iter()
-            .position(|line| line.trim_start().starts_with("#[cfg(test)]"))
-            .unwrap_or(lines.len());
-        for (start, line) in lines[..end].iter().enumerate() {
+    for (path, lines) in production() {
+        let end = lines.len();
+        for (start, line) in lines.iter().enumerate() {
             let Some(found) = signature.captures(line) else {
                 continue;
             };

@@ -70,14 +70,9 @@ fn turn(
     }
     learn_window(&mut settings, runtime);
     let runner = Runner {
-        tools: &live.tools,
-        session: &live.session,
-        chat: chat.as_ref(),
-        settings: &settings,
-        runtime,
-        mcp: Some(&live.mcp),
         on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
         checkpoints: Some(&live.checkpoints),
+        ..live.runner(chat.as_ref(), &settings, runtime)
     };
     guarded(live, || {
         runner
@@ -101,17 +96,30 @@ fn compaction(
             return TurnOutcome::Error;
         }
     };
-    let runner = Runner {
-        tools: &live.tools,
-        session: &live.session,
-        chat: chat.as_ref(),
-        settings: &settings,
-        runtime,
-        mcp: Some(&live.mcp),
-        on_text: None,
-        checkpoints: None,
-    };
+    let runner = live.runner(chat.as_ref(), &settings, runtime);
     guarded(live, || runner.compact_now(cancel).turn_outcome())
+}
+
+impl Live {
+    /// A runner of this session's turns: its tools, log and MCP servers,
+    /// with no streamed text and no checkpoints (a turn adds both).
+    fn runner<'a>(
+        &'a self,
+        chat: &'a dyn ChatClient,
+        settings: &'a Settings,
+        runtime: &'a tokio::runtime::Handle,
+    ) -> Runner<'a> {
+        Runner {
+            tools: &self.tools,
+            session: &self.session,
+            chat,
+            settings,
+            runtime,
+            mcp: Some(&self.mcp),
+            on_text: None,
+            checkpoints: None,
+        }
+    }
 }
 
 /// Runs `body`; a bug in one session's turn ends that turn with an error,
