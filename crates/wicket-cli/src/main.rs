@@ -87,7 +87,12 @@ enum McpCommand {
     },
 }
 
+// `defer`: a subcommand's arguments are built only when it is the one run,
+// not all thirteen at every start (0.06 ms of `wicket --version`, 0.03 ms of
+// `wicket tool`; BENCHMARKS.md, 2026-12-06). Names and abouts stay eager,
+// so every help text reads the same.
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Run one ask as a turn: the model works through the tools, cards are answered here.
     Exec {

@@ -22,21 +22,15 @@ impl ResourceLimits {
 }
 
 /// Half the machine's memory, in MiB: the default `max_memory_mb`.
+///
+/// From `sysinfo(2)`: the number `/proc/meminfo` prints as `MemTotal`, in
+/// one system call instead of eleven and the kernel formatting the whole
+/// file; every config load pays it, `wicket tool` included (~10 µs,
+/// BENCHMARKS.md 2026-12-06).
 pub fn half_the_memory_mb() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                })
-        })
-        .map_or(4096, |kib| (kib / 1024 / 2).max(256))
+    let info = rustix::system::sysinfo();
+    let bytes = (info.totalram as u64).saturating_mul(u64::from(info.mem_unit));
+    (bytes / 1024 / 1024 / 2).max(256)
 }
 
 /// The prefix of every cgroup Wicket makes, followed by the launcher's pid.
@@ -235,5 +229,17 @@ mod tests {
     fn half_the_memory_is_a_sane_number() {
         let half = half_the_memory_mb();
         assert!((256..1 << 30).contains(&half), "{half}");
+    }
+
+    #[test]
+    fn half_the_memory_is_half_of_proc_meminfo_mem_total() {
+        let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib: u64 = text
+            .lines()
+            .find_map(|line| line.strip_prefix("MemTotal:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_default();
+        assert!(kib > 0, "no MemTotal in /proc/meminfo: {text}");
+        assert_eq!(half_the_memory_mb(), (kib / 1024 / 2).max(256));
     }
 }

@@ -147,7 +147,12 @@ pub fn read_file(
     let size = stat.st_size as u64;
     let mut sniff = vec![0u8; BINARY_SNIFF_BYTES];
     let sniffed = pread(&file, &mut sniff, 0, shown)?;
-    if memchr::memchr(0, &sniff[..sniffed]).is_some() {
+    // core's word-at-a-time search, not the memchr crate's: memchr's first
+    // call runs std's CPU feature detection, up to ten CPUID instructions,
+    // each a trap to the hypervisor on a VM (0.07 ms there, more than the
+    // rest of the read; BENCHMARKS.md 2026-12-06). On at most 8 KiB the two
+    // searches differ by under a microsecond.
+    if sniff[..sniffed].contains(&0) {
         return Ok(binary(size, 0));
     }
     let start = start_of(&file, args, size, shown)?;
