@@ -66,6 +66,24 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// About how many bytes it adds to a request: its text, its calls'
+    /// names, ids and arguments, or its result.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Message::User { text } => text.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|call| call.arguments.len() + call.name.len() + call.id.len())
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, .. } => content.len(),
+        }
+    }
+}
+
 /// Everything one model call needs.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -77,6 +95,22 @@ pub struct Request {
     pub tools: Vec<ToolSpec>,
     /// The reply's output limit.
     pub max_tokens: u32,
+}
+
+impl Request {
+    /// About how large it is, in bytes: the system prompt, the tools'
+    /// names, descriptions and schemas, and every message. What the
+    /// runtime's token estimate (and a test's expectation of it) starts from.
+    pub fn bytes(&self) -> usize {
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|tool| {
+                tool.name.len() + tool.description.len() + tool.parameters.to_string().len()
+            })
+            .sum();
+        self.system.len() + tools + self.messages.iter().map(Message::bytes).sum::<usize>()
+    }
 }
 
 /// One complete assistant reply: what the model said, the calls it made,

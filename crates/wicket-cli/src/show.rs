@@ -337,7 +337,8 @@ pub(crate) fn transcript_line(event: &Event) -> Option<String> {
         body => {
             let summary = body.summary()?;
             // What happened on the way sits under the turn's own lines.
-            let on_the_way = summary.tone == Tone::Quiet && body.kind() != "session_started";
+            let on_the_way =
+                summary.tone == Tone::Quiet && !matches!(body, EventBody::SessionStarted(_));
             let indent = if on_the_way { "  " } else { "" };
             format!("{indent}{}", visible(&summary.text))
         }

@@ -4,7 +4,7 @@
 //! result given one; and what compaction needs to choose its cut
 //! ([`compaction_cut`], [`summary_message`], [`COMPACT_PROMPT`]).
 
-use wicket_chat::{Message, Request, StopReason};
+use wicket_chat::{Message, StopReason};
 use wicket_protocol::limits::RUN_STREAM_MAX_BYTES;
 use wicket_protocol::{
     CallId, ErrorKind, Event, EventBody, HookEvent, HookOutcome, ToolCallRequest, ToolOutput,
@@ -159,30 +159,6 @@ fn event_bytes(body: &EventBody) -> usize {
         },
         EventBody::Hook(HookRunEvent { stderr, .. }) => stderr.len(),
         _ => 0,
-    }
-}
-
-/// About how large a request is, in bytes.
-pub(crate) fn request_bytes(request: &Request) -> usize {
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
-        .sum();
-    request.system.len() + tools + request.messages.iter().map(message_bytes).sum::<usize>()
-}
-
-pub(crate) fn message_bytes(message: &Message) -> usize {
-    match message {
-        Message::User { text } => text.len(),
-        Message::Assistant { text, tool_calls } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|call| call.arguments.len() + call.name.len() + call.id.len())
-                    .sum::<usize>()
-        }
-        Message::ToolResult { content, .. } => content.len(),
     }
 }
 

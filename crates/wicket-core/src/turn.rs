@@ -27,9 +27,7 @@ use crate::config::{Hook, Limits};
 use crate::hooked::{Caller, Notifying};
 use crate::models::{ModelInfo, estimate_tokens};
 pub use crate::rebuild::{COMPACT_PROMPT, compaction_cut, conversation, summary_message};
-use crate::rebuild::{
-    NotTaken, hook_feedback, message_bytes, request_bytes, result_content, unreadable_notice,
-};
+use crate::rebuild::{NotTaken, hook_feedback, result_content, unreadable_notice};
 use crate::skills::{self, Skill};
 use wicket_gate::Answerer;
 use wicket_gate::{Confinement, Gate, Hooked};
@@ -186,7 +184,7 @@ struct Turn {
 impl Turn {
     /// Adds a message to the conversation, and to the estimate.
     fn push(&mut self, message: Message) {
-        self.added_bytes += message_bytes(&message);
+        self.added_bytes += message.bytes();
         self.request.messages.push(message);
     }
 }
@@ -617,7 +615,7 @@ impl Runner<'_> {
     /// a provider that counts nothing) an estimate of all of it.
     fn estimate(&self, turn: &Turn) -> u64 {
         if turn.counted == 0 {
-            return estimate_tokens(request_bytes(&turn.request));
+            return estimate_tokens(turn.request.bytes());
         }
         turn.counted
             .saturating_add(estimate_tokens(turn.added_bytes))

@@ -65,7 +65,7 @@ impl ChatClient for Shared {
         _on_event: &'a mut (dyn FnMut(StreamEvent) + Send),
     ) -> ChatFuture<'a> {
         self.0.requests.lock().unwrap().push(req.clone());
-        let bytes = request_bytes(req);
+        let bytes = req.bytes();
         let summarise = self.0.summarising.lock().unwrap().as_ref().is_some_and(
             |prompt| matches!(req.messages.last(), Some(Message::User { text }) if text == prompt),
         );
@@ -122,29 +122,4 @@ pub fn calls(calls: &[(&str, serde_json::Value)]) -> Completion {
         stop_reason: Some(wicket_chat::StopReason::ToolUse),
         ..text("")
     }
-}
-
-/// A request's size in bytes, as the runtime estimates it.
-pub fn request_bytes(request: &Request) -> usize {
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
-        .sum();
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|message| match message {
-            Message::User { text } => text.len(),
-            Message::Assistant { text, tool_calls } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|call| call.arguments.len() + call.name.len() + call.id.len())
-                        .sum::<usize>()
-            }
-            Message::ToolResult { content, .. } => content.len(),
-        })
-        .sum();
-    request.system.len() + tools + messages
 }

@@ -86,7 +86,7 @@ impl Runner<'_> {
         turn.request.messages = conversation(&rebuilt_events);
         turn.counted = 0;
         turn.added_bytes = 0;
-        let after = estimate_tokens(request_bytes(&turn.request));
+        let after = estimate_tokens(turn.request.bytes());
         self.log(EventBody::Compacted(CompactedEvent {
             summary: reply.text,
             from_seq,

@@ -230,7 +230,7 @@ fn a_full_turn_reads_writes_runs_and_finishes() {
         .replay
         .requests()
         .iter()
-        .map(|r| wicket_test_support::scripted::request_bytes(r).div_ceil(4) as u64)
+        .map(|r| r.bytes().div_ceil(4) as u64)
         .sum();
     let usage = usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (input, 20));
