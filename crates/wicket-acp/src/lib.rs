@@ -160,6 +160,7 @@ fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
             McpServer::Stdio(stdio) => (
                 stdio.name.clone(),
                 Transport::Stdio {
+                    read: Default::default(),
                     argv: std::iter::once(stdio.command.display().to_string())
                         .chain(stdio.args.iter().cloned())
                         .collect(),

@@ -417,11 +417,18 @@ fn run_fields(
     if run.git {
         said.push_str(&format!("; git: {}", wicket_protocol::GIT_WRITE_WARNING));
     }
-    if let Some(note) = &run.sandbox.note {
-        said.push_str(&format!("; {note}"));
+    if !run.read.is_empty() {
+        said.push_str(&format!("; also reads: {}", run.read.join(", ")));
     }
-    for layer in &run.sandbox.layers {
-        said.push_str(&format!("\n· {layer}"));
+    if run.sandbox.complete {
+        said.push_str(&format!("\n{}", run.sandbox.summary));
+    } else {
+        if let Some(note) = &run.sandbox.note {
+            said.push_str(&format!("; {note}"));
+        }
+        for layer in &run.sandbox.layers {
+            said.push_str(&format!("\n· {layer}"));
+        }
     }
     let who = match run.source {
         RunSource::Tool => "run",
@@ -429,10 +436,14 @@ fn run_fields(
         RunSource::Mcp => "start the workspace's MCP server:",
     };
     content.push(said.into());
+    let mut raw = serde_json::json!({ "argv": run.argv, "cwd": run.cwd });
+    if !run.read.is_empty() {
+        raw["read"] = serde_json::json!(run.read);
+    }
     fields
         .title(format!("{who} {}", shell_words(&run.argv)))
         .kind(ToolKind::Execute)
-        .raw_input(serde_json::json!({ "argv": run.argv, "cwd": run.cwd }))
+        .raw_input(raw)
 }
 
 /// The slash commands Wicket offers an editor.
@@ -607,12 +618,15 @@ mod tests {
             id: id.into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                read: Default::default(),
                 argv: argv.iter().map(|arg| arg.to_string()).collect(),
                 cwd: ".".into(),
                 timeout_s: None,
                 network,
                 git: false,
                 sandbox: SandboxSummary {
+                    complete: Default::default(),
+                    summary: Default::default(),
                     mode: SandboxMode::WorkspaceWrite,
                     network,
                     layers: Vec::new(),

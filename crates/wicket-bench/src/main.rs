@@ -682,6 +682,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     };
     let unconfined = median(50, || start(Confine::none()))?;
     let policy = wicket_os::launch::Policy {
+        hidden: Default::default(),
         workspace: ws.clone(),
         read_only: false,
         writable: Vec::new(),

@@ -31,6 +31,7 @@ fn spec(name: &str, index: &std::path::Path) -> ServerSpec {
     ServerSpec {
         name: name.into(),
         transport: Transport::Stdio {
+            read: Default::default(),
             argv: vec!["node".into(), index.display().to_string(), "stdio".into()],
             env: Vec::new(),
             cwd: None,

@@ -172,6 +172,23 @@ fn run_card(run: &RunCard, color: bool) -> String {
             color,
         ));
     }
+    if !run.read.is_empty() {
+        let read: Vec<String> = run
+            .read
+            .iter()
+            .map(|path| mark_blank_runs(&visible_line(path)))
+            .collect();
+        out.push_str(&paint(
+            &format!("  also reads: {}\n", read.join(", ")),
+            BOLD,
+            color,
+        ));
+    }
+    // Every layer in force: the one line says it all (the JSON keeps each layer).
+    if run.sandbox.complete {
+        out.push_str(&format!("  sandbox: {}\n", run.sandbox.summary));
+        return out;
+    }
     let line = format!("  sandbox: {}\n", sandbox_line(&run.sandbox));
     let warn = matches!(
         run.sandbox.mode,
@@ -553,6 +570,7 @@ mod tests {
             id: "card-2".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                read: Default::default(),
                 argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],
                 cwd: "crates/core".into(),
                 timeout_s: Some(300),
@@ -592,6 +610,8 @@ mod tests {
     #[test]
     fn a_run_card_with_a_timeout() {
         let sandbox = SandboxSummary {
+            complete: Default::default(),
+            summary: Default::default(),
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             layers: Vec::new(),
@@ -603,6 +623,8 @@ mod tests {
     #[test]
     fn a_run_card_that_asks_for_git_names_each_layer() {
         let sandbox = SandboxSummary {
+            complete: Default::default(),
+            summary: Default::default(),
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             layers: vec![
@@ -630,6 +652,8 @@ mod tests {
         );
         assert!(card(&write, false).contains("+DEBUG = False␠×150; import os"));
         let sandbox = SandboxSummary {
+            complete: Default::default(),
+            summary: Default::default(),
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             layers: Vec::new(),
@@ -653,6 +677,8 @@ mod tests {
     #[test]
     fn a_workspace_hook_card_with_network_and_no_sandbox() {
         let sandbox = SandboxSummary {
+            complete: Default::default(),
+            summary: Default::default(),
             mode: SandboxMode::Unavailable,
             network: true,
             layers: Vec::new(),

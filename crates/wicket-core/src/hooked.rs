@@ -235,10 +235,7 @@ impl<'a> Caller<'a> {
             workspace,
             &wicket_protocol::RunArgs {
                 argv: hook.command.clone(),
-                cwd: None,
-                timeout_s: None,
-                network: false,
-                git: false,
+                ..wicket_protocol::RunArgs::default()
             },
         ) {
             Ok(dir) => dir,
@@ -265,6 +262,7 @@ impl<'a> Caller<'a> {
             (Owner::Workspace, _) => match gate.allow_command(
                 &card_id,
                 &CommandRequest {
+                    read: &[],
                     tool: "run",
                     argv: &hook.command,
                     dir: &root,
@@ -286,7 +284,7 @@ impl<'a> Caller<'a> {
                 }
                 Err(error) => return failed(error.message),
             },
-            (Owner::Home, _) => match gate.home_command(wicket_gate::sandbox::Access::default()) {
+            (Owner::Home, _) => match gate.home_command(false, false, &[]) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },

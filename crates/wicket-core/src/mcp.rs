@@ -16,7 +16,6 @@ use wicket_protocol::{
 use wicket_tools::tools::run::{open_dir, validate};
 use wicket_tools::{Cancel, Tools, Workspace};
 
-use wicket_gate::sandbox::Access;
 use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
 use wicket_protocol::event::{McpEvent, ToolCallEvent};
 use wicket_session::Session;
@@ -35,13 +34,11 @@ pub fn tool_specs(hub: &Hub) -> Vec<ToolSpec> {
 
 /// The `run` arguments a stdio server's start is checked as: its argv, and
 /// its folder inside the workspace.
-pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>, access: Access) -> RunArgs {
+pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>) -> RunArgs {
     RunArgs {
         argv: argv.to_vec(),
         cwd: cwd.map(|cwd| cwd.display().to_string()),
-        timeout_s: None,
-        network: access.network,
-        git: access.git,
+        ..RunArgs::default()
     }
 }
 
@@ -124,6 +121,7 @@ impl McpSession<'_> {
             cwd,
             network,
             write_git,
+            read,
             ..
         } = &spec.transport
         else {
@@ -131,14 +129,10 @@ impl McpSession<'_> {
         };
         let workspace = self.tools.workspace();
         let gate = self.gate();
-        let access = Access {
-            network: *network,
-            git: *write_git,
-        };
-        let args = start_args(argv, cwd.as_deref(), access);
+        let args = start_args(argv, cwd.as_deref());
         let opener = open_cwd(workspace.root(), cwd.as_deref(), args.clone());
         if !spec.from_workspace {
-            return match gate.home_command(access) {
+            return match gate.home_command(*network, *write_git, read) {
                 Ok(confine) => Approval::Launch(Launch {
                     confine,
                     cwd: opener,
@@ -157,6 +151,7 @@ impl McpSession<'_> {
             timeout_s: None,
             network: *network,
             git: *write_git,
+            read,
             source: RunSource::Mcp,
         };
         match gate.allow_command(&wicket_os::ids::new_id("mcp").into(), &request, answerer) {

@@ -35,7 +35,7 @@ mod write;
 pub use write::guarded_write;
 
 use crate::rules::{Rules, Subject};
-use crate::sandbox::{Access, SandboxSettings};
+use crate::sandbox::{Access, ReadPath, SandboxSettings};
 use wicket_protocol::guarded;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, GrantId, Rule, RuleAction, RuleId, RuleSpec};
@@ -259,6 +259,8 @@ pub struct CommandRequest<'r> {
     pub network: bool,
     /// Whether it asked to write `.git`.
     pub git: bool,
+    /// Paths outside the workspace it asked to read, as written.
+    pub read: &'r [String],
     /// Who wants it run.
     pub source: RunSource,
 }
@@ -456,7 +458,8 @@ impl<'a> Gate<'a> {
             }
             ToolCall::Run(args) => {
                 let dir = validate(workspace, args).ok()?;
-                Some(self.run_pass(&args.argv, &dir, args.network, args.git))
+                let (access, _) = self.access(args.network, args.git, &args.read).ok()?;
+                Some(self.run_pass(&args.argv, &dir, &access))
             }
         }
     }
@@ -522,29 +525,48 @@ impl<'a> Gate<'a> {
         held(&self.session.meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
     }
 
-    fn run_key(argv: &[String], dir: &RunDir, network: bool, git: bool) -> RunKey {
+    /// What a command asks for beyond the defaults, its `read` paths checked.
+    fn access(
+        &self,
+        network: bool,
+        git: bool,
+        read: &[String],
+    ) -> Result<(Access, Vec<ReadPath>), WireError> {
+        let read = self
+            .confinement
+            .sandbox
+            .read_paths(read, &self.confinement.home)?;
+        let access = Access {
+            network,
+            git,
+            read: read.iter().map(|path| path.real.clone()).collect(),
+        };
+        Ok((access, read))
+    }
+
+    fn run_key(argv: &[String], dir: &RunDir, access: &Access) -> RunKey {
         RunKey {
             argv: argv.to_vec(),
             cwd: dir.absolute.display().to_string(),
-            network,
-            git,
+            network: access.network,
+            git: access.git,
+            read: access
+                .read
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
         }
     }
 
-    fn run_pass(
-        &self,
-        argv: &[String],
-        dir: &RunDir,
-        network: bool,
-        git: bool,
-    ) -> Result<Pass, WireError> {
-        let key = Self::run_key(argv, dir, network, git);
+    fn run_pass(&self, argv: &[String], dir: &RunDir, access: &Access) -> Result<Pass, WireError> {
+        let key = Self::run_key(argv, dir, access);
         let grant = self.held_grant(GrantKind::Run, &key, |allowed| allowed.run.contains(&key));
         let subject = Subject::Run {
             argv,
             cwd: &dir.shown,
-            network,
-            git,
+            network: access.network,
+            git: access.git,
+            read: &access.read,
         };
         self.pass(&subject, grant)
     }
@@ -696,6 +718,7 @@ impl<'a> Gate<'a> {
                 timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
                 network: args.network,
                 git: args.git,
+                read: &args.read,
                 source: RunSource::Tool,
             },
             answerer,
@@ -719,17 +742,12 @@ impl<'a> Gate<'a> {
         request: &CommandRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
-        let key = Self::run_key(request.argv, request.dir, request.network, request.git);
-        let access = Access {
-            network: request.network,
-            git: request.git,
-        };
-        let sandbox = self.confinement.sandbox.summary(access);
+        let (access, read) = self.access(request.network, request.git, request.read)?;
+        let key = Self::run_key(request.argv, request.dir, &access);
+        let sandbox = self.confinement.sandbox.summary(&access);
         // Refused before any card when it could never start.
-        let confine = self.confine(&sandbox, access)?;
-        if let Pass::Through(_) =
-            self.run_pass(request.argv, request.dir, request.network, request.git)?
-        {
+        let confine = self.confine(&sandbox, &access)?;
+        if let Pass::Through(_) = self.run_pass(request.argv, request.dir, &access)? {
             return Ok(Allowed { confine });
         }
         let always = self.always(Matcher::Run {
@@ -737,6 +755,7 @@ impl<'a> Gate<'a> {
             cwd: Some(rules::exact_glob(&request.dir.shown)),
             network: request.network.then_some(true),
             git: request.git.then_some(true),
+            read: (!request.read.is_empty()).then(|| request.read.to_vec()),
         });
         let card = Card {
             id: CardId::default(),
@@ -747,6 +766,7 @@ impl<'a> Gate<'a> {
                 timeout_s: request.timeout_s,
                 network: request.network,
                 git: request.git,
+                read: read.iter().map(ReadPath::shown).collect(),
                 sandbox,
                 source: request.source,
             }),
@@ -769,8 +789,14 @@ impl<'a> Gate<'a> {
     /// How a command of the person's own config (a home Stop hook, a home
     /// MCP server) starts: no card, the same sandbox, with the network when
     /// the config gives it.
-    pub fn home_command(&self, access: Access) -> Result<Confine, WireError> {
-        self.confine(&self.confinement.sandbox.summary(access), access)
+    pub fn home_command(
+        &self,
+        network: bool,
+        git: bool,
+        read: &[String],
+    ) -> Result<Confine, WireError> {
+        let (access, _) = self.access(network, git, read)?;
+        self.confine(&self.confinement.sandbox.summary(&access), &access)
     }
 
     /// Asks for one MCP call unless the person's own config lets the tool
@@ -821,7 +847,7 @@ impl<'a> Gate<'a> {
         }
     }
 
-    fn confine(&self, summary: &SandboxSummary, access: Access) -> Result<Confine, WireError> {
+    fn confine(&self, summary: &SandboxSummary, access: &Access) -> Result<Confine, WireError> {
         self.confinement.sandbox.confine(
             self.tools.workspace().root(),
             &self.confinement.home,

@@ -54,6 +54,8 @@ pub enum Subject<'s> {
         network: bool,
         /// It asked to write `.git`.
         git: bool,
+        /// The paths outside the workspace it asked to read, where they really are.
+        read: &'s [PathBuf],
     },
     /// A write.
     Write {
@@ -232,12 +234,14 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
                 cwd,
                 network,
                 git,
+                read,
             },
             Subject::Run {
                 argv: called,
                 cwd: called_cwd,
                 network: called_network,
                 git: called_git,
+                read: called_read,
             },
         ) => {
             let flag = |wanted: &Option<bool>, called: bool| match reading {
@@ -259,13 +263,31 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
                         && (matches!(argv, Argv::Exact(_)) || commands::plain(called))
                 }
             };
+            // An allow gives a path to read only where it names it; a
+            // deny or ask matches whatever the call reads.
+            let reads = reading != Reading::Cover || reads_within(read.as_deref(), called_read);
             flag(network, *called_network)
                 && flag(git, *called_git)
+                && reads
                 && cwd_matches(cwd.as_deref(), called_cwd)
                 && argv_matches
         }
         (matcher, subject) => same_call(matcher, workspace, subject),
     }
+}
+
+/// Whether every path a call reads lies in one a rule names (`~/…` is the
+/// person's home; each is judged where it really is).
+fn reads_within(named: Option<&[String]>, called: &[PathBuf]) -> bool {
+    let named: Vec<PathBuf> = named
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|path| crate::sandbox::expand_home(path))
+        .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
+        .collect();
+    called
+        .iter()
+        .all(|path| named.iter().any(|named| path.starts_with(named)))
 }
 
 /// The allow that covers `subject`: one rule for the call, or, for a plain
@@ -288,6 +310,7 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
         cwd,
         network,
         git,
+        read,
     } = *subject
     else {
         return None;
@@ -303,6 +326,7 @@ fn allow(rules: &[&Rule], workspace: &Path, subject: &Subject<'_>) -> Option<All
             cwd,
             network,
             git,
+            read,
         })?;
         if !ids.contains(&id) {
             ids.push(id);
@@ -512,6 +536,7 @@ mod tests {
             all,
             Path::new("/w"),
             &Subject::Run {
+                read: Default::default(),
                 argv: &argv,
                 cwd: ".",
                 network: false,
@@ -621,6 +646,7 @@ workspace = "/other"
                 &all,
                 Path::new("/w"),
                 &Subject::Run {
+                    read: Default::default(),
                     argv: &curl,
                     cwd: ".",
                     network,
@@ -631,12 +657,49 @@ workspace = "/other"
         };
         assert_eq!(with_network(true), allowed("net"));
         assert_eq!(with_network(false), allowed("net"));
+        // A path to read only where the rule names it; a deny sees through it.
+        let outside = tempfile::tempdir().unwrap();
+        let notes = std::fs::canonicalize(outside.path()).unwrap();
+        let inner = notes.join("sub");
+        std::fs::create_dir(&inner).unwrap();
+        let readers = rules(
+            &format!(
+                "[[rules]]\nid = \"cat-notes\"\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"cat\"]\nread = [{:?}]\n\
+                 [[rules]]\nid = \"no-rm\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"rm\"]\n",
+                notes.display().to_string()
+            ),
+            Source::HomeConfig,
+        );
+        let reading = |words: &[&str], read: &[PathBuf]| {
+            verdict(
+                &readers,
+                Path::new("/w"),
+                &Subject::Run {
+                    argv: &argv(words),
+                    cwd: ".",
+                    network: false,
+                    git: false,
+                    read,
+                },
+            )
+        };
+        assert_eq!(
+            reading(&["cat", "x"], std::slice::from_ref(&inner)).allow,
+            allowed("cat-notes")
+        );
+        assert_eq!(reading(&["cat", "x"], &[]).allow, allowed("cat-notes"));
+        assert_eq!(reading(&["cat", "x"], &[PathBuf::from("/etc")]).allow, None);
+        assert_eq!(
+            reading(&["rm", "x"], &[inner]).deny.as_deref(),
+            Some("no-rm")
+        );
         assert_eq!(run_verdict(&all, &["cargo", "test"]).deny, None);
         let tests = argv(&["cargo", "test"]);
         let networked = verdict(
             &all,
             Path::new("/w"),
             &Subject::Run {
+                read: Default::default(),
                 argv: &tests,
                 cwd: ".",
                 network: true,
@@ -880,12 +943,15 @@ workspace = "/other"
             id: "card-1".into(),
             tool: "run".into(),
             kind: wicket_protocol::CardKind::Run(wicket_protocol::RunCard {
+                read: Default::default(),
                 argv: argv.iter().map(|word| word.to_string()).collect(),
                 cwd: ".".into(),
                 timeout_s: None,
                 network: false,
                 git: false,
                 sandbox: wicket_protocol::SandboxSummary {
+                    complete: Default::default(),
+                    summary: Default::default(),
                     mode: wicket_protocol::SandboxMode::WorkspaceWrite,
                     network: false,
                     layers: Vec::new(),

@@ -22,6 +22,9 @@ pub struct SandboxSettings {
     pub extra_write: Vec<PathBuf>,
     /// Paths shown read-only even under the jail's private `/tmp` or `/run`.
     pub extra_read: Vec<PathBuf>,
+    /// What a command sees of the home folders: each relative entry
+    /// (`~/.cargo` as written) in every home, each absolute one as it is.
+    pub home_read: Vec<PathBuf>,
     /// Refuse a command that cannot be confined.
     pub required: bool,
     /// Variables of Wicket's environment a command gets besides the allowlist.
@@ -36,12 +39,15 @@ pub struct SandboxSettings {
 pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
 
 /// What one command may ask for beyond the defaults, as its card shows it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Access {
     /// The network.
     pub network: bool,
     /// A writable `.git` (commits, branches, hooks, config).
     pub git: bool,
+    /// Paths shown read-only besides the toolchains (a call's `read`, an
+    /// MCP server's `read`), where they really are.
+    pub read: Vec<PathBuf>,
 }
 
 /// The secret stores a command may not read unless the config says otherwise.
@@ -55,6 +61,31 @@ pub const DEFAULT_DENY_READ: [&str; 7] = [
     ".kube",
 ];
 
+/// The toolchains of every home a command sees (`[sandbox] home_read`'s
+/// default): where compilers, package managers and their caches live, and
+/// git's own config. The rest of every home is an empty folder.
+pub const DEFAULT_HOME_READ: [&str; 19] = [
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".pyenv",
+    ".local/bin",
+    ".local/lib",
+    ".cache",
+    ".gitconfig",
+    ".config/git",
+    "go",
+    ".m2",
+    ".gradle",
+    ".rbenv",
+    ".gem",
+    ".sdkman",
+];
+
 impl Default for SandboxSettings {
     fn default() -> SandboxSettings {
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -65,6 +96,7 @@ impl Default for SandboxSettings {
                 .unwrap_or_default(),
             extra_write: Vec::new(),
             extra_read: Vec::new(),
+            home_read: DEFAULT_HOME_READ.iter().map(PathBuf::from).collect(),
             required: false,
             env_pass: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
@@ -75,18 +107,20 @@ impl Default for SandboxSettings {
 
 impl SandboxSettings {
     /// What a card says about a command with `access`, on this kernel.
-    pub fn summary(&self, access: Access) -> SandboxSummary {
+    pub fn summary(&self, access: &Access) -> SandboxSummary {
         self.summary_with(availability(), access)
     }
 
     /// [`SandboxSettings::summary`] for a kernel that can do `available`.
-    pub fn summary_with(&self, available: &Availability, access: Access) -> SandboxSummary {
+    pub fn summary_with(&self, available: &Availability, access: &Access) -> SandboxSummary {
         match self.mode {
             SandboxMode::Off => SandboxSummary {
                 mode: SandboxMode::Off,
                 network: true,
                 layers: self.hygiene(available),
                 note: Some("the sandbox is off in your config: the command runs unconfined".into()),
+                summary: "no jail: the sandbox is off in your config".into(),
+                complete: false,
             },
             // With `required`, a layer the kernel cannot give is as good
             // as no sandbox: the command does not start without all of them.
@@ -99,6 +133,8 @@ impl SandboxSettings {
                     network: access.network,
                     layers: self.layers(available, access),
                     note: available.note(),
+                    summary: self.line(access),
+                    complete: available.note().is_none(),
                 },
                 Some(why) => SandboxSummary {
                     mode: SandboxMode::Unavailable,
@@ -109,6 +145,8 @@ impl SandboxSettings {
                     } else {
                         format!("{why}: the command would run unconfined, with your full access")
                     }),
+                    summary: "no jail: this machine cannot confine the command".into(),
+                    complete: false,
                 },
             },
             SandboxMode::Unavailable => SandboxSummary {
@@ -116,8 +154,31 @@ impl SandboxSettings {
                 network: true,
                 layers: self.hygiene(available),
                 note: None,
+                summary: "no jail: this machine cannot confine the command".into(),
+                complete: false,
             },
         }
+    }
+
+    /// The card's one line for a jailed command: what it may reach, and
+    /// what the call adds (`sandbox.summary`).
+    fn line(&self, access: &Access) -> String {
+        let network = if access.network {
+            "network"
+        } else {
+            "no network"
+        };
+        let writes = match (self.mode, access.git) {
+            (SandboxMode::ReadOnly, _) => "writes nothing but its /tmp",
+            (_, false) => "writes only the workspace",
+            (_, true) => "writes only the workspace, .git too",
+        };
+        let mut line = format!("jail: {network} · {writes} · home hidden but toolchains");
+        if !access.read.is_empty() {
+            let read: Vec<String> = access.read.iter().map(|path| tilde(path)).collect();
+            line.push_str(&format!(" · also reads: {}", read.join(", ")));
+        }
+        line
     }
 
     /// The environment line every command's card carries.
@@ -144,7 +205,7 @@ impl SandboxSettings {
     }
 
     /// Each layer in force, in words a person understands.
-    fn layers(&self, available: &Availability, access: Access) -> Vec<String> {
+    fn layers(&self, available: &Availability, access: &Access) -> Vec<String> {
         let mut layers = vec![self.environment()];
         if available.jail_tree() {
             let workspace = match (self.mode, access.git) {
@@ -158,7 +219,9 @@ impl SandboxSettings {
             layers.push(format!(
                 "mount namespace: the system read-only, {workspace}, private /tmp, /run and /dev/shm \
                  (sized within the memory limit), a /dev with only null, zero, full, random and \
-                 urandom (read-only nodes), its own /proc, $WICKET_HOME and the deny_read paths hidden"
+                 urandom (read-only nodes), its own /proc, $WICKET_HOME and the deny_read paths hidden, \
+                 every home folder empty but its toolchains (home_read){}",
+                also_reads(access)
             ));
         }
         if let Some(abi) = available.landlock_abi {
@@ -168,8 +231,9 @@ impl SandboxSettings {
                 ", no TCP"
             };
             layers.push(format!(
-                "Landlock (ABI {abi}): writes only where the mounts allow, no reads of $WICKET_HOME \
-                 or the deny_read paths, no signals or abstract sockets out{tcp}"
+                "Landlock (ABI {abi}): writes only where the mounts allow, no reads of $WICKET_HOME, \
+                 the deny_read paths or the homes but their toolchains, no signals or abstract \
+                 sockets out{tcp}"
             ));
         }
         if available.seccomp {
@@ -206,6 +270,22 @@ impl SandboxSettings {
         layers
     }
 
+    /// What a command sees of the home folders besides the workspace: each
+    /// `home_read` entry in each home, where it exists, and `read`.
+    fn shown(&self, homes: &[PathBuf], access: &Access) -> Vec<PathBuf> {
+        let mut shown = self.extra_read.clone();
+        for entry in &self.home_read {
+            if entry.is_absolute() {
+                shown.push(entry.clone());
+            } else {
+                shown.extend(homes.iter().map(|home| home.join(entry)));
+            }
+        }
+        shown.retain(|path| path.symlink_metadata().is_ok());
+        shown.extend(access.read.iter().cloned());
+        shown
+    }
+
     /// How a command allowed with this summary starts. `home` is never
     /// readable in the sandbox, and never writable in any mode.
     pub fn confine(
@@ -213,7 +293,7 @@ impl SandboxSettings {
         workspace: &Path,
         home: &Path,
         summary: &SandboxSummary,
-        access: Access,
+        access: &Access,
     ) -> Result<Confine, WireError> {
         let unconfined = Confine {
             env_pass: self.env_pass.clone(),
@@ -234,13 +314,15 @@ impl SandboxSettings {
             SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => {
                 let mut deny_read = vec![home.to_path_buf()];
                 deny_read.extend(self.deny_read.iter().cloned());
+                let hidden = home_folders(workspace);
                 Ok(Confine {
                     sandbox: Some(Policy {
                         workspace: workspace.to_path_buf(),
                         read_only: summary.mode == SandboxMode::ReadOnly,
                         writable: self.extra_write.clone(),
-                        visible: self.extra_read.clone(),
+                        visible: self.shown(&hidden, access),
                         deny_read,
+                        hidden,
                         network: summary.network,
                         write_git: access.git,
                         limits: ResourceLimits {
@@ -255,6 +337,123 @@ impl SandboxSettings {
     }
 }
 
+/// One path a call asked to read (`read`): as written, and where it really is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPath {
+    /// As the call wrote it (`~/notes`).
+    pub written: String,
+    /// Where it really lies (links followed).
+    pub real: PathBuf,
+}
+
+impl ReadPath {
+    /// What a card shows: the path as written, and where it really lies
+    /// when that is somewhere else.
+    pub fn shown(&self) -> String {
+        let expanded = expand_home(&self.written);
+        if expanded.as_deref() == Some(self.real.as_path()) {
+            self.written.clone()
+        } else {
+            format!("{} → {}", self.written, self.real.display())
+        }
+    }
+}
+
+/// `~/rest` under `$HOME`, an absolute path as it is; else nothing.
+pub fn expand_home(path: &str) -> Option<PathBuf> {
+    if let Some(rest) = path.strip_prefix("~/") {
+        return std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest));
+    }
+    path.starts_with('/').then(|| PathBuf::from(path))
+}
+
+/// Whether one path lies in the other.
+fn overlaps(one: &Path, other: &Path) -> bool {
+    one.starts_with(other) || other.starts_with(one)
+}
+
+impl SandboxSettings {
+    /// The paths a call asked to read (`run`'s `read`), checked before any
+    /// card: each absolute or `~/…`, existing, and holding nothing the
+    /// sandbox hides ($WICKET_HOME, `deny_read`).
+    pub fn read_paths(
+        &self,
+        written: &[String],
+        wicket_home: &Path,
+    ) -> Result<Vec<ReadPath>, WireError> {
+        let invalid = |message: String| WireError::new(ErrorKind::InvalidArgs, message);
+        let secrets: Vec<PathBuf> = std::iter::once(wicket_home.to_path_buf())
+            .chain(self.deny_read.iter().cloned())
+            .map(|secret| std::fs::canonicalize(&secret).unwrap_or(secret))
+            .collect();
+        let mut paths = Vec::new();
+        for path in written {
+            let Some(expanded) = expand_home(path) else {
+                return Err(invalid(format!(
+                    "read path '{path}' is neither absolute nor ~/…; give the file or folder outside \
+                     the workspace the command needs to read, e.g. \"~/notes\" or \"/srv/data\""
+                )));
+            };
+            let real = std::fs::canonicalize(&expanded).map_err(|error| {
+                invalid(format!(
+                    "read path '{path}' ({}) cannot be shown to the command: {error}",
+                    expanded.display()
+                ))
+            })?;
+            if secrets.iter().any(|secret| overlaps(&real, secret)) {
+                return Err(invalid(format!(
+                    "read path '{path}' would show the command what the sandbox hides \
+                     ($WICKET_HOME or a deny_read path of your config); no command may read it"
+                )));
+            }
+            paths.push(ReadPath {
+                written: path.clone(),
+                real,
+            });
+        }
+        Ok(paths)
+    }
+}
+
+/// A call's added reads, for the mount layer's words.
+fn also_reads(access: &Access) -> String {
+    if access.read.is_empty() {
+        return String::new();
+    }
+    let read: Vec<String> = access.read.iter().map(|path| tilde(path)).collect();
+    format!("; also shown read-only: {}", read.join(", "))
+}
+
+/// A path under `$HOME` as `~/…`, as a person writes it.
+fn tilde(path: &Path) -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match home.and_then(|home| path.strip_prefix(home).ok().map(Path::to_path_buf)) {
+        Some(rest) if !rest.as_os_str().is_empty() => format!("~/{}", rest.display()),
+        _ => path.display().to_string(),
+    }
+}
+
+/// Every home folder a command must not see, where it really is: `/root`,
+/// each folder of `/home`, and `$HOME` wherever it lies; never one that is
+/// the workspace or lies inside it (a workspace inside a home is bound
+/// back into the empty folder instead).
+pub fn home_folders(workspace: &Path) -> Vec<PathBuf> {
+    let mut homes = vec![PathBuf::from("/root")];
+    if let Ok(entries) = std::fs::read_dir("/home") {
+        homes.extend(entries.flatten().map(|entry| entry.path()));
+    }
+    homes.extend(std::env::var_os("HOME").map(PathBuf::from));
+    let mut real: Vec<PathBuf> = homes
+        .iter()
+        .filter_map(|home| std::fs::canonicalize(home).ok())
+        .filter(|home| home.is_dir() && home != Path::new("/"))
+        .filter(|home| !home.starts_with(workspace))
+        .collect();
+    real.sort();
+    real.dedup();
+    real
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,7 +462,7 @@ mod tests {
     fn a_kernel_that_cannot_confine_is_said_on_the_card_and_required_refuses() {
         let none = Availability::default();
         let mut settings = SandboxSettings::default();
-        let summary = settings.summary_with(&none, Access::default());
+        let summary = settings.summary_with(&none, &Access::default());
         assert_eq!(summary.mode, SandboxMode::Unavailable);
         assert!(
             summary.note.as_deref().unwrap_or("").contains("unconfined"),
@@ -271,14 +470,14 @@ mod tests {
         );
         let workspace = Path::new("/ws");
         let unconfined = settings
-            .confine(workspace, Path::new("/home"), &summary, Access::default())
+            .confine(workspace, Path::new("/home"), &summary, &Access::default())
             .unwrap();
         assert!(unconfined.sandbox.is_none());
         assert_eq!(unconfined.protect, vec![PathBuf::from("/home")]);
         settings.required = true;
-        let summary = settings.summary_with(&none, Access::default());
+        let summary = settings.summary_with(&none, &Access::default());
         assert!(summary.note.as_deref().unwrap_or("").contains("required"));
-        let refused = settings.confine(workspace, Path::new("/home"), &summary, Access::default());
+        let refused = settings.confine(workspace, Path::new("/home"), &summary, &Access::default());
         assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::Unsandboxed));
         let full = Availability {
             launcher: true,
@@ -290,10 +489,11 @@ mod tests {
             root: false,
         };
         let access = Access {
+            read: Default::default(),
             network: true,
             git: true,
         };
-        let summary = settings.summary_with(&full, access);
+        let summary = settings.summary_with(&full, &access);
         assert_eq!(
             (summary.mode, summary.network, summary.note.clone()),
             (SandboxMode::WorkspaceWrite, true, None)
@@ -301,7 +501,7 @@ mod tests {
         let Ok(Confine {
             sandbox: Some(policy),
             ..
-        }) = settings.confine(workspace, Path::new("/home"), &summary, access)
+        }) = settings.confine(workspace, Path::new("/home"), &summary, &access)
         else {
             panic!("a sandbox");
         };
@@ -315,7 +515,7 @@ mod layers {
     use super::*;
 
     fn layers_on(available: &Availability) -> (SandboxSummary, String) {
-        let summary = SandboxSettings::default().summary_with(available, Access::default());
+        let summary = SandboxSettings::default().summary_with(available, &Access::default());
         let text = summary.layers.join("\n");
         (summary, text)
     }
@@ -338,7 +538,7 @@ mod layers {
             required: true,
             ..SandboxSettings::default()
         };
-        let refused = required.summary_with(&landlock_only, Access::default());
+        let refused = required.summary_with(&landlock_only, &Access::default());
         assert_eq!(refused.mode, SandboxMode::Unavailable);
         let why = refused.note.clone().unwrap_or_default();
         assert!(
@@ -351,7 +551,7 @@ mod layers {
                     Path::new("/ws"),
                     Path::new("/home"),
                     &refused,
-                    Access::default()
+                    &Access::default()
                 )
                 .is_err()
         );
@@ -408,7 +608,7 @@ mod layers {
             mode: SandboxMode::Off,
             ..SandboxSettings::default()
         }
-        .summary_with(&full, Access::default());
+        .summary_with(&full, &Access::default());
         assert!(
             off.layers.join("\n").contains("$WICKET_HOME read-only"),
             "{off:?}"

@@ -30,6 +30,9 @@ pub enum Transport {
         network: bool,
         /// Whether it may write `.git` (a git server: `write_git = true`).
         write_git: bool,
+        /// Paths outside the workspace it may read (absolute or `~/…`),
+        /// besides the toolchains every command sees of the home folders.
+        read: Vec<String>,
     },
     /// A Streamable HTTP endpoint.
     Http {

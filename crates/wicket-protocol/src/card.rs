@@ -165,6 +165,15 @@ pub struct SandboxSummary {
     /// In words, what the person should know (why it is unavailable, what is not covered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The sandbox in one line (`jail: no network · writes only the
+    /// workspace · home hidden but toolchains`): what a front end shows
+    /// instead of `layers` when `complete`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// True when every layer of the jail is in force: `layers` then say
+    /// nothing `summary` does not, and are shown only on request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
 }
 
 /// What every front end adds after a path outside the workspace.
@@ -207,6 +216,10 @@ pub struct RunCard {
     /// Whether the call asked to write `.git` (commits, branches, hooks, config).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
+    /// Paths outside the workspace it asked to read, as the call wrote them
+    /// (`~/notes`); where one really lies elsewhere, `→ /that/place` follows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
     /// The sandbox it would run in.
     pub sandbox: SandboxSummary,
     /// Who wants it run.
@@ -239,12 +252,15 @@ mod tests {
             id: "card-1".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                read: Default::default(),
                 argv: vec!["true".into()],
                 cwd: ".".into(),
                 timeout_s: None,
                 network: false,
                 git: false,
                 sandbox: SandboxSummary {
+                    complete: Default::default(),
+                    summary: Default::default(),
                     mode: SandboxMode::WorkspaceWrite,
                     network: false,
                     layers: Vec::new(),

@@ -72,6 +72,11 @@ pub struct RuleSpec {
     /// run: as `network`, for a call that asks to write `.git`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<bool>,
+    /// run: an allow covers a call that asks to read paths outside the
+    /// workspace (`read`) only when each lies in one of these (absolute or
+    /// `~/…`); an ask or deny matches either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Vec<String>>,
     /// Writes and outside reads: a glob; relative means inside the workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -128,6 +133,8 @@ pub enum Matcher {
         network: Option<bool>,
         /// See [`RuleSpec::git`].
         git: Option<bool>,
+        /// See [`RuleSpec::read`].
+        read: Option<Vec<String>>,
     },
     /// A write.
     Write {
@@ -190,6 +197,7 @@ impl RuleSpec {
             ("cwd", self.cwd.is_some()),
             ("network", self.network.is_some()),
             ("git", self.git.is_some()),
+            ("read", self.read.is_some()),
         ];
         let path_keys = [
             ("path", self.path.is_some()),
@@ -226,11 +234,22 @@ impl RuleSpec {
                         ));
                     }
                 };
+                if let Some(bad) = self
+                    .read
+                    .iter()
+                    .flatten()
+                    .find(|path| !(path.starts_with('/') || path.starts_with("~/")))
+                {
+                    return Err(format!(
+                        "rule {id}: a `read` path is absolute or starts with ~/ (it is outside the workspace): {bad}"
+                    ));
+                }
                 Matcher::Run {
                     argv,
                     cwd: self.cwd.clone(),
                     network: self.network,
                     git: self.git,
+                    read: self.read.clone(),
                 }
             }
             "write_file" | "search_replace" | "write" => {
@@ -327,6 +346,9 @@ impl RuleSpec {
         if self.git == Some(true) {
             add("git", "true".into());
         }
+        if let Some(read) = &self.read {
+            add("read", quoted(read));
+        }
         if let Some(path) = &self.path {
             add("path", format!("{path:?}"));
         }
@@ -362,6 +384,7 @@ impl Rule {
             cwd: None,
             network: None,
             git: None,
+            read: None,
             path: None,
             reach: None,
             server: None,
@@ -376,8 +399,10 @@ impl Rule {
                 cwd,
                 network,
                 git,
+                read,
             } => {
                 spec.tool = "run".into();
+                spec.read = read.clone();
                 match argv {
                     Argv::Exact(argv) => spec.argv = Some(argv.clone()),
                     Argv::Prefix(prefix) => spec.argv_prefix = Some(prefix.clone()),

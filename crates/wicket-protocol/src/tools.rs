@@ -74,7 +74,7 @@ pub struct WriteFileArgs {
 }
 
 /// run's arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
     /// The program and its arguments; there is no shell, so no pipes or globs
@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// person sees it on the card); .git is read-only by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
+    /// Paths outside the workspace to show the command read-only (absolute
+    /// or `~/…`; the person sees them on the card). Of the home folders a
+    /// command sees only the toolchains otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 /// One call of one of the six tools, parsed from the model's JSON at the edge.

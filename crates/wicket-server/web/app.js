@@ -602,10 +602,20 @@ function renderCard(item) {
     if (event.timeout_s) card.append(el("div", "note", `timeout ${event.timeout_s} s`));
     if (event.network) card.append(el("div", "note warn", "network: asked for"));
     if (event.git) card.append(el("div", "note warn", "git: may change .git: commits, branches, hooks, config that git runs later"));
+    if ((event.read || []).length) card.append(el("div", "note warn", "also reads: " + event.read.map(visible).join(", ")));
     if (event.sandbox) {
       const warn = event.sandbox.mode === "off" || event.sandbox.mode === "unavailable";
-      card.append(el("div", warn ? "note warn sandbox" : "note sandbox", sandboxLine(event.sandbox)));
-      for (const layer of event.sandbox.layers || []) card.append(el("div", "note layer", "· " + visible(layer)));
+      const layers = (event.sandbox.layers || []).map((layer) => el("div", "note layer", "· " + visible(layer)));
+      if (event.sandbox.complete) {
+        // Every layer in force: one line, the layers behind a toggle.
+        card.append(el("div", "note sandbox", visible(event.sandbox.summary)));
+        const details = el("details", "layers");
+        details.append(el("summary", "", "details"), ...layers);
+        card.append(details);
+      } else {
+        card.append(el("div", warn ? "note warn sandbox" : "note sandbox", sandboxLine(event.sandbox)));
+        card.append(...layers);
+      }
     }
   }
   if (event.no_checkpoint) card.append(el("div", "note warn", "no checkpoint: " + visible(event.no_checkpoint)));

@@ -25,6 +25,9 @@ pub struct RunKey {
     /// Whether it may write `.git`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
+    /// The paths outside the workspace it may read, where they really are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 /// An MCP call allowed for the session: server, tool and the exact arguments.

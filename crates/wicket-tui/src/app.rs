@@ -103,6 +103,8 @@ pub struct CardView {
     /// How many of a run card's argv words `[a]lways` saves as a prefix
     /// (`<` and `>` change it); `None` saves the exact argv.
     prefix: Option<usize>,
+    /// A run card lists every layer of its sandbox (`?`), not only its one line.
+    details: bool,
 }
 
 impl CardView {
@@ -295,6 +297,7 @@ impl App {
                     epoch: None,
                     scroll: 0,
                     prefix: None,
+                    details: false,
                 }));
             }
             EventBody::Question(QuestionEvent { id, .. }) => {
@@ -483,6 +486,10 @@ impl App {
                     KeyCode::Char('d') => Answer::Deny,
                     KeyCode::Char(key @ ('<' | '>')) => {
                         view.widen(key == '<');
+                        return Action::None;
+                    }
+                    KeyCode::Char('?') => {
+                        view.details = !view.details;
                         return Action::None;
                     }
                     KeyCode::Up | KeyCode::Char('k') => {

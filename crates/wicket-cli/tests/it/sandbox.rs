@@ -216,7 +216,12 @@ fn git_and_wicket_folders_are_read_only_unless_the_card_said_git() {
 }
 
 /// A UNIX socket the test listens on, in `folder`; the command tries it.
-fn unix_socket_reached(f: &Fixture, folder: &std::path::Path, network: bool) -> Value {
+fn unix_socket_reached(
+    f: &Fixture,
+    folder: &std::path::Path,
+    network: bool,
+    read: &[&std::path::Path],
+) -> Value {
     std::fs::create_dir_all(folder).unwrap();
     let path = folder.join(format!("{}.sock", marker("s")));
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
@@ -227,7 +232,7 @@ fn unix_socket_reached(f: &Fixture, folder: &std::path::Path, network: bool) -> 
     ));
     let (out, code) = f.tool(
         "run",
-        &json!({"argv": ["sh", "-c", code], "network": network}).to_string(),
+        &json!({"argv": ["sh", "-c", code], "network": network, "read": read}).to_string(),
         &["--answers", "allow_once"],
     );
     assert_eq!(code, 0, "{out:#?}");
@@ -244,19 +249,21 @@ fn unix_socket_reached(f: &Fixture, folder: &std::path::Path, network: bool) -> 
 #[test]
 fn no_unix_socket_outside_is_reachable_without_network() {
     let f = Fixture::new();
-    // /tmp is the command's own; a folder under the real $HOME is visible
-    // to it, so there only the seccomp filter holds the socket.
+    // /tmp is the command's own; a folder under the real $HOME is shown
+    // to it by `read`, so there only the seccomp filter holds the socket.
     let tmp = std::env::temp_dir().join(marker("sockets"));
     let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(marker("sockets"));
+    std::fs::create_dir_all(&home).unwrap();
     for folder in [&tmp, &home] {
-        let result = unix_socket_reached(&f, folder, false);
+        let result = unix_socket_reached(&f, folder, false, &[&home]);
         std::fs::remove_dir_all(folder).unwrap();
         assert!(
             result["stdout"].as_str().unwrap().contains("unix-refused"),
             "{folder:?}: {result:#}"
         );
     }
-    let result = unix_socket_reached(&f, &home, true);
+    std::fs::create_dir_all(&home).unwrap();
+    let result = unix_socket_reached(&f, &home, true, &[&home]);
     std::fs::remove_dir_all(&home).unwrap();
     assert!(
         result["stdout"]
@@ -787,4 +794,95 @@ fn a_hostile_workspace_config_is_ignored_with_a_notice() {
         stderr.contains("wicket: notice: ignored [sandbox]"),
         "{stderr}"
     );
+}
+
+/// A file in the person's real home, removed when the test ends.
+struct InHome(std::path::PathBuf);
+
+impl InHome {
+    fn new(name: &str, content: &str) -> InHome {
+        let path = std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(marker(name));
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("file"), content).unwrap();
+        InHome(path)
+    }
+}
+
+impl Drop for InHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_command_sees_no_home_but_its_toolchains_and_what_read_names() {
+    let f = Fixture::new();
+    let secret = InHome::new(".wicket-test-secret", "canary");
+    let notes = InHome::new("notes", "my notes");
+    let script = format!(
+        "cat {secret}/file; cat ~/.gitconfig >/dev/null 2>&1; ls -d ~/.cargo >/dev/null 2>&1 && echo cargo-seen; \
+         cat {notes}/file; true",
+        secret = secret.0.display(),
+        notes = notes.0.display(),
+    );
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+    let result = sandboxed(&f, &script, &[]);
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("canary"), "{result:#}");
+    assert!(!stdout.contains("my notes"), "{result:#}");
+    // A toolchain of the home is seen (where the machine has one).
+    assert_eq!(
+        stdout.contains("cargo-seen"),
+        home.join(".cargo").is_dir(),
+        "{result:#}"
+    );
+    // `read` shows a path, and the card says so as the call wrote it.
+    let written = format!("~/{}", notes.0.file_name().unwrap().to_string_lossy());
+    let args = json!({"argv": ["sh", "-c", script], "read": [written]});
+    let (out, code) = f.tool("run", &args.to_string(), &["--answers", "allow_once"]);
+    assert_eq!(code, 0, "{out:#?}");
+    assert_eq!(out[0]["read"], json!([written]), "{:#}", out[0]);
+    assert!(
+        out[0]["sandbox"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("also reads: {written}")),
+        "{:#}",
+        out[0]
+    );
+    let stdout = out.last().unwrap()["stdout"].as_str().unwrap().to_string();
+    assert!(stdout.contains("my notes"), "{out:#?}");
+    assert!(!stdout.contains("canary"), "{out:#?}");
+    // Nothing the sandbox hides can be named: $WICKET_HOME is refused before any card.
+    let args = json!({"argv": ["true"], "read": [f.home.display().to_string()]});
+    let (out, _) = f.tool("run", &args.to_string(), &["--answers", "allow_once"]);
+    assert_eq!(out.len(), 1, "{out:#?}");
+    assert_eq!(out[0]["error"]["kind"], "invalid_args", "{out:#?}");
+}
+
+#[test]
+fn a_deny_read_path_stays_hidden_inside_a_home_toolchain() {
+    let f = Fixture::new();
+    let toolchain = InHome::new("toolchain", "tool");
+    std::fs::write(toolchain.0.join("credentials"), "token").unwrap();
+    let name = toolchain
+        .0
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!("[sandbox]\nhome_read = [\"~/{name}\"]\ndeny_read = [\"~/{name}/credentials\"]\n"),
+    )
+    .unwrap();
+    let script = format!(
+        "cat ~/{name}/file; cat ~/{name}/credentials; ls -d ~/.cargo 2>/dev/null || echo no-cargo; true"
+    );
+    let result = sandboxed(&f, &script, &[]);
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(stdout.contains("tool"), "{result:#}");
+    assert!(!stdout.contains("token"), "{result:#}");
+    // home_read replaced the default list.
+    assert!(stdout.contains("no-cargo"), "{result:#}");
 }

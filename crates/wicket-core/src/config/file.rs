@@ -348,6 +348,7 @@ pub(super) struct FileSandbox {
     pub(super) extra_write: Vec<PathBuf>,
     #[serde(default)]
     pub(super) extra_read: Vec<PathBuf>,
+    pub(super) home_read: Option<Vec<String>>,
     pub(super) required: Option<bool>,
     pub(super) env_pass: Option<Vec<String>>,
     pub(super) max_processes: Option<u64>,

@@ -220,6 +220,9 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         }
         settings.extra_read.push(expanded);
     }
+    if let Some(entries) = file.home_read {
+        settings.home_read = home_read(entries, path)?;
+    }
     settings
         .env_pass
         .extend(env_pass(file.env_pass.unwrap_or_default(), path)?);
@@ -228,6 +231,30 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         settings.required = required;
     }
     Ok(settings)
+}
+
+/// `[sandbox] home_read`: `~/…` (that place in every home folder) or an
+/// absolute path; it replaces the default list.
+fn home_read(entries: Vec<String>, path: &Path) -> Result<Vec<PathBuf>> {
+    entries
+        .into_iter()
+        .map(|entry| {
+            if entry == "~" {
+                return Ok(PathBuf::new());
+            }
+            match entry.strip_prefix("~/") {
+                Some(rest) if !rest.is_empty() => Ok(PathBuf::from(rest)),
+                _ if entry.starts_with('/') => Ok(PathBuf::from(entry)),
+                _ => Err(config_error(
+                    path,
+                    format!(
+                        "[sandbox] home_read entry '{entry}' must start with ~/ (that place in every \
+                         home folder, e.g. \"~/.cargo\") or be an absolute path"
+                    ),
+                )),
+            }
+        })
+        .collect()
 }
 
 /// `[sandbox] env_pass`: each a variable's name.

@@ -27,6 +27,8 @@ pub(crate) struct FileServer {
     network: bool,
     #[serde(default)]
     write_git: bool,
+    #[serde(default)]
+    read: Vec<String>,
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
@@ -182,6 +184,7 @@ fn stdio_transport(
         cwd: file.cwd.take(),
         network: file.network,
         write_git: file.write_git,
+        read: std::mem::take(&mut file.read),
     })
 }
 

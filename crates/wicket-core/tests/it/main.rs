@@ -432,12 +432,34 @@ fn allow_session_for_a_command_is_the_exact_argv() {
     assert_eq!(
         session.meta().allowed.run.into_iter().collect::<Vec<_>>(),
         vec![session::RunKey {
+            read: Default::default(),
             argv: vec!["echo".to_string(), "hi".to_string()],
             cwd: f.ws.display().to_string(),
             network: false,
             git: false,
         }]
     );
+}
+
+#[test]
+fn allow_session_keys_a_commands_read_paths_apart() {
+    let f = fixture();
+    let (tools, session) = open(&f, "s");
+    let mut answers = Scripted::new(&[Answer::AllowSession, Answer::Deny, Answer::Deny]);
+    let outside = f.outside.display().to_string();
+    let reading = json!({"argv": ["echo", "hi"], "read": [outside]});
+    call(&tools, &session, "run", reading.clone(), &mut answers).unwrap();
+    assert_eq!(run_of(&answers.cards[0]).read, vec![outside.clone()]);
+    call(&tools, &session, "run", reading, &mut answers).unwrap();
+    assert_eq!(answers.cards.len(), 1, "the same reads: the grant holds");
+    // Fewer or other paths are another command.
+    for other in [
+        json!({"argv": ["echo", "hi"]}),
+        json!({"argv": ["echo", "hi"], "read": [f.ws.join("a.txt").display().to_string()]}),
+    ] {
+        assert!(call(&tools, &session, "run", other, &mut answers).is_err());
+    }
+    assert_eq!(answers.cards.len(), 3);
 }
 
 #[test]

@@ -64,6 +64,11 @@ pub struct Policy {
     pub visible: Vec<PathBuf>,
     /// Paths that may not be read ($WICKET_HOME, `deny_read`).
     pub deny_read: Vec<PathBuf>,
+    /// Home folders shown as empty folders: of each, only what `visible`
+    /// names (the toolchains of `home_read`, a call's `read`) and the
+    /// workspace are bound back.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
     /// Whether the command may use the network.
     pub network: bool,
     /// Whether `.git` stays writable (the call asked, and the card said so).

@@ -36,15 +36,32 @@ pub(super) fn apply(policy: &Policy) -> Result<(), String> {
         .map_err(error)?
         .create()
         .map_err(error)?;
-    let (readable, listable) = readable(&policy.deny_read);
+    // A hidden home is unreadable as a denied path is, but for what is shown
+    // of it (`visible`: its toolchains, a call's `read`).
+    // of it (`visible`: its toolchains, a call's `read`), and a denied path
+    // stays denied inside what is shown.
+    let denied: BTreeSet<PathBuf> = canonical(&policy.deny_read).into_iter().collect();
+    let unreadable: BTreeSet<PathBuf> = denied
+        .iter()
+        .cloned()
+        .chain(canonical(&policy.hidden))
+        .collect();
+    let mut seen = vec![readable(Path::new("/"), &unreadable)];
+    seen.extend(
+        canonical(&policy.visible)
+            .iter()
+            .map(|shown| readable(shown, &denied)),
+    );
     let read = AccessFs::from_read(abi);
     let mut rules: Vec<PathBeneath<std::os::fd::OwnedFd>> = Vec::new();
-    rules.extend(readable.iter().filter_map(|path| rule(path, read)));
-    rules.extend(
-        listable
-            .iter()
-            .filter_map(|path| rule(path, BitFlags::from(AccessFs::ReadDir))),
-    );
+    for (readable, listable) in &seen {
+        rules.extend(readable.iter().filter_map(|path| rule(path, read)));
+        rules.extend(
+            listable
+                .iter()
+                .filter_map(|path| rule(path, BitFlags::from(AccessFs::ReadDir))),
+        );
+    }
     let mut writable: Vec<&PathBuf> = policy.writable.iter().collect();
     if !policy.read_only {
         writable.push(&policy.workspace);
@@ -74,17 +91,24 @@ pub(super) fn apply(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
-/// What may be read: everything, except the denied paths. Landlock only
-/// adds rights, so "everything but" is every sibling along the way down to
-/// each denied path; the folders on the way get only their listing.
-fn readable(deny: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let deny: BTreeSet<PathBuf> = canonical(deny).into_iter().collect();
-    if deny.is_empty() {
-        return (vec![PathBuf::from("/")], Vec::new());
+/// What may be read below `root`: all of it, except the denied paths.
+/// Landlock only adds rights, so "all but" is every sibling along the way
+/// down to each denied path; the folders on the way get only their listing.
+fn readable(root: &Path, deny: &BTreeSet<PathBuf>) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let inside: Vec<&PathBuf> = deny
+        .iter()
+        .filter(|denied| denied.starts_with(root))
+        .collect();
+    if inside.iter().any(|denied| root.starts_with(denied)) {
+        return (Vec::new(), Vec::new());
     }
-    let ancestors: BTreeSet<PathBuf> = deny
+    if inside.is_empty() {
+        return (vec![root.to_path_buf()], Vec::new());
+    }
+    let ancestors: BTreeSet<PathBuf> = inside
         .iter()
         .flat_map(|denied| denied.ancestors().skip(1).map(Path::to_path_buf))
+        .filter(|ancestor| ancestor.starts_with(root))
         .filter(|ancestor| !deny.iter().any(|denied| ancestor.starts_with(denied)))
         .collect();
     let mut allowed = Vec::new();

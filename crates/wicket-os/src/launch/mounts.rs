@@ -85,20 +85,7 @@ fn remount(path: &Path, writable: bool) -> Result<()> {
 /// `target` first when it is missing (it then lies in one of the jail's
 /// own tmpfs), and sets it writable or read-only.
 fn bind(source: &Path, target: &Path, writable: bool) -> Result<()> {
-    if std::fs::symlink_metadata(target).is_err() {
-        let directory = std::fs::metadata(source)
-            .map(|m| m.is_dir())
-            .unwrap_or(true);
-        let made = if directory {
-            std::fs::create_dir_all(target)
-        } else {
-            target
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::File::create(target).map(drop))
-        };
-        made.map_err(|error| format!("making {} to bind over: {error}", target.display()))?;
-    }
+    mount_point(source, target)?;
     mount(
         Some(source),
         target,
@@ -107,6 +94,26 @@ fn bind(source: &Path, target: &Path, writable: bool) -> Result<()> {
         None,
     )?;
     remount(target, writable)
+}
+
+/// Makes `target` when it is missing (it then lies in one of the jail's own
+/// tmpfs), a folder or a file as `source` is.
+fn mount_point(source: &Path, target: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(target).is_ok() {
+        return Ok(());
+    }
+    let directory = std::fs::metadata(source)
+        .map(|m| m.is_dir())
+        .unwrap_or(true);
+    let made = if directory {
+        std::fs::create_dir_all(target)
+    } else {
+        target
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::File::create(target).map(drop))
+    };
+    made.map_err(|error| format!("making {} to bind over: {error}", target.display()))
 }
 
 /// The mount points of this namespace, parents first.
@@ -282,11 +289,15 @@ pub(super) fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Covers a path nobody in the jail may see: an empty read-only tmpfs over
-/// a folder, `/dev/null` over a file.
+/// a folder, `/dev/null` over a file. A link is covered where it leads (the
+/// caller lists that place too), never through the link.
 fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
+    if meta.is_symlink() {
+        return Ok(());
+    }
     if meta.is_dir() {
         mount(
             Some(Path::new("tmpfs")),
@@ -298,6 +309,36 @@ fn mask(path: &Path, null: &OwnedFd) -> Result<()> {
     } else {
         bind(&fd_path(null), path, false)
     }
+}
+
+/// Every home folder as an empty one (`Policy::hidden`): a small tmpfs over
+/// each, in which the mount points of what is bound back after it (the
+/// toolchains, a call's `read`, the workspace, `extra_write`) are made
+/// while it is writable; then it is made read-only, before anything is
+/// bound into it.
+fn hide_homes<'a>(
+    hidden: &[PathBuf],
+    bound_back: impl Iterator<Item = (&'a Path, &'a OwnedFd)>,
+) -> Result<()> {
+    let homes: Vec<&PathBuf> = hidden.iter().filter(|home| is_real_dir(home)).collect();
+    for home in &homes {
+        mount(
+            Some(Path::new("tmpfs")),
+            home,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=0755,size=1m,nr_inodes=4096"),
+        )?;
+    }
+    for (target, fd) in bound_back {
+        if homes.iter().any(|home| target.starts_with(home)) {
+            mount_point(&fd_path(fd), target)?;
+        }
+    }
+    for home in &homes {
+        remount(home, false)?;
+    }
+    Ok(())
 }
 
 /// Where the command starts, recorded before the tree changes under it
@@ -378,6 +419,12 @@ pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     }
     minimal_dev(&devices, &policy.limits)?;
     built.private.push(PathBuf::from("/dev/shm"));
+    let bound_back = visible
+        .iter()
+        .chain(&writable)
+        .map(|(path, fd)| (path.as_path(), fd))
+        .chain([(policy.workspace.as_path(), &workspace)]);
+    hide_homes(&policy.hidden, bound_back)?;
     for (path, fd) in &visible {
         bind(&fd_path(fd), path, false)?;
     }

@@ -102,7 +102,10 @@ pub(super) fn run(args: &[OsString]) -> u8 {
 /// What the tree's scan found of `.git` and `.wicket` entries, when there is a tree.
 fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, String> {
     let mut policy = policy.clone();
-    let deny = canonical(&policy.deny_read);
+    // Each denied path where it really is, and as written: a home's
+    // toolchain bound back where the person's PATH names it is masked there too.
+    let mut deny = canonical(&policy.deny_read);
+    deny.extend(policy.deny_read.iter().cloned());
     let mut guarded = None;
     if launch.mounts {
         let built = mounts::build(&policy, &deny)?;

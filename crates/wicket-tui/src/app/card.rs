@@ -7,7 +7,7 @@ use super::*;
 pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
     let card = &view.card;
     let bold = Style::new().add_modifier(Modifier::BOLD);
-    let tool = visible_line(&card.tool);
+    let tool = outside(&card.tool);
     let mut lines = match &card.kind {
         CardKind::Write(write) => write_lines(&tool, write, bold),
         CardKind::OutsideRead(read) => {
@@ -21,10 +21,10 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
                     format!("{tool} wants to {what} outside the workspace"),
                     bold,
                 ),
-                Line::from(visible_line(&read.path)),
+                Line::from(outside(&read.path)),
             ]
         }
-        CardKind::Run(run) => run_lines(run, bold),
+        CardKind::Run(run) => run_lines(run, bold, view.details),
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
     };
     if let Some(always) = view.always() {
@@ -48,9 +48,8 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         (true, false) => " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn ",
         (false, _) => " … ",
     };
-    // Every line whole: a long run of blanks shows as ␠×N, and what does
-    // not fit the panel's width wraps onto the next rows, never off the edge.
-    let lines: Vec<Line<'static>> = lines.into_iter().map(marked).collect();
+    // Every line whole: what does not fit the panel's width wraps onto the
+    // next rows, never off the edge.
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
     let rows = paragraph.line_count(area.width.saturating_sub(2));
     let most = u16::try_from(rows)
@@ -88,14 +87,12 @@ fn fitted_title(card: &Card, width: u16) -> String {
     format!("{cut}… ")
 }
 
-/// `line` with each span's long blank runs shown as `␠×N`.
-fn marked(line: Line<'static>) -> Line<'static> {
-    let spans: Vec<Span<'static>> = line
-        .spans
-        .into_iter()
-        .map(|span| Span::styled(mark_blank_runs(&span.content), span.style))
-        .collect();
-    Line::from(spans).style(line.style)
+/// Text that came from outside (argv, paths, diffs, arguments), as a card
+/// shows it: control characters made visible, and a long run of blanks as
+/// `␠×N`, so 150 spaces cannot push the rest of a line out of sight.
+/// Wicket's own words and indents are never marked.
+fn outside(text: &str) -> String {
+    mark_blank_runs(&visible_line(text))
 }
 
 /// A write card: the path, then the diff whole, in colour.
@@ -103,12 +100,12 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
     let mut lines = vec![Line::styled(
         format!(
             "{tool} wants to write {}{}",
-            visible_line(&write.path),
+            outside(&write.path),
             write.path_note()
         ),
         bold,
     )];
-    for line in visible(&write.diff).lines() {
+    for line in visible(&write.diff).lines().map(mark_blank_runs) {
         let color = if line.starts_with('+') && !line.starts_with("+++") {
             Color::Green
         } else if line.starts_with('-') && !line.starts_with("---") {
@@ -118,7 +115,7 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
         } else {
             Color::Reset
         };
-        lines.push(Line::styled(line.to_string(), Style::new().fg(color)));
+        lines.push(Line::styled(line, Style::new().fg(color)));
     }
     if write.diff_truncated {
         lines.push(Line::styled(
@@ -132,35 +129,23 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
     lines
 }
 
-/// A run card: who asks, the argv, cwd, timeout and the sandbox line.
-fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
+/// A run card: who asks, the argv, cwd, timeout and the sandbox: its one
+/// line when every layer is in force, each layer when one is missing or
+/// weaker, or when the person asked (`?`).
+fn run_lines(run: &RunCard, bold: Style, details: bool) -> Vec<Line<'static>> {
     let who = match run.source {
         wicket_protocol::RunSource::Tool => "run wants to start a command",
         wicket_protocol::RunSource::Hook => "a hook of the workspace's wants to run",
         wicket_protocol::RunSource::Mcp => "the workspace's MCP server wants to start",
     };
-    let argv: Vec<String> = run.argv.iter().map(|arg| visible_line(arg)).collect();
+    let argv: Vec<String> = run.argv.iter().map(|arg| outside(arg)).collect();
     let mut lines = vec![
         Line::styled(who, bold),
         Line::from(format!("argv     {}", wicket_protocol::json::text(&argv))),
-        Line::from(format!("cwd      {}", visible_line(&run.cwd))),
+        Line::from(format!("cwd      {}", outside(&run.cwd))),
     ];
     if let Some(timeout) = run.timeout_s {
         lines.push(Line::from(format!("timeout  {timeout} s")));
-    }
-    let mode = run.sandbox.mode;
-    let warn = matches!(
-        mode,
-        wicket_protocol::SandboxMode::Off | wicket_protocol::SandboxMode::Unavailable
-    );
-    let mut sandbox = format!("sandbox  {}", mode.as_str());
-    sandbox.push_str(if run.network {
-        ", network: asked for"
-    } else {
-        ", no network"
-    });
-    if let Some(note) = &run.sandbox.note {
-        sandbox.push_str(&format!(" ({})", visible_line(note)));
     }
     if run.git {
         lines.push(Line::styled(
@@ -168,14 +153,55 @@ fn run_lines(run: &RunCard, bold: Style) -> Vec<Line<'static>> {
             Style::new().fg(Color::Yellow),
         ));
     }
+    if !run.read.is_empty() {
+        let read: Vec<String> = run.read.iter().map(|path| outside(path)).collect();
+        lines.push(Line::styled(
+            format!("reads    {}", read.join(", ")),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    let sandbox = &run.sandbox;
+    if sandbox.complete {
+        lines.push(Line::from(format!("sandbox  {}", sandbox.summary)));
+        if details {
+            lines.extend(layer_lines(sandbox));
+        } else {
+            lines.push(Line::styled(
+                "         ? lists each layer",
+                Style::new().fg(Color::DarkGray),
+            ));
+        }
+        return lines;
+    }
+    let mode = sandbox.mode;
+    let warn = matches!(
+        mode,
+        wicket_protocol::SandboxMode::Off | wicket_protocol::SandboxMode::Unavailable
+    );
+    let mut line = format!("sandbox  {}", mode.as_str());
+    line.push_str(if run.network {
+        ", network: asked for"
+    } else {
+        ", no network"
+    });
+    if let Some(note) = &sandbox.note {
+        line.push_str(&format!(" ({})", visible_line(note)));
+    }
     lines.push(Line::styled(
-        sandbox,
+        line,
         Style::new().fg(if warn { Color::Red } else { Color::Reset }),
     ));
-    for layer in &run.sandbox.layers {
-        lines.push(Line::from(format!("         · {}", visible_line(layer))));
-    }
+    lines.extend(layer_lines(sandbox));
     lines
+}
+
+/// Each layer of a run card's sandbox, under its line.
+fn layer_lines(sandbox: &wicket_protocol::SandboxSummary) -> Vec<Line<'static>> {
+    sandbox
+        .layers
+        .iter()
+        .map(|layer| Line::from(format!("         · {}", visible_line(layer))))
+        .collect()
 }
 
 /// An MCP card: the server, the tool, its arguments and the server's claims.
@@ -183,12 +209,12 @@ fn mcp_lines(tool: &str, mcp: &McpCard, bold: Style) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         format!(
             "the MCP server {} wants to run its tool {tool}",
-            visible_line(&mcp.server)
+            outside(&mcp.server)
         ),
         bold,
     )];
     for line in visible(&mcp.arguments_text).lines() {
-        lines.push(Line::from(format!("  {line}")));
+        lines.push(Line::from(format!("  {}", mark_blank_runs(line))));
     }
     if mcp.arguments_truncated {
         lines.push(Line::styled(

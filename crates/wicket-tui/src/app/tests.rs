@@ -65,12 +65,15 @@ fn run_card(id: &str) -> Card {
         id: id.into(),
         tool: "run".into(),
         kind: CardKind::Run(RunCard {
+            read: Default::default(),
             argv: vec!["cargo".into(), "test".into()],
             cwd: ".".into(),
             timeout_s: Some(300),
             network: false,
             git: false,
             sandbox: SandboxSummary {
+                complete: Default::default(),
+                summary: Default::default(),
                 mode: SandboxMode::WorkspaceWrite,
                 network: false,
                 layers: Vec::new(),
@@ -734,4 +737,29 @@ fn ten_thousand_events_draw_only_what_is_on_screen() {
     app.on_key(key(KeyCode::PageDown));
     let shown = screen(&mut app, 100, 20);
     assert!(shows(&shown, 5) && !shows(&shown, 0), "{shown}");
+}
+
+#[test]
+fn a_full_jail_is_one_line_and_question_mark_lists_its_layers_unmarked() {
+    let mut card = run_card("card-9");
+    if let CardKind::Run(run) = &mut card.kind {
+        run.read = vec!["~/notes".into()];
+        run.sandbox.summary =
+            "jail: no network · writes only the workspace · home hidden but toolchains".into();
+        run.sandbox.complete = true;
+        run.sandbox.layers = vec![
+            "mount namespace: the system read-only".into(),
+            "PID namespace: nothing it starts outlives it".into(),
+        ];
+    }
+    let mut app = with_card(card);
+    let shown = screen(&mut app, 120, 30);
+    assert!(shown.contains("home hidden but toolchains"), "{shown}");
+    assert!(shown.contains("reads    ~/notes"), "{shown}");
+    assert!(!shown.contains("PID namespace"), "{shown}");
+    app.on_key(key(KeyCode::Char('?')));
+    let detailed = screen(&mut app, 120, 30);
+    assert!(detailed.contains("· PID namespace"), "{detailed}");
+    // Wicket's own indent is never taken for a run of blanks from outside.
+    assert!(!detailed.contains('␠'), "{detailed}");
 }
