@@ -17,9 +17,11 @@
 
 mod error;
 pub mod host;
+pub mod resolve;
 
 pub use error::{Error, Result};
 pub use host::{Host, Target, Via};
+pub use resolve::Resolved;
 
 use std::time::Duration;
 
