@@ -17,11 +17,17 @@
 
 mod error;
 pub mod host;
+mod http;
+mod intake;
+mod relay;
 pub mod resolve;
+mod serve;
+mod socks;
 
 pub use error::{Error, Result};
 pub use host::{Host, Target, Via};
 pub use resolve::Resolved;
+pub use serve::{Closed, Decide, Decision, Outcome, serve};
 
 use std::time::Duration;
 
