@@ -151,6 +151,56 @@ mod tests {
         );
     }
 
+    /// A connected pair of loopback sockets.
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let near = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (far, _) = listener.accept().unwrap();
+        (near, far)
+    }
+
+    #[test]
+    fn a_client_silent_past_the_deadline_times_out_and_the_timeout_is_cleared_after() {
+        let (_client, proxy_side) = pair();
+        // As if the connection had come in HEAD_TIMEOUT less 50 ms ago.
+        let started = Instant::now() - HEAD_TIMEOUT + std::time::Duration::from_millis(50);
+        let mut intake = Intake::new(&proxy_side, started);
+        assert!(matches!(intake.peek(), Err(Error::HeadTimeout)));
+        assert!(matches!(intake.take_http_head(), Err(Error::HeadTimeout)));
+        drop(intake);
+        assert_eq!(proxy_side.read_timeout().unwrap(), None);
+    }
+
+    #[test]
+    fn a_head_that_fills_the_buffer_without_ending_is_too_large() {
+        use std::io::Write;
+        let (mut client, proxy_side) = pair();
+        let writer = std::thread::spawn(move || {
+            let _ = client.write_all(&vec![b'a'; HEAD_MAX_BYTES + 1]);
+            client
+        });
+        let mut intake = Intake::new(&proxy_side, Instant::now());
+        assert!(matches!(intake.take_http_head(), Err(Error::HeadTooLarge)));
+        drop(writer.join().unwrap());
+    }
+
+    #[test]
+    fn bytes_past_the_head_are_kept_for_the_host() {
+        use std::io::Write;
+        let (mut client, proxy_side) = pair();
+        client
+            .write_all(b"CONNECT a:1 HTTP/1.1\r\n\r\n\x16\x03\x01")
+            .unwrap();
+        let mut intake = Intake::new(&proxy_side, Instant::now());
+        let head = intake.take_http_head().unwrap().to_vec();
+        while intake.rest().len() < 3 {
+            // The three bytes may come in a read of their own.
+            intake.fill().unwrap();
+        }
+        assert_eq!(head, b"CONNECT a:1 HTTP/1.1\r\n\r\n");
+        assert_eq!(intake.rest(), b"\x16\x03\x01");
+    }
+
     #[test]
     fn an_empty_line_split_across_reads_is_found() {
         let bytes = b"CONNECT a:1 HTTP/1.1\r\n\r\n";
