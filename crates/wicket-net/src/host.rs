@@ -23,7 +23,9 @@ pub struct Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Via {
     /// An HTTP request in absolute-form (`GET http://host/path HTTP/1.1`),
-    /// forwarded as origin-form.
+    /// forwarded in origin-form with `Connection: close`: one request per
+    /// client connection, since the response's `Connection: close` makes
+    /// the client open a new connection (asked about afresh) for its next.
     Http,
     /// HTTP `CONNECT host:port`, a tunnel.
     Connect,

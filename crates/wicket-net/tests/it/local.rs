@@ -159,3 +159,28 @@ fn a_connect_tunnel_carries_bytes_both_ways_until_both_close() {
         (served.received, served.sent)
     );
 }
+
+#[test]
+fn a_unicode_host_reaches_the_record_in_both_forms() {
+    // `.invalid` never resolves (RFC 6761), so the connection ends there,
+    // with the host as the card would show it.
+    let rules = Rules::allowing(&["*"]);
+    let proxy = Proxy::start(rules.clone());
+    let reply = exchange(
+        &proxy,
+        "CONNECT bücher.invalid:443 HTTP/1.1\r\n\r\n".as_bytes(),
+    );
+    assert_eq!(status_line(&reply), "HTTP/1.1 502 Bad Gateway");
+    let closed = proxy.only_closed();
+    let host = closed.target.unwrap().host;
+    assert_eq!(
+        host,
+        Host::Name {
+            ascii: "xn--bcher-kva.invalid".into(),
+            shown: "bücher.invalid".into()
+        }
+    );
+    assert!(host.is_mixed());
+    assert!(matches!(closed.outcome, Outcome::Unresolved(_)));
+    assert!(rules.asked().is_empty());
+}
