@@ -100,7 +100,8 @@ pub enum Outcome {
 pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
     let mut record = Record::new();
     // Replies and small writes (a TLS handshake, a request) go at once,
-    // not after Nagle's wait for more.
+    // not after Nagle's wait for more. A socket that refuses the option
+    // still carries the bytes, only later.
     let _ = client.set_nodelay(true);
     let mut intake = Intake::new(&client, record.started);
     let (target, head) = match read_request(&mut intake, &client) {
@@ -130,6 +131,7 @@ pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
         }
     };
     record.address = Some(address);
+    // As for the client's socket.
     let _ = upstream.set_nodelay(true);
     let to_client = established_reply(&target, &upstream);
     let mut to_upstream = head;
