@@ -21,6 +21,11 @@ use crate::{CONNECT_TIMEOUT, http, socks};
 pub trait Decide: Sync {
     /// Whether `target`, resolved to `resolved`, may be connected to.
     fn decide(&self, target: &Target, resolved: &Resolved) -> Decision;
+
+    /// The connection to the host is made, before a byte is relayed: a
+    /// caller that must be able to end the relay (the command it serves is
+    /// over) keeps a clone of `upstream` to shut down.
+    fn connected(&self, _upstream: &TcpStream) {}
 }
 
 impl<F> Decide for F
@@ -131,6 +136,7 @@ pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
         }
     };
     record.address = Some(address);
+    decide.connected(&upstream);
     // As for the client's socket.
     let _ = upstream.set_nodelay(true);
     let to_client = established_reply(&target, &upstream);

@@ -190,6 +190,7 @@ fn take_array<const N: usize>(intake: &mut Intake<'_>) -> Result<[u8; N]> {
 /// Sends bytes of the negotiation. A client that has gone is not told; the
 /// next read finds that it has gone.
 fn send(mut client: &TcpStream, bytes: &[u8]) {
+    // A client that has gone is not told: the next read finds it gone.
     let _ = client.write_all(bytes);
 }
 

@@ -15,6 +15,7 @@ pub mod endings;
 pub mod filters;
 pub mod fixture;
 pub mod http;
+pub mod net;
 pub mod process;
 pub mod pty;
 pub mod scripted;

@@ -2,13 +2,13 @@
 //! points it there (`HTTP_PROXY` for http, `HTTPS_PROXY` for CONNECT,
 //! `ALL_PROXY=socks5h://`), allowed and denied.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use wicket_net::{Closed, Host, Outcome, Via};
 
-use crate::harness::{Proxy, Rules, Served, Upstream, file, have, temp_dir};
+use crate::harness::{Proxy, Rules, Served, Upstream, have};
+use wicket_test_support::net::{TLS_BODY, TlsServer};
 
 /// curl, its own config and the environment's proxy settings ignored:
 /// only the arguments say where it goes.
@@ -139,145 +139,6 @@ fn curl_fetches_through_socks5_with_the_proxy_resolving_the_name() {
     assert!(output.stdout == body, "the body arrives whole");
     let served = upstream.served(1).remove(0);
     relayed_as_served(&proxy.only_closed(), &served, Via::Socks5, port);
-}
-
-/// An HTTPS server on 127.0.0.1 (python3's `ssl`) with a certificate for
-/// `localhost` from a CA made for the test (the `openssl` CLI).
-struct TlsServer {
-    child: Child,
-    port: u16,
-    ca: String,
-    _dir: tempfile::TempDir,
-}
-
-const TLS_BODY: &str = "hello over TLS through Wicket\n";
-
-impl TlsServer {
-    fn start() -> Self {
-        let dir = temp_dir();
-        let openssl = |args: &[&str]| {
-            let output = Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        };
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
-        openssl(
-            &[
-                &["req", "-x509", "-nodes", "-days", "2"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-subj",
-                    "/CN=Wicket test CA",
-                    "-addext",
-                    "basicConstraints=critical,CA:TRUE",
-                    "-addext",
-                    "keyUsage=critical,keyCertSign,cRLSign",
-                ],
-            ]
-            .concat(),
-        );
-        openssl(
-            &[
-                &["req", "-nodes"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "leaf.key",
-                    "-out",
-                    "leaf.csr",
-                    "-subj",
-                    "/CN=localhost",
-                ],
-            ]
-            .concat(),
-        );
-        std::fs::write(
-            dir.path().join("leaf.ext"),
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            "leaf.pem",
-            "-extfile",
-            "leaf.ext",
-        ]);
-        let script = format!(
-            r#"
-import http.server, ssl, sys
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = {TLS_BODY:?}.encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"#
-        );
-        let mut child = Command::new("python3")
-            .args([
-                "-c",
-                &script,
-                &file(&dir, "leaf.pem"),
-                &file(&dir, "leaf.key"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the TLS server printed {line:?}, not its port"));
-        Self {
-            child,
-            port,
-            ca: file(&dir, "ca.pem"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for TlsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

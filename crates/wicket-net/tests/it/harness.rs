@@ -4,56 +4,11 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use wicket_net::{Closed, Decide, Decision, Resolved, Target, serve};
-
-/// How long a test waits for something that should come at once, before it
-/// fails instead of hanging.
-pub const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Things that arrive from other threads, waited for by count.
-pub struct Records<T> {
-    items: Mutex<Vec<T>>,
-    arrived: Condvar,
-}
-
-impl<T: Clone> Records<T> {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            items: Mutex::new(Vec::new()),
-            arrived: Condvar::new(),
-        })
-    }
-
-    pub fn push(&self, item: T) {
-        self.items.lock().unwrap().push(item);
-        self.arrived.notify_all();
-    }
-
-    /// The first `count` items, once there are that many.
-    pub fn wait_for(&self, count: usize) -> Vec<T> {
-        let deadline = Instant::now() + PATIENCE;
-        let mut items = self.items.lock().unwrap();
-        while items.len() < count {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "waited {PATIENCE:?} for {count} records, have {}",
-                items.len()
-            );
-            items = self.arrived.wait_timeout(items, left).unwrap().0;
-        }
-        items[..count].to_vec()
-    }
-
-    pub fn now(&self) -> Vec<T> {
-        self.items.lock().unwrap().clone()
-    }
-}
+pub use wicket_test_support::net::{PATIENCE, Records, Served, Upstream, have};
 
 /// The proxy: a listener on 127.0.0.1 that serves each connection on its
 /// own thread with the test's decider, and keeps every [`Closed`].
@@ -160,102 +115,6 @@ impl Decide for Rules {
     }
 }
 
-/// What the upstream server saw of one connection.
-#[derive(Debug, Clone)]
-pub struct Served {
-    /// The request head as it arrived.
-    pub head: String,
-    /// Every byte read from the connection, to its end.
-    pub received: u64,
-    /// Every byte written to it.
-    pub sent: u64,
-}
-
-/// An HTTP server on 127.0.0.1 that answers each request with one body,
-/// closes, and counts its accepts and every byte each way.
-pub struct Upstream {
-    address: SocketAddr,
-    accepts: Arc<AtomicUsize>,
-    served: Arc<Records<Served>>,
-}
-
-impl Upstream {
-    pub fn start(body: &[u8]) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let accepts = Arc::new(AtomicUsize::new(0));
-        let served = Records::new();
-        let response = [
-            format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            )
-            .as_bytes(),
-            body,
-        ]
-        .concat();
-        let response = Arc::new(response);
-        let (counter, records) = (accepts.clone(), served.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                counter.fetch_add(1, Ordering::SeqCst);
-                let (response, records) = (response.clone(), records.clone());
-                std::thread::spawn(move || {
-                    if let Some(served) = answer(stream, &response) {
-                        records.push(served);
-                    }
-                });
-            }
-        });
-        Self {
-            address,
-            accepts,
-            served,
-        }
-    }
-
-    pub fn port(&self) -> u16 {
-        self.address.port()
-    }
-
-    /// How many connections reached it.
-    pub fn accepts(&self) -> usize {
-        self.accepts.load(Ordering::SeqCst)
-    }
-
-    /// The first `count` connections it served, once they have ended.
-    pub fn served(&self, count: usize) -> Vec<Served> {
-        self.served.wait_for(count)
-    }
-}
-
-/// Reads a request head, writes the response, ends its sending, and reads
-/// to the end, counting.
-fn answer(mut stream: TcpStream, response: &[u8]) -> Option<Served> {
-    stream.set_read_timeout(Some(PATIENCE)).ok()?;
-    let mut received = Vec::new();
-    let mut buffer = [0; 16 * 1024];
-    while !received.windows(4).any(|w| w == b"\r\n\r\n") {
-        let count = stream.read(&mut buffer).ok()?;
-        if count == 0 {
-            return None;
-        }
-        received.extend_from_slice(&buffer[..count]);
-    }
-    let end = received.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let head = String::from_utf8_lossy(&received[..end]).into_owned();
-    stream.write_all(response).ok()?;
-    stream.shutdown(std::net::Shutdown::Write).ok()?;
-    let mut rest = Vec::new();
-    stream.read_to_end(&mut rest).ok()?;
-    Some(Served {
-        head,
-        received: (received.len() + rest.len()) as u64,
-        sent: response.len() as u64,
-    })
-}
-
 /// A port on 127.0.0.1 where nothing listens (bound, then let go).
 pub fn closed_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -287,33 +146,4 @@ pub fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
             Err(error) => panic!("reading from the proxy: {error}"),
         }
     }
-}
-
-/// Whether `tool` is on `PATH`. A missing tool fails the test, since CI
-/// has them all; with `WICKET_TEST_SKIP_MISSING_TOOLS=1` the test says it
-/// is skipped, and why, and returns.
-pub fn have(tool: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
-    if found {
-        return true;
-    }
-    let skip = std::env::var_os("WICKET_TEST_SKIP_MISSING_TOOLS").is_some_and(|v| v == "1");
-    assert!(
-        skip,
-        "{tool} is not on PATH: install it, or set WICKET_TEST_SKIP_MISSING_TOOLS=1 to skip the tests that need it"
-    );
-    eprintln!("SKIPPED: {tool} is not on PATH (WICKET_TEST_SKIP_MISSING_TOOLS=1)");
-    false
-}
-
-/// A temporary folder for one test's files.
-pub fn temp_dir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-/// A path inside `dir`, as a string for a command line.
-pub fn file(dir: &tempfile::TempDir, name: &str) -> String {
-    let path: PathBuf = dir.path().join(name);
-    path.to_str().unwrap().to_owned()
 }
