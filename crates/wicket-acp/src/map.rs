@@ -20,8 +20,8 @@ use wicket_protocol::event::{
 use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{shell_words, visible, visible_line};
 use wicket_protocol::{
-    Answer, CallId, Card, CardId, CardKind, Event, EventBody, RunCard, RunSource, ToolOutput,
-    WireError,
+    Answer, CallId, Card, CardId, CardKind, Event, EventBody, NetCard, RunCard, RunSource,
+    ToolOutput, WireError,
 };
 
 /// The option ids a permission request offers, one per answer.
@@ -382,6 +382,7 @@ impl Mapper {
                     .title(visible_line(&format!("MCP {} {}", mcp.server, card.tool)))
                     .raw_input(mcp.arguments.clone());
             }
+            CardKind::Net(net) => fields = net_fields(net, fields, &mut content),
         }
         // What "Always allow" would save, where the editor shows the call.
         if let Some(always) = &card.always {
@@ -411,8 +412,14 @@ fn run_fields(
     content: &mut Vec<ToolCallContent>,
 ) -> ToolCallUpdateFields {
     let mut said = format!("in {}; sandbox: {}", run.cwd, run.sandbox.mode.as_str());
-    if run.network {
-        said.push_str("; network: asked for");
+    match run.network {
+        wicket_protocol::Network::Off => {}
+        wicket_protocol::Network::Proxied => {
+            said.push_str("; network: through Wicket, host by host")
+        }
+        wicket_protocol::Network::Direct => {
+            said.push_str("; DIRECT network: any host, not through Wicket")
+        }
     }
     if run.git {
         said.push_str(&format!("; git: {}", wicket_protocol::GIT_WRITE_WARNING));
@@ -444,6 +451,34 @@ fn run_fields(
         .title(format!("{who} {}", shell_words(&run.argv)))
         .kind(ToolKind::Execute)
         .raw_input(raw)
+}
+
+/// A net card's title (the host), kind and text (who asks, and whether the
+/// name is a local address).
+fn net_fields(
+    net: &NetCard,
+    fields: ToolCallUpdateFields,
+    content: &mut Vec<ToolCallContent>,
+) -> ToolCallUpdateFields {
+    let mut said = match &net.server {
+        Some(server) => format!("the MCP server {server} wants to reach {}", net.target()),
+        None => format!(
+            "`{}` wants to reach {}",
+            shell_words(&net.argv),
+            net.target()
+        ),
+    };
+    if net.local {
+        said.push_str("; it resolves to a local address (this machine or your network)");
+    }
+    if !net.addresses.is_empty() {
+        said.push_str(&format!(" ({})", net.addresses.join(", ")));
+    }
+    content.push(visible_line(&said).into());
+    fields
+        .title(visible_line(&format!("reach {}", net.target())))
+        .kind(ToolKind::Fetch)
+        .raw_input(serde_json::json!({ "host": net.host, "port": net.port }))
 }
 
 /// The slash commands Wicket offers an editor.
@@ -506,6 +541,9 @@ fn output_text(output: &ToolOutput) -> String {
                 (None, Some(signal), _) => format!("killed by signal {signal}"),
                 (None, None, false) => "ended".to_string(),
             };
+            for line in run.net_lines() {
+                text.push_str(&format!("[{line}]\n"));
+            }
             format!("{text}[{end}, {} ms]", run.duration_ms)
         }
         ToolOutput::Mcp(mcp) => mcp.model_text(),
@@ -622,7 +660,7 @@ mod tests {
                 argv: argv.iter().map(|arg| arg.to_string()).collect(),
                 cwd: ".".into(),
                 timeout_s: None,
-                network,
+                network: network.into(),
                 git: false,
                 sandbox: SandboxSummary {
                     complete: Default::default(),
@@ -727,6 +765,7 @@ mod tests {
                 EventBody::ToolResult(ToolResultEvent {
                     call_id: "c2".into(),
                     result: Ok(ToolOutput::Run(RunOutput {
+                        net: Default::default(),
                         exit_code: Some(0),
                         signal: None,
                         timed_out: false,

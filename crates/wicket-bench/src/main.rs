@@ -688,7 +688,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         writable: Vec::new(),
         visible: Vec::new(),
         deny_read: vec![std::env::temp_dir().join("wicket-bench-home")],
-        network: false,
+        network: wicket_protocol::Network::Off,
         write_git: false,
         limits: wicket_os::launch::ResourceLimits {
             max_processes: 1024,
@@ -751,6 +751,8 @@ fn layer_by_layer(
         seccomp: false,
         cgroup: false,
         protect: Vec::new(),
+        egress: None,
+        proxy_port: None,
     };
     let sandboxed = Launch {
         policy: Some(policy.clone()),

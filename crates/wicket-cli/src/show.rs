@@ -6,15 +6,15 @@
 use wicket_protocol::Usage;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use wicket_protocol::summary::Tone;
 use wicket_protocol::text::{mark_blank_runs, visible, visible_line};
 use wicket_protocol::{
-    Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, McpCard, OutsideReadCard, Reach, RunCard,
-    RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
+    Card, CardKind, Event, EventBody, GIT_WRITE_WARNING, McpCard, NetCard, Network,
+    OutsideReadCard, Reach, RunCard, RunSource, SandboxMode, SandboxSummary, ToolOutput, WriteCard,
 };
 
 const RED: &str = "\x1b[31m";
@@ -46,6 +46,7 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         CardKind::OutsideRead(read) => outside_card(&tool, read, color),
         CardKind::Run(run) => run_card(run, color),
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
+        CardKind::Net(net) => net_card(net, color),
     };
     if let Some(missed) = &card.no_checkpoint {
         if !shown.ends_with('\n') {
@@ -162,8 +163,18 @@ fn run_card(run: &RunCard, color: bool) -> String {
     if let Some(timeout) = run.timeout_s {
         out.push_str(&format!("  timeout: {timeout} s\n"));
     }
-    if run.network {
-        out.push_str(&paint("  network: asked for\n", BOLD, color));
+    match run.network {
+        Network::Off => {}
+        Network::Proxied => out.push_str(&paint(
+            "  network: through Wicket, host by host (each new host is a card)\n",
+            BOLD,
+            color,
+        )),
+        Network::Direct => out.push_str(&paint(
+            "  DIRECT network: any host, not through Wicket\n",
+            RED,
+            color,
+        )),
     }
     if run.git {
         out.push_str(&paint(
@@ -198,6 +209,47 @@ fn run_card(run: &RunCard, color: bool) -> String {
     for layer in &run.sandbox.layers {
         out.push_str(&format!("    · {}\n", visible_line(layer)));
     }
+    out
+}
+
+/// A net card: who wants to reach which host, and what the person should
+/// know of it (a local address, the command).
+fn net_card(net: &NetCard, color: bool) -> String {
+    let who = match &net.server {
+        Some(server) => format!("the MCP server {}", visible_line(server)),
+        None => "a command".to_string(),
+    };
+    let mut out = paint(
+        &format!(
+            "{who} wants to reach {}",
+            mark_blank_runs(&visible_line(&net.target()))
+        ),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    if net.local {
+        out.push_str(&paint(
+            "  it resolves to a local address (this machine or your network)\n",
+            YELLOW,
+            color,
+        ));
+    }
+    if !net.addresses.is_empty() {
+        out.push_str(&format!(
+            "  address: {}\n",
+            visible_line(&net.addresses.join(", "))
+        ));
+    }
+    if !net.argv.is_empty() {
+        let argv: Vec<String> = net
+            .argv
+            .iter()
+            .map(|arg| mark_blank_runs(&visible_line(&wicket_protocol::json::text(arg))))
+            .collect();
+        out.push_str(&format!("  command: [{}]\n", argv.join(", ")));
+    }
+    out.push_str("  allow once lets this host for the rest of the command; the connection waits\n");
     out
 }
 
@@ -247,13 +299,19 @@ fn output_summary(output: &ToolOutput) -> String {
         ToolOutput::Grep(grep) => format!("{} matches", grep.matches.len()),
         ToolOutput::ListDir(list) => format!("{} entries", list.entries.len()),
         ToolOutput::Write(write) => format!("wrote {} bytes", write.bytes),
-        ToolOutput::Run(run) => match (run.exit_code, run.signal) {
-            (Some(code), _) => format!("exit {code} in {} ms", run.duration_ms),
-            (None, Some(signal)) => {
-                format!("killed by signal {signal} after {} ms", run.duration_ms)
+        ToolOutput::Run(run) => {
+            let mut ended = match (run.exit_code, run.signal) {
+                (Some(code), _) => format!("exit {code} in {} ms", run.duration_ms),
+                (None, Some(signal)) => {
+                    format!("killed by signal {signal} after {} ms", run.duration_ms)
+                }
+                (None, None) => "ended".to_string(),
+            };
+            for line in run.net_lines() {
+                ended.push_str(&format!("; {}", visible_line(&line)));
             }
-            (None, None) => "ended".to_string(),
-        },
+            ended
+        }
         ToolOutput::Reply(reply) => format!("reply: {}", short(&reply.reply, 100)),
         ToolOutput::Finish(_) => "finished".to_string(),
         ToolOutput::Skill(skill) => format!("skill {}", visible_line(&skill.name)),
@@ -290,6 +348,7 @@ pub(crate) fn card_summary(card: &Card) -> String {
             visible_line(&mcp.server),
             visible_line(&card.tool)
         ),
+        CardKind::Net(net) => format!("net {}", net.target()),
     }
 }
 
@@ -507,6 +566,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             visible_line(server),
             short(message, 400)
         ),
+        EventBody::Net(NetEvent { .. }) => format!("net {}", body_summary(&event.body)),
         EventBody::Checkpoint(CheckpointEvent { call_id, message }) => {
             format!(
                 "checkpoint {} missed: {}",
@@ -565,7 +625,7 @@ mod tests {
         )
     }
 
-    fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: bool) -> Card {
+    fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: Network) -> Card {
         Card {
             id: "card-2".into(),
             tool: "run".into(),
@@ -617,7 +677,10 @@ mod tests {
             layers: Vec::new(),
             note: None,
         };
-        insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Tool, false), false));
+        insta::assert_snapshot!(card(
+            &run_card_of(sandbox, RunSource::Tool, Network::Off),
+            false
+        ));
     }
 
     #[test]
@@ -633,7 +696,7 @@ mod tests {
             ],
             note: None,
         };
-        let mut git = run_card_of(sandbox, RunSource::Tool, false);
+        let mut git = run_card_of(sandbox, RunSource::Tool, Network::Off);
         if let CardKind::Run(run) = &mut git.kind {
             run.git = true;
         }
@@ -659,7 +722,7 @@ mod tests {
             layers: Vec::new(),
             note: None,
         };
-        let mut run = run_card_of(sandbox, RunSource::Tool, false);
+        let mut run = run_card_of(sandbox, RunSource::Tool, Network::Off);
         if let CardKind::Run(run) = &mut run.kind {
             run.argv = vec![
                 "sh".into(),
@@ -684,7 +747,10 @@ mod tests {
             layers: Vec::new(),
             note: Some("this kernel has no Landlock: the command would run unconfined".into()),
         };
-        insta::assert_snapshot!(card(&run_card_of(sandbox, RunSource::Hook, true), false));
+        insta::assert_snapshot!(card(
+            &run_card_of(sandbox, RunSource::Hook, Network::Proxied),
+            false
+        ));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use wicket_os::spawn::{Confine, Cwd};
 use wicket_protocol::{
-    Answer, CallId, Card, ErrorKind, EventBody, HookEvent, HookOutcome, QuestionId, RunSource,
-    ToolCall, ToolCallRequest, ToolOutput, WireError,
+    Answer, CallId, Card, ErrorKind, EventBody, HookEvent, HookOutcome, Network, QuestionId,
+    RunSource, ToolCall, ToolCallRequest, ToolOutput, WireError,
 };
 use wicket_session::Session;
 use wicket_tools::{Cancel, Tools};
@@ -267,7 +267,7 @@ impl<'a> Caller<'a> {
                     argv: &hook.command,
                     dir: &root,
                     timeout_s: hook.timeout_s,
-                    network: false,
+                    network: Network::Off,
                     git: false,
                     source: RunSource::Hook,
                 },
@@ -284,7 +284,7 @@ impl<'a> Caller<'a> {
                 }
                 Err(error) => return failed(error.message),
             },
-            (Owner::Home, _) => match gate.home_command(false, false, &[]) {
+            (Owner::Home, _) => match gate.home_command(Network::Off, false, &[]) {
                 Ok(confine) => confine,
                 Err(error) => return failed(error.message),
             },

@@ -189,6 +189,7 @@ impl Open {
                     CardKind::OutsideRead(read) => read.path.clone(),
                     CardKind::Run(run) => run.argv.join(" "),
                     CardKind::Mcp(mcp) => format!("{} {}", mcp.server, card.tool),
+                    CardKind::Net(net) => net.target(),
                 };
                 format!("card {} ({} {what})", card.id, card.tool)
             }

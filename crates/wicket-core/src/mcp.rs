@@ -11,7 +11,8 @@ use wicket_mcp::server::OpenCwd;
 use wicket_mcp::{Approval, Hub, Launch, Report, ServerSpec, Transport};
 use wicket_os::spawn::Cwd;
 use wicket_protocol::{
-    CallId, ErrorKind, EventBody, McpCall, RunArgs, RunSource, ToolOutput, ToolSpec, WireError,
+    CallId, ErrorKind, EventBody, McpCall, Network, RunArgs, RunSource, ToolOutput, ToolSpec,
+    WireError,
 };
 use wicket_tools::tools::run::{open_dir, validate};
 use wicket_tools::{Cancel, Tools, Workspace};
@@ -39,6 +40,17 @@ pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>) -> RunArgs {
         argv: argv.to_vec(),
         cwd: cwd.map(|cwd| cwd.display().to_string()),
         ..RunArgs::default()
+    }
+}
+
+/// An MCP server's `network = true`: the host's network, around Wicket
+/// (its connections outlive any one call, so no card could decide them
+/// host by host); its card says so.
+fn server_network(network: bool) -> Network {
+    if network {
+        Network::Direct
+    } else {
+        Network::Off
     }
 }
 
@@ -132,7 +144,7 @@ impl McpSession<'_> {
         let args = start_args(argv, cwd.as_deref());
         let opener = open_cwd(workspace.root(), cwd.as_deref(), args.clone());
         if !spec.from_workspace {
-            return match gate.home_command(*network, *write_git, read) {
+            return match gate.home_command(server_network(*network), *write_git, read) {
                 Ok(confine) => Approval::Launch(Launch {
                     confine,
                     cwd: opener,
@@ -149,7 +161,7 @@ impl McpSession<'_> {
             argv,
             dir: &dir,
             timeout_s: None,
-            network: *network,
+            network: server_network(*network),
             git: *write_git,
             read,
             source: RunSource::Mcp,

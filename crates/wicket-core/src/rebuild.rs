@@ -14,9 +14,9 @@ use wicket_protocol::{
 use crate::models::estimate_tokens;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 
 /// The message a Stop hook's block becomes when the turn ended without `finish`.
@@ -282,6 +282,7 @@ impl Rebuild {
             EventBody::Rewound(RewoundEvent { to, files }) => self.user(rewound_note(*to, files)),
             EventBody::Hook(HookRunEvent { .. })
             | EventBody::Checkpoint(CheckpointEvent { .. })
+            | EventBody::Net(NetEvent { .. })
             | EventBody::SessionStarted(SessionStartedEvent { .. })
             | EventBody::ToolCall(ToolCallEvent { .. })
             | EventBody::Card(CardEvent { .. })

@@ -16,8 +16,9 @@ use wicket_protocol::event::{
 };
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
-    OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunArgs, RunCard, RunSource, SandboxSummary,
-    SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard, WriteFileArgs,
+    NetCard, OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunArgs, RunCard, RunOutput,
+    RunSource, SandboxSummary, SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard,
+    WriteFileArgs,
 };
 use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
 use wicket_tools::tools::run::{RunDir, timeout_of, validate};
@@ -27,6 +28,7 @@ use wicket_tools::{Cancel, Location, Tools};
 
 pub mod commands;
 pub mod diff;
+mod net;
 pub mod rules;
 pub mod sandbox;
 pub mod shell;
@@ -38,8 +40,8 @@ use crate::rules::{Rules, Subject};
 use crate::sandbox::{Access, ReadPath, SandboxSettings};
 use wicket_protocol::guarded;
 use wicket_protocol::rules::{Argv, Matcher, WriteTool};
-use wicket_protocol::{AllowedBy, GrantId, Rule, RuleAction, RuleId, RuleSpec};
-use wicket_session::{GrantKind, McpKey, OutsideKey, RunKey, Session, Status, grant_id};
+use wicket_protocol::{AllowedBy, GrantId, Network, Rule, RuleAction, RuleId, RuleSpec};
+use wicket_session::{GrantKind, McpKey, NetKey, OutsideKey, RunKey, Session, Status, grant_id};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -255,8 +257,8 @@ pub struct CommandRequest<'r> {
     pub dir: &'r RunDir,
     /// The timeout, when it is not the default.
     pub timeout_s: Option<u64>,
-    /// Whether it asked for the network.
-    pub network: bool,
+    /// Whether it asked for the network, and how.
+    pub network: Network,
     /// Whether it asked to write `.git`.
     pub git: bool,
     /// Paths outside the workspace it asked to read, as written.
@@ -303,6 +305,14 @@ pub struct Checkpointing<'a> {
     pub store: &'a wicket_checkpoints::Store,
     /// `[checkpoints]` of the person's config.
     pub settings: &'a wicket_checkpoints::Settings,
+}
+
+/// A `run` whose network goes through Wicket, as its connections' cards need it.
+struct Proxied<'r> {
+    call_id: &'r CallId,
+    args: &'r RunArgs,
+    dir: &'r RunDir,
+    cancel: &'r Cancel,
 }
 
 /// Gaps of a checkpoint named on a card: this many paths, then a count.
@@ -488,12 +498,16 @@ impl<'a> Gate<'a> {
     }
 
     /// Deny rules first, then ask rules, then the session's grant, then allow rules.
-    fn pass(&self, subject: &Subject<'_>, grant: Option<GrantId>) -> Result<Pass, WireError> {
-        let in_force = self
-            .rules_now
+    /// The rules in force for this gate, read once.
+    fn rules_in_force(&self) -> Result<&[(rules::Source, Rule)], WireError> {
+        self.rules_now
             .get_or_init(|| self.rules.all().map_err(|error| error.to_string()))
-            .as_ref()
-            .map_err(|message| WireError::new(ErrorKind::Io, message.clone()))?;
+            .as_deref()
+            .map_err(|message| WireError::new(ErrorKind::Io, message.clone()))
+    }
+
+    fn pass(&self, subject: &Subject<'_>, grant: Option<GrantId>) -> Result<Pass, WireError> {
+        let in_force = self.rules_in_force()?;
         let verdict = rules::verdict(in_force, self.tools.workspace().root(), subject);
         if let Some(rule) = verdict.deny {
             return Err(denied_by_rule(&rule));
@@ -528,7 +542,7 @@ impl<'a> Gate<'a> {
     /// What a command asks for beyond the defaults, its `read` paths checked.
     fn access(
         &self,
-        network: bool,
+        network: Network,
         git: bool,
         read: &[String],
     ) -> Result<(Access, Vec<ReadPath>), WireError> {
@@ -726,12 +740,210 @@ impl<'a> Gate<'a> {
         if cancel.is_cancelled() {
             return Err(withdrawn());
         }
+        let proxied = allowed
+            .confine
+            .sandbox
+            .as_ref()
+            .is_some_and(|policy| policy.network == Network::Proxied);
+        if proxied {
+            let run = Proxied {
+                call_id,
+                args,
+                dir: &dir,
+                cancel,
+            };
+            return self
+                .run_proxied(run, allowed.confine, answerer)
+                .map(ToolOutput::Run);
+        }
         Ok(ToolOutput::Run(self.tools.run(
             args,
             &dir,
             allowed.confine,
+            None,
             cancel,
         )?))
+    }
+
+    /// A command whose network goes through Wicket: it runs on a thread of
+    /// its own, while this one (which holds the answerer) decides each host
+    /// it asks for and logs each connection as it closes. The result says
+    /// what went where.
+    fn run_proxied(
+        &self,
+        run: Proxied<'_>,
+        confine: wicket_os::spawn::Confine,
+        answerer: &mut dyn Answerer,
+    ) -> Result<RunOutput, WireError> {
+        let (to_gate, asked) = std::sync::mpsc::channel();
+        let open = net::Open::default();
+        let egress = net::handler(to_gate, open.clone());
+        let tools = self.tools;
+        let mut said = net::Said::default();
+        let mut used = Vec::new();
+        let mut failure = None;
+        let ran = std::thread::scope(|scope| {
+            let runner = scope.spawn(move || {
+                let ran = tools.run(run.args, run.dir, confine, Some(egress), run.cancel);
+                // The command is over: no connection of its outlives it.
+                open.close_all();
+                ran
+            });
+            net::each(&asked, |one| match one {
+                net::Asked::Decide {
+                    target,
+                    resolved,
+                    reply,
+                } => {
+                    let decision = self
+                        .decide_net(&run, &target, &resolved, &mut said, answerer)
+                        .unwrap_or_else(|error| {
+                            failure.get_or_insert(error);
+                            wicket_net::Decision::Deny
+                        });
+                    // The connection may be gone already; nothing waits for the answer then.
+                    let _ = reply.send(decision);
+                }
+                net::Asked::Closed(closed) => {
+                    let Some((mut event, one)) = net::recorded(&closed) else {
+                        return;
+                    };
+                    event.call_id = Some(run.call_id.clone());
+                    if let Err(error) = self.session.append(EventBody::Net(event)) {
+                        failure.get_or_insert(internal(error));
+                    }
+                    used.push(one);
+                }
+            });
+            runner.join()
+        });
+        let mut output = match ran {
+            Ok(ran) => ran?,
+            Err(_) => {
+                return Err(WireError::new(
+                    ErrorKind::Io,
+                    "the thread running the command failed; whether it ran is in the log",
+                ));
+            }
+        };
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        output.net = net::summed(used);
+        Ok(output)
+    }
+
+    /// A `net` card, with the rule `allow_always` saves: that host and port.
+    fn net_card(&self, net: NetCard) -> Card {
+        let always = self.always(Matcher::Net {
+            host: net.host.clone(),
+            port: Some(net.port),
+        });
+        Card {
+            id: CardId::default(),
+            tool: "net".to_string(),
+            kind: CardKind::Net(net),
+            no_checkpoint: None,
+            always: Some(Box::new(always)),
+        }
+    }
+
+    /// Whether one connection of a command may go to `target`: a deny rule
+    /// refuses; an ask rule cards; then the session's grant, an allow rule,
+    /// what this command's own cards said; else a `net` card. A name that
+    /// resolves to a local address passes only by a rule that names hosts,
+    /// a grant from a card that said so, or such a card.
+    fn decide_net(
+        &self,
+        run: &Proxied<'_>,
+        target: &wicket_net::Target,
+        resolved: &wicket_net::Resolved,
+        said: &mut net::Said,
+        answerer: &mut dyn Answerer,
+    ) -> Result<wicket_net::Decision, WireError> {
+        let (host, shown) = net::names(&target.host);
+        let key = NetKey {
+            host: host.clone(),
+            port: target.port,
+            local: resolved.local,
+        };
+        if let Some(decided) = self.net_pass(&key, said)? {
+            return Ok(decided);
+        }
+        let card = self.net_card(NetCard {
+            host,
+            port: target.port,
+            shown,
+            addresses: resolved
+                .addresses
+                .iter()
+                .map(|address| address.ip().to_string())
+                .collect(),
+            local: resolved.local,
+            argv: run.args.argv.clone(),
+            server: None,
+        });
+        let (card, answer) = self.ask(run.call_id, card, answerer)?;
+        let pair = (key.host.clone(), key.port);
+        let by = match answer {
+            Answer::Deny => {
+                said.denied.insert(pair);
+                return Ok(wicket_net::Decision::Deny);
+            }
+            Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(card.id.clone()),
+            Answer::AllowSession => {
+                self.grant(&card, GrantKind::Net, &key, |allowed| {
+                    allowed.net.insert(key.clone());
+                })?;
+                AllowedBy::Grant(grant_id(GrantKind::Net, &serde_json::json!(key)))
+            }
+        };
+        said.allowed.insert(pair, by.clone());
+        Ok(net::allowed(&by))
+    }
+
+    /// A connection's decision without a card, where there is one: a deny
+    /// rule or this command's own denial refuses; unless an ask rule says
+    /// to ask, the session's grant (a grant for a local name only from a
+    /// card that said so), an allow rule, or this command's own card allows.
+    fn net_pass(
+        &self,
+        key: &NetKey,
+        said: &net::Said,
+    ) -> Result<Option<wicket_net::Decision>, WireError> {
+        let pair = (key.host.clone(), key.port);
+        if said.denied.contains(&pair) {
+            return Ok(Some(wicket_net::Decision::Deny));
+        }
+        let subject = Subject::Net {
+            host: &key.host,
+            port: key.port,
+            local: key.local,
+        };
+        let verdict = rules::verdict(
+            self.rules_in_force()?,
+            self.tools.workspace().root(),
+            &subject,
+        );
+        if verdict.deny.is_some() {
+            return Ok(Some(wicket_net::Decision::Deny));
+        }
+        if verdict.ask.is_some() {
+            return Ok(None);
+        }
+        let grant = self.held_grant(GrantKind::Net, key, |allowed| {
+            allowed.net.contains(key)
+                || (!key.local
+                    && allowed.net.contains(&NetKey {
+                        local: true,
+                        ..key.clone()
+                    }))
+        });
+        let by = grant
+            .map(AllowedBy::Grant)
+            .or(verdict.allow)
+            .or_else(|| said.allowed.get(&pair).cloned());
+        Ok(by.as_ref().map(net::allowed))
     }
 
     /// Asks for a command unless its exact key (argv, resolved folder,
@@ -753,7 +965,7 @@ impl<'a> Gate<'a> {
         let always = self.always(Matcher::Run {
             argv: Argv::Exact(request.argv.to_vec()),
             cwd: Some(rules::exact_glob(&request.dir.shown)),
-            network: request.network.then_some(true),
+            network: request.network.any().then_some(request.network),
             git: request.git.then_some(true),
             read: (!request.read.is_empty()).then(|| request.read.to_vec()),
         });
@@ -791,7 +1003,7 @@ impl<'a> Gate<'a> {
     /// the config gives it.
     pub fn home_command(
         &self,
-        network: bool,
+        network: Network,
         git: bool,
         read: &[String],
     ) -> Result<Confine, WireError> {

@@ -51,7 +51,7 @@ pub enum Subject<'s> {
         /// Its folder relative to the workspace (`.` for the root).
         cwd: &'s str,
         /// It asked for the network.
-        network: bool,
+        network: wicket_protocol::Network,
         /// It asked to write `.git`.
         git: bool,
         /// The paths outside the workspace it asked to read, where they really are.
@@ -73,6 +73,16 @@ pub enum Subject<'s> {
         path: &'s Path,
         /// Which reach.
         reach: Reach,
+    },
+    /// A connection a command makes through Wicket's proxy.
+    Net {
+        /// The host, as rules name it (lower case, ASCII).
+        host: &'s str,
+        /// The port.
+        port: u16,
+        /// It resolves to a local address: an allow of every host (`*`)
+        /// does not cover it.
+        local: bool,
     },
     /// An MCP call.
     Mcp {
@@ -248,6 +258,14 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
                 Reading::Restrict | Reading::Loose => wanted.is_none_or(|wanted| wanted == called),
                 Reading::Cover => !called || *wanted == Some(true),
             };
+            // An allow gives the network it names, or less: `"direct"`
+            // covers a call through Wicket, never the other way round.
+            let networked = match reading {
+                Reading::Restrict | Reading::Loose => {
+                    network.is_none_or(|wanted| wanted == *called_network)
+                }
+                Reading::Cover => *called_network <= network.unwrap_or_default(),
+            };
             let argv_matches = match reading {
                 Reading::Restrict => shell::commands_of(called)
                     .iter()
@@ -266,7 +284,7 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
             // An allow gives a path to read only where it names it; a
             // deny or ask matches whatever the call reads.
             let reads = reading != Reading::Cover || reads_within(read.as_deref(), called_read);
-            flag(network, *called_network)
+            networked
                 && flag(git, *called_git)
                 && reads
                 && cwd_matches(cwd.as_deref(), called_cwd)
@@ -430,6 +448,20 @@ fn same_call(matcher: &Matcher, workspace: &Path, subject: &Subject<'_>) -> bool
                         == wicket_session::canonical(called_arguments)
                 })
         }
+        (
+            Matcher::Net { host, port },
+            Subject::Net {
+                host: called_host,
+                port: called_port,
+                local,
+            },
+        ) => {
+            // A name that resolves to a local address is opened only by
+            // a rule that names hosts, never by one for every host.
+            port.is_none_or(|port| port == *called_port)
+                && wicket_protocol::rules::host_matches(host, called_host)
+                && !(*local && host == "*")
+        }
         _ => false,
     }
 }
@@ -517,6 +549,7 @@ pub fn exact_glob(path: &str) -> String {
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+    use wicket_protocol::Network;
 
     fn rules(text: &str, source: Source) -> Vec<(Source, Rule)> {
         parse(text, "t")
@@ -539,7 +572,7 @@ mod tests {
                 read: Default::default(),
                 argv: &argv,
                 cwd: ".",
-                network: false,
+                network: Network::Off,
                 git: false,
             },
         )
@@ -655,8 +688,8 @@ workspace = "/other"
             )
             .allow
         };
-        assert_eq!(with_network(true), allowed("net"));
-        assert_eq!(with_network(false), allowed("net"));
+        assert_eq!(with_network(Network::Proxied), allowed("net"));
+        assert_eq!(with_network(Network::Off), allowed("net"));
         // A path to read only where the rule names it; a deny sees through it.
         let outside = tempfile::tempdir().unwrap();
         let notes = std::fs::canonicalize(outside.path()).unwrap();
@@ -677,7 +710,7 @@ workspace = "/other"
                 &Subject::Run {
                     argv: &argv(words),
                     cwd: ".",
-                    network: false,
+                    network: Network::Off,
                     git: false,
                     read,
                 },
@@ -702,7 +735,7 @@ workspace = "/other"
                 read: Default::default(),
                 argv: &tests,
                 cwd: ".",
-                network: true,
+                network: Network::Proxied,
                 git: false,
             },
         );
@@ -947,7 +980,7 @@ workspace = "/other"
                 argv: argv.iter().map(|word| word.to_string()).collect(),
                 cwd: ".".into(),
                 timeout_s: None,
-                network: false,
+                network: Network::Off,
                 git: false,
                 sandbox: wicket_protocol::SandboxSummary {
                     complete: Default::default(),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use wicket_os::launch::{Availability, Policy, ResourceLimits, availability, half_the_memory_mb};
 use wicket_os::spawn::{Confine, PASSED_ENV};
 pub use wicket_protocol::SandboxMode;
-use wicket_protocol::{ErrorKind, SandboxSummary, WireError};
+use wicket_protocol::{ErrorKind, Network, SandboxSummary, WireError};
 
 /// `[sandbox]` of the home config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +41,8 @@ pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
 /// What one command may ask for beyond the defaults, as its card shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Access {
-    /// The network.
-    pub network: bool,
+    /// The network: none, through Wicket, or direct.
+    pub network: Network,
     /// A writable `.git` (commits, branches, hooks, config).
     pub git: bool,
     /// Paths shown read-only besides the toolchains (a call's `read`, an
@@ -130,7 +130,7 @@ impl SandboxSettings {
             {
                 None => SandboxSummary {
                     mode: self.mode,
-                    network: access.network,
+                    network: access.network.any(),
                     layers: self.layers(available, access),
                     note: available.note(),
                     summary: self.line(access),
@@ -163,10 +163,10 @@ impl SandboxSettings {
     /// The card's one line for a jailed command: what it may reach, and
     /// what the call adds (`sandbox.summary`).
     fn line(&self, access: &Access) -> String {
-        let network = if access.network {
-            "network"
-        } else {
-            "no network"
+        let network = match access.network {
+            Network::Off => "no network",
+            Network::Proxied => "network through Wicket, host by host",
+            Network::Direct => "direct network: any host, not through Wicket",
         };
         let writes = match (self.mode, access.git) {
             (SandboxMode::ReadOnly, _) => "writes nothing but its /tmp",
@@ -225,10 +225,11 @@ impl SandboxSettings {
             ));
         }
         if let Some(abi) = available.landlock_abi {
-            let tcp = if access.network || abi < 4 {
-                ""
-            } else {
-                ", no TCP"
+            let tcp = match access.network {
+                _ if abi < 4 => "",
+                Network::Off => ", no TCP",
+                Network::Proxied => ", TCP only to Wicket's proxy",
+                Network::Direct => "",
             };
             layers.push(format!(
                 "Landlock (ABI {abi}): writes only where the mounts allow, no reads of $WICKET_HOME, \
@@ -237,7 +238,7 @@ impl SandboxSettings {
             ));
         }
         if available.seccomp {
-            layers.push(if access.network {
+            layers.push(if access.network == Network::Direct {
                 "seccomp: no setuid or setgid files, no keyring, no sockets but internet, UNIX and \
                  netlink, no io_uring, no mounts, no typing into a terminal"
                     .into()
@@ -251,8 +252,14 @@ impl SandboxSettings {
             layers.push(
                 "PID namespace: nothing it starts outlives it, no other process is visible".into(),
             );
-            if !access.network {
-                layers.push("network namespace: no network".into());
+            match access.network {
+                Network::Off => layers.push("network namespace: no network".into()),
+                Network::Proxied => layers.push(
+                    "network namespace: only loopback, where HTTP_PROXY, HTTPS_PROXY and ALL_PROXY \
+                     lead to Wicket, which asks for each new host and counts every byte"
+                        .into(),
+                ),
+                Network::Direct => {}
             }
         }
         let enforcer = if available.cgroup_limits() {
@@ -323,7 +330,7 @@ impl SandboxSettings {
                         visible: self.shown(&hidden, access),
                         deny_read,
                         hidden,
-                        network: summary.network,
+                        network: access.network,
                         write_git: access.git,
                         limits: ResourceLimits {
                             max_processes: self.max_processes,
@@ -490,7 +497,7 @@ mod tests {
         };
         let access = Access {
             read: Default::default(),
-            network: true,
+            network: Network::Proxied,
             git: true,
         };
         let summary = settings.summary_with(&full, &access);
@@ -505,7 +512,7 @@ mod tests {
         else {
             panic!("a sandbox");
         };
-        assert!(policy.network && !policy.read_only && policy.write_git);
+        assert!(policy.network == Network::Proxied && !policy.read_only && policy.write_git);
         assert_eq!(policy.deny_read[0], Path::new("/home"));
     }
 }

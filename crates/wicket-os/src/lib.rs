@@ -9,6 +9,7 @@
 //! listens to. Start from [`spawn::Spec`].
 
 pub mod cancel;
+pub mod egress;
 pub mod files;
 pub mod guard;
 pub mod ids;

@@ -29,8 +29,10 @@ use rustix::process::{Pid, Signal};
 use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 
 use crate::Cancel;
+use crate::egress::{Egress, Handoff};
 use crate::keeper;
 use crate::launch::{LAUNCH_ARG, Launch, Policy, launcher};
+use wicket_protocol::Network;
 
 /// Environment variables holding the provider keys Wicket itself uses; no
 /// process it starts ever sees them.
@@ -119,6 +121,9 @@ pub struct Spec {
     pub input: Input,
     /// Its confinement.
     pub confine: Confine,
+    /// With a network through Wicket: what is done with each connection
+    /// (without it, such a command reaches nothing).
+    pub egress: Option<Egress>,
 }
 
 impl Spec {
@@ -130,6 +135,7 @@ impl Spec {
             env: Vec::new(),
             input: Input::Null,
             confine: Confine::none(),
+            egress: None,
         }
     }
 }
@@ -151,6 +157,14 @@ pub enum SpawnError {
     /// It could not be started.
     #[error("starting '{program}': {source}")]
     Start {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The socket its connections through Wicket come over could not be made.
+    #[error("'{program}' cannot reach Wicket's proxy: {source}")]
+    Egress {
         /// The program.
         program: String,
         /// Why.
@@ -182,6 +196,30 @@ pub enum SpawnError {
         /// The program.
         program: String,
     },
+}
+
+/// The handoff a command with a network through Wicket needs: where the
+/// launcher can make that network (namespaces) and the caller said what to
+/// do with its connections.
+fn handoff_for(spec: &Spec, program: &str) -> Result<Option<Handoff>, SpawnError> {
+    let proxied = spec
+        .confine
+        .sandbox
+        .as_ref()
+        .is_some_and(|policy| policy.network == Network::Proxied);
+    if !proxied
+        || spec.egress.is_none()
+        || launcher().is_none()
+        || !crate::launch::availability().namespaces
+    {
+        return Ok(None);
+    }
+    Handoff::open()
+        .map(Some)
+        .map_err(|source| SpawnError::Egress {
+            program: program.to_string(),
+            source,
+        })
 }
 
 fn not_started(program: &str, error: std::io::Error) -> SpawnError {
@@ -252,7 +290,9 @@ impl Tmp {
 }
 
 /// The std `Command` for a spec: through the launcher when there is one.
-fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
+/// `egress`: the socket a command with a network through Wicket hands its
+/// connections over.
+fn command(spec: &Spec, tmp: Option<&Tmp>, egress: Option<PathBuf>) -> Result<Command, SpawnError> {
     let Some(program) = spec.argv.first() else {
         return Err(SpawnError::EmptyArgv);
     };
@@ -269,6 +309,8 @@ fn command(spec: &Spec, tmp: Option<&Tmp>) -> Result<Command, SpawnError> {
                 seccomp: sandboxed && available.seccomp,
                 cgroup: sandboxed && available.cgroup_limits(),
                 protect: spec.confine.protect.clone(),
+                egress,
+                proxy_port: None,
                 policy: spec.confine.sandbox.clone().map(|mut policy| {
                     if let Some(Tmp::Folder(folder)) = tmp {
                         policy.writable.push(folder.0.clone());
@@ -503,7 +545,8 @@ struct Progress {
 pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
-    let mut command = command(&spec, tmp.as_ref())?;
+    let handoff = handoff_for(&spec, &program)?;
+    let mut command = command(&spec, tmp.as_ref(), handoff.as_ref().map(Handoff::path))?;
     command
         .stdin(match spec.input {
             Input::Null => Stdio::null(),
@@ -514,6 +557,12 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     let started = Instant::now();
     let mut child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     drop(spec.cwd);
+    let handoff = handoff.map(|mut handoff| {
+        if let Some(egress) = spec.egress {
+            handoff.take_from(child.id(), egress);
+        }
+        handoff
+    });
     let pid = Pid::from_raw(child.id() as i32).ok_or_else(|| SpawnError::NoPid {
         program: program.clone(),
     })?;
@@ -540,6 +589,9 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     // The command is done; whatever it left in its group goes with it, so no
     // descendant outlives the call or holds the pipes open.
     signal_group(pid, Signal::KILL);
+    if let Some(handoff) = handoff {
+        handoff.finish();
+    }
     drains.wait(readers, Instant::now() + DRAIN_AFTER_EXIT);
     drop(tmp);
     let status = status.ok_or(SpawnError::Lost { program })?;
@@ -633,6 +685,7 @@ pub struct Running {
     child: Child,
     pid: Pid,
     _tmp: Option<Tmp>,
+    _handoff: Option<Handoff>,
 }
 
 impl std::fmt::Debug for Tmp {
@@ -645,17 +698,25 @@ impl std::fmt::Debug for Tmp {
 pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
-    let mut command = command(&spec, tmp.as_ref())?;
+    let handoff = handoff_for(&spec, &program)?;
+    let mut command = command(&spec, tmp.as_ref(), handoff.as_ref().map(Handoff::path))?;
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = keeper::spawn(command).map_err(|error| not_started(&program, error))?;
     let pid = Pid::from_raw(child.id() as i32).ok_or(SpawnError::NoPid { program })?;
+    let handoff = handoff.map(|mut handoff| {
+        if let Some(egress) = spec.egress {
+            handoff.take_from(child.id(), egress);
+        }
+        handoff
+    });
     Ok(Running {
         child,
         pid,
         _tmp: tmp,
+        _handoff: handoff,
     })
 }
 
@@ -763,7 +824,7 @@ mod tests {
         for (name, value) in KEYS {
             assert_eq!(std::env::var(name).as_deref(), Ok(value));
         }
-        let spec = Spec {
+        let spec = Spec { egress: Default::default(),
             argv: vec![
                 "sh".into(),
                 "-c".into(),

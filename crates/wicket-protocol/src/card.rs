@@ -66,6 +66,8 @@ pub enum CardKind {
     Run(RunCard),
     /// A call of an MCP server's tool.
     Mcp(McpCard),
+    /// A command (or an MCP server) wants to reach a host through Wicket.
+    Net(NetCard),
 }
 
 impl CardKind {
@@ -76,6 +78,7 @@ impl CardKind {
             CardKind::OutsideRead(_) => "outside_read",
             CardKind::Run(_) => "run",
             CardKind::Mcp(_) => "mcp",
+            CardKind::Net(_) => "net",
         }
     }
 }
@@ -210,9 +213,10 @@ pub struct RunCard {
     /// The timeout, when it is not the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
-    /// Whether the call asked for the network.
+    /// Whether the call asked for the network: `true` through Wicket,
+    /// `"direct"` around it.
     #[serde(default)]
-    pub network: bool,
+    pub network: crate::Network,
     /// Whether the call asked to write `.git` (commits, branches, hooks, config).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
@@ -224,6 +228,56 @@ pub struct RunCard {
     pub sandbox: SandboxSummary,
     /// Who wants it run.
     pub source: RunSource,
+}
+
+/// A net card: a command running through Wicket's proxy wants to reach
+/// `host:port`; the connection waits for the answer. `allow_once` lets it
+/// reach that host:port for the rest of the command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetCard {
+    /// The host as rules name it: lower case, a name's ASCII (punycode)
+    /// form, or an IP address.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The host as the command wrote it, where that differs from `host`
+    /// (a name in another script: shown beside its punycode form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<String>,
+    /// The addresses Wicket resolved it to; the connection goes to one of
+    /// these, never to one a later answer names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
+    /// It resolves to a loopback, private, link-local or unspecified
+    /// address: the card says "resolves to a local address".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
+    /// The command that asks (its argv), for a `run`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    /// The MCP server that asks, for a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl NetCard {
+    /// `host:port` as a person reads it (an IPv6 address in brackets), with
+    /// the other script's form first where there is one.
+    pub fn target(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        match &self.shown {
+            Some(shown) => format!(
+                "{}:{} ({host})",
+                crate::text::visible_line(shown),
+                self.port
+            ),
+            None => format!("{host}:{}", self.port),
+        }
+    }
 }
 
 /// An MCP tool-call card.
@@ -256,13 +310,13 @@ mod tests {
                 argv: vec!["true".into()],
                 cwd: ".".into(),
                 timeout_s: None,
-                network: false,
+                network: Default::default(),
                 git: false,
                 sandbox: SandboxSummary {
                     complete: Default::default(),
                     summary: Default::default(),
                     mode: SandboxMode::WorkspaceWrite,
-                    network: false,
+                    network: Default::default(),
                     layers: Vec::new(),
                     note: None,
                 },

@@ -393,6 +393,9 @@ pub enum EventBody {
     /// holds no copy of some files: a rewind cannot bring those back. The
     /// call's card (if it has one) says the same.
     Checkpoint(CheckpointEvent),
+    /// A connection a command made through Wicket's proxy, when it closed:
+    /// where it went, the bytes each way, and what allowed it (or why not).
+    Net(NetEvent),
     /// The person rewound the workspace's files to how they were before
     /// event `to`. A checkpoint of the files as they were just before this
     /// event was taken first, so `wicket rewind --to` this event's seq
@@ -649,6 +652,37 @@ pub struct CheckpointEvent {
     pub message: String,
 }
 
+/// One connection through Wicket's proxy, as it closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetEvent {
+    /// The `run` call whose command made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    /// The MCP server that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// The host, as rules name it.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The address it went to (none when it was refused or never connected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Bytes written to the host.
+    pub sent: u64,
+    /// Bytes read from the host.
+    pub received: u64,
+    /// What let it through: a rule, a grant, or a card's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<crate::AllowedBy>,
+    /// Why it reached nothing: refused, a name that does not resolve, a
+    /// connection that failed, a request Wicket could not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// How long it was open.
+    pub duration_ms: u64,
+}
+
 /// The person rewound the workspace's files to how they were before
 /// event `to`. A checkpoint of the files as they were just before this
 /// event was taken first, so `wicket rewind --to` this event's seq
@@ -772,7 +806,7 @@ mod call_result {
 
 impl EventBody {
     /// Every kind of event, by its `type` on the wire, in declaration order.
-    pub const KINDS: [&'static str; 23] = [
+    pub const KINDS: [&'static str; 24] = [
         "session_started",
         "tool_call",
         "tool_result",
@@ -791,6 +825,7 @@ impl EventBody {
         "compacted",
         "mcp",
         "checkpoint",
+        "net",
         "rewound",
         "notice",
         "error",
@@ -820,6 +855,7 @@ impl EventBody {
             EventBody::Compacted(CompactedEvent { .. }) => "compacted",
             EventBody::Mcp(McpEvent { .. }) => "mcp",
             EventBody::Checkpoint(CheckpointEvent { .. }) => "checkpoint",
+            EventBody::Net(NetEvent { .. }) => "net",
             EventBody::Rewound(RewoundEvent { .. }) => "rewound",
             EventBody::Notice(NoticeEvent { .. }) => "notice",
             EventBody::Error(ErrorEvent { .. }) => "error",

@@ -21,8 +21,8 @@ pub mod text;
 pub mod tools;
 
 pub use card::{
-    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, OUTSIDE_WORKSPACE, OutsideReadCard,
-    RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
+    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, NetCard, OUTSIDE_WORKSPACE,
+    OutsideReadCard, RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{
@@ -35,7 +35,8 @@ pub use rules::{AllowedBy, Rule, RuleAction, RuleSpec};
 pub use schema::{ToolSpec, tool_specs};
 pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,
-    ListDirArgs, ListDirOutput, MCP_PREFIX, McpCall, McpContent, McpOutput, ReadFileArgs,
-    ReadFileOutput, ReplyOutput, RunArgs, RunOutput, SearchReplaceArgs, SkillOutput, TOOL_NAMES,
-    ToolCall, ToolOutput, UseSkillArgs, WriteFileArgs, WriteOutput, call_summary, result_line,
+    ListDirArgs, ListDirOutput, MCP_PREFIX, McpCall, McpContent, McpOutput, NetUse, Network,
+    ReadFileArgs, ReadFileOutput, ReplyOutput, RunArgs, RunOutput, SearchReplaceArgs, SkillOutput,
+    TOOL_NAMES, ToolCall, ToolOutput, UseSkillArgs, WriteFileArgs, WriteOutput, call_summary,
+    result_line,
 };

@@ -68,7 +68,7 @@ pub struct RuleSpec {
     /// run: an allow covers a call with network only when this is true; an
     /// ask or deny without it matches either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<bool>,
+    pub network: Option<crate::Network>,
     /// run: as `network`, for a call that asks to write `.git`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<bool>,
@@ -92,6 +92,13 @@ pub struct RuleSpec {
     /// mcp: the exact arguments (any when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
+    /// net: the host, a glob (`*.crates.io` also matches `crates.io`), or
+    /// an IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// net: the port (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
     /// Only in this workspace (absolute); every workspace when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
@@ -130,7 +137,7 @@ pub enum Matcher {
         /// Its folder, a glob relative to the workspace.
         cwd: Option<String>,
         /// See [`RuleSpec::network`].
-        network: Option<bool>,
+        network: Option<crate::Network>,
         /// See [`RuleSpec::git`].
         git: Option<bool>,
         /// See [`RuleSpec::read`].
@@ -149,6 +156,13 @@ pub enum Matcher {
         path: String,
         /// Which reach, or any.
         reach: Option<Reach>,
+    },
+    /// A connection through Wicket's proxy.
+    Net {
+        /// A host glob, lower case: see [`host_matches`].
+        host: String,
+        /// The port, or any.
+        port: Option<u16>,
     },
     /// An MCP call.
     Mcp {
@@ -208,6 +222,10 @@ impl RuleSpec {
             ("mcp_tool", self.mcp_tool.is_some()),
             ("arguments", self.arguments.is_some()),
         ];
+        let net_keys = [("host", self.host.is_some()), ("port", self.port.is_some())];
+        if self.tool != "net" {
+            misplaced(&net_keys)?;
+        }
         let path = || match &self.path {
             Some(path) if !path.is_empty() => Ok(path.clone()),
             _ => Err(format!(
@@ -280,6 +298,31 @@ impl RuleSpec {
                     reach: self.reach,
                 }
             }
+            "net" => {
+                misplaced(&run_keys)?;
+                misplaced(&path_keys)?;
+                misplaced(&mcp_keys)?;
+                let Some(host) = self.host.as_deref() else {
+                    return Err(format!(
+                        "rule {id}: tool = \"net\" needs `host` (a name such as \"pypi.org\", a glob \
+                         such as \"*.crates.io\", or an IP address)"
+                    ));
+                };
+                if let Some(why) = host_pattern_error(host) {
+                    return Err(format!(
+                        "rule {id}: host = {host:?} is not a host pattern: {why}"
+                    ));
+                }
+                if self.port == Some(0) {
+                    return Err(format!(
+                        "rule {id}: port = 0 is no port; give 1 to 65535, or leave it out for any"
+                    ));
+                }
+                Matcher::Net {
+                    host: host.to_ascii_lowercase(),
+                    port: self.port,
+                }
+            }
             "mcp" => {
                 misplaced(&run_keys)?;
                 misplaced(&path_keys)?;
@@ -295,7 +338,7 @@ impl RuleSpec {
             other => {
                 return Err(format!(
                     "rule {id}: unknown tool \"{other}\"; use run, write_file, search_replace, \
-                     write, read_outside or mcp"
+                     write, read_outside, mcp or net"
                 ));
             }
         };
@@ -340,8 +383,8 @@ impl RuleSpec {
         if let Some(cwd) = &self.cwd {
             add("cwd", format!("{cwd:?}"));
         }
-        if self.network == Some(true) {
-            add("network", "true".into());
+        if let Some(network) = self.network.filter(|network| network.any()) {
+            add("network", network.as_str().into());
         }
         if self.git == Some(true) {
             add("git", "true".into());
@@ -363,6 +406,12 @@ impl RuleSpec {
         }
         if let Some(arguments) = &self.arguments {
             add("arguments", arguments.to_string());
+        }
+        if let Some(host) = &self.host {
+            add("host", host.clone());
+        }
+        if let Some(port) = self.port {
+            add("port", port.to_string());
         }
         match &self.workspace {
             Some(workspace) => out.push_str(&format!(" in {workspace}")),
@@ -390,6 +439,8 @@ impl Rule {
             server: None,
             mcp_tool: None,
             arguments: None,
+            host: None,
+            port: None,
             workspace: self.workspace.clone(),
             origin: self.origin.clone(),
         };
@@ -425,6 +476,11 @@ impl Rule {
                 spec.path = Some(path.clone());
                 spec.reach = *reach;
             }
+            Matcher::Net { host, port } => {
+                spec.tool = "net".into();
+                spec.host = Some(host.clone());
+                spec.port = *port;
+            }
             Matcher::Mcp {
                 server,
                 tool,
@@ -440,6 +496,65 @@ impl Rule {
     }
 }
 
+/// Why `host` is not a host pattern, if it is not: a name of letters,
+/// digits, `-` and `_` in dot-separated labels, whose first label alone may
+/// be `*` (or `*` alone, every host), or an IP address.
+pub fn host_pattern_error(host: &str) -> Option<String> {
+    if host.is_empty() {
+        return Some("it is empty".into());
+    }
+    if host.parse::<std::net::IpAddr>().is_ok() || host == "*" {
+        return None;
+    }
+    if host.len() > 253 {
+        return Some("a host name is at most 253 characters".into());
+    }
+    for (index, label) in host.split('.').enumerate() {
+        if label == "*" && index == 0 {
+            continue;
+        }
+        if label.is_empty() {
+            return Some("it has an empty label (two dots, or a dot at an end)".into());
+        }
+        if label.len() > 63 {
+            return Some(format!("the label {label:?} is over 63 characters"));
+        }
+        if let Some(bad) = label
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Some(match bad {
+                '*' => "`*` may only stand alone as the first label, as in *.example.com".into(),
+                '/' | ':' | '@' => format!(
+                    "{bad:?} belongs to a URL, not a host; give the host alone (and `port` apart)"
+                ),
+                _ => format!(
+                    "{bad:?} is not in a host name (a name in another script goes in its punycode form)"
+                ),
+            });
+        }
+    }
+    None
+}
+
+/// Whether the host glob `pattern` matches `host` (both lower case):
+/// `*` every host, `*.example.com` every name below example.com and
+/// example.com itself, anything else that host exactly.
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_prefix("*.") {
+        Some(apex) => {
+            host == apex
+                || host
+                    .strip_suffix(apex)
+                    .is_some_and(|below| below.ends_with('.'))
+        }
+        None => pattern == host,
+    }
+}
+
 /// Why a call went through without a card, on its `tool_call` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -452,6 +567,9 @@ pub enum AllowedBy {
     Grant(GrantId),
     /// A hook's name.
     Hook(String),
+    /// A card the person answered (a connection through Wicket: its
+    /// `allow_once` lets the host for the rest of the command).
+    Card(crate::CardId),
 }
 
 impl AllowedBy {
@@ -462,6 +580,7 @@ impl AllowedBy {
             AllowedBy::Rules(ids) => format!("allowed by rules {}", ids.join(", ")),
             AllowedBy::Grant(id) => format!("allowed for the session ({id})"),
             AllowedBy::Hook(name) => format!("allowed by hook {name}"),
+            AllowedBy::Card(id) => format!("allowed at card {id}"),
         }
     }
 }

@@ -6,9 +6,9 @@
 
 use crate::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use crate::event::{EventBody, Usage};
 use crate::ids::{CardId, QuestionId};
@@ -40,6 +40,46 @@ pub struct Summary {
 impl Summary {
     fn new(tone: Tone, text: String) -> Option<Summary> {
         Some(Summary { tone, text })
+    }
+}
+
+/// A byte count as a person reads it: `512 B`, `3.4 kB`, `1.2 MB`, `2.0 GB`.
+pub fn bytes(count: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if count < 1000 {
+        return format!("{count} B");
+    }
+    let mut value = count as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+impl NetEvent {
+    /// The connection in one line: `sent 1.2 MB to example.com:443
+    /// (received 3.4 kB; allowed by rule r-1)`, or why it reached nothing.
+    pub fn line(&self) -> String {
+        let from = self
+            .server
+            .as_ref()
+            .map(|server| format!("MCP server {server}: "))
+            .unwrap_or_default();
+        match &self.refused {
+            Some(why) => format!("{from}{}:{} reached nothing: {why}", self.host, self.port),
+            None => format!(
+                "{from}sent {} to {}:{} (received {}; {})",
+                bytes(self.sent),
+                self.host,
+                self.port,
+                bytes(self.received),
+                self.allowed_by
+                    .as_ref()
+                    .map_or("allowed".to_string(), crate::AllowedBy::describe)
+            ),
+        }
     }
 }
 
@@ -107,6 +147,14 @@ impl EventBody {
             EventBody::Checkpoint(CheckpointEvent { message, .. }) => {
                 Summary::new(Tone::Heed, format!("no checkpoint: {message}"))
             }
+            EventBody::Net(net) => Summary::new(
+                if net.refused.is_some() {
+                    Tone::Heed
+                } else {
+                    Tone::Quiet
+                },
+                net.line(),
+            ),
             EventBody::Rewound(RewoundEvent { to, files }) => Summary::new(Tone::Changed, files.line(*to)),
             EventBody::Notice(NoticeEvent { message, .. }) => {
                 Summary::new(Tone::Heed, format!("notice: {message}"))

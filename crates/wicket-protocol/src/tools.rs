@@ -88,8 +88,8 @@ pub struct RunArgs {
     pub timeout_s: Option<u64>,
     /// Ask for network access (the person sees it on the card); commands
     /// have none by default.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub network: bool,
+    #[serde(default, skip_serializing_if = "Network::is_off")]
+    pub network: Network,
     /// Ask to write .git (needed for git commit, checkout, branch; the
     /// person sees it on the card); .git is read-only by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -99,6 +99,95 @@ pub struct RunArgs {
     /// command sees only the toolchains otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+}
+
+/// The network a command asks for: on the wire `false`, `true` (through
+/// Wicket's proxy, each host decided in the gate) or `"direct"` (the
+/// host's own network, around Wicket).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Network {
+    /// No network: only the jail's own loopback.
+    #[default]
+    Off,
+    /// Through Wicket: each new host is a decision, each connection counted.
+    Proxied,
+    /// The host's network as it is, not through Wicket.
+    Direct,
+}
+
+impl Network {
+    /// No network at all.
+    pub fn is_off(&self) -> bool {
+        *self == Network::Off
+    }
+
+    /// Some network, proxied or direct.
+    pub fn any(self) -> bool {
+        self != Network::Off
+    }
+
+    /// The wire word (`false`, `true`, `"direct"`) as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Off => "false",
+            Network::Proxied => "true",
+            Network::Direct => "direct",
+        }
+    }
+}
+
+impl From<bool> for Network {
+    fn from(network: bool) -> Network {
+        if network {
+            Network::Proxied
+        } else {
+            Network::Off
+        }
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::Off => serializer.serialize_bool(false),
+            Network::Proxied => serializer.serialize_bool(true),
+            Network::Direct => serializer.serialize_str("direct"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Network, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Flag(bool),
+            Word(String),
+        }
+        match Wire::deserialize(deserializer)? {
+            Wire::Flag(flag) => Ok(Network::from(flag)),
+            Wire::Word(word) if word == "direct" => Ok(Network::Direct),
+            Wire::Word(word) => Err(serde::de::Error::custom(format!(
+                "network is true, false or \"direct\", not \"{word}\""
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for Network {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Network".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["direct"]}]
+        })
+    }
 }
 
 /// One call of one of the six tools, parsed from the model's JSON at the edge.
@@ -419,6 +508,43 @@ pub struct RunOutput {
     pub stderr_cut: u64,
     /// How long it ran.
     pub duration_ms: u64,
+    /// What it sent and received through Wicket, host by host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetUse>,
+}
+
+/// One host a command reached through Wicket, and the bytes each way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetUse {
+    /// The host, as rules name it.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// Bytes it sent to the host.
+    pub sent: u64,
+    /// Bytes it received from the host.
+    pub received: u64,
+}
+
+impl RunOutput {
+    /// What it sent where, a line a host: `sent 1.2 MB to example.com:443
+    /// (received 3.4 kB)`, for every front end.
+    pub fn net_lines(&self) -> Vec<String> {
+        self.net.iter().map(NetUse::line).collect()
+    }
+}
+
+impl NetUse {
+    /// `sent 1.2 MB to example.com:443 (received 3.4 kB)`, as every front end says it.
+    pub fn line(&self) -> String {
+        format!(
+            "sent {} to {}:{} (received {})",
+            crate::summary::bytes(self.sent),
+            self.host,
+            self.port,
+            crate::summary::bytes(self.received)
+        )
+    }
 }
 
 /// ask's result: what the person said.
@@ -701,6 +827,7 @@ mod tests {
                 runs_later: None,
             }),
             ToolOutput::Run(RunOutput {
+                net: Default::default(),
                 exit_code: Some(0),
                 signal: None,
                 timed_out: false,

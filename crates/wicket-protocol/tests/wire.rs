@@ -6,9 +6,9 @@
 
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use wicket_protocol::{Event, EventBody};
 
@@ -51,12 +51,13 @@ fn kind(body: &EventBody) -> usize {
         EventBody::Compacted(CompactedEvent { .. }) => 15,
         EventBody::Mcp(McpEvent { .. }) => 16,
         EventBody::Checkpoint(CheckpointEvent { .. }) => 17,
-        EventBody::Rewound(RewoundEvent { .. }) => 18,
-        EventBody::Notice(NoticeEvent { .. }) => 19,
-        EventBody::Error(ErrorEvent { .. }) => 20,
-        EventBody::TurnEnded(TurnEndedEvent { .. }) => 21,
+        EventBody::Net(NetEvent { .. }) => 18,
+        EventBody::Rewound(RewoundEvent { .. }) => 19,
+        EventBody::Notice(NoticeEvent { .. }) => 20,
+        EventBody::Error(ErrorEvent { .. }) => 21,
+        EventBody::TurnEnded(TurnEndedEvent { .. }) => 22,
         // Never written: the loader makes it in place of a line it cannot read.
-        EventBody::Unreadable(UnreadableEvent { .. }) => 22,
+        EventBody::Unreadable(UnreadableEvent { .. }) => 23,
     }
 }
 
@@ -68,13 +69,13 @@ fn each_line_names_its_kind_as_the_protocol_does() {
         assert_eq!(value["type"], event.body.kind(), "{line}");
         assert_eq!(EventBody::KINDS[kind(&event.body)], event.body.kind());
     }
-    assert_eq!(EventBody::KINDS[22], "unreadable");
+    assert_eq!(EventBody::KINDS[23], "unreadable");
 }
 
 #[test]
 fn the_file_holds_every_kind_of_event_but_unreadable() {
-    let mut seen = [false; 23];
-    seen[22] = true;
+    let mut seen = [false; 24];
+    seen[23] = true;
     for line in LOG.lines() {
         let event: Event = serde_json::from_str(line).unwrap();
         seen[kind(&event.body)] = true;

@@ -312,7 +312,7 @@ function ingest(event) {
     case "session_started": case "tool_call": case "card": case "question": case "result":
     case "cancelled": case "error":
     case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "notice": case "unreadable":
-    case "checkpoint": case "rewound":
+    case "checkpoint": case "rewound": case "net":
       break;
     default:
       return;
@@ -426,6 +426,9 @@ function row(item) {
       break;
     case "checkpoint":
       node.append(el("div", "note warn", "no checkpoint: " + visible(event.message)));
+      break;
+    case "net":
+      node.append(el("div", event.refused ? "note warn" : "note", visible(netLine(event))));
       break;
     case "rewound":
       node.append(el("div", "note rewound", visible(rewoundLine(event))), rewindControl(null, "Undo this rewind"));
@@ -590,6 +593,15 @@ function renderCard(item) {
   } else if (event.kind === "outside_read") {
     const what = { read: "read a file", list: "list the names in a folder", grep: "search every file below a path" }[event.reach] || "read";
     card.append(el("h3", "", `${tool} wants to ${what} outside the workspace`), el("span", "path", visible(event.path)));
+  } else if (event.kind === "net") {
+    const who = event.server ? `the MCP server ${visible(event.server)}` : "a command";
+    const host = event.host.includes(":") ? `[${event.host}]` : event.host;
+    const target = event.shown ? `${visible(event.shown)}:${event.port} (${host})` : `${host}:${event.port}`;
+    card.append(el("h3", "", `${who} wants to reach`), el("span", "path", visible(target)));
+    if (event.local) card.append(el("div", "note warn", "it resolves to a local address (this machine or your network)"));
+    if ((event.addresses || []).length) card.append(el("div", "note", "address: " + visible(event.addresses.join(", "))));
+    if ((event.argv || []).length) card.append(el("div", "note", "command: " + visible(JSON.stringify(event.argv))));
+    card.append(el("div", "note", "Allow once lets this host for the rest of the command; the connection waits."));
   } else if (event.kind === "mcp") {
     card.append(el("h3", "", `the MCP server ${visible(event.server)} wants to run its tool ${tool}`));
     card.append(el("pre", "args", visible(event.arguments_text)));
@@ -600,7 +612,8 @@ function renderCard(item) {
     card.append(el("h3", "", who), el("span", "argv", visible(JSON.stringify(event.argv))));
     card.append(el("div", "note", "in " + visible(event.cwd || ".")));
     if (event.timeout_s) card.append(el("div", "note", `timeout ${event.timeout_s} s`));
-    if (event.network) card.append(el("div", "note warn", "network: asked for"));
+    if (event.network === "direct") card.append(el("div", "note warn", "DIRECT network: any host, not through Wicket"));
+    else if (event.network) card.append(el("div", "note warn", "network: through Wicket, host by host (each new host is a card)"));
     if (event.git) card.append(el("div", "note warn", "git: may change .git: commits, branches, hooks, config that git runs later"));
     if ((event.read || []).length) card.append(el("div", "note warn", "also reads: " + event.read.map(visible).join(", ")));
     if (event.sandbox) {
@@ -641,7 +654,25 @@ function allowedBy(by) {
   if (by.rules) return "allowed by rules " + by.rules.join(", ");
   if (by.grant) return "allowed for the session (" + by.grant + ")";
   if (by.hook) return "allowed by hook " + by.hook;
+  if (by.card) return "allowed at card " + by.card;
   return "allowed";
+}
+
+// A byte count as a person reads it (as wicket_protocol::summary::bytes).
+function bytes(count) {
+  if (count < 1000) return `${count} B`;
+  const units = ["kB", "MB", "GB", "TB"];
+  let value = count / 1000, unit = 0;
+  while (value >= 1000 && unit + 1 < units.length) { value /= 1000; unit += 1; }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
+// A connection through Wicket, as it closed (as NetEvent::line).
+function netLine(event) {
+  const from = event.server ? `MCP server ${event.server}: ` : "";
+  if (event.refused) return `${from}${event.host}:${event.port} reached nothing: ${event.refused}`;
+  const by = event.allowed_by ? allowedBy(event.allowed_by) : "allowed";
+  return `${from}sent ${bytes(event.sent)} to ${event.host}:${event.port} (received ${bytes(event.received)}; ${by})`;
 }
 
 // The rule "Always allow" saves, as it will be written in rules.toml; a run

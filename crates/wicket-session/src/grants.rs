@@ -19,15 +19,29 @@ pub struct RunKey {
     pub argv: Vec<String>,
     /// The resolved absolute folder it runs in.
     pub cwd: String,
-    /// Whether it has network.
+    /// Whether it has network, and how.
     #[serde(default)]
-    pub network: bool,
+    pub network: wicket_protocol::Network,
     /// Whether it may write `.git`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
     /// The paths outside the workspace it may read, where they really are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+}
+
+/// A host and port a command may reach through Wicket's proxy, allowed
+/// for the session; `local` when the card said the name resolves to a
+/// local address (a grant without it never lets such a connection through).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NetKey {
+    /// The host, as rules name it.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The card said it resolves to a local address.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
 }
 
 /// An MCP call allowed for the session: server, tool and the exact arguments.
@@ -56,6 +70,9 @@ pub struct Allowed {
     /// MCP calls.
     #[serde(default)]
     pub mcp: BTreeSet<McpKey>,
+    /// Hosts reached through Wicket's proxy.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub net: BTreeSet<NetKey>,
     /// Where each grant came from, by its id ([`grant_id`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub origins: BTreeMap<GrantId, GrantOrigin>,
@@ -82,6 +99,8 @@ pub enum GrantKind {
     Run,
     /// An MCP call.
     Mcp,
+    /// A host through Wicket's proxy.
+    Net,
 }
 
 impl GrantKind {
@@ -92,6 +111,7 @@ impl GrantKind {
             GrantKind::OutsideRead => "outside_read",
             GrantKind::Run => "run",
             GrantKind::Mcp => "mcp",
+            GrantKind::Net => "net",
         }
     }
 }
@@ -164,6 +184,9 @@ impl Allowed {
         for key in &self.mcp {
             add(GrantKind::Mcp, serde_json::json!(key));
         }
+        for key in &self.net {
+            add(GrantKind::Net, serde_json::json!(key));
+        }
         grants
     }
 
@@ -176,6 +199,7 @@ impl Allowed {
             GrantKind::OutsideRead => self.outside.retain(|held| serde_json::json!(held) != key),
             GrantKind::Run => self.run.retain(|held| serde_json::json!(held) != key),
             GrantKind::Mcp => self.mcp.retain(|held| serde_json::json!(held) != key),
+            GrantKind::Net => self.net.retain(|held| serde_json::json!(held) != key),
         }
         self.origins.remove(id);
         Some(grant)

@@ -31,7 +31,9 @@ mod lines;
 mod log;
 
 mod recorded;
-pub use grants::{Allowed, Grant, GrantKind, GrantOrigin, McpKey, OutsideKey, RunKey, grant_id};
+pub use grants::{
+    Allowed, Grant, GrantKind, GrantOrigin, McpKey, NetKey, OutsideKey, RunKey, grant_id,
+};
 pub use log::{Loaded, Unfinished, load_for_conversation, load_log, load_log_after};
 pub use recorded::Recorded;
 

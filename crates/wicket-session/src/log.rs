@@ -4,9 +4,9 @@
 use super::*;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 
 /// What loading a log found.
@@ -222,6 +222,7 @@ impl Unfinished {
                 | EventBody::Mcp(McpEvent { .. })
                 | EventBody::Notice(NoticeEvent { .. })
                 | EventBody::Checkpoint(CheckpointEvent { .. })
+                | EventBody::Net(NetEvent { .. })
                 | EventBody::Rewound(RewoundEvent { .. })
                 | EventBody::Error(ErrorEvent {
                     ends_turn: false, ..

@@ -90,8 +90,9 @@ impl Tools {
         args: &RunArgs,
         approved: &tools::run::RunDir,
         confine: wicket_os::spawn::Confine,
+        egress: Option<wicket_os::egress::Egress>,
         cancel: &Cancel,
     ) -> Result<RunOutput> {
-        tools::run::run(&self.workspace, args, approved, confine, cancel)
+        tools::run::run(&self.workspace, args, approved, confine, egress, cancel)
     }
 }

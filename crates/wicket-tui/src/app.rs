@@ -23,9 +23,9 @@ use crate::transcript::{Transcript, card_summary};
 use wicket_core::manager::RewindTo;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
-    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NoticeEvent, QuestionEvent, QueuedEvent,
-    ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
+    ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 
 /// What the run loop must do for a key.
@@ -318,6 +318,7 @@ impl App {
             | EventBody::Compacted(CompactedEvent { .. })
             | EventBody::Notice(NoticeEvent { .. })
             | EventBody::Checkpoint(CheckpointEvent { .. })
+            | EventBody::Net(NetEvent { .. })
             | EventBody::Rewound(RewoundEvent { .. })
             | EventBody::Mcp(McpEvent { .. })
             | EventBody::Error(ErrorEvent { .. })

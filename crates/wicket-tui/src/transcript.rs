@@ -398,6 +398,7 @@ pub fn card_summary(card: &Card) -> String {
             visible_line(&mcp.server),
             visible_line(&card.tool)
         ),
+        CardKind::Net(net) => format!("net {}", net.target()),
     }
 }
 
@@ -486,12 +487,14 @@ fn result_lines(
                 Color::Red
             };
             let output = format!("{}{}", run.stdout, run.stderr);
+            let mut shown = plain_lines(&run.net_lines().join("\n"), dim(), run.net.len());
+            shown.extend(plain_lines(&output, dim(), RUN_HEAD_LINES));
             (
                 tail(
                     format!(" — {end}, {:.1} s", run.duration_ms as f64 / 1000.0),
                     color,
                 ),
-                (plain_lines(&output, dim(), RUN_HEAD_LINES), Vec::new()),
+                (shown, Vec::new()),
             )
         }
         Ok(ToolOutput::ReadFile(read)) => (

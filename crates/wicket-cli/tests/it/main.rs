@@ -13,6 +13,7 @@ mod chat;
 mod context;
 mod crash;
 mod docs;
+mod egress;
 mod exec;
 mod hooks;
 mod hostile;

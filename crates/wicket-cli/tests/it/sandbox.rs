@@ -9,6 +9,7 @@ use std::net::{TcpListener, UdpSocket};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wicket_protocol::Network;
 use wicket_test_support::process::{alive, marker};
 use wicket_test_support::wait_until;
 
@@ -219,7 +220,7 @@ fn git_and_wicket_folders_are_read_only_unless_the_card_said_git() {
 fn unix_socket_reached(
     f: &Fixture,
     folder: &std::path::Path,
-    network: bool,
+    network: Network,
     read: &[&std::path::Path],
 ) -> Value {
     std::fs::create_dir_all(folder).unwrap();
@@ -254,16 +255,21 @@ fn no_unix_socket_outside_is_reachable_without_network() {
     let tmp = std::env::temp_dir().join(marker("sockets"));
     let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(marker("sockets"));
     std::fs::create_dir_all(&home).unwrap();
-    for folder in [&tmp, &home] {
-        let result = unix_socket_reached(&f, folder, false, &[&home]);
+    // A network through Wicket is its proxy, never a daemon's socket.
+    for (folder, network) in [
+        (&tmp, Network::Off),
+        (&home, Network::Off),
+        (&home, Network::Proxied),
+    ] {
+        let result = unix_socket_reached(&f, folder, network, &[&home]);
         std::fs::remove_dir_all(folder).unwrap();
         assert!(
             result["stdout"].as_str().unwrap().contains("unix-refused"),
-            "{folder:?}: {result:#}"
+            "{folder:?} {network:?}: {result:#}"
         );
     }
     std::fs::create_dir_all(&home).unwrap();
-    let result = unix_socket_reached(&f, &home, true, &[&home]);
+    let result = unix_socket_reached(&f, &home, Network::Direct, &[&home]);
     std::fs::remove_dir_all(&home).unwrap();
     assert!(
         result["stdout"]
@@ -431,7 +437,8 @@ try:\n  s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"leak\"
     );
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err(), "a TCP connection got through");
-    // With network asked for (and shown on the card), the same connect works.
+    // With network through Wicket, only its proxy is reached: a socket
+    // that goes around it reaches nothing.
     let (out, code) = f.tool(
         "run",
         &json!({"argv": ["sh", "-c", connect], "network": true}).to_string(),
@@ -440,6 +447,20 @@ try:\n  s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"leak\"
     assert_eq!(code, 0, "{out:#?}");
     assert_eq!(out[0]["network"], true);
     assert_eq!(out[0]["sandbox"]["network"], true);
+    let stdout = out[1]["stdout"].as_str().unwrap();
+    assert!(stdout.contains("tcp-refused"), "{out:#?}");
+    assert!(
+        listener.accept().is_err(),
+        "a TCP connection went around the proxy"
+    );
+    // The direct network (and the card that says so), the same connect works.
+    let (out, code) = f.tool(
+        "run",
+        &json!({"argv": ["sh", "-c", connect], "network": "direct"}).to_string(),
+        &["--answers", "allow_once"],
+    );
+    assert_eq!(code, 0, "{out:#?}");
+    assert_eq!(out[0]["network"], "direct");
     let stdout = out[1]["stdout"].as_str().unwrap();
     assert!(stdout.contains("tcp-connected"), "{out:#?}");
 }

@@ -435,7 +435,7 @@ fn allow_session_for_a_command_is_the_exact_argv() {
             read: Default::default(),
             argv: vec!["echo".to_string(), "hi".to_string()],
             cwd: f.ws.display().to_string(),
-            network: false,
+            network: Default::default(),
             git: false,
         }]
     );

@@ -69,8 +69,10 @@ pub struct Policy {
     /// workspace are bound back.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
-    /// Whether the command may use the network.
-    pub network: bool,
+    /// The network: none (only the jail's loopback), through Wicket's
+    /// proxy (only loopback, where a listener hands each connection to
+    /// Wicket), or the host's own.
+    pub network: wicket_protocol::Network,
     /// Whether `.git` stays writable (the call asked, and the card said so).
     #[serde(default)]
     pub write_git: bool,
@@ -100,6 +102,15 @@ pub struct Launch {
     /// For a command with no policy: paths it may not write all the same.
     #[serde(default)]
     pub protect: Vec<PathBuf>,
+    /// A network through Wicket: the UNIX socket stage 1 connects to, over
+    /// which it hands Wicket every connection the command makes to its
+    /// proxy listener (`crate::egress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<PathBuf>,
+    /// Stage 1 to stage 2: the port of that listener on the jail's
+    /// loopback, the one TCP port Landlock lets the command connect to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_port: Option<u16>,
 }
 
 impl Launch {

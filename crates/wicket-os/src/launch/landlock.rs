@@ -6,10 +6,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::fs::{FileType, Mode, OFlags};
+
+use wicket_protocol::Network;
 
 use super::contract::Policy;
 use super::mounts::{DEVICES, canonical};
@@ -19,14 +21,17 @@ use super::mounts::{DEVICES, canonical};
 const LANDLOCK_ABI: ABI = ABI::V7;
 
 /// Restricts this process (and all it starts) to the policy.
-pub(super) fn apply(policy: &Policy) -> Result<(), String> {
+/// `proxy_port`: the jail's proxy listener, the one TCP port a command
+/// with a network through Wicket may connect to.
+pub(super) fn apply(policy: &Policy, proxy_port: Option<u16>) -> Result<(), String> {
     let abi = LANDLOCK_ABI;
     let error = |e: landlock::RulesetError| format!("Landlock: {e}");
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))
         .map_err(error)?;
-    if !policy.network {
+    let direct = policy.network == Network::Direct;
+    if !direct {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
             .map_err(error)?;
@@ -83,6 +88,11 @@ pub(super) fn apply(policy: &Policy) -> Result<(), String> {
     );
     for rule in rules {
         created = created.add_rule(rule).map_err(error)?;
+    }
+    if let Some(port) = proxy_port.filter(|_| !direct) {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(error)?;
     }
     let status = created.restrict_self().map_err(error)?;
     if status.ruleset == RulesetStatus::NotEnforced {

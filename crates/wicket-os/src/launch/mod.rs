@@ -25,6 +25,7 @@
 
 mod capabilities;
 mod contract;
+mod egress;
 mod landlock;
 mod limits;
 mod mounts;

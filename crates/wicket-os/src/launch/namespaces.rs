@@ -13,6 +13,11 @@ pub(super) enum Namespaces {
         /// Keep the host's network.
         network: bool,
     },
+    /// User and network only, the PID namespace after
+    /// ([`enter_pid_namespace`]): a network through Wicket, whose listener
+    /// thread must start in between (no thread can start once the PID
+    /// namespace is unshared, and none may exist when the user one is).
+    Network,
 }
 
 /// Unshares a user namespace and `which` others, mapping this uid and gid
@@ -29,6 +34,7 @@ pub(super) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
         Namespaces::Sandbox { network: false } => {
             CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNET
         }
+        Namespaces::Network => CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET,
     };
     nix::sched::unshare(flags).map_err(|error| format!("unshare: {error}"))?;
     std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
@@ -37,4 +43,11 @@ pub(super) fn enter_namespaces(which: Namespaces) -> Result<(), String> {
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
         .map_err(|e| format!("gid_map: {e}"))?;
     Ok(())
+}
+
+/// The PID namespace, after [`Namespaces::Network`]: the next child this
+/// process starts is its PID 1.
+pub(super) fn enter_pid_namespace() -> Result<(), String> {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWPID)
+        .map_err(|error| format!("unshare of the PID namespace: {error}"))
 }

@@ -21,9 +21,10 @@ use signal_hook::iterator::Signals;
 use super::capabilities::pass_mount_capability;
 use super::contract::{INIT_ARG, Launch, SIGNAL_NAME, fail, parse};
 use super::limits::Cgroup;
-use super::namespaces::{Namespaces, enter_namespaces};
+use super::namespaces::{Namespaces, enter_namespaces, enter_pid_namespace};
 use super::parent::die_with_parent;
-use super::{landlock, mounts, seccomp};
+use super::{egress, landlock, mounts, seccomp};
+use wicket_protocol::Network;
 
 /// Runs stage 1 with its arguments (after `LAUNCH_ARG`); its exit code.
 pub(super) fn run(args: &[OsString]) -> u8 {
@@ -54,11 +55,11 @@ pub(super) fn run(args: &[OsString]) -> u8 {
     if !launch.isolate {
         // Landlock alone (no namespaces here): confined files and TCP,
         // then the argv in this very process.
-        if let Err(message) = landlock::apply(&policy) {
+        if let Err(message) = landlock::apply(&policy, None) {
             return fail(message);
         }
         if launch.seccomp
-            && let Err(message) = seccomp::apply(policy.network)
+            && let Err(message) = seccomp::apply(policy.network == Network::Direct)
         {
             return fail(message);
         }
@@ -87,11 +88,29 @@ pub(super) fn run(args: &[OsString]) -> u8 {
 /// and returns how it ended (the signal its command died of, if any).
 fn supervise_init(
     launch: &Launch,
-    network: bool,
+    network: Network,
     limited_by_cgroup: bool,
     argv: &[OsString],
 ) -> Result<(Option<i32>, std::io::Result<ExitStatus>), String> {
-    enter_namespaces(Namespaces::Sandbox { network })?;
+    // Wicket's socket is reached before the namespaces, where its path is the host's.
+    let wicket = match (&launch.egress, network) {
+        (Some(path), Network::Proxied) => Some(egress::connect(path)?),
+        _ => None,
+    };
+    let proxy_port = match wicket {
+        Some(wicket) => {
+            enter_namespaces(Namespaces::Network)?;
+            let port = egress::listen(wicket)?;
+            enter_pid_namespace()?;
+            Some(port)
+        }
+        None => {
+            enter_namespaces(Namespaces::Sandbox {
+                network: network == Network::Direct,
+            })?;
+            None
+        }
+    };
     if launch.mounts {
         pass_mount_capability()?;
     }
@@ -101,9 +120,16 @@ fn supervise_init(
     let init = Launch {
         parent: std::process::id(),
         cgroup: limited_by_cgroup,
+        proxy_port,
         ..launch.clone()
     };
-    let mut child = Command::new("/proc/self/exe")
+    let mut command = Command::new("/proc/self/exe");
+    if let Some(port) = proxy_port {
+        // No host is for the command to reach around the proxy.
+        command.env_remove("NO_PROXY").env_remove("no_proxy");
+        command.envs(egress::proxy_env(port));
+    }
+    let mut child = command
         .arg(INIT_ARG)
         .arg(
             init.to_arg()

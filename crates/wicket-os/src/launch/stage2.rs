@@ -116,9 +116,9 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, Strin
     if !launch.cgroup {
         set_rlimits(&policy.limits)?;
     }
-    landlock::apply(&policy)?;
+    landlock::apply(&policy, launch.proxy_port)?;
     if launch.seccomp {
-        seccomp::apply(policy.network)?;
+        seccomp::apply(policy.network == wicket_protocol::Network::Direct)?;
     }
     Ok(guarded)
 }

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use wicket_os::egress::Egress;
 use wicket_os::spawn::{self, Confine, Cwd, Limits, SpawnError, Spec};
 use wicket_protocol::{ErrorKind, RunArgs, RunOutput};
 
@@ -88,6 +89,7 @@ pub fn run(
     args: &RunArgs,
     approved: &RunDir,
     confine: Confine,
+    egress: Option<Egress>,
     cancel: &Cancel,
 ) -> Result<RunOutput> {
     let timeout = Duration::from_secs(timeout_of(args)?);
@@ -104,6 +106,7 @@ pub fn run(
     }
     let spec = Spec {
         confine,
+        egress,
         ..Spec::new(args.argv.clone(), Cwd::Fd(fd))
     };
     let limits = Limits {
@@ -120,6 +123,7 @@ pub fn run(
         stdout_cut: finished.stdout.1,
         stderr_cut: finished.stderr.1,
         duration_ms: finished.duration.as_millis() as u64,
+        net: Vec::new(),
     })
 }
 /// A command that did not start, as the model (or the person) reads it:
@@ -131,6 +135,7 @@ pub fn not_started(error: SpawnError) -> Error {
         SpawnError::NotFound { .. } => ErrorKind::NotFound,
         SpawnError::NoLauncher { .. } => ErrorKind::Unsandboxed,
         SpawnError::Start { .. }
+        | SpawnError::Egress { .. }
         | SpawnError::Tmp { .. }
         | SpawnError::NoPid { .. }
         | SpawnError::Lost { .. } => ErrorKind::Io,

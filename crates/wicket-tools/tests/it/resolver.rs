@@ -465,7 +465,7 @@ fn run_cwd_through_a_link_out_is_refused() {
         argv: vec!["pwd".into()],
         cwd: Some("out".into()),
         timeout_s: None,
-        network: false,
+        network: Default::default(),
         git: false,
     };
     assert_eq!(

@@ -20,7 +20,7 @@ fn args(argv: &[&str], timeout_s: Option<u64>) -> RunArgs {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: None,
         timeout_s,
-        network: false,
+        network: Default::default(),
         git: false,
     }
 }
@@ -31,7 +31,7 @@ fn run_with(
     cancel: &Cancel,
 ) -> Result<RunOutput, wicket_tools::Error> {
     let dir = validate(tools.workspace(), args)?;
-    tools.run(args, &dir, Confine::none(), cancel)
+    tools.run(args, &dir, Confine::none(), None, cancel)
 }
 
 fn run(tools: &Tools, argv: &[&str], timeout_s: Option<u64>) -> RunOutput {

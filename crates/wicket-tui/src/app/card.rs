@@ -26,6 +26,7 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         }
         CardKind::Run(run) => run_lines(run, bold, view.details),
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
+        CardKind::Net(net) => net_lines(net, bold),
     };
     if let Some(always) = view.always() {
         let widen = if matches!(card.kind, CardKind::Run(_)) {
@@ -179,11 +180,7 @@ fn run_lines(run: &RunCard, bold: Style, details: bool) -> Vec<Line<'static>> {
         wicket_protocol::SandboxMode::Off | wicket_protocol::SandboxMode::Unavailable
     );
     let mut line = format!("sandbox  {}", mode.as_str());
-    line.push_str(if run.network {
-        ", network: asked for"
-    } else {
-        ", no network"
-    });
+    line.push_str(network_words(run.network));
     if let Some(note) = &sandbox.note {
         line.push_str(&format!(" ({})", visible_line(note)));
     }
@@ -192,6 +189,52 @@ fn run_lines(run: &RunCard, bold: Style, details: bool) -> Vec<Line<'static>> {
         Style::new().fg(if warn { Color::Red } else { Color::Reset }),
     ));
     lines.extend(layer_lines(sandbox));
+    lines
+}
+
+/// What a run card says of the network the call asked for.
+fn network_words(network: wicket_protocol::Network) -> &'static str {
+    match network {
+        wicket_protocol::Network::Off => ", no network",
+        wicket_protocol::Network::Proxied => ", network: through Wicket, host by host",
+        wicket_protocol::Network::Direct => ", DIRECT network: any host, not through Wicket",
+    }
+}
+
+/// A net card: the host (in both forms where one is in another script),
+/// whether it is local, and the command that asks.
+fn net_lines(net: &wicket_protocol::NetCard, bold: Style) -> Vec<Line<'static>> {
+    let who = match &net.server {
+        Some(server) => format!("the MCP server {}", outside(server)),
+        None => "a command".to_string(),
+    };
+    let mut lines = vec![Line::styled(
+        format!("{who} wants to reach {}", outside(&net.target())),
+        bold,
+    )];
+    if net.local {
+        lines.push(Line::styled(
+            "it resolves to a local address (this machine or your network)",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if !net.addresses.is_empty() {
+        lines.push(Line::from(format!(
+            "address  {}",
+            outside(&net.addresses.join(", "))
+        )));
+    }
+    if !net.argv.is_empty() {
+        let argv: Vec<String> = net.argv.iter().map(|arg| outside(arg)).collect();
+        lines.push(Line::from(format!(
+            "command  {}",
+            wicket_protocol::json::text(&argv)
+        )));
+    }
+    lines.push(Line::styled(
+        "[o]nce lets this host for the rest of the command; the connection waits",
+        Style::new().fg(Color::DarkGray),
+    ));
     lines
 }
 

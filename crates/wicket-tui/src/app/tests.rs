@@ -69,7 +69,7 @@ fn run_card(id: &str) -> Card {
             argv: vec!["cargo".into(), "test".into()],
             cwd: ".".into(),
             timeout_s: Some(300),
-            network: false,
+            network: Default::default(),
             git: false,
             sandbox: SandboxSummary {
                 complete: Default::default(),
@@ -210,6 +210,7 @@ fn a_transcript_with_every_event_kind() {
             EventBody::ToolResult(ToolResultEvent {
                 call_id: "c3".into(),
                 result: Ok(ToolOutput::Run(RunOutput {
+                    net: Default::default(),
                     exit_code: Some(101),
                     signal: None,
                     timed_out: false,

@@ -1,0 +1,327 @@
+//! A command's network through Wicket, through the binary: real clients
+//! (curl over HTTP, HTTPS and SOCKS5, pip, git) in the jail, their proxy
+//! variables set by the launcher, reaching servers the test starts on
+//! 127.0.0.1 only where a rule, a grant or an answered `net` card lets
+//! them; every byte counted as the server counts it.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wicket_test_support::net::{StaticServer, TLS_BODY, TlsServer, Upstream, have};
+
+use crate::*;
+
+/// The person's config: `curl`, `python3` and `git` may run with a network
+/// through Wicket without a card, and `net` rules for the hosts given.
+fn config(f: &Fixture, hosts: &[&str]) {
+    let mut text = String::new();
+    for program in ["curl", "sh", "python3", "git"] {
+        text.push_str(&format!(
+            "[[rules]]\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"{program}\"]\nnetwork = true\n\n"
+        ));
+    }
+    for host in hosts {
+        text.push_str(&format!(
+            "[[rules]]\naction = \"allow\"\ntool = \"net\"\nhost = \"{host}\"\n\n"
+        ));
+    }
+    std::fs::write(f.home.join("config.toml"), text).unwrap();
+}
+
+/// `run` with a network through Wicket, in session `session`, its cards
+/// answered `answer`: every line it printed (cards, then the result).
+fn networked(f: &Fixture, argv: &[&str], session: &str, answer: &str) -> Vec<Value> {
+    let args = json!({"argv": argv, "network": true});
+    let (out, code) = f.tool(
+        "run",
+        &args.to_string(),
+        &["--session", session, "--answers", answer],
+    );
+    assert_eq!(code, 0, "{out:#?}");
+    out
+}
+
+fn cards(out: &[Value]) -> Vec<&Value> {
+    out.iter().filter(|line| line["type"] == "card").collect()
+}
+
+fn result(out: &[Value]) -> &Value {
+    out.last().unwrap()
+}
+
+/// The session's `net` events.
+fn net_events(f: &Fixture, session: &str) -> Vec<Value> {
+    std::fs::read_to_string(f.home.join("sessions").join(session).join("log.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "net")
+        .collect()
+}
+
+const BODY: &[u8] = b"one file, served through Wicket\n";
+
+#[test]
+fn curl_reaches_a_host_a_rule_allows_and_every_byte_is_counted() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &["localhost"]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/file", upstream.port());
+    // No card at all: any would be denied.
+    let out = networked(&f, &["curl", "-s", "-S", &url], "s", "deny");
+    assert!(cards(&out).is_empty(), "{out:#?}");
+    let ran = result(&out);
+    assert_eq!(
+        ran["stdout"],
+        String::from_utf8_lossy(BODY).as_ref(),
+        "{ran:#}"
+    );
+    let served = upstream.served(1).remove(0);
+    assert_eq!(
+        ran["net"],
+        json!([{"host": "localhost", "port": upstream.port(), "sent": served.received, "received": served.sent}]),
+        "{ran:#}"
+    );
+    let events = net_events(&f, "s");
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["sent"], served.received);
+    assert_eq!(events[0]["received"], served.sent);
+    assert!(events[0]["allowed_by"]["rule"].is_string(), "{events:#?}");
+    assert_eq!(
+        events[0]["address"],
+        format!("127.0.0.1:{}", upstream.port())
+    );
+}
+
+#[test]
+fn curl_tunnels_https_and_socks5_through_wicket() {
+    if !(have("curl") && have("openssl") && have("python3")) {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &["localhost"]);
+    let server = TlsServer::start();
+    // The jail shows the command the workspace, not the test's /tmp.
+    std::fs::copy(&server.ca, f.ws.join("ca.pem")).unwrap();
+    let url = format!("https://localhost:{}/", server.port);
+    let out = networked(
+        &f,
+        &["curl", "-s", "-S", "--cacert", "ca.pem", &url],
+        "s",
+        "deny",
+    );
+    assert!(cards(&out).is_empty(), "{out:#?}");
+    assert_eq!(result(&out)["stdout"], TLS_BODY, "{out:#?}");
+    let upstream = Upstream::start(BODY);
+    let script = format!(
+        "curl -s -S --proxy \"$ALL_PROXY\" http://localhost:{}/",
+        upstream.port()
+    );
+    let out = networked(&f, &["sh", "-c", &script], "s", "deny");
+    assert_eq!(
+        result(&out)["stdout"],
+        String::from_utf8_lossy(BODY).as_ref(),
+        "{out:#?}"
+    );
+    assert!(result(&out)["net"][0]["sent"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_host_no_rule_names_is_a_net_card_and_denied_reaches_nothing() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    let argv = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", &url];
+    let out = networked(&f, &argv, "s", "deny");
+    let cards = cards(&out);
+    assert_eq!(cards.len(), 1, "{out:#?}");
+    let card = cards[0];
+    assert_eq!(card["kind"], "net");
+    assert_eq!(card["host"], "localhost");
+    assert_eq!(card["port"], upstream.port());
+    assert_eq!(card["local"], true, "localhost resolves to a local address");
+    assert_eq!(card["argv"], json!(argv));
+    assert_eq!(result(&out)["stdout"], "403", "{out:#?}");
+    assert_eq!(upstream.accepts(), 0, "no byte reached the server");
+    let events = net_events(&f, "s");
+    assert!(events[0]["refused"].is_string(), "{events:#?}");
+}
+
+#[test]
+fn allowed_for_the_session_a_second_command_reaches_the_host_without_a_card() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    let first = networked(&f, &["curl", "-s", &url], "s", "allow_session");
+    assert_eq!(cards(&first).len(), 1, "{first:#?}");
+    assert_eq!(
+        result(&first)["stdout"],
+        String::from_utf8_lossy(BODY).as_ref()
+    );
+    let second = networked(&f, &["curl", "-s", &url], "s", "deny");
+    assert!(cards(&second).is_empty(), "{second:#?}");
+    assert_eq!(
+        result(&second)["stdout"],
+        String::from_utf8_lossy(BODY).as_ref()
+    );
+    assert_eq!(upstream.accepts(), 2);
+}
+
+#[test]
+fn a_rule_for_one_name_never_covers_another_name_of_the_same_address() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &["localhost", "*"]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://127.0.0.1:{}/", upstream.port());
+    let argv = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", &url];
+    let out = networked(&f, &argv, "s", "deny");
+    let cards = cards(&out);
+    assert_eq!(cards.len(), 1, "{out:#?}");
+    assert_eq!(cards[0]["host"], "127.0.0.1");
+    assert_eq!(cards[0]["local"], true);
+    assert_eq!(result(&out)["stdout"], "403");
+    assert_eq!(upstream.accepts(), 0);
+}
+
+/// A wheel with nothing in it but its metadata.
+fn wheel(path: &Path) {
+    let script = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as wheel:
+    wheel.writestr("wicketprobe/__init__.py", "")
+    wheel.writestr("wicketprobe-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: wicketprobe\nVersion: 1.0\n")
+    wheel.writestr("wicketprobe-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: wicket-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    wheel.writestr("wicketprobe-1.0.dist-info/RECORD", "")
+"#;
+    let status = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn pip_downloads_from_a_local_index_through_wicket() {
+    if !have("python3") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &["localhost"]);
+    let index = f.root.join("index");
+    let name = "wicketprobe-1.0-py3-none-any.whl";
+    std::fs::create_dir_all(index.join("simple/wicketprobe")).unwrap();
+    std::fs::create_dir_all(index.join("packages")).unwrap();
+    wheel(&index.join("packages").join(name));
+    std::fs::write(
+        index.join("simple/wicketprobe/index.html"),
+        format!("<html><body><a href=\"../../packages/{name}\">{name}</a></body></html>\n"),
+    )
+    .unwrap();
+    let server = StaticServer::start(&index);
+    let url = format!("http://localhost:{}/simple/", server.port);
+    let argv = [
+        "python3",
+        "-m",
+        "pip",
+        "download",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--index-url",
+        &url,
+        "--dest",
+        "downloaded",
+        "wicketprobe",
+    ];
+    let out = networked(&f, &argv, "s", "deny");
+    assert!(cards(&out).is_empty(), "{out:#?}");
+    assert_eq!(result(&out)["exit_code"], 0, "{out:#?}");
+    assert!(f.ws.join("downloaded").join(name).is_file(), "{out:#?}");
+    assert!(!result(&out)["net"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn git_clones_over_dumb_http_through_wicket() {
+    if !(have("git") && have("python3")) {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &["localhost"]);
+    let served = f.root.join("served");
+    let source = f.root.join("source");
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::create_dir_all(&source).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let output = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+    };
+    std::fs::write(source.join("README"), "cloned through Wicket\n").unwrap();
+    git(&source, &["init", "-q"]);
+    git(&source, &["add", "README"]);
+    git(&source, &["commit", "-q", "-m", "first"]);
+    git(
+        &served,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            source.to_str().unwrap(),
+            "repo.git",
+        ],
+    );
+    git(&served.join("repo.git"), &["update-server-info"]);
+    let server = StaticServer::start(&served);
+    let url = format!("http://localhost:{}/repo.git", server.port);
+    let out = networked(&f, &["git", "clone", "-q", &url, "cloned"], "s", "deny");
+    assert!(cards(&out).is_empty(), "{out:#?}");
+    assert_eq!(result(&out)["exit_code"], 0, "{out:#?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("cloned/README")).unwrap(),
+        "cloned through Wicket\n"
+    );
+}
+
+#[test]
+fn direct_network_says_so_on_its_card() {
+    let f = Fixture::new();
+    let args = json!({"argv": ["true"], "network": "direct"});
+    let (out, _) = f.tool("run", &args.to_string(), &["--answers", "deny"]);
+    assert_eq!(out[0]["network"], "direct", "{:#}", out[0]);
+    assert!(
+        out[0]["sandbox"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("direct network: any host, not through Wicket"),
+        "{:#}",
+        out[0]
+    );
+}
