@@ -14,6 +14,7 @@ use wicket_protocol::event::{AssistantMessageEvent, CompactedEvent, ToolResultEv
 mod checkpoints;
 mod load;
 mod mcp;
+mod proxy;
 mod tui;
 use wicket_gate::diff;
 use wicket_protocol::EventBody;
@@ -667,9 +668,10 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     // What `wicket` itself installs: the small launcher beside it.
     let small = wicket_exe.with_file_name("wicket-launch");
     wicket_os::launch::install_launcher(small.clone());
-    let start = |confine: Confine| -> Result<()> {
+    let start_with = |confine: Confine, egress: Option<wicket_os::egress::Egress>| -> Result<()> {
         let spec = Spec {
             confine,
+            egress,
             ..Spec::new(vec!["true".into()], Cwd::Path(ws.clone()))
         };
         let finished = spawn::run(spec, limits, &cancel)?;
@@ -680,6 +682,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         );
         Ok(())
     };
+    let start = |confine: Confine| start_with(confine, None);
     let unconfined = median(50, || start(Confine::none()))?;
     let policy = wicket_os::launch::Policy {
         hidden: Default::default(),
@@ -696,6 +699,23 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
         },
     };
     let sandboxed = median(50, || start(Confine::sandbox(policy.clone())))?;
+    let networked = |network| wicket_os::launch::Policy {
+        network,
+        ..policy.clone()
+    };
+    let direct_network = median(50, || {
+        start(Confine::sandbox(networked(
+            wicket_protocol::Network::Direct,
+        )))
+    })?;
+    // Each connection would be handed here; `true` makes none.
+    let egress = wicket_os::egress::Egress(std::sync::Arc::new(drop));
+    let proxied = median(50, || {
+        start_with(
+            Confine::sandbox(networked(wicket_protocol::Network::Proxied)),
+            Some(egress.clone()),
+        )
+    })?;
     let available = wicket_os::launch::availability();
     let mut measured = vec![
         (
@@ -711,6 +731,17 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
                 available.cgroup
             ),
             sandboxed,
+        ),
+        (
+            "run true: sandboxed, the host's network (\"direct\")".to_string(),
+            direct_network,
+        ),
+        (
+            format!(
+                "run true: sandboxed, network through Wicket (+{} over direct)",
+                ms(proxied.saturating_sub(direct_network))
+            ),
+            proxied,
         ),
     ];
     measured.extend(layer_by_layer(&small, &ws, &policy, false)?);
@@ -1067,7 +1098,7 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 16] = [
+    let workloads: [(&str, Workload); 17] = [
         ("checkpoints", checkpoints::checkpoint_rows),
         ("load", load::load_rows),
         ("hooks", hook_rows),
@@ -1075,6 +1106,7 @@ fn main() -> Result<()> {
         ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),
         ("launcher", launcher_rows),
+        ("proxy", proxy::proxy_rows),
         ("crash", crash_rows),
         ("grep", grep_rows),
         ("read", read_rows),

@@ -221,14 +221,21 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
     let (mut free, mut cards, mut allowed, mut denied) = (0, 0, 0, 0);
     let mut out = std::io::stdout().lock();
     for event in &loaded.events {
-        let EventBody::ToolCall(ToolCallEvent {
-            name, arguments, ..
-        }) = &event.body
-        else {
-            continue;
-        };
-        let Some(check) = checked(&gate, name, arguments) else {
-            continue;
+        let (name, what, check) = match &event.body {
+            EventBody::ToolCall(ToolCallEvent {
+                name, arguments, ..
+            }) => {
+                let Some(check) = checked(&gate, name, arguments) else {
+                    continue;
+                };
+                (name.clone(), call_summary(name, arguments), check)
+            }
+            EventBody::Net(net) => (
+                "net".to_string(),
+                format!("{}:{}", net.host, net.port),
+                gate.check_net(&net.host, net.port, net.local),
+            ),
+            _ => continue,
         };
         let verdict = match &check {
             Check::Free => {
@@ -252,8 +259,8 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
             out,
             "{:>6}  {} {}  ->  {}",
             event.seq,
-            visible_line(name),
-            visible_line(&call_summary(name, arguments)),
+            visible_line(&name),
+            visible_line(&what),
             visible_line(&verdict)
         )?;
     }

@@ -480,6 +480,29 @@ impl<'a> Gate<'a> {
         Check::of(self.preview(call))
     }
 
+    /// [`Gate::check`] for a connection through Wicket's proxy to `host:port`
+    /// (`local`: the name resolved to a local address).
+    pub fn check_net(&self, host: &str, port: u16, local: bool) -> Check {
+        let key = NetKey {
+            host: host.to_string(),
+            port,
+            local,
+        };
+        match self.net_pass(&key, &net::Said::default()) {
+            Ok(None) => Check::Card,
+            Ok(Some(wicket_net::Decision::Deny)) => {
+                Check::Refused(format!("a deny rule names {host}:{port}"))
+            }
+            Ok(Some(wicket_net::Decision::Allow { allowed_by })) => {
+                match serde_json::from_str::<AllowedBy>(&allowed_by) {
+                    Ok(by) => Check::Allowed(by),
+                    Err(_) => Check::Card,
+                }
+            }
+            Err(error) => Check::Refused(error.message),
+        }
+    }
+
     /// [`Gate::check`] for an MCP call.
     pub fn check_mcp(&self, request: &McpRequest<'_>) -> Check {
         Check::of(Some(self.mcp_pass(request)))
@@ -795,10 +818,15 @@ impl<'a> Gate<'a> {
                     resolved,
                     reply,
                 } => {
+                    // A card withdrawn is that connection refused; the
+                    // command's result stands. Only a log that cannot be
+                    // written fails the call.
                     let decision = self
                         .decide_net(&run, &target, &resolved, &mut said, answerer)
                         .unwrap_or_else(|error| {
-                            failure.get_or_insert(error);
+                            if error.kind != ErrorKind::Denied {
+                                failure.get_or_insert(error);
+                            }
                             wicket_net::Decision::Deny
                         });
                     // The connection may be gone already; nothing waits for the answer then.

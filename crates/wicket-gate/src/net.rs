@@ -150,6 +150,9 @@ pub(crate) fn recorded(closed: &Closed) -> Option<(wicket_protocol::event::NetEv
         host: host.clone(),
         port: target.port,
         address: closed.address.map(|address| address.to_string()),
+        local: closed
+            .address
+            .is_some_and(|address| wicket_net::resolve::is_local(address.ip())),
         sent: closed.sent,
         received: closed.received,
         allowed_by,

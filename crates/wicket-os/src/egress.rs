@@ -149,3 +149,71 @@ fn receive(launcher: &UnixStream, egress: &Egress) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::IoSlice;
+    use std::net::TcpListener;
+    use std::os::fd::AsFd;
+    use std::sync::mpsc;
+
+    /// Sends one TCP connection's descriptor over `socket`, as the launcher
+    /// does; the connection, and whether the send went through.
+    fn send_connection(socket: &UnixStream) -> (TcpStream, bool) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let connection = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fds = [connection.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+        assert!(control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds)));
+        let sent = rustix::net::sendmsg(
+            socket,
+            &[IoSlice::new(&[1])],
+            &mut control,
+            rustix::net::SendFlags::NOSIGNAL,
+        );
+        (connection, sent.is_ok())
+    }
+
+    fn handed() -> (Egress, mpsc::Receiver<TcpStream>) {
+        let (sender, handed) = mpsc::channel();
+        let sender = std::sync::Mutex::new(sender);
+        let egress = Egress(Arc::new(move |stream| {
+            sender.lock().unwrap().send(stream).unwrap();
+        }));
+        (egress, handed)
+    }
+
+    #[test]
+    fn the_launchers_connections_are_handed_on() {
+        let mut handoff = Handoff::open().unwrap();
+        let (egress, handed) = handed();
+        handoff.take_from(std::process::id(), egress);
+        let launcher = UnixStream::connect(handoff.path()).unwrap();
+        let (sent, went) = send_connection(&launcher);
+        assert!(went);
+        let got = handed
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap();
+        assert_eq!(got.local_addr().unwrap(), sent.local_addr().unwrap());
+        drop(launcher);
+        handoff.finish();
+    }
+
+    #[test]
+    fn another_processs_connection_is_never_read() {
+        let mut handoff = Handoff::open().unwrap();
+        let (egress, handed) = handed();
+        // The launcher is some other pid: this process is a stranger.
+        handoff.take_from(std::process::id() + 1_000_000, egress);
+        let stranger = UnixStream::connect(handoff.path()).unwrap();
+        // Refused, it may already be closed: the send then fails, as it should.
+        let _sent = send_connection(&stranger);
+        handoff.finish();
+        assert!(
+            handed.try_recv().is_err(),
+            "a stranger's connection was handed on"
+        );
+    }
+}

@@ -668,6 +668,9 @@ pub struct NetEvent {
     /// The address it went to (none when it was refused or never connected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// The name resolved to a local address (loopback, private, link-local).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
     /// Bytes written to the host.
     pub sent: u64,
     /// Bytes read from the host.

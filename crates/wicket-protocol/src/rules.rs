@@ -595,6 +595,59 @@ mod tests {
     }
 
     #[test]
+    fn a_host_glob_matches_its_apex_and_names_below_and_nothing_else() {
+        assert!(host_matches("*.crates.io", "crates.io"));
+        assert!(host_matches("*.crates.io", "static.crates.io"));
+        assert!(host_matches("*.crates.io", "a.b.crates.io"));
+        assert!(!host_matches("*.crates.io", "evilcrates.io"));
+        assert!(!host_matches("*.crates.io", "crates.io.evil.com"));
+        assert!(host_matches("pypi.org", "pypi.org"));
+        assert!(!host_matches("pypi.org", "files.pypi.org"));
+        assert!(host_matches("*", "anything.example"));
+        for good in [
+            "pypi.org",
+            "*.crates.io",
+            "*",
+            "127.0.0.1",
+            "::1",
+            "my_host.internal",
+        ] {
+            assert_eq!(host_pattern_error(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "https://pypi.org",
+            "pypi.org:443",
+            "a*b.io",
+            "x.*.io",
+            "a..b",
+            "user@host",
+            "bü.de",
+        ] {
+            assert!(host_pattern_error(bad).is_some(), "{bad}");
+        }
+        let rule =
+            spec("action = \"allow\"\ntool = \"net\"\nhost = \"Pypi.ORG\"\nport = 443\n").unwrap();
+        assert_eq!(
+            rule.matcher,
+            Matcher::Net {
+                host: "pypi.org".into(),
+                port: Some(443)
+            }
+        );
+        assert!(
+            spec("action = \"allow\"\ntool = \"net\"\n")
+                .unwrap_err()
+                .contains("needs `host`")
+        );
+        assert!(
+            spec("action = \"allow\"\ntool = \"run\"\nargv = [\"x\"]\nhost = \"a.b\"\n")
+                .unwrap_err()
+                .contains("`host` does not apply")
+        );
+    }
+
+    #[test]
     fn a_rule_names_what_is_wrong_with_it() {
         assert!(
             spec("action = \"allow\"\ntool = \"run\"\nargv_prefx = [\"x\"]\n")

@@ -87,7 +87,9 @@ pub struct RunArgs {
     #[serde(default)]
     pub timeout_s: Option<u64>,
     /// Ask for network access (the person sees it on the card); commands
-    /// have none by default.
+    /// have none by default. true: through Wicket's proxy (HTTP_PROXY,
+    /// HTTPS_PROXY and ALL_PROXY are set; the person approves each new
+    /// host); "direct": the machine's own network.
     #[serde(default, skip_serializing_if = "Network::is_off")]
     pub network: Network,
     /// Ask to write .git (needed for git commit, checkout, branch; the

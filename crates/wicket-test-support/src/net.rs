@@ -283,25 +283,8 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 "#
         );
-        let mut child = Command::new("python3")
-            .args([
-                "-c",
-                &script,
-                &file(&dir, "leaf.pem"),
-                &file(&dir, "leaf.key"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the TLS server printed {line:?}, not its port"));
+        let (child, port) =
+            python_server(&script, &[&file(&dir, "leaf.pem"), &file(&dir, "leaf.key")]);
         Self {
             child,
             port,
@@ -349,21 +332,7 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-        let mut child = Command::new("python3")
-            .args(["-c", script])
-            .arg(folder)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the server printed {line:?}, not its port"));
+        let (child, port) = python_server(script, &[folder.to_str().unwrap()]);
         Self { child, port }
     }
 }
@@ -373,4 +342,25 @@ impl Drop for StaticServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts a python3 server `script` with `args`, which prints its port
+/// first; the child and the port.
+fn python_server(script: &str, args: &[&str]) -> (Child, u16) {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("the server printed {line:?}, not its port"));
+    (child, port)
 }

@@ -156,6 +156,55 @@ fn a_host_no_rule_names_is_a_net_card_and_denied_reaches_nothing() {
 }
 
 #[test]
+fn policy_check_replays_each_connection_against_todays_rules() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    networked(&f, &["curl", "-s", &url], "s", "deny");
+    let check = |expected: &str| {
+        let output = wicket()
+            .env("WICKET_HOME", &f.home)
+            .args(["policy", "check", "s"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|line| line.contains(&format!("net localhost:{}", upstream.port())))
+            .unwrap_or_else(|| panic!("no net line: {text}"));
+        assert!(line.ends_with(expected), "{line}");
+    };
+    check("card");
+    config(&f, &["localhost"]);
+    check("allowed by rule config-5");
+}
+
+#[test]
+fn a_host_that_is_not_a_host_pattern_is_a_config_error_naming_the_file() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[[rules]]\naction = \"allow\"\ntool = \"net\"\nhost = \"https://pypi.org/simple\"\n",
+    )
+    .unwrap();
+    let output = f
+        .command("run", &json!({"argv": ["true"]}).to_string(), &[])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("config.toml"), "{stderr}");
+    assert!(
+        stderr.contains("host = \"https://pypi.org/simple\""),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn allowed_for_the_session_a_second_command_reaches_the_host_without_a_card() {
     if !have("curl") {
         return;

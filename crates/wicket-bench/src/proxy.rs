@@ -1,5 +1,5 @@
-//! `cargo run --release -p wicket-net --example proxy_bench`: the proxy
-//! beside a direct connection on loopback. (a) connect and first byte of
+//! `cargo run --release -p wicket-bench -- proxy`: Wicket's egress proxy
+//! (`wicket-net`) beside a direct connection on loopback. (a) connect and first byte of
 //! a response, the median of 200, through the proxy and direct; (b) a
 //! 200 MB download through a `CONNECT` tunnel and direct, as throughput;
 //! (c) 100 connections at once through the proxy, all of which must
@@ -8,7 +8,6 @@
 //! the proxy's read-and-write is a second trip through TCP, which on a
 //! machine with few cores is what a download through it waits on.
 
-use std::error::Error;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Barrier};
@@ -16,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use wicket_net::{Decision, Resolved, Target, serve};
 
-type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
+use anyhow::Result;
+
+use crate::Row;
 
 /// Samples of the connect-to-first-byte time.
 const LATENCY_SAMPLES: usize = 200;
@@ -27,11 +28,12 @@ const DOWNLOAD_ROUNDS: usize = 5;
 /// Connections at once.
 const CONCURRENT: usize = 100;
 
-fn main() -> Result<()> {
+/// The proxy beside a direct connection, as rows: (a) connect and first
+/// byte, (b) a download's throughput, (c) connections at once.
+pub(crate) fn proxy_rows(rows: &mut Vec<Row>) -> Result<()> {
     let small = Server::start(Reply::Small)?;
     let big = Server::start(Reply::Download)?;
     let proxy = start_proxy()?;
-    println!("(a) connect + first byte, median of {LATENCY_SAMPLES}");
     let direct = median(LATENCY_SAMPLES, || first_byte_direct(small.address))?;
     let literal = median(LATENCY_SAMPLES, || {
         first_byte_proxied(proxy, &format!("127.0.0.1:{}", small.address.port()))
@@ -39,24 +41,27 @@ fn main() -> Result<()> {
     let named = median(LATENCY_SAMPLES, || {
         first_byte_proxied(proxy, &format!("localhost:{}", small.address.port()))
     })?;
-    println!("    direct                      {:>8.1} µs", micros(direct));
-    println!(
-        "    through the proxy, 127.0.0.1 {:>7.1} µs  (+{:.1} µs, {:.2}x)",
-        micros(literal),
-        micros(literal) - micros(direct),
-        ratio(literal, direct)
-    );
-    println!(
-        "    through the proxy, localhost {:>7.1} µs  (+{:.1} µs, {:.2}x; getaddrinfo included)",
-        micros(named),
-        micros(named) - micros(direct),
-        ratio(named, direct)
-    );
-
-    println!(
-        "(b) {} MB download, best of {DOWNLOAD_ROUNDS} each",
-        DOWNLOAD_BYTES / 1_000_000
-    );
+    for (name, through) in [
+        (
+            "proxy: connect + first byte, 127.0.0.1 (median of 200)",
+            literal,
+        ),
+        (
+            "proxy: connect + first byte, localhost (getaddrinfo in it)",
+            named,
+        ),
+    ] {
+        rows.push(Row {
+            name: name.into(),
+            wicket: format!(
+                "{:.1} µs (+{:.1} µs)",
+                micros(through),
+                micros(through) - micros(direct)
+            ),
+            reference: format!("direct {:.1} µs", micros(direct)),
+            ratio: Some(ratio(through, direct)),
+        });
+    }
     let mut best_direct = Duration::MAX;
     let mut best_proxied = Duration::MAX;
     let (mut cpu_direct, mut cpu_proxied) = (Duration::ZERO, Duration::ZERO);
@@ -68,34 +73,41 @@ fn main() -> Result<()> {
         best_proxied = best_proxied.min(download_proxied(proxy, big.address.port())?);
         cpu_proxied += cpu_time()? - cpu;
     }
-    let direct_rate = rate(best_direct);
-    let proxied_rate = rate(best_proxied);
     let per_gigabyte =
         |cpu: Duration| cpu.as_secs_f64() / (DOWNLOAD_ROUNDS as f64 * DOWNLOAD_BYTES as f64 / 1e9);
-    println!(
-        "    direct            {direct_rate:>8.0} MB/s  (CPU, all threads: {:.2} s per GB)",
-        per_gigabyte(cpu_direct)
-    );
-    println!(
-        "    through the proxy {proxied_rate:>8.0} MB/s  (CPU, all threads: {:.2} s per GB)  {:.0} % of direct",
-        per_gigabyte(cpu_proxied),
-        100.0 * proxied_rate / direct_rate
-    );
-    println!(
-        "    cores: {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
-
-    println!("(c) {CONCURRENT} connections at once, 1 MB each, through the proxy");
+    rows.push(Row {
+        name: format!(
+            "proxy: {} MB download, best of {DOWNLOAD_ROUNDS} ({} cores)",
+            DOWNLOAD_BYTES / 1_000_000,
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        wicket: format!(
+            "{:.0} MB/s, {:.2} CPU s/GB",
+            rate(best_proxied),
+            per_gigabyte(cpu_proxied)
+        ),
+        reference: format!(
+            "direct {:.0} MB/s, {:.2} CPU s/GB",
+            rate(best_direct),
+            per_gigabyte(cpu_direct)
+        ),
+        ratio: Some(rate(best_proxied) / rate(best_direct)),
+    });
     let started = Instant::now();
     let completed = concurrent(proxy, small.address.port())?;
-    println!(
-        "    {completed} of {CONCURRENT} completed in {:.1} ms",
-        started.elapsed().as_secs_f64() * 1000.0
+    anyhow::ensure!(
+        completed == CONCURRENT,
+        "only {completed} of {CONCURRENT} connections completed"
     );
-    if completed != CONCURRENT {
-        return Err(format!("only {completed} of {CONCURRENT} connections completed").into());
-    }
+    rows.push(Row {
+        name: format!("proxy: {CONCURRENT} connections at once, 1 MB each"),
+        wicket: format!(
+            "{completed} of {CONCURRENT} in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        ),
+        reference: "-".into(),
+        ratio: None,
+    });
     Ok(())
 }
 
@@ -160,7 +172,7 @@ fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>> {
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let count = stream.read(&mut buffer)?;
         if count == 0 {
-            return Err("the peer closed before its head ended".into());
+            anyhow::bail!("the peer closed before its head ended");
         }
         head.extend_from_slice(&buffer[..count]);
     }
@@ -243,7 +255,7 @@ fn download_proxied(proxy: SocketAddr, port: u16) -> Result<Duration> {
 
 fn check_download(bytes: u64) -> Result<()> {
     if bytes < DOWNLOAD_BYTES {
-        return Err(format!("the download stopped at {bytes} bytes").into());
+        anyhow::bail!("the download stopped at {bytes} bytes");
     }
     Ok(())
 }
@@ -307,7 +319,7 @@ fn cpu_time() -> Result<Duration> {
     let ticks = |index: usize| -> Result<u64> {
         Ok(fields
             .get(index)
-            .ok_or("/proc/self/stat is shorter than expected")?
+            .ok_or_else(|| anyhow::anyhow!("/proc/self/stat is shorter than expected"))?
             .parse()?)
     };
     let total = ticks(11)? + ticks(12)?;
