@@ -170,7 +170,7 @@ fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
                         .map(|var| (var.name.clone(), var.value.clone()))
                         .collect(),
                     cwd: None,
-                    network: false,
+                    network: wicket_protocol::Network::Off,
                     write_git: false,
                 },
             ),

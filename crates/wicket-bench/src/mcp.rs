@@ -35,7 +35,7 @@ fn spec(name: &str, index: &std::path::Path) -> ServerSpec {
             argv: vec!["node".into(), index.display().to_string(), "stdio".into()],
             env: Vec::new(),
             cwd: None,
-            network: false,
+            network: wicket_protocol::Network::Off,
             write_git: false,
         },
         enabled_tools: None,

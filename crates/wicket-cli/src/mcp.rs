@@ -84,7 +84,11 @@ fn describe(spec: &ServerSpec) -> String {
                 .map(|arg| visible_line(arg))
                 .collect::<Vec<_>>()
                 .join(" "),
-            if *network { " (network)" } else { "" }
+            match network {
+                wicket_protocol::Network::Off => "",
+                wicket_protocol::Network::Proxied => " (network through Wicket)",
+                wicket_protocol::Network::Direct => " (direct network)",
+            }
         ),
         Transport::Http { url, .. } => visible_line(url),
     };

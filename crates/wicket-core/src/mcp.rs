@@ -18,6 +18,7 @@ use wicket_tools::tools::run::{open_dir, validate};
 use wicket_tools::{Cancel, Tools, Workspace};
 
 use wicket_gate::{Answerer, CommandRequest, Confinement, Gate, McpRequest};
+use wicket_os::egress::Egress;
 use wicket_protocol::event::{McpEvent, ToolCallEvent};
 use wicket_session::Session;
 
@@ -40,17 +41,6 @@ pub(crate) fn start_args(argv: &[String], cwd: Option<&Path>) -> RunArgs {
         argv: argv.to_vec(),
         cwd: cwd.map(|cwd| cwd.display().to_string()),
         ..RunArgs::default()
-    }
-}
-
-/// An MCP server's `network = true`: the host's network, around Wicket
-/// (its connections outlive any one call, so no card could decide them
-/// host by host); its card says so.
-fn server_network(network: bool) -> Network {
-    if network {
-        Network::Direct
-    } else {
-        Network::Off
     }
 }
 
@@ -99,6 +89,20 @@ impl McpSession<'_> {
         Gate::new(self.tools, self.session, self.confinement, self.rules)
     }
 
+    /// What a server with a network through Wicket does with each of its
+    /// connections: served on a thread of its own, asking the hub's desk.
+    fn egress(&self, server: &str, network: Network) -> Option<Egress> {
+        if network != Network::Proxied {
+            return None;
+        }
+        let desk = self.hub.desk().clone();
+        let server = server.to_string();
+        Some(Egress(Arc::new(move |client| {
+            let (desk, server) = (desk.clone(), server.clone());
+            std::thread::spawn(move || desk.serve(&server, client));
+        })))
+    }
+
     fn log(&self, report: Report) {
         self.session.recorded().append(EventBody::Mcp(McpEvent {
             server: report.server,
@@ -121,7 +125,14 @@ impl McpSession<'_> {
             .iter()
             .map(|spec| (spec.name.clone(), self.approve(spec, answerer)))
             .collect();
-        for report in self.hub.start(approvals) {
+        // A server may reach a host while it starts: the start holds the desk.
+        let starting: CallId = wicket_os::ids::new_id("mcp").into();
+        let reports = self
+            .gate()
+            .with_desk(self.hub.desk(), &starting, answerer, || {
+                self.hub.start(approvals)
+            });
+        for report in reports {
             self.log(report);
         }
         self.session.recorded().sync();
@@ -144,10 +155,11 @@ impl McpSession<'_> {
         let args = start_args(argv, cwd.as_deref());
         let opener = open_cwd(workspace.root(), cwd.as_deref(), args.clone());
         if !spec.from_workspace {
-            return match gate.home_command(server_network(*network), *write_git, read) {
+            return match gate.home_command(*network, *write_git, read) {
                 Ok(confine) => Approval::Launch(Launch {
                     confine,
                     cwd: opener,
+                    egress: self.egress(&spec.name, *network),
                 }),
                 Err(error) => refused(false, error.message),
             };
@@ -161,7 +173,7 @@ impl McpSession<'_> {
             argv,
             dir: &dir,
             timeout_s: None,
-            network: server_network(*network),
+            network: *network,
             git: *write_git,
             read,
             source: RunSource::Mcp,
@@ -170,6 +182,7 @@ impl McpSession<'_> {
             Ok(allowed) => Approval::Launch(Launch {
                 confine: allowed.confine,
                 cwd: opener,
+                egress: self.egress(&spec.name, *network),
             }),
             Err(error) if error.kind == ErrorKind::Denied => refused(
                 true,
@@ -227,9 +240,11 @@ impl McpSession<'_> {
                     "the turn was cancelled before the call was made",
                 ));
             }
-            let (result, reports) =
+            // The server's connections through Wicket ask while the call runs.
+            let (result, reports) = gate.with_desk(self.hub.desk(), call_id, answerer, || {
                 self.hub
-                    .call(&call.server, &call.tool, call.arguments.clone(), cancel);
+                    .call(&call.server, &call.tool, call.arguments.clone(), cancel)
+            });
             for report in reports {
                 self.log(report);
             }

@@ -315,6 +315,14 @@ struct Proxied<'r> {
     cancel: &'r Cancel,
 }
 
+/// Who a `net` card says wants to reach a host: a command (its argv), or an
+/// MCP server; and the call it came in.
+struct Asker<'r> {
+    call_id: &'r CallId,
+    argv: &'r [String],
+    server: Option<&'r str>,
+}
+
 /// Gaps of a checkpoint named on a card: this many paths, then a count.
 const GAPS_NAMED: usize = 5;
 
@@ -805,6 +813,11 @@ impl<'a> Gate<'a> {
         let mut said = net::Said::default();
         let mut used = Vec::new();
         let mut failure = None;
+        let asker = Asker {
+            call_id: run.call_id,
+            argv: &run.args.argv,
+            server: None,
+        };
         let ran = std::thread::scope(|scope| {
             let runner = scope.spawn(move || {
                 let ran = tools.run(run.args, run.dir, confine, Some(egress), run.cancel);
@@ -817,12 +830,13 @@ impl<'a> Gate<'a> {
                     target,
                     resolved,
                     reply,
+                    from: _,
                 } => {
                     // A card withdrawn is that connection refused; the
                     // command's result stands. Only a log that cannot be
                     // written fails the call.
                     let decision = self
-                        .decide_net(&run, &target, &resolved, &mut said, answerer)
+                        .decide_net(&asker, &target, &resolved, &mut said, answerer)
                         .unwrap_or_else(|error| {
                             if error.kind != ErrorKind::Denied {
                                 failure.get_or_insert(error);
@@ -832,7 +846,9 @@ impl<'a> Gate<'a> {
                     // The connection may be gone already; nothing waits for the answer then.
                     let _ = reply.send(decision);
                 }
-                net::Asked::Closed(closed) => {
+                // A command's connections tell of no end of work: they end with it.
+                net::Asked::Done => {}
+                net::Asked::Closed { closed, from: _ } => {
                     let Some((mut event, one)) = net::recorded(&closed) else {
                         return;
                     };
@@ -876,6 +892,87 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// Does `work` (an MCP server's start, or a call of its) on a thread of
+    /// its own while this one, holding the answerer, decides what the
+    /// servers' connections ask through `desk`: the same decision as a
+    /// command's, on a `net` card that names the server. Connections that
+    /// closed while no call held the desk are logged first.
+    pub fn with_desk<T: Send>(
+        &self,
+        desk: &wicket_net::desk::Desk,
+        call_id: &CallId,
+        answerer: &mut dyn Answerer,
+        work: impl FnOnce() -> T + Send,
+    ) -> T {
+        let (to_gate, asked) = std::sync::mpsc::channel();
+        let done = to_gate.clone();
+        for (server, closed) in desk.hold(to_gate) {
+            self.log_net(None, Some(&server), &closed);
+        }
+        let mut said = net::Said::default();
+        let worked = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                let worked = work();
+                // The loop below stops on this; it is there until then.
+                let _ = done.send(net::Asked::Done);
+                worked
+            });
+            for one in &asked {
+                match one {
+                    net::Asked::Done => break,
+                    net::Asked::Decide {
+                        target,
+                        resolved,
+                        from,
+                        reply,
+                    } => {
+                        let asker = Asker {
+                            call_id,
+                            argv: &[],
+                            server: from.as_deref(),
+                        };
+                        let decision = self
+                            .decide_net(&asker, &target, &resolved, &mut said, answerer)
+                            .unwrap_or(wicket_net::Decision::Deny);
+                        // The connection may be gone already; nothing waits for the answer then.
+                        let _ = reply.send(decision);
+                    }
+                    net::Asked::Closed { closed, from } => {
+                        self.log_net(Some(call_id), from.as_deref(), &closed);
+                    }
+                }
+            }
+            desk.release();
+            // What came after the work was done: refused, or logged.
+            while let Ok(one) = asked.try_recv() {
+                match one {
+                    net::Asked::Decide { reply, .. } => {
+                        // As above: no one may wait for it.
+                        let _ = reply.send(wicket_net::Decision::Deny);
+                    }
+                    net::Asked::Closed { closed, from } => {
+                        self.log_net(Some(call_id), from.as_deref(), &closed);
+                    }
+                    net::Asked::Done => {}
+                }
+            }
+            worker.join()
+        });
+        match worked {
+            Ok(worked) => worked,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// A connection through Wicket's proxy, as it closed, in the log.
+    fn log_net(&self, call_id: Option<&CallId>, server: Option<&str>, closed: &wicket_net::Closed) {
+        if let Some((mut event, _)) = net::recorded(closed) {
+            event.call_id = call_id.cloned();
+            event.server = server.map(str::to_string);
+            self.session.recorded().append(EventBody::Net(event));
+        }
+    }
+
     /// Whether one connection of a command may go to `target`: a deny rule
     /// refuses; an ask rule cards; then the session's grant, an allow rule,
     /// what this command's own cards said; else a `net` card. A name that
@@ -883,7 +980,7 @@ impl<'a> Gate<'a> {
     /// a grant from a card that said so, or such a card.
     fn decide_net(
         &self,
-        run: &Proxied<'_>,
+        asker: &Asker<'_>,
         target: &wicket_net::Target,
         resolved: &wicket_net::Resolved,
         said: &mut net::Said,
@@ -908,10 +1005,10 @@ impl<'a> Gate<'a> {
                 .map(|address| address.ip().to_string())
                 .collect(),
             local: resolved.local,
-            argv: run.args.argv.clone(),
-            server: None,
+            argv: asker.argv.to_vec(),
+            server: asker.server.map(str::to_string),
         });
-        let (card, answer) = self.ask(run.call_id, card, answerer)?;
+        let (card, answer) = self.ask(asker.call_id, card, answerer)?;
         let pair = (key.host.clone(), key.port);
         let by = match answer {
             Answer::Deny => {

@@ -11,27 +11,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Shutdown, TcpStream};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
+pub(crate) use wicket_net::desk::Asked;
 use wicket_net::{Closed, Decision, Host, Outcome, Resolved, Target};
 use wicket_os::egress::Egress;
 use wicket_protocol::{AllowedBy, NetUse};
-
-/// What a connection's thread asks of the gate's thread.
-pub(crate) enum Asked {
-    /// May it connect? The answer goes back on `reply`.
-    Decide {
-        /// What the client asked for.
-        target: Target,
-        /// Where the name resolved.
-        resolved: Resolved,
-        /// The decision, once made.
-        reply: Sender<Decision>,
-    },
-    /// It closed.
-    Closed(Closed),
-}
 
 /// The clients of a command's connections still open, so that when the
 /// command is over every one is closed, and no relay outlives it.
@@ -71,7 +57,7 @@ pub(crate) fn handler(gate: Sender<Asked>, open: Open) -> Egress {
             let asking = Asking { gate, open };
             let closed = wicket_net::serve(client, &asking);
             // The gate's thread is gone only after every sender, this one included.
-            let _ = asking.gate.send(Asked::Closed(closed));
+            let _ = asking.gate.send(Asked::Closed { closed, from: None });
         });
     }))
 }
@@ -84,17 +70,8 @@ struct Asking {
 
 impl wicket_net::Decide for Asking {
     fn decide(&self, target: &Target, resolved: &Resolved) -> Decision {
-        let (reply, decision) = channel();
-        let asked = Asked::Decide {
-            target: target.clone(),
-            resolved: resolved.clone(),
-            reply,
-        };
-        if self.gate.send(asked).is_err() {
-            return Decision::Deny;
-        }
         // No answer comes when the gate's thread is gone (the command is over): refused.
-        decision.recv().unwrap_or(Decision::Deny)
+        wicket_net::desk::ask(&self.gate, target, resolved, None)
     }
 
     fn connected(&self, upstream: &TcpStream) {

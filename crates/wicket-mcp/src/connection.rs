@@ -163,6 +163,7 @@ impl Connection {
                 let mut running = spawn::start(Spec {
                     env: env.clone(),
                     confine: launch.confine.clone(),
+                    egress: launch.egress.clone(),
                     ..Spec::new(argv.clone(), cwd)
                 })
                 .map_err(|error| Failure::Error(error.to_string()))?;

@@ -118,6 +118,8 @@ pub struct Hub {
     runtime: Handle,
     connector: Connector,
     inner: Mutex<Inner>,
+    /// Where the servers' connections through Wicket's proxy ask.
+    desk: wicket_net::desk::Desk,
 }
 
 impl std::fmt::Debug for Hub {
@@ -188,12 +190,19 @@ impl Hub {
         )
     }
 
+    /// Where the servers' connections through Wicket's proxy ask: the call
+    /// in progress holds it (`Gate::with_desk`).
+    pub fn desk(&self) -> &wicket_net::desk::Desk {
+        &self.desk
+    }
+
     /// A hub that reaches its servers through `connector`.
     pub fn with_connector(runtime: Handle, connector: Connector) -> Hub {
         Hub {
             runtime,
             connector,
             inner: Mutex::new(Inner::default()),
+            desk: wicket_net::desk::Desk::default(),
         }
     }
 

@@ -26,8 +26,8 @@ pub enum Transport {
         /// Where it runs: relative to the workspace, or absolute (home
         /// config only). `None`: the workspace.
         cwd: Option<PathBuf>,
-        /// Whether its sandbox lets it reach the network.
-        network: bool,
+        /// Its network: none, through Wicket's proxy, or the host's own.
+        network: wicket_protocol::Network,
         /// Whether it may write `.git` (a git server: `write_git = true`).
         write_git: bool,
         /// Paths outside the workspace it may read (absolute or `~/…`),
@@ -95,6 +95,8 @@ pub struct Launch {
     pub confine: Confine,
     /// Its folder.
     pub cwd: OpenCwd,
+    /// With a network through Wicket: what is done with each connection.
+    pub egress: Option<wicket_os::egress::Egress>,
 }
 
 impl std::fmt::Debug for Launch {

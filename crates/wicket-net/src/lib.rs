@@ -15,6 +15,7 @@
 //! a decision may wait minutes for a person, and a thread waiting costs
 //! nothing but its stack.
 
+pub mod desk;
 mod error;
 pub mod host;
 mod http;

@@ -374,3 +374,85 @@ fn direct_network_says_so_on_its_card() {
         out[0]
     );
 }
+
+/// A stdio MCP server in Python with one tool, `fetch`, which reads a URL
+/// with urllib (which takes the proxy from the environment, as most
+/// servers' HTTP clients do).
+const FETCH_SERVER: &str = r#"
+import json, sys, urllib.request
+def reply(id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id = message.get("method"), message.get("id")
+    if method == "initialize":
+        reply(id, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "fetch", "version": "1"}})
+    elif method == "tools/list":
+        reply(id, {"tools": [{"name": "fetch", "description": "Reads a URL",
+                              "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}}}]})
+    elif method == "tools/call":
+        try:
+            body = urllib.request.urlopen(message["params"]["arguments"]["url"], timeout=30).read().decode()
+            reply(id, {"content": [{"type": "text", "text": body}]})
+        except Exception as error:
+            reply(id, {"content": [{"type": "text", "text": "failed: %s" % error}], "isError": True})
+    elif id is not None:
+        reply(id, {})
+"#;
+
+#[test]
+fn an_mcp_servers_connections_go_through_wicket_on_a_card_that_names_it() {
+    if !(have("python3") && have("curl")) {
+        return;
+    }
+    let f = Fixture::new();
+    // The server's script lies in the workspace: the jail hides the test's /tmp.
+    std::fs::write(f.ws.join("fetch_server.py"), FETCH_SERVER).unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!(
+            "[mcp_servers.fetcher]\ncommand = \"python3\"\nargs = [{:?}]\nnetwork = true\nauto_allow = [\"fetch\"]\n",
+            f.ws.join("fetch_server.py").display().to_string()
+        ),
+    )
+    .unwrap();
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    let call = |answer: &str| {
+        let output = wicket()
+            .env("WICKET_HOME", &f.home)
+            .args(["mcp", "call", "fetcher", "fetch"])
+            .arg(json!({"url": url}).to_string())
+            .args(["--workspace"])
+            .arg(&f.ws)
+            .args(["--session", "m", "--answers", answer])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        lines(&output)
+    };
+    let denied = call("deny");
+    let card = denied
+        .iter()
+        .find(|line| line["type"] == "card")
+        .unwrap_or_else(|| panic!("no net card: {denied:#?}"));
+    assert_eq!(card["kind"], "net");
+    assert_eq!(card["server"], "fetcher");
+    assert_eq!(card["host"], "localhost");
+    assert_eq!(upstream.accepts(), 0, "a denied host saw nothing");
+    let allowed = call("allow_once");
+    let text = allowed.last().unwrap().to_string();
+    assert!(
+        text.contains("one file, served through Wicket"),
+        "{allowed:#?}"
+    );
+    let events = net_events(&f, "m");
+    assert!(
+        events
+            .iter()
+            .any(|event| event["server"] == "fetcher" && event["refused"].is_null()),
+        "{events:#?}"
+    );
+}

@@ -24,7 +24,7 @@ pub(crate) struct FileServer {
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
     #[serde(default)]
-    network: bool,
+    network: wicket_protocol::Network,
     #[serde(default)]
     write_git: bool,
     #[serde(default)]
