@@ -113,6 +113,8 @@ impl SandboxSettings {
 
     /// [`SandboxSettings::summary`] for a kernel that can do `available`.
     pub fn summary_with(&self, available: &Availability, access: &Access) -> SandboxSummary {
+        let routed = routed(available, access);
+        let access = &routed;
         match self.mode {
             SandboxMode::Off => SandboxSummary {
                 mode: SandboxMode::Off,
@@ -302,6 +304,18 @@ impl SandboxSettings {
         summary: &SandboxSummary,
         access: &Access,
     ) -> Result<Confine, WireError> {
+        self.confine_with(availability(), workspace, home, summary, access)
+    }
+
+    /// [`SandboxSettings::confine`] on a kernel that can do `available`.
+    pub fn confine_with(
+        &self,
+        available: &Availability,
+        workspace: &Path,
+        home: &Path,
+        summary: &SandboxSummary,
+        access: &Access,
+    ) -> Result<Confine, WireError> {
         let unconfined = Confine {
             env_pass: self.env_pass.clone(),
             protect: vec![home.to_path_buf()],
@@ -319,6 +333,7 @@ impl SandboxSettings {
             )),
             SandboxMode::Unavailable => Ok(unconfined),
             SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => {
+                let access = &routed(available, access);
                 let mut deny_read = vec![home.to_path_buf()];
                 deny_read.extend(self.deny_read.iter().cloned());
                 let hidden = home_folders(workspace);
@@ -342,6 +357,17 @@ impl SandboxSettings {
             }
         }
     }
+}
+
+/// The network a command really gets: through Wicket only where the
+/// launcher can give it a network namespace of its own; else the host's,
+/// which its card then says.
+fn routed(available: &Availability, access: &Access) -> Access {
+    let mut routed = access.clone();
+    if routed.network == Network::Proxied && !available.namespaces {
+        routed.network = Network::Direct;
+    }
+    routed
 }
 
 /// One path a call asked to read (`read`): as written, and where it really is.
@@ -508,7 +534,7 @@ mod tests {
         let Ok(Confine {
             sandbox: Some(policy),
             ..
-        }) = settings.confine(workspace, Path::new("/home"), &summary, &access)
+        }) = settings.confine_with(&full, workspace, Path::new("/home"), &summary, &access)
         else {
             panic!("a sandbox");
         };
@@ -579,6 +605,41 @@ mod layers {
         ] {
             assert!(note.contains(gap), "{gap}: {note}");
         }
+    }
+
+    #[test]
+    fn without_namespaces_a_network_through_wicket_is_the_direct_one_and_the_card_says_so() {
+        let landlock_only = Availability {
+            launcher: true,
+            landlock_abi: Some(7),
+            namespaces: false,
+            mounts: false,
+            seccomp: true,
+            cgroup: false,
+            root: false,
+        };
+        let access = Access {
+            network: Network::Proxied,
+            ..Access::default()
+        };
+        let settings = SandboxSettings::default();
+        let summary = settings.summary_with(&landlock_only, &access);
+        assert!(summary.summary.contains("direct network"), "{summary:?}");
+        assert!(!summary.complete);
+        let Ok(Confine {
+            sandbox: Some(policy),
+            ..
+        }) = settings.confine_with(
+            &landlock_only,
+            Path::new("/ws"),
+            Path::new("/h"),
+            &summary,
+            &access,
+        )
+        else {
+            panic!("a sandbox");
+        };
+        assert_eq!(policy.network, Network::Direct);
     }
 
     #[test]

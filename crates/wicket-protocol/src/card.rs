@@ -301,6 +301,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_net_card_shows_a_name_in_another_script_beside_its_punycode_and_brackets_v6() {
+        let mut net = NetCard {
+            host: "xn--bcher-kva.example".into(),
+            port: 443,
+            shown: Some("bücher.example\u{202e}".into()),
+            addresses: Vec::new(),
+            local: false,
+            argv: Vec::new(),
+            server: None,
+        };
+        let target = net.target();
+        assert!(target.ends_with(":443 (xn--bcher-kva.example)"), "{target}");
+        assert!(target.starts_with("bücher.example"), "{target}");
+        assert!(
+            !target.contains('\u{202e}'),
+            "a control character is made visible: {target}"
+        );
+        net.shown = None;
+        net.host = "::1".into();
+        assert_eq!(net.target(), "[::1]:443");
+    }
+
+    #[test]
     fn a_card_keeps_the_flat_wire_shape() {
         let card = Card {
             id: "card-1".into(),

@@ -456,3 +456,34 @@ fn an_mcp_servers_connections_go_through_wicket_on_a_card_that_names_it() {
         "{events:#?}"
     );
 }
+
+#[test]
+fn allow_once_lets_a_host_for_the_rest_of_the_command_and_always_saves_a_net_rule() {
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    let twice = format!("curl -s {url}; curl -s {url}");
+    let out = networked(&f, &["sh", "-c", &twice], "s", "allow_once");
+    assert_eq!(cards(&out).len(), 1, "one card for the host: {out:#?}");
+    assert_eq!(upstream.accepts(), 2);
+    // The next command asks again; allow_always saves the rule that ends that.
+    let out = networked(&f, &["curl", "-s", &url], "s", "allow_always");
+    assert_eq!(cards(&out).len(), 1, "{out:#?}");
+    let saved = std::fs::read_to_string(f.home.join("rules.toml")).unwrap();
+    assert!(saved.contains("tool = \"net\""), "{saved}");
+    assert!(saved.contains("host = \"localhost\""), "{saved}");
+    assert!(
+        saved.contains(&format!("port = {}", upstream.port())),
+        "{saved}"
+    );
+    let out = networked(&f, &["curl", "-s", &url], "t", "deny");
+    assert!(cards(&out).is_empty(), "{out:#?}");
+    assert_eq!(
+        result(&out)["stdout"],
+        String::from_utf8_lossy(BODY).as_ref()
+    );
+}
