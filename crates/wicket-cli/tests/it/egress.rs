@@ -62,6 +62,20 @@ fn net_events(f: &Fixture, session: &str) -> Vec<Value> {
 
 const BODY: &[u8] = b"one file, served through Wicket\n";
 
+/// A workspace whose config has `net` rules for `hosts`, a server of
+/// [`BODY`] on 127.0.0.1, and its URL by the name `localhost`; none where
+/// curl is missing (and the tests may skip).
+fn served(hosts: &[&str]) -> Option<(Fixture, Upstream, String)> {
+    if !have("curl") {
+        return None;
+    }
+    let f = Fixture::new();
+    config(&f, hosts);
+    let upstream = Upstream::start(BODY);
+    let url = format!("http://localhost:{}/", upstream.port());
+    Some((f, upstream, url))
+}
+
 #[test]
 fn curl_reaches_a_host_a_rule_allows_and_every_byte_is_counted() {
     if !have("curl") {
@@ -132,13 +146,9 @@ fn curl_tunnels_https_and_socks5_through_wicket() {
 
 #[test]
 fn a_host_no_rule_names_is_a_net_card_and_denied_reaches_nothing() {
-    if !have("curl") {
+    let Some((f, upstream, url)) = served(&[]) else {
         return;
-    }
-    let f = Fixture::new();
-    config(&f, &[]);
-    let upstream = Upstream::start(BODY);
-    let url = format!("http://localhost:{}/", upstream.port());
+    };
     let argv = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", &url];
     let out = networked(&f, &argv, "s", "deny");
     let cards = cards(&out);
@@ -157,13 +167,9 @@ fn a_host_no_rule_names_is_a_net_card_and_denied_reaches_nothing() {
 
 #[test]
 fn policy_check_replays_each_connection_against_todays_rules() {
-    if !have("curl") {
+    let Some((f, upstream, url)) = served(&[]) else {
         return;
-    }
-    let f = Fixture::new();
-    config(&f, &[]);
-    let upstream = Upstream::start(BODY);
-    let url = format!("http://localhost:{}/", upstream.port());
+    };
     networked(&f, &["curl", "-s", &url], "s", "deny");
     let check = |expected: &str| {
         let output = wicket()
@@ -206,13 +212,9 @@ fn a_host_that_is_not_a_host_pattern_is_a_config_error_naming_the_file() {
 
 #[test]
 fn allowed_for_the_session_a_second_command_reaches_the_host_without_a_card() {
-    if !have("curl") {
+    let Some((f, upstream, url)) = served(&[]) else {
         return;
-    }
-    let f = Fixture::new();
-    config(&f, &[]);
-    let upstream = Upstream::start(BODY);
-    let url = format!("http://localhost:{}/", upstream.port());
+    };
     let first = networked(&f, &["curl", "-s", &url], "s", "allow_session");
     assert_eq!(cards(&first).len(), 1, "{first:#?}");
     assert_eq!(
@@ -459,13 +461,9 @@ fn an_mcp_servers_connections_go_through_wicket_on_a_card_that_names_it() {
 
 #[test]
 fn allow_once_lets_a_host_for_the_rest_of_the_command_and_always_saves_a_net_rule() {
-    if !have("curl") {
+    let Some((f, upstream, url)) = served(&[]) else {
         return;
-    }
-    let f = Fixture::new();
-    config(&f, &[]);
-    let upstream = Upstream::start(BODY);
-    let url = format!("http://localhost:{}/", upstream.port());
+    };
     let twice = format!("curl -s {url}; curl -s {url}");
     let out = networked(&f, &["sh", "-c", &twice], "s", "allow_once");
     assert_eq!(cards(&out).len(), 1, "one card for the host: {out:#?}");
