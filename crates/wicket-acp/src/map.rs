@@ -765,6 +765,7 @@ mod tests {
                 EventBody::ToolResult(ToolResultEvent {
                     call_id: "c2".into(),
                     result: Ok(ToolOutput::Run(RunOutput {
+                        note: Default::default(),
                         net: Default::default(),
                         exit_code: Some(0),
                         signal: None,

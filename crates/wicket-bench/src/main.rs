@@ -656,6 +656,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let ws = std::fs::canonicalize(dir.path())?;
     let limits = Limits {
+        cut_note: Default::default(),
         timeout: Duration::from_secs(10),
         keep_bytes: 1024,
     };

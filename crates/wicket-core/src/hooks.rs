@@ -161,6 +161,7 @@ pub fn run_hook(
         ..Spec::new(hook.command.clone(), cwd)
     };
     let limits = Limits {
+        cut_note: Default::default(),
         timeout,
         keep_bytes: HOOK_STDERR_MAX_BYTES,
     };

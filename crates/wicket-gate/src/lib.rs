@@ -125,12 +125,15 @@ pub fn digest(bytes: Option<&[u8]>) -> String {
     }
 }
 
+/// What the model reads after a denial, the same everywhere: what was
+/// denied, that nothing happened, and what to do instead.
+pub const AFTER_A_DENIAL: &str = "Do not repeat it or get the same effect another way. If you still \
+     need it, say why with ask; otherwise carry on without it.";
+
 fn denied(what: &str) -> WireError {
     WireError::new(
         ErrorKind::Denied,
-        format!(
-            "the person denied {what}; the workspace is as it was. Ask them (with ask) what they want instead, or try another way"
-        ),
+        format!("The person denied {what}; nothing happened. {AFTER_A_DENIAL}"),
     )
 }
 
@@ -145,8 +148,8 @@ fn denied_by_rule(rule: &str) -> WireError {
     WireError::new(
         ErrorKind::Denied,
         format!(
-            "a rule of the person's ({rule}) refuses this call without asking; the workspace is as \
-             it was. Do not try it another way: ask them (with ask) if you need it"
+            "A rule of the person's ({rule}) denied this call without asking; nothing happened. \
+             {AFTER_A_DENIAL}"
         ),
     )
 }
@@ -314,6 +317,10 @@ struct Proxied<'r> {
     dir: &'r RunDir,
     cancel: &'r Cancel,
 }
+
+/// How long a call holds the desk after its work, for the connections
+/// still closing (a longer one is logged by the next call).
+const DESK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Who a `net` card says wants to reach a host: a command (its argv), or an
 /// MCP server; and the call it came in.
@@ -811,7 +818,7 @@ impl<'a> Gate<'a> {
         let egress = net::handler(to_gate, open.clone());
         let tools = self.tools;
         let mut said = net::Said::default();
-        let mut used = Vec::new();
+        let mut tally = net::Tally::default();
         let mut failure = None;
         let asker = Asker {
             call_id: run.call_id,
@@ -849,14 +856,11 @@ impl<'a> Gate<'a> {
                 // A command's connections tell of no end of work: they end with it.
                 net::Asked::Done => {}
                 net::Asked::Closed { closed, from: _ } => {
-                    let Some((mut event, one)) = net::recorded(&closed) else {
-                        return;
-                    };
-                    event.call_id = Some(run.call_id.clone());
-                    if let Err(error) = self.session.append(EventBody::Net(event)) {
+                    if let Some(event) = tally.add(&closed, run.call_id)
+                        && let Err(error) = self.session.append(EventBody::Net(event))
+                    {
                         failure.get_or_insert(internal(error));
                     }
-                    used.push(one);
                 }
             });
             runner.join()
@@ -873,7 +877,7 @@ impl<'a> Gate<'a> {
         if let Some(error) = failure {
             return Err(error);
         }
-        output.net = net::summed(used);
+        tally.into_output(&mut output);
         Ok(output)
     }
 
@@ -918,49 +922,67 @@ impl<'a> Gate<'a> {
                 worked
             });
             for one in &asked {
-                match one {
-                    net::Asked::Done => break,
-                    net::Asked::Decide {
-                        target,
-                        resolved,
-                        from,
-                        reply,
-                    } => {
-                        let asker = Asker {
-                            call_id,
-                            argv: &[],
-                            server: from.as_deref(),
-                        };
-                        let decision = self
-                            .decide_net(&asker, &target, &resolved, &mut said, answerer)
-                            .unwrap_or(wicket_net::Decision::Deny);
-                        // The connection may be gone already; nothing waits for the answer then.
-                        let _ = reply.send(decision);
-                    }
-                    net::Asked::Closed { closed, from } => {
-                        self.log_net(Some(call_id), from.as_deref(), &closed);
-                    }
+                if matches!(one, net::Asked::Done) {
+                    break;
+                }
+                self.heard(one, call_id, Some((&mut said, &mut *answerer)));
+            }
+            // A connection that ends as the work does (a response read
+            // whole, its socket closing) is heard for a moment more.
+            let deadline = std::time::Instant::now() + DESK_GRACE;
+            while desk.open() > 0 {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match asked.recv_timeout(left) {
+                    Ok(one) => self.heard(one, call_id, None),
+                    Err(_) => break,
                 }
             }
             desk.release();
-            // What came after the work was done: refused, or logged.
             while let Ok(one) = asked.try_recv() {
-                match one {
-                    net::Asked::Decide { reply, .. } => {
-                        // As above: no one may wait for it.
-                        let _ = reply.send(wicket_net::Decision::Deny);
-                    }
-                    net::Asked::Closed { closed, from } => {
-                        self.log_net(Some(call_id), from.as_deref(), &closed);
-                    }
-                    net::Asked::Done => {}
-                }
+                self.heard(one, call_id, None);
             }
             worker.join()
         });
         match worked {
             Ok(worked) => worked,
             Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// One thing a server's connection asked or told while `call_id` held
+    /// the desk: decided with `deciding` (this call's answers and the
+    /// person), or refused once the call's work is over; a close logged.
+    fn heard(
+        &self,
+        one: net::Asked,
+        call_id: &CallId,
+        deciding: Option<(&mut net::Said, &mut dyn Answerer)>,
+    ) {
+        match one {
+            net::Asked::Decide {
+                target,
+                resolved,
+                from,
+                reply,
+            } => {
+                let asker = Asker {
+                    call_id,
+                    argv: &[],
+                    server: from.as_deref(),
+                };
+                let decision = match deciding {
+                    Some((said, answerer)) => self
+                        .decide_net(&asker, &target, &resolved, said, answerer)
+                        .unwrap_or(wicket_net::Decision::Deny),
+                    None => wicket_net::Decision::Deny,
+                };
+                // The connection may be gone already; nothing waits for the answer then.
+                let _ = reply.send(decision);
+            }
+            net::Asked::Closed { closed, from } => {
+                self.log_net(Some(call_id), from.as_deref(), &closed);
+            }
+            net::Asked::Done => {}
         }
     }
 

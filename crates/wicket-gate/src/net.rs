@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) use wicket_net::desk::Asked;
 use wicket_net::{Closed, Decision, Host, Outcome, Resolved, Target};
 use wicket_os::egress::Egress;
-use wicket_protocol::{AllowedBy, NetUse};
+use wicket_protocol::event::NetEvent;
+use wicket_protocol::{AllowedBy, CallId, NetUse, RunOutput};
 
 /// The clients of a command's connections still open, so that when the
 /// command is over every one is closed, and no relay outlives it.
@@ -145,8 +146,42 @@ pub(crate) fn recorded(closed: &Closed) -> Option<(wicket_protocol::event::NetEv
     Some((event, used))
 }
 
+/// What a command's connections came to, as they closed.
+#[derive(Default)]
+pub(crate) struct Tally {
+    used: Vec<NetUse>,
+    refused: Vec<String>,
+}
+
+impl Tally {
+    /// One connection closed: counted, and its `net` event for the log.
+    pub(crate) fn add(&mut self, closed: &Closed, call_id: &CallId) -> Option<NetEvent> {
+        let (mut event, used) = recorded(closed)?;
+        event.call_id = Some(call_id.clone());
+        let target = format!("{}:{}", event.host, event.port);
+        if closed.outcome == Outcome::Denied && !self.refused.contains(&target) {
+            self.refused.push(target);
+        }
+        self.used.push(used);
+        Some(event)
+    }
+
+    /// The run's `net`, and a note that names what was refused (unless
+    /// the run's own note says more).
+    pub(crate) fn into_output(self, output: &mut RunOutput) {
+        output.net = summed(self.used);
+        if output.note.is_none() && !self.refused.is_empty() {
+            output.note = Some(format!(
+                "Wicket refused {} (the person or a rule denied it); nothing was sent there. {}",
+                self.refused.join(", "),
+                crate::AFTER_A_DENIAL
+            ));
+        }
+    }
+}
+
 /// The run's `net`: the bytes each way, host by host, in the order first reached.
-pub(crate) fn summed(uses: Vec<NetUse>) -> Vec<NetUse> {
+fn summed(uses: Vec<NetUse>) -> Vec<NetUse> {
     let mut summed: Vec<NetUse> = Vec::new();
     for used in uses {
         match summed

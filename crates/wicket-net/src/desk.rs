@@ -64,6 +64,8 @@ struct Held {
     to: Option<Sender<Asked>>,
     /// Connections that closed while no one held the desk, with who made them.
     unheard: Vec<(String, Closed)>,
+    /// Connections being served now.
+    open: usize,
 }
 
 /// Where the connections of long-lived processes ask: see the module.
@@ -88,9 +90,17 @@ impl Desk {
         }
     }
 
+    /// How many connections are being served now.
+    pub fn open(&self) -> usize {
+        self.0.lock().map_or(0, |held| held.open)
+    }
+
     /// Serves one connection of `from` (an MCP server) to its end, asking
     /// whoever holds the desk.
     pub fn serve(&self, from: &str, client: TcpStream) {
+        if let Ok(mut held) = self.0.lock() {
+            held.open += 1;
+        }
         let asking = Asking {
             desk: self.clone(),
             from: from.to_string(),
@@ -104,8 +114,11 @@ impl Desk {
             })
             .is_ok()
         });
-        if !told && let Ok(mut held) = self.0.lock() {
-            held.unheard.push((from.to_string(), closed));
+        if let Ok(mut held) = self.0.lock() {
+            if !told {
+                held.unheard.push((from.to_string(), closed));
+            }
+            held.open = held.open.saturating_sub(1);
         }
     }
 }

@@ -384,6 +384,8 @@ pub struct Capture {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     total: u64,
+    /// Said in the cut marker after the count (`; redirect …`), or nothing.
+    cut_note: &'static str,
 }
 
 impl Capture {
@@ -391,6 +393,15 @@ impl Capture {
     pub fn new(keep: usize) -> Capture {
         Capture {
             keep,
+            ..Capture::default()
+        }
+    }
+
+    /// As [`Capture::new`], its cut marker saying `note` after the count.
+    pub fn with_cut_note(keep: usize, note: &'static str) -> Capture {
+        Capture {
+            keep,
+            cut_note: note,
             ..Capture::default()
         }
     }
@@ -434,8 +445,9 @@ impl Capture {
             .take_while(|byte| *byte & 0xC0 == 0x80)
             .count();
         let text = format!(
-            "{}\n[… {cut} bytes cut …]\n{}",
+            "{}\n[… {cut} bytes cut{} …]\n{}",
             String::from_utf8_lossy(&self.head[..head_end]),
+            self.cut_note,
             String::from_utf8_lossy(&tail[tail_start..])
         );
         (text, cut)
@@ -505,6 +517,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes of each stream kept, half head, half tail.
     pub keep_bytes: usize,
+    /// What the cut marker says after the count, for whoever reads it.
+    pub cut_note: &'static str,
 }
 
 /// How a command ended.
@@ -573,8 +587,9 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
             let _ = stdin.write_all(&bytes);
         });
     }
-    let stdout = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
-    let stderr = Arc::new(Mutex::new(Capture::new(limits.keep_bytes)));
+    let capture = || Capture::with_cut_note(limits.keep_bytes, limits.cut_note);
+    let stdout = Arc::new(Mutex::new(capture()));
+    let stderr = Arc::new(Mutex::new(capture()));
     let drains = Arc::new(Drains::default());
     let mut readers = 0;
     if let Some(out) = child.stdout.take() {
@@ -836,6 +851,7 @@ mod tests {
             confine: Confine::none(),
         };
         let limits = Limits {
+            cut_note: Default::default(),
             timeout: Duration::from_secs(10),
             keep_bytes: 1024,
         };

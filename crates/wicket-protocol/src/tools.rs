@@ -13,6 +13,7 @@ use crate::limits::{ARGUMENTS_MAX_DEPTH, RUN_STREAM_MAX_BYTES};
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
     /// The file, relative to the workspace (or an absolute path outside it, which asks the person).
+    #[serde(alias = "file_path")]
     pub path: String,
     /// The byte offset to start at (from a previous read's next_offset).
     #[serde(default)]
@@ -53,10 +54,13 @@ pub struct ListDirArgs {
 #[serde(deny_unknown_fields)]
 pub struct SearchReplaceArgs {
     /// The file to edit.
+    #[serde(alias = "file_path")]
     pub path: String,
     /// The exact text to find; it must occur exactly once unless replace_all.
+    #[serde(alias = "old_string", alias = "old_str")]
     pub old: String,
     /// The text to put in its place.
+    #[serde(alias = "new_string", alias = "new_str")]
     pub new: String,
     /// Replace every occurrence instead of requiring exactly one.
     #[serde(default)]
@@ -68,6 +72,7 @@ pub struct SearchReplaceArgs {
 #[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
     /// The file to create or replace; missing folders are created.
+    #[serde(alias = "file_path")]
     pub path: String,
     /// The whole new content.
     pub content: String,
@@ -263,6 +268,24 @@ fn parse_args<T: serde::de::DeserializeOwned>(
         .map_err(|error| WireError::invalid(format!("bad arguments for {name}: {error}")))
 }
 
+/// run's arguments; a shell line given as `command` (as other agents' tools
+/// take it) is answered with the argv that runs it, not a bare "missing
+/// field".
+fn run_args(arguments: serde_json::Value) -> Result<RunArgs, WireError> {
+    if let Some(command) = arguments
+        .get("command")
+        .and_then(|command| command.as_str())
+        && arguments.get("argv").is_none()
+    {
+        let example = serde_json::json!({"argv": ["sh", "-c", command]});
+        return Err(WireError::invalid(format!(
+            "run takes argv, the program and its arguments as a list, with no shell; \
+             to run this line through a shell, call run with {example}"
+        )));
+    }
+    parse_args("run", arguments)
+}
+
 /// Whether the tool named `name` may change the workspace's files:
 /// `write_file`, `search_replace`, `run`.
 pub fn changes_files(name: &str) -> bool {
@@ -278,7 +301,7 @@ impl ToolCall {
             "list_dir" => ToolCall::ListDir(parse_args(name, arguments)?),
             "search_replace" => ToolCall::SearchReplace(parse_args(name, arguments)?),
             "write_file" => ToolCall::WriteFile(parse_args(name, arguments)?),
-            "run" => ToolCall::Run(parse_args(name, arguments)?),
+            "run" => ToolCall::Run(run_args(arguments)?),
             _ => {
                 return Err(WireError::invalid(format!(
                     "there is no tool '{name}'; the tools are {}",
@@ -513,6 +536,10 @@ pub struct RunOutput {
     /// What it sent and received through Wicket, host by host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetUse>,
+    /// What the model should know to do next, when the jail is the likely
+    /// reason it failed (no network, a read-only `.git`, the timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One host a command reached through Wicket, and the bytes each way.
@@ -753,6 +780,46 @@ pub fn cancelled(message: &str) -> WireError {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_names_other_agents_use_are_read_as_ours() {
+        let edit = ToolCall::parse(
+            "search_replace",
+            serde_json::json!({"file_path": "a.rs", "old_string": "x", "new_string": "y"}),
+        )
+        .unwrap();
+        let ToolCall::SearchReplace(edit) = edit else {
+            panic!("search_replace");
+        };
+        assert_eq!(
+            (edit.path.as_str(), edit.old.as_str(), edit.new.as_str()),
+            ("a.rs", "x", "y")
+        );
+        let short = ToolCall::parse(
+            "search_replace",
+            serde_json::json!({"path": "a.rs", "old_str": "x", "new_str": "y"}),
+        );
+        assert!(short.is_ok(), "{short:?}");
+        for (tool, args) in [
+            ("read_file", serde_json::json!({"file_path": "a.rs"})),
+            (
+                "write_file",
+                serde_json::json!({"file_path": "a.rs", "content": ""}),
+            ),
+        ] {
+            assert!(ToolCall::parse(tool, args).is_ok(), "{tool}");
+        }
+        // A shell line as `command` is answered with the argv that runs it.
+        let error =
+            ToolCall::parse("run", serde_json::json!({"command": "ls -la | wc -l"})).unwrap_err();
+        assert!(
+            error
+                .message
+                .contains(r#"{"argv":["sh","-c","ls -la | wc -l"]}"#),
+            "{}",
+            error.message
+        );
+    }
+
     fn no_mcp(_: &str) -> Option<(String, String)> {
         None
     }
@@ -829,6 +896,7 @@ mod tests {
                 runs_later: None,
             }),
             ToolOutput::Run(RunOutput {
+                note: Default::default(),
                 net: Default::default(),
                 exit_code: Some(0),
                 signal: None,

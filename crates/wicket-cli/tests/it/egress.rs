@@ -485,3 +485,50 @@ fn allow_once_lets_a_host_for_the_rest_of_the_command_and_always_saves_a_net_rul
         String::from_utf8_lossy(BODY).as_ref()
     );
 }
+
+#[test]
+fn the_request_after_a_command_that_found_no_network_tells_the_model_to_ask_for_it() {
+    use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+    if !have("curl") {
+        return;
+    }
+    let f = Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(Step::Reply(FakeReply::tool_call(
+        "c1",
+        "run",
+        json!({"argv": ["curl", "-sS", "http://example.invalid/"]}).to_string(),
+    )));
+    fake.push(Step::Reply(FakeReply::text("done")));
+    let output = crate::exec::exec(
+        &f,
+        "fetch it",
+        &[
+            "--model",
+            "openai:gpt-test",
+            "--json",
+            "--answers",
+            "allow_once",
+        ],
+    )
+    .env("OPENAI_BASE_URL", fake.base_url())
+    .env("OPENAI_API_KEY", "test-key")
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let requests = fake.requests();
+    let messages = requests.last().unwrap().body["messages"].clone();
+    let result = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool result: {messages:#}"));
+    let result: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    let note = result["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("no network") && note.contains("\"network\": true"),
+        "{result:#}"
+    );
+}

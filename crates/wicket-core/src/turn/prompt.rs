@@ -11,7 +11,8 @@ pub fn system_prompt(workspace: &Workspace, skills: &[Skill]) -> (String, Option
         "You are a coding agent working in the workspace {}. Relative paths are relative to it.\n\
          Use the tools to read, search and change it. Reads, searches and listings inside the workspace run at once; \
          every write, every command and every read outside the workspace waits for the person to allow it, \
-         and a denial is final for that call: do not retry it unchanged, ask instead.\n\
+         and a denial is final: do not repeat the call or get the same effect another way; \
+         if you still need it, say why with ask.\n\
          Commands run with no shell. When the work is done, call finish with a short summary of what you did.\n",
         workspace.root().display()
     );

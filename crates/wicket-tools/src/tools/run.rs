@@ -112,9 +112,10 @@ pub fn run(
     let limits = Limits {
         timeout,
         keep_bytes: RUN_STREAM_MAX_BYTES,
+        cut_note: CUT_NOTE,
     };
     let finished = spawn::run(spec, limits, cancel).map_err(not_started)?;
-    Ok(RunOutput {
+    let output = RunOutput {
         exit_code: finished.code(),
         signal: finished.signal(),
         timed_out: finished.timed_out,
@@ -124,8 +125,73 @@ pub fn run(
         stderr_cut: finished.stderr.1,
         duration_ms: finished.duration.as_millis() as u64,
         net: Vec::new(),
-    })
+        note: None,
+    };
+    Ok(noted(output, args, timeout.as_secs()))
 }
+/// What a failed command printed when it had no network to reach.
+const NO_NETWORK: [&str; 12] = [
+    "Could not resolve host",
+    "Could not resolve",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "nodename nor servname",
+    "getaddrinfo",
+    "Network is unreachable",
+    "Failed to establish a new connection",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "dial tcp",
+];
+
+/// What a failed command printed when it could not write `.git`.
+const READ_ONLY: [&str; 3] = [
+    "Read-only file system",
+    "Permission denied",
+    "Operation not permitted",
+];
+
+/// `output` with its note: what to ask for when the jail is the likely
+/// reason it failed.
+fn noted(mut output: RunOutput, args: &RunArgs, timeout_s: u64) -> RunOutput {
+    let said = |words: &[&str]| {
+        words
+            .iter()
+            .any(|word| output.stderr.contains(word) || output.stdout.contains(word))
+    };
+    output.note = if output.timed_out {
+        Some(if timeout_s < RUN_MAX_TIMEOUT_S {
+            format!(
+                "it ran past its timeout of {timeout_s} s and was stopped; if it needs longer, \
+                     give timeout_s (at most {RUN_MAX_TIMEOUT_S})"
+            )
+        } else {
+            format!("it ran past the longest timeout, {RUN_MAX_TIMEOUT_S} s, and was stopped")
+        })
+    } else if output.exit_code == Some(0) {
+        None
+    } else if args.network.is_off() && said(&NO_NETWORK) {
+        Some(
+            "the command has no network; if it needs one, run it again with \"network\": true \
+                 (the person approves each host it reaches)"
+                .into(),
+        )
+    } else if !args.git && said(&[".git"]) && said(&READ_ONLY) {
+        Some(
+            ".git is read-only for commands; to commit, check out, branch or change git's \
+                 config, run it again with \"git\": true (the person sees that on the card)"
+                .into(),
+        )
+    } else {
+        None
+    };
+    output
+}
+
+/// What a run's cut marker says after the count: how to see the rest.
+pub const CUT_NOTE: &str = "; redirect the output to a file in the workspace and grep it";
+
 /// A command that did not start, as the model (or the person) reads it:
 /// the one place spawn failures become wire errors, for `run`, hooks and
 /// MCP servers alike.

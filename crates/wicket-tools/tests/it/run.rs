@@ -85,10 +85,10 @@ fn output_is_cut_to_head_and_tail_with_the_count() {
             .starts_with(&"a".repeat(RUN_STREAM_MAX_BYTES / 2))
     );
     assert!(out.stdout.ends_with("aaaEND"));
-    assert!(
-        out.stdout
-            .contains(&format!("[… {} bytes cut …]", out.stdout_cut))
-    );
+    assert!(out.stdout.contains(&format!(
+        "[… {} bytes cut; redirect the output to a file in the workspace and grep it …]",
+        out.stdout_cut
+    )));
     let exact = run(
         &f.tools(),
         &[
@@ -189,4 +189,55 @@ fn bad_run_arguments_are_invalid() {
         ErrorKind::NotFound
     );
     assert!(run_with(&t, &args(&["ls"], Some(600)), &Cancel::default()).is_ok());
+}
+
+#[test]
+fn a_failure_the_jail_likely_caused_carries_a_note_that_names_the_flag() {
+    let f = Fixture::new();
+    let tools = Tools::open(&f.ws).unwrap();
+    let failed = |script: &str, network: wicket_protocol::Network, git: bool| {
+        let args = RunArgs {
+            network,
+            git,
+            ..args(&["sh", "-c", script], None)
+        };
+        run_with(&tools, &args, &Cancel::default()).unwrap()
+    };
+    let offline = "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6";
+    let note = failed(offline, wicket_protocol::Network::Off, false).note;
+    assert!(
+        note.as_deref().unwrap_or("").contains("\"network\": true"),
+        "{note:?}"
+    );
+    // With the network asked for, the note would be wrong.
+    assert_eq!(
+        failed(offline, wicket_protocol::Network::Proxied, false).note,
+        None
+    );
+    let git = "echo 'fatal: cannot lock ref: .git/refs/heads/main.lock: Read-only file system' >&2; exit 128";
+    let note = failed(git, wicket_protocol::Network::Off, false).note;
+    assert!(
+        note.as_deref().unwrap_or("").contains("\"git\": true"),
+        "{note:?}"
+    );
+    assert_eq!(
+        failed("exit 1", wicket_protocol::Network::Off, false).note,
+        None
+    );
+    assert_eq!(
+        failed(
+            offline.replace("exit 6", "exit 0").as_str(),
+            wicket_protocol::Network::Off,
+            false
+        )
+        .note,
+        None
+    );
+    let slow = run(&tools, &["sleep", "30"], Some(1));
+    assert!(slow.timed_out);
+    let note = slow.note.unwrap_or_default();
+    assert!(
+        note.contains("timeout of 1 s") && note.contains("600"),
+        "{note}"
+    );
 }

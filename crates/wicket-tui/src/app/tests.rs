@@ -210,6 +210,7 @@ fn a_transcript_with_every_event_kind() {
             EventBody::ToolResult(ToolResultEvent {
                 call_id: "c3".into(),
                 result: Ok(ToolOutput::Run(RunOutput {
+                    note: Default::default(),
                     net: Default::default(),
                     exit_code: Some(101),
                     signal: None,
