@@ -127,6 +127,7 @@ pub(crate) fn sample_event(i: u64) -> EventBody {
         call_id: format!("call-{i}").into(),
         result: Ok(wicket_protocol::ToolOutput::ReadFile(
             wicket_protocol::ReadFileOutput {
+                note: Default::default(),
                 content: "fn main() {}\n".into(),
                 size: 13,
                 offset: 0,

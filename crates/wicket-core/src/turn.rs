@@ -737,7 +737,10 @@ impl Runner<'_> {
             };
             let mut notes = Vec::new();
             let result = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
-                Err((arguments, error)) => self.refused(call, arguments, error),
+                Err((arguments, error)) => {
+                    let error = offered_instead(error, &call.name, &turn.request.tools);
+                    self.refused(call, arguments, error)
+                }
                 Ok(Call::Tool(tool_call)) => {
                     let (result, said) = self.caller().call(call, &tool_call, person, cancel);
                     notes = said;
@@ -848,9 +851,13 @@ impl Runner<'_> {
         }
     }
 
-    /// The six tools, ask, finish, use_skill, and the MCP servers' tools.
+    /// The six tools, ask, finish, use_skill (when there is a skill to
+    /// load), and the MCP servers' tools.
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs = tool_specs();
+        if self.settings.skills.is_empty() {
+            specs.retain(|spec| spec.name != "use_skill");
+        }
         if let Some(hub) = self.mcp {
             specs.extend(crate::mcp::tool_specs(hub));
         }
@@ -865,4 +872,21 @@ pub fn find_skills(
     extra: &[crate::config::SkillDir],
 ) -> Vec<Skill> {
     skills::discover(workspace, home, extra)
+}
+
+/// A call of a tool that is not there, answered with every tool the
+/// request offered (its MCP tools and the turn's own among them), not only
+/// the six; any other refusal as it is.
+fn offered_instead(error: WireError, name: &str, offered: &[ToolSpec]) -> WireError {
+    let unknown = !offered.iter().any(|spec| spec.name == name)
+        && error.kind == ErrorKind::InvalidArgs
+        && error.message.starts_with("there is no ");
+    if !unknown || offered.is_empty() {
+        return error;
+    }
+    let names: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
+    WireError::invalid(format!(
+        "there is no tool '{name}'; the tools are {}",
+        names.join(", ")
+    ))
 }

@@ -32,7 +32,40 @@ fn schema_of<T: JsonSchema>() -> serde_json::Value {
         map.remove("title");
         map.remove("description");
     }
+    plain(&mut value);
     value
+}
+
+/// A schema in the subset every provider's function declarations take
+/// (OpenAI's, Anthropic's, Gemini's): no `format`, no `default: null`, one
+/// type for an optional field (`["integer", "null"]` is `integer`: leaving
+/// it out is how a model says none), and descriptions on one line.
+fn plain(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("format");
+            if map.get("default").is_some_and(serde_json::Value::is_null) {
+                map.remove("default");
+            }
+            if let Some(serde_json::Value::Array(types)) = map.get("type") {
+                let named: Vec<serde_json::Value> = types
+                    .iter()
+                    .filter(|kind| *kind != "null")
+                    .cloned()
+                    .collect();
+                if let [only] = named.as_slice() {
+                    let only = only.clone();
+                    map.insert("type".into(), only);
+                }
+            }
+            if let Some(serde_json::Value::String(text)) = map.get_mut("description") {
+                *text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+            map.values_mut().for_each(plain);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(plain),
+        _ => {}
+    }
 }
 
 fn kib(bytes: usize) -> String {
@@ -81,8 +114,10 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec::<GrepArgs>(
             "grep",
             format!(
-                "Search file contents with a regular expression; returns up to {GREP_MAX_MATCHES} matches as \
-                 path:line:text, in path order, honouring .gitignore."
+                "Search file contents with a regular expression (Rust syntax: escape ( [ . * + ? {{ | \\ \
+                 with \\ to match them literally); returns up to {GREP_MAX_MATCHES} matches as \
+                 path:line:text, in path order. Files that .gitignore or .ignore name are skipped unless \
+                 you give one as path."
             ),
         ),
         spec::<ListDirArgs>(
@@ -129,6 +164,37 @@ pub fn tool_specs() -> Vec<ToolSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_specs_keep_to_what_every_providers_declarations_take() {
+        fn walk(value: &serde_json::Value, path: &str) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    assert!(!map.contains_key("format"), "{path}: format");
+                    assert!(
+                        !map.get("default").is_some_and(serde_json::Value::is_null),
+                        "{path}: default null"
+                    );
+                    assert!(
+                        !map.get("type").is_some_and(|kind| kind.is_array()),
+                        "{path}: a type list"
+                    );
+                    if let Some(text) = map.get("description").and_then(|text| text.as_str()) {
+                        assert!(!text.contains('\n'), "{path}: a line break in {text:?}");
+                    }
+                    for (key, inner) in map {
+                        walk(inner, &format!("{path}.{key}"));
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, path)),
+                _ => {}
+            }
+        }
+        for spec in tool_specs() {
+            assert!(!spec.description.contains('\n'), "{}", spec.name);
+            walk(&spec.parameters, &spec.name);
+        }
+    }
     use crate::tools::{CORE_TOOL_NAMES, TOOL_NAMES};
 
     #[test]

@@ -479,6 +479,10 @@ pub struct ReadFileOutput {
     /// True for a binary file.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub binary: bool,
+    /// In words, what the model should know of this read (a binary file's
+    /// content is not shown, and how to look at it instead).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
 }
 
 /// grep's result.
@@ -874,6 +878,7 @@ mod tests {
     fn outputs_round_trip_through_their_untagged_shape() {
         let outputs = [
             ToolOutput::ReadFile(ReadFileOutput {
+                note: Default::default(),
                 content: "x".into(),
                 size: 1,
                 offset: 0,

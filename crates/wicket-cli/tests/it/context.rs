@@ -322,3 +322,24 @@ fn an_unknown_models_window_is_asked_of_its_server() {
     assert!(asked.contains(&"max_tokens 2048".to_string()), "{asked:?}");
     assert_eq!(ending(&events)["type"], "result");
 }
+
+#[test]
+fn a_tool_that_is_not_there_is_answered_with_every_tool_the_request_offered() {
+    let f = Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(Step::Reply(FakeReply::tool_call(
+        "b1",
+        "Bash",
+        r#"{"command": "ls"}"#,
+    )));
+    fake.push(Step::Reply(FakeReply::text("done")));
+    let (events, code) = exec_against(&f, &fake, "openai:gpt-test", "look", "unknown");
+    assert_eq!(code, 0, "{events:#?}");
+    let requests = fake.requests();
+    let body = requests.last().unwrap().body.to_string();
+    assert!(body.contains("there is no tool 'Bash'"), "{body}");
+    assert!(
+        body.contains("read_file, grep, list_dir, search_replace, write_file, run, ask, finish"),
+        "{body}"
+    );
+}

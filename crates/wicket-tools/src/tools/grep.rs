@@ -302,7 +302,14 @@ pub fn grep(
         .line_terminator(Some(b'\n'))
         .build(&args.pattern)
         .map_err(|error| {
-            Error::invalid(format!("the pattern is not a valid Rust regex: {error}"))
+            // The regex crate's own words quote the pattern as written;
+            // grep's quote it inside the group it wraps it in.
+            let said = regex::Regex::new(&args.pattern)
+                .err()
+                .map_or_else(|| error.to_string(), |error| error.to_string());
+            Error::invalid(format!(
+                "the pattern is not a valid Rust regex (escape a literal ( [ . * + ? {{ | \\ with \\): {said}"
+            ))
         })?;
     let start = Start::of(workspace, location)?;
     let (lines, truncated) = match start {

@@ -79,8 +79,13 @@ fn binary(size: u64, offset: u64) -> ReadFileOutput {
         next_offset: None,
         next_line: None,
         binary: true,
+        note: Some(BINARY_NOTE.into()),
     }
 }
+
+/// What a binary read says in words.
+pub const BINARY_NOTE: &str = "the file is binary (it holds NUL bytes), so its content is not \
+     shown; to look inside it, run a tool such as file, xxd or strings on it";
 
 /// Where a read starts: the offset, the line's start, or 0, backed up to
 /// a character boundary when the offset points inside a character.
@@ -170,6 +175,7 @@ pub fn read_file(
         (true, _) => (Some(end), None),
     };
     Ok(ReadFileOutput {
+        note: Default::default(),
         content,
         size,
         offset: start,

@@ -6,12 +6,55 @@ use wicket_protocol::{ErrorKind, SearchReplaceArgs};
 use crate::error::{Error, Result};
 use crate::limits::WRITE_MAX_BYTES;
 
+/// Why `old` was not found in `text`, and where it nearly was.
+fn no_match(text: &str, old: &str, shown: &str) -> Error {
+    let near = match loose_match(text, old) {
+        Some(line) => format!(
+            " It does occur at line {line} when spaces, tabs and line breaks are ignored: \
+             copy the whitespace exactly as the file has it."
+        ),
+        None => String::new(),
+    };
+    Error::new(
+        ErrorKind::NoMatch,
+        format!(
+            "'old' does not occur in '{shown}'; read the file again and copy the text exactly, whitespace included.{near}"
+        ),
+    )
+}
+
+/// The line where `old` would occur in `text` were whitespace ignored
+/// (the same words in the same order), if it does.
+fn loose_match(text: &str, old: &str) -> Option<usize> {
+    let wanted: Vec<&str> = old.split_whitespace().collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let words: Vec<(usize, &str)> = text
+        .split_whitespace()
+        .map(|word| (word.as_ptr() as usize - text.as_ptr() as usize, word))
+        .collect();
+    let start = words.windows(wanted.len()).find(|window| {
+        window
+            .iter()
+            .zip(&wanted)
+            .all(|((_, word), wanted)| word == wanted)
+    })?;
+    let at = start[0].0;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
 /// The file's new content after the replacement, or why there is none.
 pub fn replaced(current: Option<&[u8]>, args: &SearchReplaceArgs) -> Result<Vec<u8>> {
     let shown = &args.path;
     if args.old.is_empty() {
         return Err(Error::invalid(
             "'old' is empty; give the exact text to replace (use write_file to create a file)",
+        ));
+    }
+    if args.old == args.new {
+        return Err(Error::invalid(
+            "'old' and 'new' are the same text, so nothing would change; give the text as it should become in 'new'",
         ));
     }
     let Some(current) = current else {
@@ -39,12 +82,7 @@ pub fn replaced(current: Option<&[u8]>, args: &SearchReplaceArgs) -> Result<Vec<
         .map(|(at, _)| at)
         .collect();
     if positions.is_empty() {
-        return Err(Error::new(
-            ErrorKind::NoMatch,
-            format!(
-                "'old' does not occur in '{shown}'; read the file again and copy the text exactly, whitespace included"
-            ),
-        ));
+        return Err(no_match(text, &args.old, shown));
     }
     if positions.len() > 1 && !args.replace_all {
         let lines: Vec<String> = positions
@@ -75,4 +113,31 @@ pub fn replaced(current: Option<&[u8]>, args: &SearchReplaceArgs) -> Result<Vec<
         ));
     }
     Ok(new_text.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(old: &str, new: &str) -> SearchReplaceArgs {
+        SearchReplaceArgs {
+            path: "a.rs".into(),
+            old: old.into(),
+            new: new.into(),
+            replace_all: false,
+        }
+    }
+
+    #[test]
+    fn a_near_miss_in_whitespace_names_its_line_and_old_equal_to_new_is_refused() {
+        let file = b"fn main() {\n    let x =  1;\n}\n";
+        let missed = replaced(Some(file), &args("let x = 1;", "let x = 2;")).unwrap_err();
+        assert_eq!(missed.kind, ErrorKind::NoMatch);
+        assert!(missed.message.contains("at line 2"), "{}", missed.message);
+        let absent = replaced(Some(file), &args("let y = 1;", "x")).unwrap_err();
+        assert!(!absent.message.contains("at line"), "{}", absent.message);
+        let same = replaced(Some(file), &args("main", "main")).unwrap_err();
+        assert_eq!(same.kind, ErrorKind::InvalidArgs);
+        assert!(same.message.contains("the same"), "{}", same.message);
+    }
 }
