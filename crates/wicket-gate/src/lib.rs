@@ -16,12 +16,10 @@ use wicket_protocol::event::{
 };
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
-    NetCard, OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunArgs, RunCard, RunOutput,
-    RunSource, SandboxSummary, SearchReplaceArgs, ToolCall, ToolOutput, WireError, WriteCard,
-    WriteFileArgs,
+    OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunSource, SearchReplaceArgs, ToolCall,
+    ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
-use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
-use wicket_tools::tools::run::{RunDir, timeout_of, validate};
+use wicket_tools::tools::run::{RunDir, validate};
 use wicket_tools::tools::search_replace::replaced;
 use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
@@ -30,6 +28,7 @@ pub mod commands;
 pub mod diff;
 mod net;
 pub mod rules;
+mod run;
 pub mod sandbox;
 pub mod shell;
 mod write;
@@ -37,11 +36,11 @@ mod write;
 pub use write::guarded_write;
 
 use crate::rules::{Rules, Subject};
-use crate::sandbox::{Access, ReadPath, SandboxSettings};
+use crate::sandbox::SandboxSettings;
 use wicket_protocol::guarded;
-use wicket_protocol::rules::{Argv, Matcher, WriteTool};
+use wicket_protocol::rules::{Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, GrantId, Network, Rule, RuleAction, RuleId, RuleSpec};
-use wicket_session::{GrantKind, McpKey, NetKey, OutsideKey, RunKey, Session, Status, grant_id};
+use wicket_session::{GrantKind, McpKey, OutsideKey, Session, Status, grant_id};
 
 /// How many times a write re-asks because the file kept changing before the gate gives up.
 pub const STALE_RETRIES: usize = 8;
@@ -310,26 +309,6 @@ pub struct Checkpointing<'a> {
     pub settings: &'a wicket_checkpoints::Settings,
 }
 
-/// A `run` whose network goes through Wicket, as its connections' cards need it.
-struct Proxied<'r> {
-    call_id: &'r CallId,
-    args: &'r RunArgs,
-    dir: &'r RunDir,
-    cancel: &'r Cancel,
-}
-
-/// How long a call holds the desk after its work, for the connections
-/// still closing (a longer one is logged by the next call).
-const DESK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Who a `net` card says wants to reach a host: a command (its argv), or an
-/// MCP server; and the call it came in.
-struct Asker<'r> {
-    call_id: &'r CallId,
-    argv: &'r [String],
-    server: Option<&'r str>,
-}
-
 /// Gaps of a checkpoint named on a card: this many paths, then a count.
 const GAPS_NAMED: usize = 5;
 
@@ -495,29 +474,6 @@ impl<'a> Gate<'a> {
         Check::of(self.preview(call))
     }
 
-    /// [`Gate::check`] for a connection through Wicket's proxy to `host:port`
-    /// (`local`: the name resolved to a local address).
-    pub fn check_net(&self, host: &str, port: u16, local: bool) -> Check {
-        let key = NetKey {
-            host: host.to_string(),
-            port,
-            local,
-        };
-        match self.net_pass(&key, &net::Said::default()) {
-            Ok(None) => Check::Card,
-            Ok(Some(wicket_net::Decision::Deny)) => {
-                Check::Refused(format!("a deny rule names {host}:{port}"))
-            }
-            Ok(Some(wicket_net::Decision::Allow { allowed_by })) => {
-                match serde_json::from_str::<AllowedBy>(&allowed_by) {
-                    Ok(by) => Check::Allowed(by),
-                    Err(_) => Check::Card,
-                }
-            }
-            Err(error) => Check::Refused(error.message),
-        }
-    }
-
     /// [`Gate::check`] for an MCP call.
     pub fn check_mcp(&self, request: &McpRequest<'_>) -> Check {
         Check::of(Some(self.mcp_pass(request)))
@@ -575,52 +531,6 @@ impl<'a> Gate<'a> {
         held: impl FnOnce(&wicket_session::Allowed) -> bool,
     ) -> Option<GrantId> {
         held(&self.session.meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
-    }
-
-    /// What a command asks for beyond the defaults, its `read` paths checked.
-    fn access(
-        &self,
-        network: Network,
-        git: bool,
-        read: &[String],
-    ) -> Result<(Access, Vec<ReadPath>), WireError> {
-        let read = self
-            .confinement
-            .sandbox
-            .read_paths(read, &self.confinement.home)?;
-        let access = Access {
-            network,
-            git,
-            read: read.iter().map(|path| path.real.clone()).collect(),
-        };
-        Ok((access, read))
-    }
-
-    fn run_key(argv: &[String], dir: &RunDir, access: &Access) -> RunKey {
-        RunKey {
-            argv: argv.to_vec(),
-            cwd: dir.absolute.display().to_string(),
-            network: access.network,
-            git: access.git,
-            read: access
-                .read
-                .iter()
-                .map(|path| path.display().to_string())
-                .collect(),
-        }
-    }
-
-    fn run_pass(&self, argv: &[String], dir: &RunDir, access: &Access) -> Result<Pass, WireError> {
-        let key = Self::run_key(argv, dir, access);
-        let grant = self.held_grant(GrantKind::Run, &key, |allowed| allowed.run.contains(&key));
-        let subject = Subject::Run {
-            argv,
-            cwd: &dir.shown,
-            network: access.network,
-            git: access.git,
-            read: &access.read,
-        };
-        self.pass(&subject, grant)
     }
 
     /// `guarded`: what [`guarded_write`] says of `absolute`.
@@ -750,414 +660,6 @@ impl<'a> Gate<'a> {
         )?))
     }
 
-    fn run(
-        &self,
-        call_id: &CallId,
-        args: &RunArgs,
-        answerer: &mut dyn Answerer,
-        cancel: &Cancel,
-    ) -> Result<ToolOutput, WireError> {
-        // A call that would fail is refused before any card: the cwd must
-        // be a folder inside the workspace.
-        let dir = validate(self.tools.workspace(), args)?;
-        let timeout = timeout_of(args)?;
-        let allowed = self.allow_command(
-            call_id,
-            &CommandRequest {
-                tool: "run",
-                argv: &args.argv,
-                dir: &dir,
-                timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
-                network: args.network,
-                git: args.git,
-                read: &args.read,
-                source: RunSource::Tool,
-            },
-            answerer,
-        )?;
-        if cancel.is_cancelled() {
-            return Err(withdrawn());
-        }
-        let proxied = allowed
-            .confine
-            .sandbox
-            .as_ref()
-            .is_some_and(|policy| policy.network == Network::Proxied);
-        if proxied {
-            let run = Proxied {
-                call_id,
-                args,
-                dir: &dir,
-                cancel,
-            };
-            return self
-                .run_proxied(run, allowed.confine, answerer)
-                .map(ToolOutput::Run);
-        }
-        Ok(ToolOutput::Run(self.tools.run(
-            args,
-            &dir,
-            allowed.confine,
-            None,
-            cancel,
-        )?))
-    }
-
-    /// A command whose network goes through Wicket: it runs on a thread of
-    /// its own, while this one (which holds the answerer) decides each host
-    /// it asks for and logs each connection as it closes. The result says
-    /// what went where.
-    fn run_proxied(
-        &self,
-        run: Proxied<'_>,
-        confine: wicket_os::spawn::Confine,
-        answerer: &mut dyn Answerer,
-    ) -> Result<RunOutput, WireError> {
-        let (to_gate, asked) = std::sync::mpsc::channel();
-        let open = net::Open::default();
-        let egress = net::handler(to_gate, open.clone());
-        let tools = self.tools;
-        let mut said = net::Said::default();
-        let mut tally = net::Tally::default();
-        let mut failure = None;
-        let asker = Asker {
-            call_id: run.call_id,
-            argv: &run.args.argv,
-            server: None,
-        };
-        let ran = std::thread::scope(|scope| {
-            let runner = scope.spawn(move || {
-                let ran = tools.run(run.args, run.dir, confine, Some(egress), run.cancel);
-                // The command is over: no connection of its outlives it.
-                open.close_all();
-                ran
-            });
-            net::each(&asked, |one| match one {
-                net::Asked::Decide {
-                    target,
-                    resolved,
-                    reply,
-                    from: _,
-                } => {
-                    // A card withdrawn is that connection refused; the
-                    // command's result stands. Only a log that cannot be
-                    // written fails the call.
-                    let decision = self
-                        .decide_net(&asker, &target, &resolved, &mut said, answerer)
-                        .unwrap_or_else(|error| {
-                            if error.kind != ErrorKind::Denied {
-                                failure.get_or_insert(error);
-                            }
-                            wicket_net::Decision::Deny
-                        });
-                    // The connection may be gone already; nothing waits for the answer then.
-                    let _ = reply.send(decision);
-                }
-                // A command's connections tell of no end of work: they end with it.
-                net::Asked::Done => {}
-                net::Asked::Closed { closed, from: _ } => {
-                    if let Some(event) = tally.add(&closed, run.call_id)
-                        && let Err(error) = self.session.append(EventBody::Net(event))
-                    {
-                        failure.get_or_insert(internal(error));
-                    }
-                }
-            });
-            runner.join()
-        });
-        let mut output = match ran {
-            Ok(ran) => ran?,
-            Err(_) => {
-                return Err(WireError::new(
-                    ErrorKind::Io,
-                    "the thread running the command failed; whether it ran is in the log",
-                ));
-            }
-        };
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        tally.into_output(&mut output);
-        Ok(output)
-    }
-
-    /// A `net` card, with the rule `allow_always` saves: that host and port.
-    fn net_card(&self, net: NetCard) -> Card {
-        let always = self.always(Matcher::Net {
-            host: net.host.clone(),
-            port: Some(net.port),
-        });
-        Card {
-            id: CardId::default(),
-            tool: "net".to_string(),
-            kind: CardKind::Net(net),
-            no_checkpoint: None,
-            always: Some(Box::new(always)),
-        }
-    }
-
-    /// Does `work` (an MCP server's start, or a call of its) on a thread of
-    /// its own while this one, holding the answerer, decides what the
-    /// servers' connections ask through `desk`: the same decision as a
-    /// command's, on a `net` card that names the server. Connections that
-    /// closed while no call held the desk are logged first.
-    pub fn with_desk<T: Send>(
-        &self,
-        desk: &wicket_net::desk::Desk,
-        call_id: &CallId,
-        answerer: &mut dyn Answerer,
-        work: impl FnOnce() -> T + Send,
-    ) -> T {
-        let (to_gate, asked) = std::sync::mpsc::channel();
-        let done = to_gate.clone();
-        for (server, closed) in desk.hold(to_gate) {
-            self.log_net(None, Some(&server), &closed);
-        }
-        let mut said = net::Said::default();
-        let worked = std::thread::scope(|scope| {
-            let worker = scope.spawn(move || {
-                let worked = work();
-                // The loop below stops on this; it is there until then.
-                let _ = done.send(net::Asked::Done);
-                worked
-            });
-            for one in &asked {
-                if matches!(one, net::Asked::Done) {
-                    break;
-                }
-                self.heard(one, call_id, Some((&mut said, &mut *answerer)));
-            }
-            // A connection that ends as the work does (a response read
-            // whole, its socket closing) is heard for a moment more.
-            let deadline = std::time::Instant::now() + DESK_GRACE;
-            while desk.open() > 0 {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                match asked.recv_timeout(left) {
-                    Ok(one) => self.heard(one, call_id, None),
-                    Err(_) => break,
-                }
-            }
-            desk.release();
-            while let Ok(one) = asked.try_recv() {
-                self.heard(one, call_id, None);
-            }
-            worker.join()
-        });
-        match worked {
-            Ok(worked) => worked,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    }
-
-    /// One thing a server's connection asked or told while `call_id` held
-    /// the desk: decided with `deciding` (this call's answers and the
-    /// person), or refused once the call's work is over; a close logged.
-    fn heard(
-        &self,
-        one: net::Asked,
-        call_id: &CallId,
-        deciding: Option<(&mut net::Said, &mut dyn Answerer)>,
-    ) {
-        match one {
-            net::Asked::Decide {
-                target,
-                resolved,
-                from,
-                reply,
-            } => {
-                let asker = Asker {
-                    call_id,
-                    argv: &[],
-                    server: from.as_deref(),
-                };
-                let decision = match deciding {
-                    Some((said, answerer)) => self
-                        .decide_net(&asker, &target, &resolved, said, answerer)
-                        .unwrap_or(wicket_net::Decision::Deny),
-                    None => wicket_net::Decision::Deny,
-                };
-                // The connection may be gone already; nothing waits for the answer then.
-                let _ = reply.send(decision);
-            }
-            net::Asked::Closed { closed, from } => {
-                self.log_net(Some(call_id), from.as_deref(), &closed);
-            }
-            net::Asked::Done => {}
-        }
-    }
-
-    /// A connection through Wicket's proxy, as it closed, in the log.
-    fn log_net(&self, call_id: Option<&CallId>, server: Option<&str>, closed: &wicket_net::Closed) {
-        if let Some((mut event, _)) = net::recorded(closed) {
-            event.call_id = call_id.cloned();
-            event.server = server.map(str::to_string);
-            self.session.recorded().append(EventBody::Net(event));
-        }
-    }
-
-    /// Whether one connection of a command may go to `target`: a deny rule
-    /// refuses; an ask rule cards; then the session's grant, an allow rule,
-    /// what this command's own cards said; else a `net` card. A name that
-    /// resolves to a local address passes only by a rule that names hosts,
-    /// a grant from a card that said so, or such a card.
-    fn decide_net(
-        &self,
-        asker: &Asker<'_>,
-        target: &wicket_net::Target,
-        resolved: &wicket_net::Resolved,
-        said: &mut net::Said,
-        answerer: &mut dyn Answerer,
-    ) -> Result<wicket_net::Decision, WireError> {
-        let (host, shown) = net::names(&target.host);
-        let key = NetKey {
-            host: host.clone(),
-            port: target.port,
-            local: resolved.local,
-        };
-        if let Some(decided) = self.net_pass(&key, said)? {
-            return Ok(decided);
-        }
-        let card = self.net_card(NetCard {
-            host,
-            port: target.port,
-            shown,
-            addresses: resolved
-                .addresses
-                .iter()
-                .map(|address| address.ip().to_string())
-                .collect(),
-            local: resolved.local,
-            argv: asker.argv.to_vec(),
-            server: asker.server.map(str::to_string),
-        });
-        let (card, answer) = self.ask(asker.call_id, card, answerer)?;
-        let pair = (key.host.clone(), key.port);
-        let by = match answer {
-            Answer::Deny => {
-                said.denied.insert(pair);
-                return Ok(wicket_net::Decision::Deny);
-            }
-            Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(card.id.clone()),
-            Answer::AllowSession => {
-                self.grant(&card, GrantKind::Net, &key, |allowed| {
-                    allowed.net.insert(key.clone());
-                })?;
-                AllowedBy::Grant(grant_id(GrantKind::Net, &serde_json::json!(key)))
-            }
-        };
-        said.allowed.insert(pair, by.clone());
-        Ok(net::allowed(&by))
-    }
-
-    /// A connection's decision without a card, where there is one: a deny
-    /// rule or this command's own denial refuses; unless an ask rule says
-    /// to ask, the session's grant (a grant for a local name only from a
-    /// card that said so), an allow rule, or this command's own card allows.
-    fn net_pass(
-        &self,
-        key: &NetKey,
-        said: &net::Said,
-    ) -> Result<Option<wicket_net::Decision>, WireError> {
-        let pair = (key.host.clone(), key.port);
-        if said.denied.contains(&pair) {
-            return Ok(Some(wicket_net::Decision::Deny));
-        }
-        let subject = Subject::Net {
-            host: &key.host,
-            port: key.port,
-            local: key.local,
-        };
-        let verdict = rules::verdict(
-            self.rules_in_force()?,
-            self.tools.workspace().root(),
-            &subject,
-        );
-        if verdict.deny.is_some() {
-            return Ok(Some(wicket_net::Decision::Deny));
-        }
-        if verdict.ask.is_some() {
-            return Ok(None);
-        }
-        let grant = self.held_grant(GrantKind::Net, key, |allowed| {
-            allowed.net.contains(key)
-                || (!key.local
-                    && allowed.net.contains(&NetKey {
-                        local: true,
-                        ..key.clone()
-                    }))
-        });
-        let by = grant
-            .map(AllowedBy::Grant)
-            .or(verdict.allow)
-            .or_else(|| said.allowed.get(&pair).cloned());
-        Ok(by.as_ref().map(net::allowed))
-    }
-
-    /// Asks for a command unless its exact key (argv, resolved folder,
-    /// network) was allowed for the session; returns how to start it.
-    pub fn allow_command(
-        &self,
-        call_id: &CallId,
-        request: &CommandRequest<'_>,
-        answerer: &mut dyn Answerer,
-    ) -> Result<Allowed, WireError> {
-        let (access, read) = self.access(request.network, request.git, request.read)?;
-        let key = Self::run_key(request.argv, request.dir, &access);
-        let sandbox = self.confinement.sandbox.summary(&access);
-        // Refused before any card when it could never start.
-        let confine = self.confine(&sandbox, &access)?;
-        if let Pass::Through(_) = self.run_pass(request.argv, request.dir, &access)? {
-            return Ok(Allowed { confine });
-        }
-        let always = self.always(Matcher::Run {
-            argv: Argv::Exact(request.argv.to_vec()),
-            cwd: Some(rules::exact_glob(&request.dir.shown)),
-            network: request.network.any().then_some(request.network),
-            git: request.git.then_some(true),
-            read: (!request.read.is_empty()).then(|| request.read.to_vec()),
-        });
-        let card = Card {
-            id: CardId::default(),
-            tool: request.tool.to_string(),
-            kind: CardKind::Run(RunCard {
-                argv: request.argv.to_vec(),
-                cwd: request.dir.shown.clone(),
-                timeout_s: request.timeout_s,
-                network: request.network,
-                git: request.git,
-                read: read.iter().map(ReadPath::shown).collect(),
-                sandbox,
-                source: request.source,
-            }),
-            no_checkpoint: None,
-            always: Some(Box::new(always)),
-        };
-        let (card, answer) = self.ask(call_id, card, answerer)?;
-        match answer {
-            Answer::Deny => Err(denied("this command; it never started")),
-            Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
-            Answer::AllowSession => {
-                self.grant(&card, GrantKind::Run, &key, |allowed| {
-                    allowed.run.insert(key.clone());
-                })?;
-                Ok(Allowed { confine })
-            }
-        }
-    }
-
-    /// How a command of the person's own config (a home Stop hook, a home
-    /// MCP server) starts: no card, the same sandbox, with the network when
-    /// the config gives it.
-    pub fn home_command(
-        &self,
-        network: Network,
-        git: bool,
-        read: &[String],
-    ) -> Result<Confine, WireError> {
-        let (access, _) = self.access(network, git, read)?;
-        self.confine(&self.confinement.sandbox.summary(&access), &access)
-    }
-
     /// Asks for one MCP call unless the person's own config lets the tool
     /// skip its card, or the same server, tool and exact arguments were
     /// allowed for the session. The server's annotations ride on the card as
@@ -1204,15 +706,6 @@ impl<'a> Gate<'a> {
                 allowed.mcp.insert(key.clone());
             }),
         }
-    }
-
-    fn confine(&self, summary: &SandboxSummary, access: &Access) -> Result<Confine, WireError> {
-        self.confinement.sandbox.confine(
-            self.tools.workspace().root(),
-            &self.confinement.home,
-            summary,
-            access,
-        )
     }
 
     /// Logs a card (under a fresh random id), asks, logs the answer (an

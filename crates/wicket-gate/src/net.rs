@@ -17,6 +17,16 @@ use std::sync::{Arc, Mutex};
 pub(crate) use wicket_net::desk::Asked;
 use wicket_net::{Closed, Decision, Host, Outcome, Resolved, Target};
 use wicket_os::egress::Egress;
+use wicket_protocol::rules::Matcher;
+use wicket_protocol::{
+    Answer, Card, CardId, CardKind, ErrorKind, EventBody, NetCard, RunArgs, WireError,
+};
+use wicket_session::{GrantKind, NetKey, grant_id};
+use wicket_tools::Cancel;
+use wicket_tools::tools::run::RunDir;
+
+use crate::rules::{self, Subject};
+use crate::{Answerer, Check, Gate, internal};
 use wicket_protocol::event::NetEvent;
 use wicket_protocol::{AllowedBy, CallId, NetUse, RunOutput};
 
@@ -203,5 +213,340 @@ fn summed(uses: Vec<NetUse>) -> Vec<NetUse> {
 pub(crate) fn each(asked: &Receiver<Asked>, mut on: impl FnMut(Asked)) {
     for one in asked {
         on(one);
+    }
+}
+
+/// A `run` whose network goes through Wicket, as its connections' cards need it.
+pub(crate) struct Proxied<'r> {
+    pub(crate) call_id: &'r CallId,
+    pub(crate) args: &'r RunArgs,
+    pub(crate) dir: &'r RunDir,
+    pub(crate) cancel: &'r Cancel,
+}
+
+/// How long a call holds the desk after its work, for the connections
+/// still closing (a longer one is logged by the next call).
+const DESK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Who a `net` card says wants to reach a host: a command (its argv), or an
+/// MCP server; and the call it came in.
+struct Asker<'r> {
+    call_id: &'r CallId,
+    argv: &'r [String],
+    server: Option<&'r str>,
+}
+
+impl Gate<'_> {
+    /// [`Gate::check`] for a connection through Wicket's proxy to `host:port`
+    /// (`local`: the name resolved to a local address).
+    pub fn check_net(&self, host: &str, port: u16, local: bool) -> Check {
+        let key = NetKey {
+            host: host.to_string(),
+            port,
+            local,
+        };
+        match self.net_pass(&key, &Said::default()) {
+            Ok(None) => Check::Card,
+            Ok(Some(wicket_net::Decision::Deny)) => {
+                Check::Refused(format!("a deny rule names {host}:{port}"))
+            }
+            Ok(Some(wicket_net::Decision::Allow { allowed_by })) => {
+                match serde_json::from_str::<AllowedBy>(&allowed_by) {
+                    Ok(by) => Check::Allowed(by),
+                    Err(_) => Check::Card,
+                }
+            }
+            Err(error) => Check::Refused(error.message),
+        }
+    }
+
+    /// A command whose network goes through Wicket: it runs on a thread of
+    /// its own, while this one (which holds the answerer) decides each host
+    /// it asks for and logs each connection as it closes. The result says
+    /// what went where.
+    pub(crate) fn run_proxied(
+        &self,
+        run: Proxied<'_>,
+        confine: wicket_os::spawn::Confine,
+        answerer: &mut dyn Answerer,
+    ) -> Result<RunOutput, WireError> {
+        let (to_gate, asked) = std::sync::mpsc::channel();
+        let open = Open::default();
+        let egress = handler(to_gate, open.clone());
+        let tools = self.tools;
+        let mut said = Said::default();
+        let mut tally = Tally::default();
+        let mut failure = None;
+        let asker = Asker {
+            call_id: run.call_id,
+            argv: &run.args.argv,
+            server: None,
+        };
+        let ran = std::thread::scope(|scope| {
+            let runner = scope.spawn(move || {
+                let ran = tools.run(run.args, run.dir, confine, Some(egress), run.cancel);
+                // The command is over: no connection of its outlives it.
+                open.close_all();
+                ran
+            });
+            each(&asked, |one| match one {
+                Asked::Decide {
+                    target,
+                    resolved,
+                    reply,
+                    from: _,
+                } => {
+                    // A card withdrawn is that connection refused; the
+                    // command's result stands. Only a log that cannot be
+                    // written fails the call.
+                    let decision = self
+                        .decide_net(&asker, &target, &resolved, &mut said, answerer)
+                        .unwrap_or_else(|error| {
+                            if error.kind != ErrorKind::Denied {
+                                failure.get_or_insert(error);
+                            }
+                            wicket_net::Decision::Deny
+                        });
+                    // The connection may be gone already; nothing waits for the answer then.
+                    let _ = reply.send(decision);
+                }
+                // A command's connections tell of no end of work: they end with it.
+                Asked::Done => {}
+                Asked::Closed { closed, from: _ } => {
+                    if let Some(event) = tally.add(&closed, run.call_id)
+                        && let Err(error) = self.session.append(EventBody::Net(event))
+                    {
+                        failure.get_or_insert(internal(error));
+                    }
+                }
+            });
+            runner.join()
+        });
+        let mut output = match ran {
+            Ok(ran) => ran?,
+            Err(_) => {
+                return Err(WireError::new(
+                    ErrorKind::Io,
+                    "the thread running the command failed; whether it ran is in the log",
+                ));
+            }
+        };
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        tally.into_output(&mut output);
+        Ok(output)
+    }
+
+    /// Does `work` (an MCP server's start, or a call of its) on a thread of
+    /// its own while this one, holding the answerer, decides what the
+    /// servers' connections ask through `desk`: the same decision as a
+    /// command's, on a `net` card that names the server. Connections that
+    /// closed while no call held the desk are logged first.
+    pub fn with_desk<T: Send>(
+        &self,
+        desk: &wicket_net::desk::Desk,
+        call_id: &CallId,
+        answerer: &mut dyn Answerer,
+        work: impl FnOnce() -> T + Send,
+    ) -> T {
+        let (to_gate, asked) = std::sync::mpsc::channel();
+        let done = to_gate.clone();
+        for (server, closed) in desk.hold(to_gate) {
+            self.log_net(None, Some(&server), &closed);
+        }
+        let mut said = Said::default();
+        let worked = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                let worked = work();
+                // The loop below stops on this; it is there until then.
+                let _ = done.send(Asked::Done);
+                worked
+            });
+            for one in &asked {
+                if matches!(one, Asked::Done) {
+                    break;
+                }
+                self.heard(one, call_id, Some((&mut said, &mut *answerer)));
+            }
+            // A connection that ends as the work does (a response read
+            // whole, its socket closing) is heard for a moment more.
+            let deadline = std::time::Instant::now() + DESK_GRACE;
+            while desk.open() > 0 {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match asked.recv_timeout(left) {
+                    Ok(one) => self.heard(one, call_id, None),
+                    Err(_) => break,
+                }
+            }
+            desk.release();
+            while let Ok(one) = asked.try_recv() {
+                self.heard(one, call_id, None);
+            }
+            worker.join()
+        });
+        match worked {
+            Ok(worked) => worked,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// One thing a server's connection asked or told while `call_id` held
+    /// the desk: decided with `deciding` (this call's answers and the
+    /// person), or refused once the call's work is over; a close logged.
+    fn heard(
+        &self,
+        one: Asked,
+        call_id: &CallId,
+        deciding: Option<(&mut Said, &mut dyn Answerer)>,
+    ) {
+        match one {
+            Asked::Decide {
+                target,
+                resolved,
+                from,
+                reply,
+            } => {
+                let asker = Asker {
+                    call_id,
+                    argv: &[],
+                    server: from.as_deref(),
+                };
+                let decision = match deciding {
+                    Some((said, answerer)) => self
+                        .decide_net(&asker, &target, &resolved, said, answerer)
+                        .unwrap_or(wicket_net::Decision::Deny),
+                    None => wicket_net::Decision::Deny,
+                };
+                // The connection may be gone already; nothing waits for the answer then.
+                let _ = reply.send(decision);
+            }
+            Asked::Closed { closed, from } => {
+                self.log_net(Some(call_id), from.as_deref(), &closed);
+            }
+            Asked::Done => {}
+        }
+    }
+
+    /// A connection through Wicket's proxy, as it closed, in the log.
+    fn log_net(&self, call_id: Option<&CallId>, server: Option<&str>, closed: &wicket_net::Closed) {
+        if let Some((mut event, _)) = recorded(closed) {
+            event.call_id = call_id.cloned();
+            event.server = server.map(str::to_string);
+            self.session.recorded().append(EventBody::Net(event));
+        }
+    }
+
+    /// A `net` card, with the rule `allow_always` saves: that host and port.
+    fn net_card(&self, net: NetCard) -> Card {
+        let always = self.always(Matcher::Net {
+            host: net.host.clone(),
+            port: Some(net.port),
+        });
+        Card {
+            id: CardId::default(),
+            tool: "net".to_string(),
+            kind: CardKind::Net(net),
+            no_checkpoint: None,
+            always: Some(Box::new(always)),
+        }
+    }
+
+    /// Whether one connection of a command may go to `target`: a deny rule
+    /// refuses; an ask rule cards; then the session's grant, an allow rule,
+    /// what this command's own cards said; else a `net` card. A name that
+    /// resolves to a local address passes only by a rule that names hosts,
+    /// a grant from a card that said so, or such a card.
+    fn decide_net(
+        &self,
+        asker: &Asker<'_>,
+        target: &wicket_net::Target,
+        resolved: &wicket_net::Resolved,
+        said: &mut Said,
+        answerer: &mut dyn Answerer,
+    ) -> Result<wicket_net::Decision, WireError> {
+        let (host, shown) = names(&target.host);
+        let key = NetKey {
+            host: host.clone(),
+            port: target.port,
+            local: resolved.local,
+        };
+        if let Some(decided) = self.net_pass(&key, said)? {
+            return Ok(decided);
+        }
+        let card = self.net_card(NetCard {
+            host,
+            port: target.port,
+            shown,
+            addresses: resolved
+                .addresses
+                .iter()
+                .map(|address| address.ip().to_string())
+                .collect(),
+            local: resolved.local,
+            argv: asker.argv.to_vec(),
+            server: asker.server.map(str::to_string),
+        });
+        let (card, answer) = self.ask(asker.call_id, card, answerer)?;
+        let pair = (key.host.clone(), key.port);
+        let by = match answer {
+            Answer::Deny => {
+                said.denied.insert(pair);
+                return Ok(wicket_net::Decision::Deny);
+            }
+            Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(card.id.clone()),
+            Answer::AllowSession => {
+                self.grant(&card, GrantKind::Net, &key, |allowed| {
+                    allowed.net.insert(key.clone());
+                })?;
+                AllowedBy::Grant(grant_id(GrantKind::Net, &serde_json::json!(key)))
+            }
+        };
+        said.allowed.insert(pair, by.clone());
+        Ok(allowed(&by))
+    }
+
+    /// A connection's decision without a card, where there is one: a deny
+    /// rule or this command's own denial refuses; unless an ask rule says
+    /// to ask, the session's grant (a grant for a local name only from a
+    /// card that said so), an allow rule, or this command's own card allows.
+    fn net_pass(
+        &self,
+        key: &NetKey,
+        said: &Said,
+    ) -> Result<Option<wicket_net::Decision>, WireError> {
+        let pair = (key.host.clone(), key.port);
+        if said.denied.contains(&pair) {
+            return Ok(Some(wicket_net::Decision::Deny));
+        }
+        let subject = Subject::Net {
+            host: &key.host,
+            port: key.port,
+            local: key.local,
+        };
+        let verdict = rules::verdict(
+            self.rules_in_force()?,
+            self.tools.workspace().root(),
+            &subject,
+        );
+        if verdict.deny.is_some() {
+            return Ok(Some(wicket_net::Decision::Deny));
+        }
+        if verdict.ask.is_some() {
+            return Ok(None);
+        }
+        let grant = self.held_grant(GrantKind::Net, key, |allowed| {
+            allowed.net.contains(key)
+                || (!key.local
+                    && allowed.net.contains(&NetKey {
+                        local: true,
+                        ..key.clone()
+                    }))
+        });
+        let by = grant
+            .map(AllowedBy::Grant)
+            .or(verdict.allow)
+            .or_else(|| said.allowed.get(&pair).cloned());
+        Ok(by.as_ref().map(allowed))
     }
 }

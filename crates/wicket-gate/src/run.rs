@@ -1,0 +1,203 @@
+//! Commands through the gate: the model's `run`, and every other command
+//! (a workspace's hook or MCP server, a home one): the one key a command is
+//! allowed by (argv, resolved folder, network, git, reads), the card that
+//! shows its sandbox, and how it is confined.
+
+use wicket_os::spawn::Confine;
+use wicket_protocol::rules::{Argv, Matcher};
+use wicket_protocol::{
+    Answer, CallId, Card, CardId, CardKind, Network, RunArgs, RunCard, RunSource, SandboxSummary,
+    ToolOutput, WireError,
+};
+use wicket_session::{GrantKind, RunKey};
+use wicket_tools::Cancel;
+use wicket_tools::limits::RUN_DEFAULT_TIMEOUT_S;
+use wicket_tools::tools::run::{RunDir, timeout_of, validate};
+
+use crate::rules::{self, Subject};
+use crate::sandbox::{Access, ReadPath};
+use crate::{Allowed, Answerer, CommandRequest, Gate, Pass, denied, net, withdrawn};
+
+impl Gate<'_> {
+    pub(crate) fn run(
+        &self,
+        call_id: &CallId,
+        args: &RunArgs,
+        answerer: &mut dyn Answerer,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        // A call that would fail is refused before any card: the cwd must
+        // be a folder inside the workspace.
+        let dir = validate(self.tools.workspace(), args)?;
+        let timeout = timeout_of(args)?;
+        let allowed = self.allow_command(
+            call_id,
+            &CommandRequest {
+                tool: "run",
+                argv: &args.argv,
+                dir: &dir,
+                timeout_s: (timeout != RUN_DEFAULT_TIMEOUT_S).then_some(timeout),
+                network: args.network,
+                git: args.git,
+                read: &args.read,
+                source: RunSource::Tool,
+            },
+            answerer,
+        )?;
+        if cancel.is_cancelled() {
+            return Err(withdrawn());
+        }
+        let proxied = allowed
+            .confine
+            .sandbox
+            .as_ref()
+            .is_some_and(|policy| policy.network == Network::Proxied);
+        if proxied {
+            let run = net::Proxied {
+                call_id,
+                args,
+                dir: &dir,
+                cancel,
+            };
+            return self
+                .run_proxied(run, allowed.confine, answerer)
+                .map(ToolOutput::Run);
+        }
+        Ok(ToolOutput::Run(self.tools.run(
+            args,
+            &dir,
+            allowed.confine,
+            None,
+            cancel,
+        )?))
+    }
+
+    /// Asks for a command unless its exact key (argv, resolved folder,
+    /// network) was allowed for the session; returns how to start it.
+    pub fn allow_command(
+        &self,
+        call_id: &CallId,
+        request: &CommandRequest<'_>,
+        answerer: &mut dyn Answerer,
+    ) -> Result<Allowed, WireError> {
+        let (access, read) = self.access(request.network, request.git, request.read)?;
+        let key = Self::run_key(request.argv, request.dir, &access);
+        let sandbox = self.confinement.sandbox.summary(&access);
+        // Refused before any card when it could never start.
+        let confine = self.confine(&sandbox, &access)?;
+        if let Pass::Through(_) = self.run_pass(request.argv, request.dir, &access)? {
+            return Ok(Allowed { confine });
+        }
+        let always = self.always(Matcher::Run {
+            argv: Argv::Exact(request.argv.to_vec()),
+            cwd: Some(rules::exact_glob(&request.dir.shown)),
+            network: request.network.any().then_some(request.network),
+            git: request.git.then_some(true),
+            read: (!request.read.is_empty()).then(|| request.read.to_vec()),
+        });
+        let card = Card {
+            id: CardId::default(),
+            tool: request.tool.to_string(),
+            kind: CardKind::Run(RunCard {
+                argv: request.argv.to_vec(),
+                cwd: request.dir.shown.clone(),
+                timeout_s: request.timeout_s,
+                network: request.network,
+                git: request.git,
+                read: read.iter().map(ReadPath::shown).collect(),
+                sandbox,
+                source: request.source,
+            }),
+            no_checkpoint: None,
+            always: Some(Box::new(always)),
+        };
+        let (card, answer) = self.ask(call_id, card, answerer)?;
+        match answer {
+            Answer::Deny => Err(denied("this command; it never started")),
+            Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
+            Answer::AllowSession => {
+                self.grant(&card, GrantKind::Run, &key, |allowed| {
+                    allowed.run.insert(key.clone());
+                })?;
+                Ok(Allowed { confine })
+            }
+        }
+    }
+
+    /// How a command of the person's own config (a home Stop hook, a home
+    /// MCP server) starts: no card, the same sandbox, with the network when
+    /// the config gives it.
+    pub fn home_command(
+        &self,
+        network: Network,
+        git: bool,
+        read: &[String],
+    ) -> Result<Confine, WireError> {
+        let (access, _) = self.access(network, git, read)?;
+        self.confine(&self.confinement.sandbox.summary(&access), &access)
+    }
+
+    pub(crate) fn confine(
+        &self,
+        summary: &SandboxSummary,
+        access: &Access,
+    ) -> Result<Confine, WireError> {
+        self.confinement.sandbox.confine(
+            self.tools.workspace().root(),
+            &self.confinement.home,
+            summary,
+            access,
+        )
+    }
+
+    /// What a command asks for beyond the defaults, its `read` paths checked.
+    pub(crate) fn access(
+        &self,
+        network: Network,
+        git: bool,
+        read: &[String],
+    ) -> Result<(Access, Vec<ReadPath>), WireError> {
+        let read = self
+            .confinement
+            .sandbox
+            .read_paths(read, &self.confinement.home)?;
+        let access = Access {
+            network,
+            git,
+            read: read.iter().map(|path| path.real.clone()).collect(),
+        };
+        Ok((access, read))
+    }
+
+    fn run_key(argv: &[String], dir: &RunDir, access: &Access) -> RunKey {
+        RunKey {
+            argv: argv.to_vec(),
+            cwd: dir.absolute.display().to_string(),
+            network: access.network,
+            git: access.git,
+            read: access
+                .read
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
+        }
+    }
+
+    pub(crate) fn run_pass(
+        &self,
+        argv: &[String],
+        dir: &RunDir,
+        access: &Access,
+    ) -> Result<Pass, WireError> {
+        let key = Self::run_key(argv, dir, access);
+        let grant = self.held_grant(GrantKind::Run, &key, |allowed| allowed.run.contains(&key));
+        let subject = Subject::Run {
+            argv,
+            cwd: &dir.shown,
+            network: access.network,
+            git: access.git,
+            read: &access.read,
+        };
+        self.pass(&subject, grant)
+    }
+}
