@@ -874,14 +874,11 @@ pub fn find_skills(
     skills::discover(workspace, home, extra)
 }
 
-/// A call of a tool that is not there, answered with every tool the
-/// request offered (its MCP tools and the turn's own among them), not only
-/// the six; any other refusal as it is.
+/// A call of a tool the request did not offer, answered with every tool
+/// it did (its MCP tools and the turn's own among them), not only the six;
+/// a refusal of an offered tool's call as it is.
 fn offered_instead(error: WireError, name: &str, offered: &[ToolSpec]) -> WireError {
-    let unknown = !offered.iter().any(|spec| spec.name == name)
-        && error.kind == ErrorKind::InvalidArgs
-        && error.message.starts_with("there is no ");
-    if !unknown || offered.is_empty() {
+    if offered.is_empty() || offered.iter().any(|spec| spec.name == name) {
         return error;
     }
     let names: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Shutdown, TcpStream};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 pub(crate) use wicket_net::desk::Asked;
@@ -104,7 +104,7 @@ pub(crate) struct Said {
 /// `net` event reads it back: [`recorded`]).
 pub(crate) fn allowed(by: &AllowedBy) -> Decision {
     Decision::Allow {
-        allowed_by: serde_json::to_string(by).unwrap_or_default(),
+        allowed_by: wicket_protocol::json::text(by),
     }
 }
 
@@ -208,14 +208,6 @@ fn summed(uses: Vec<NetUse>) -> Vec<NetUse> {
     summed
 }
 
-/// Drains what the connections ask until every sender is gone: the
-/// command's own and each connection's.
-pub(crate) fn each(asked: &Receiver<Asked>, mut on: impl FnMut(Asked)) {
-    for one in asked {
-        on(one);
-    }
-}
-
 /// A `run` whose network goes through Wicket, as its connections' cards need it.
 pub(crate) struct Proxied<'r> {
     pub(crate) call_id: &'r CallId,
@@ -289,37 +281,35 @@ impl Gate<'_> {
                 open.close_all();
                 ran
             });
-            each(&asked, |one| match one {
-                Asked::Decide {
-                    target,
-                    resolved,
-                    reply,
-                    from: _,
-                } => {
-                    // A card withdrawn is that connection refused; the
-                    // command's result stands. Only a log that cannot be
-                    // written fails the call.
-                    let decision = self
-                        .decide_net(&asker, &target, &resolved, &mut said, answerer)
-                        .unwrap_or_else(|error| {
-                            if error.kind != ErrorKind::Denied {
-                                failure.get_or_insert(error);
-                            }
-                            wicket_net::Decision::Deny
-                        });
-                    // The connection may be gone already; nothing waits for the answer then.
-                    let _ = reply.send(decision);
-                }
-                // A command's connections tell of no end of work: they end with it.
-                Asked::Done => {}
-                Asked::Closed { closed, from: _ } => {
-                    if let Some(event) = tally.add(&closed, run.call_id)
-                        && let Err(error) = self.session.append(EventBody::Net(event))
-                    {
-                        failure.get_or_insert(internal(error));
+            for one in &asked {
+                match one {
+                    Asked::Decide {
+                        target,
+                        resolved,
+                        reply,
+                        from: _,
+                    } => {
+                        if let Some(error) = self.reply_net(
+                            &asker,
+                            &target,
+                            &resolved,
+                            &reply,
+                            Some((&mut said, &mut *answerer)),
+                        ) {
+                            failure.get_or_insert(error);
+                        }
+                    }
+                    // A command's connections tell of no end of work: they end with it.
+                    Asked::Done => {}
+                    Asked::Closed { closed, from: _ } => {
+                        if let Some(event) = tally.add(&closed, run.call_id)
+                            && let Err(error) = self.session.append(EventBody::Net(event))
+                        {
+                            failure.get_or_insert(internal(error));
+                        }
                     }
                 }
-            });
+            }
             runner.join()
         });
         let mut output = match ran {
@@ -412,20 +402,40 @@ impl Gate<'_> {
                     argv: &[],
                     server: from.as_deref(),
                 };
-                let decision = match deciding {
-                    Some((said, answerer)) => self
-                        .decide_net(&asker, &target, &resolved, said, answerer)
-                        .unwrap_or(wicket_net::Decision::Deny),
-                    None => wicket_net::Decision::Deny,
-                };
-                // The connection may be gone already; nothing waits for the answer then.
-                let _ = reply.send(decision);
+                // A server's connection refused is all a failure here costs.
+                self.reply_net(&asker, &target, &resolved, &reply, deciding);
             }
             Asked::Closed { closed, from } => {
                 self.log_net(Some(call_id), from.as_deref(), &closed);
             }
             Asked::Done => {}
         }
+    }
+
+    /// Decides one connection (refuses it when no one is `deciding`) and
+    /// answers it. A card withdrawn is that connection refused; the error
+    /// returned is one that is more than a refusal (a log that could not
+    /// be written).
+    fn reply_net(
+        &self,
+        asker: &Asker<'_>,
+        target: &wicket_net::Target,
+        resolved: &wicket_net::Resolved,
+        reply: &std::sync::mpsc::Sender<wicket_net::Decision>,
+        deciding: Option<(&mut Said, &mut dyn Answerer)>,
+    ) -> Option<WireError> {
+        let decided = match deciding {
+            Some((said, answerer)) => self.decide_net(asker, target, resolved, said, answerer),
+            None => Ok(wicket_net::Decision::Deny),
+        };
+        let (decision, failure) = match decided {
+            Ok(decision) => (decision, None),
+            Err(error) if error.kind == ErrorKind::Denied => (wicket_net::Decision::Deny, None),
+            Err(error) => (wicket_net::Decision::Deny, Some(error)),
+        };
+        // The connection may be gone already; nothing waits for the answer then.
+        let _ = reply.send(decision);
+        failure
     }
 
     /// A connection through Wicket's proxy, as it closed, in the log.

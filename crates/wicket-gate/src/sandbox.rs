@@ -176,9 +176,8 @@ impl SandboxSettings {
             (_, true) => "writes only the workspace, .git too",
         };
         let mut line = format!("jail: {network} · {writes} · home hidden but toolchains");
-        if !access.read.is_empty() {
-            let read: Vec<String> = access.read.iter().map(|path| tilde(path)).collect();
-            line.push_str(&format!(" · also reads: {}", read.join(", ")));
+        if let Some(read) = read_list(access) {
+            line.push_str(&format!(" · also reads: {read}"));
         }
         line
     }
@@ -401,7 +400,7 @@ pub fn expand_home(path: &str) -> Option<PathBuf> {
 }
 
 /// Whether one path lies in the other.
-fn overlaps(one: &Path, other: &Path) -> bool {
+pub fn overlaps(one: &Path, other: &Path) -> bool {
     one.starts_with(other) || other.starts_with(one)
 }
 
@@ -414,6 +413,9 @@ impl SandboxSettings {
         written: &[String],
         wicket_home: &Path,
     ) -> Result<Vec<ReadPath>, WireError> {
+        if written.is_empty() {
+            return Ok(Vec::new());
+        }
         let invalid = |message: String| WireError::new(ErrorKind::InvalidArgs, message);
         let secrets: Vec<PathBuf> = std::iter::once(wicket_home.to_path_buf())
             .chain(self.deny_read.iter().cloned())
@@ -450,11 +452,15 @@ impl SandboxSettings {
 
 /// A call's added reads, for the mount layer's words.
 fn also_reads(access: &Access) -> String {
-    if access.read.is_empty() {
-        return String::new();
-    }
+    read_list(access).map_or_else(String::new, |read| {
+        format!("; also shown read-only: {read}")
+    })
+}
+
+/// A call's added reads as a person writes them (`~/notes, /srv/data`), if any.
+fn read_list(access: &Access) -> Option<String> {
     let read: Vec<String> = access.read.iter().map(|path| tilde(path)).collect();
-    format!("; also shown read-only: {}", read.join(", "))
+    (!read.is_empty()).then(|| read.join(", "))
 }
 
 /// A path under `$HOME` as `~/…`, as a person writes it.

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use wicket_gate::sandbox::overlaps;
+
 use super::file::{FileCheckpoints, FilePrices, FileSandbox, HomeKeys, Providers};
 use super::{Config, Limits, config_error};
 use crate::error::Result;
@@ -125,11 +127,6 @@ fn existing(path: &Path, key: &str, entry: &Path) -> Result<(PathBuf, PathBuf)> 
             ),
         )),
     }
-}
-
-/// Whether one path lies in the other.
-fn overlaps(a: &Path, b: &Path) -> bool {
-    a.starts_with(b) || b.starts_with(a)
 }
 
 fn checkpoint_settings(file: FileCheckpoints, path: &Path) -> Result<wicket_checkpoints::Settings> {
