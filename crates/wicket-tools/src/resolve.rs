@@ -151,7 +151,7 @@ impl Workspace {
     }
 
     /// The workspace root, held open.
-    pub(crate) fn root_fd(&self) -> BorrowedFd<'_> {
+    pub fn root_fd(&self) -> BorrowedFd<'_> {
         self.root_fd.as_fd()
     }
 

@@ -98,10 +98,24 @@ pub enum Met<'a> {
 
 /// Whether the scan goes on.
 pub enum Go {
-    /// Next entry.
+    /// Next entry (into the folder, when it is one).
     On,
+    /// Next entry, but not into this folder.
+    Over,
     /// Stop the whole scan.
     Stop,
+}
+
+/// What a walk asks of its caller.
+pub trait Visitor {
+    /// True leaves `path` (a path below the root; `is_dir` when it is a
+    /// folder) out, and all below it.
+    fn skip(&self, path: &[u8], is_dir: bool) -> bool;
+    /// An entry, or a folder that could not be read: what next.
+    fn visit(&mut self, met: Met<'_>) -> Go;
+    /// A folder was opened (the root as `b""`), before its names are read:
+    /// a watch added here sees every change made after the listing.
+    fn entered(&mut self, _path: &[u8], _dir: BorrowedFd<'_>) {}
 }
 
 struct Frame {
@@ -115,8 +129,14 @@ struct Frame {
 impl Frame {
     /// The frame of the folder `name` in this one (at `path` below the
     /// root), with its ignore rules, to walk next.
-    fn child(&self, name: &OsStr, path: &[u8]) -> std::io::Result<(Frame, Level)> {
+    fn child(
+        &self,
+        name: &OsStr,
+        path: &[u8],
+        visitor: &mut dyn Visitor,
+    ) -> std::io::Result<(Frame, Level)> {
         let fd = open_dir_at(&self.fd, name)?;
+        visitor.entered(path, fd.as_fd());
         let names = sorted_names(&fd)?;
         let absolute = self.absolute.join(name);
         let level = Level::read(&fd, &absolute);
@@ -207,89 +227,143 @@ fn temp_name() -> String {
     format!(".wicket-rewind-{:016x}", wicket_os::ids::random_u64())
 }
 
+/// `.git` or `.wicket`: what git and Wicket run later is never copied nor restored.
+fn guarded_name(name: &OsStr) -> bool {
+    wicket_protocol::guarded::GUARDED_NAMES
+        .iter()
+        .any(|guarded| name.as_bytes() == guarded.as_bytes())
+}
+
+/// The walk of [`Workspace::scan`] from `stack`, depth first.
+fn walk(mut stack: Vec<Frame>, mut rules: Rules, visitor: &mut dyn Visitor) -> std::io::Result<()> {
+    let mut path = Vec::new();
+    while let Some(frame) = stack.last_mut() {
+        let Some(name) = frame.names.next() else {
+            stack.pop();
+            rules.pop();
+            continue;
+        };
+        if guarded_name(&name) {
+            continue;
+        }
+        path.clear();
+        path.extend_from_slice(&frame.prefix);
+        path.extend_from_slice(name.as_bytes());
+        let stat = match rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            // Gone since the listing: not there for this scan.
+            Err(Errno::NOENT) => continue,
+            Err(error) => {
+                let error = error.into();
+                if let Go::Stop = visitor.visit(Met::Unreadable { path: &path, error }) {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        let Some(kind) = kind_of(&stat) else {
+            continue;
+        };
+        let is_dir = kind == Kind::Dir;
+        if visitor.skip(&path, is_dir)
+            || (rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir))
+        {
+            continue;
+        }
+        let found = Found {
+            path: &path,
+            stat: &stat,
+            kind,
+            dir: frame.fd.as_fd(),
+            name: &name,
+        };
+        match visitor.visit(Met::Entry(found)) {
+            Go::Stop => return Ok(()),
+            Go::Over => continue,
+            Go::On if !is_dir => continue,
+            Go::On => {}
+        }
+        match frame.child(&name, &path, visitor) {
+            Ok((child, level)) => {
+                rules.push(level);
+                stack.push(child);
+            }
+            Err(error) => {
+                if let Go::Stop = visitor.visit(Met::Unreadable { path: &path, error }) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Workspace {
-    /// Walks the workspace (see the module's docs), calling `visit` for each
-    /// entry and each folder that cannot be read. `skip` gets a path below
-    /// the root and whether it is a folder; true leaves it (and all below it) out.
-    pub fn scan(
-        &self,
-        skip: &dyn Fn(&[u8], bool) -> bool,
-        visit: &mut dyn FnMut(Met<'_>) -> Go,
-    ) -> std::io::Result<()> {
+    /// Walks the workspace (see the module's docs), telling `visitor` of
+    /// each entry and each folder that cannot be read.
+    pub fn scan(&self, visitor: &mut dyn Visitor) -> std::io::Result<()> {
         let root = open_dir_at(self.root_fd(), OsStr::new("."))?;
+        visitor.entered(b"", root.as_fd());
         let mut rules = Rules::above(self.root());
         rules.push(Level::read(&root, self.root()));
         let names = sorted_names(&root)?;
-        let mut stack = vec![Frame {
+        let frame = Frame {
             fd: root,
             absolute: self.root().to_path_buf(),
             prefix: Vec::new(),
             names: names.into_iter(),
-        }];
-        let mut path = Vec::new();
-        while let Some(frame) = stack.last_mut() {
-            let Some(name) = frame.names.next() else {
-                stack.pop();
-                rules.pop();
-                continue;
-            };
-            // What git and Wicket run later is never copied nor restored.
-            if wicket_protocol::guarded::GUARDED_NAMES
-                .iter()
-                .any(|guarded| name.as_bytes() == guarded.as_bytes())
+        };
+        walk(vec![frame], rules, visitor)
+    }
+
+    /// Walks one entry, `path` below the root, as [`Workspace::scan`] would
+    /// meet it (and, when it is a folder the visitor enters, all below it),
+    /// with the ignore rules of every folder above it. The visitor hears
+    /// nothing of it when it is not there, or a folder above it is not
+    /// (gone, a link, skipped or ignored).
+    pub fn scan_below(&self, path: &[u8], visitor: &mut dyn Visitor) -> std::io::Result<()> {
+        let names = names_of(path)?;
+        let Some((last, above)) = names.split_last() else {
+            return Ok(());
+        };
+        let mut dir = open_dir_at(self.root_fd(), OsStr::new("."))?;
+        let mut absolute = self.root().to_path_buf();
+        let mut rules = Rules::above(self.root());
+        rules.push(Level::read(&dir, &absolute));
+        let mut prefix = Vec::new();
+        for name in above {
+            prefix.extend_from_slice(name.as_bytes());
+            if guarded_name(name)
+                || visitor.skip(&prefix, true)
+                || (rules.any() && rules.ignored(&absolute.join(name), true))
             {
-                continue;
-            }
-            path.clear();
-            path.extend_from_slice(&frame.prefix);
-            path.extend_from_slice(name.as_bytes());
-            let stat = match rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => stat,
-                // Gone since the listing: not there for this scan.
-                Err(Errno::NOENT) => continue,
-                Err(error) => {
-                    let error = error.into();
-                    if let Go::Stop = visit(Met::Unreadable { path: &path, error }) {
-                        return Ok(());
-                    }
-                    continue;
-                }
-            };
-            let Some(kind) = kind_of(&stat) else {
-                continue;
-            };
-            let is_dir = kind == Kind::Dir;
-            if skip(&path, is_dir)
-                || (rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir))
-            {
-                continue;
-            }
-            let found = Found {
-                path: &path,
-                stat: &stat,
-                kind,
-                dir: frame.fd.as_fd(),
-                name: &name,
-            };
-            if let Go::Stop = visit(Met::Entry(found)) {
                 return Ok(());
             }
-            if !is_dir {
-                continue;
-            }
-            match frame.child(&name, &path) {
-                Ok((child, level)) => {
-                    rules.push(level);
-                    stack.push(child);
+            dir = match open_dir_at(&dir, name) {
+                Ok(fd) => fd,
+                Err(error)
+                    if matches!(
+                        error.raw_os_error(),
+                        Some(code) if [Errno::NOENT, Errno::NOTDIR, Errno::LOOP]
+                            .iter()
+                            .any(|errno| errno.raw_os_error() == code)
+                    ) =>
+                {
+                    return Ok(());
                 }
-                Err(error) => {
-                    if let Go::Stop = visit(Met::Unreadable { path: &path, error }) {
-                        return Ok(());
-                    }
-                }
-            }
+                Err(error) => return Err(error),
+            };
+            absolute.push(name);
+            rules.push(Level::read(&dir, &absolute));
+            prefix.push(b'/');
         }
-        Ok(())
+        let frame = Frame {
+            fd: dir,
+            absolute,
+            prefix,
+            names: vec![Box::<OsStr>::from(*last)].into_iter(),
+        };
+        walk(vec![frame], rules, visitor)
     }
 
     /// The folder `path` is in, reached from the root one real folder at a
