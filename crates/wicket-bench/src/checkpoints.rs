@@ -1,11 +1,13 @@
-//! Checkpoints of a 10,000-file workspace: the first, one after a one-file
-//! change, and what the store grows by; beside git doing the same with a
-//! repository of its own (`git add -A && git write-tree` with a separate
-//! git dir and index: opencode's snapshot, and what a person would script).
+//! Checkpoints of large workspaces (10,000 and 100,000 files by default;
+//! `WICKET_BENCH_FILES=10000,100000,1000000` for a million): the first
+//! one, one after a one-file change, a second session's first, a full
+//! rescan, the store's size and a rewind; each beside git doing the same
+//! on the same tree in the same run (`git status` with a real index: what
+//! a person's own tool pays to know what changed).
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wicket_checkpoints::{Settings, Store};
@@ -13,33 +15,29 @@ use wicket_tools::Workspace;
 
 use crate::{Row, median, ms};
 
-const FILES: usize = 10_000;
+/// Files in a folder of the generated tree.
+const PER_FOLDER: usize = 100;
 
-/// 100 folders of 100 source-like files, 1–4 KiB each.
-fn workspace(root: &Path) -> Result<u64> {
+/// `files` small source-like files (30–200 bytes), 100 a folder, two deep.
+fn workspace(root: &Path, files: usize) -> Result<u64> {
     let mut bytes = 0;
-    for n in 0..FILES {
-        let dir = root.join(format!("src/m{:02}", n % 100));
-        std::fs::create_dir_all(&dir)?;
-        let size = 1024 + (n * 7919) % 3072;
-        let mut text = String::with_capacity(size + 64);
-        let mut line = 0;
-        while text.len() < size {
-            text.push_str(&format!("    let value_{line} = compute({n}, {line});\n"));
-            line += 1;
+    for n in 0..files {
+        let folder = n / PER_FOLDER;
+        let dir = root.join(format!("src/g{:03}/m{folder:05}", folder % 1000));
+        if n % PER_FOLDER == 0 {
+            std::fs::create_dir_all(&dir)?;
         }
+        let text = format!("pub fn f{n}() -> u32 {{ {n} }}\n").repeat(1 + n % 5);
         bytes += text.len() as u64;
-        std::fs::write(dir.join(format!("f{n:05}.rs")), text)?;
+        std::fs::write(dir.join(format!("f{n:07}.rs")), text)?;
     }
     Ok(bytes)
 }
 
-fn git(git_dir: &Path, ws: &Path, args: &[&str]) -> Result<()> {
+fn git(ws: &Path, args: &[&str]) -> Result<Duration> {
+    let started = Instant::now();
     let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(git_dir)
-        .arg("--work-tree")
-        .arg(ws)
+        .current_dir(ws)
         .args(args)
         .output()
         .context("running git")?;
@@ -48,12 +46,7 @@ fn git(git_dir: &Path, ws: &Path, args: &[&str]) -> Result<()> {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Ok(())
-}
-
-fn git_snapshot(git_dir: &Path, ws: &Path) -> Result<()> {
-    git(git_dir, ws, &["add", "-A", "."])?;
-    git(git_dir, ws, &["write-tree"])
+    Ok(started.elapsed())
 }
 
 fn folder_bytes(dir: &Path) -> u64 {
@@ -69,127 +62,147 @@ fn folder_bytes(dir: &Path) -> u64 {
     total
 }
 
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+}
+
+fn ratio(a: Duration, b: Duration) -> Option<f64> {
+    Some(a.as_secs_f64() / b.as_secs_f64())
+}
+
 pub(crate) fn checkpoint_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let sizes = std::env::var("WICKET_BENCH_FILES").unwrap_or_else(|_| "10000,100000".into());
+    for size in sizes.split(',') {
+        let files: usize = size.trim().parse().context("WICKET_BENCH_FILES")?;
+        rows_at(rows, files)?;
+    }
+    Ok(())
+}
+
+fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
     let dir = tempfile::tempdir()?;
+    let home = dir.path().join("home");
     let ws = dir.path().join("ws");
-    let tree_bytes = workspace(&ws)?;
+    eprintln!("  {files} files: writing the tree and its git index…");
+    let tree_bytes = workspace(&ws, files)?;
+    git(&ws, &["init", "-q"])?;
+    git(&ws, &["add", "-A"])?;
+    git(
+        &ws,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "commit",
+            "-qm",
+            "tree",
+        ],
+    )?;
     let workspace = Workspace::open(&ws).map_err(|error| anyhow::anyhow!(error.message))?;
     let settings = Settings::default();
+    let shared = home.join("checkpoints");
+    let session = |name: &str| Store::new(&home.join("sessions").join(name), &shared);
+    let status = || git(&ws, &["status", "--porcelain"]);
+    status()?;
+    let git_status = {
+        let mut times = (0..5).map(|_| status()).collect::<Result<Vec<_>>>()?;
+        times.sort();
+        times[2]
+    };
 
-    // The first checkpoint, into a new store each time.
-    let mut fresh = 0;
-    let first = median(5, || {
-        fresh += 1;
-        let store = Store::new(&dir.path().join(format!("session-{fresh}")));
-        store.take(&workspace, &settings, 1, "run")?;
-        Ok(())
-    })?;
-    let mut fresh_git = 0;
-    let first_git = median(5, || {
-        fresh_git += 1;
-        let git_dir = dir.path().join(format!("git-{fresh_git}"));
-        Command::new("git")
-            .args(["init", "-q", "--bare"])
-            .arg(&git_dir)
-            .status()?;
-        git_snapshot(&git_dir, &ws)
-    })?;
+    // The first checkpoint: a walk of everything, every file read and stored.
+    let first_store = session("first");
+    let started = Instant::now();
+    let taken = first_store.take(&workspace, &settings, 1, "run")?;
+    let first = started.elapsed();
+    anyhow::ensure!(taken.whole, "{taken:?}");
     rows.push(Row {
-        name: format!(
-            "checkpoint: the first of {FILES} files ({:.1} MiB)",
-            tree_bytes as f64 / 1048576.0
-        ),
+        name: format!("checkpoint, {files} files: the first ({})", mib(tree_bytes)),
         wicket: ms(first),
-        reference: format!("git add -A + write-tree {}", ms(first_git)),
-        ratio: Some(first.as_secs_f64() / first_git.as_secs_f64()),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(first, git_status),
     });
 
-    // After a one-file change: the same store, one file changed each time.
-    let session = dir.path().join("session-1");
-    let store = Store::new(&session);
-    let git_dir = dir.path().join("git-1");
-    let changed = ws.join("src/m07/f00007.rs");
-    let mut round = 0;
-    let mut change = || -> Result<()> {
-        round += 1;
-        std::fs::write(
-            &changed,
-            format!("fn changed() -> u32 {{ {round} }}\n").repeat(40),
-        )?;
-        Ok(())
-    };
-    let mut seq = 1;
+    // After a one-file change: what the tracker heard, against git status.
+    let changed = ws.join("src/g007/m00007/f0000700.rs");
     let mut took = Vec::new();
     let mut took_git = Vec::new();
-    for _ in 0..15 {
-        change()?;
-        seq += 1;
+    for round in 0..15u64 {
+        std::fs::write(&changed, format!("pub fn changed() -> u64 {{ {round} }}\n"))?;
         let started = Instant::now();
-        store.take(&workspace, &settings, seq, "run")?;
+        let taken = first_store.take(&workspace, &settings, round + 2, "run")?;
         took.push(started.elapsed());
-        let started = Instant::now();
-        git_snapshot(&git_dir, &ws)?;
-        took_git.push(started.elapsed());
+        anyhow::ensure!(taken.changed == 1, "{taken:?}");
+        took_git.push(status()?);
     }
     took.sort();
     took_git.sort();
-    let (incremental, incremental_git) = (took[took.len() / 2], took_git[took_git.len() / 2]);
+    let (incremental, incremental_git) = (took[7], took_git[7]);
+    let tracked = !first_store.take(&workspace, &settings, 100, "run")?.whole;
     rows.push(Row {
-        name: format!("checkpoint: {FILES} files after a one-file change"),
-        wicket: ms(incremental),
-        reference: format!("git add -A + write-tree {}", ms(incremental_git)),
-        ratio: Some(incremental.as_secs_f64() / incremental_git.as_secs_f64()),
-    });
-
-    // The jail's scan for what git and Wicket run later (every `.git` and
-    // `.wicket` at any depth), before and after each command, beside `find`.
-    std::fs::create_dir_all(ws.join("src/m42/vendored/.git"))?;
-    let scan = median(15, || {
-        let found = wicket_os::guard::scan(&ws);
-        anyhow::ensure!(found.entries.len() == 1, "{found:?}");
-        Ok(())
-    })?;
-    let find = median(15, || {
-        let out = Command::new("find")
-            .arg(&ws)
-            .args(["-name", ".git", "-prune"])
-            .output()?;
-        anyhow::ensure!(out.status.success(), "find failed");
-        Ok(())
-    })?;
-    std::fs::remove_dir_all(ws.join("src/m42/vendored"))?;
-    rows.push(Row {
-        name: format!("jail: the scan for .git and .wicket at any depth, {FILES} files"),
-        wicket: ms(scan),
-        reference: format!("find -name .git -prune {}", ms(find)),
-        ratio: Some(scan.as_secs_f64() / find.as_secs_f64()),
-    });
-
-    // What one more change costs the store.
-    change()?;
-    let file = std::fs::metadata(&changed)?.len();
-    let journal = session.join("checkpoints/journal.jsonl");
-    let before = (store.object_bytes(), std::fs::metadata(&journal)?.len());
-    let git_before = folder_bytes(&git_dir.join("objects"));
-    store.take(&workspace, &settings, seq + 1, "run")?;
-    git_snapshot(&git_dir, &ws)?;
-    let after = (store.object_bytes(), std::fs::metadata(&journal)?.len());
-    let git_after = folder_bytes(&git_dir.join("objects"));
-    rows.push(Row {
-        name: format!("checkpoint: store growth for a one-file change ({file} B file)"),
-        wicket: format!(
-            "{} B objects + {} B journal",
-            after.0 - before.0,
-            after.1 - before.1
+        name: format!(
+            "checkpoint, {files} files: after a one-file change ({})",
+            if tracked {
+                "tracked"
+            } else {
+                "no tracker: walked"
+            }
         ),
-        reference: format!("git objects {} B", git_after - git_before),
-        ratio: Some((after.0 - before.0 + after.1 - before.1) as f64 / file as f64),
+        wicket: ms(incremental),
+        reference: format!("git status {}", ms(incremental_git)),
+        ratio: ratio(incremental, incremental_git),
     });
 
-    // A rewind of that one file (its checkpoint of the files as they are first).
-    let to = store.find(seq)?;
+    // The store beside the tree.
+    let objects = first_store.object_bytes();
+    let journal = folder_bytes(&home.join("sessions/first"));
+    rows.push(Row {
+        name: format!("checkpoint, {files} files: store size / tree bytes"),
+        wicket: format!("{} objects, {} journal", mib(objects), mib(journal)),
+        reference: format!(
+            "tree {}, .git/objects {}",
+            mib(tree_bytes),
+            mib(folder_bytes(&ws.join(".git/objects")))
+        ),
+        ratio: Some(objects as f64 / tree_bytes as f64),
+    });
+
+    // A second session's first checkpoint of the unchanged tree.
+    let second = session("second");
+    let before = second.object_bytes().max(objects);
     let started = Instant::now();
-    let rewound = store.rewind(&workspace, &settings, &to, seq + 2)?;
+    let taken = second.take(&workspace, &settings, 1, "run")?;
+    let second_first = started.elapsed();
+    let growth = second.object_bytes().saturating_sub(before);
+    rows.push(Row {
+        name: format!("checkpoint, {files} files: a second session's first"),
+        wicket: format!(
+            "{} (+{} B objects, {} new)",
+            ms(second_first),
+            growth,
+            taken.new_bytes
+        ),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(second_first, git_status),
+    });
+
+    // A full rescan: what a rewind's plan walks.
+    let to = first_store.find(2)?;
+    let rescan = median(3, || {
+        first_store.plan(&workspace, &settings, &to)?;
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: format!("checkpoint, {files} files: a full rescan (a rewind's plan)"),
+        wicket: ms(rescan),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(rescan, git_status),
+    });
+
+    // A rewind of the one file (with its full walk first).
+    let started = Instant::now();
+    let rewound = first_store.rewind(&workspace, &settings, &to, 200)?;
     let rewind = started.elapsed();
     anyhow::ensure!(
         rewound.applied.plan.restore.len() == 1,
@@ -197,10 +210,23 @@ pub(crate) fn checkpoint_rows(rows: &mut Vec<Row>) -> Result<()> {
         rewound.applied
     );
     rows.push(Row {
-        name: format!("rewind: one file back in {FILES}"),
+        name: format!("rewind, {files} files: one file back"),
         wicket: ms(rewind),
-        reference: "-".into(),
-        ratio: None,
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(rewind, git_status),
+    });
+
+    // The jail's scan for what git and Wicket run later, before and after each command.
+    let scan = median(5, || {
+        let found = wicket_os::guard::scan(&ws);
+        anyhow::ensure!(found.entries.len() == 1, "{found:?}");
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: format!("jail, {files} files: the scan for .git and .wicket at any depth"),
+        wicket: ms(scan),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(scan, git_status),
     });
     Ok(())
 }

@@ -2,15 +2,27 @@
 //!
 //! Before each write and each command the session records what every file,
 //! link and folder of the workspace is (`.git` and what the ignore files or
-//! `[checkpoints] ignore` skip left out), under
-//! `$WICKET_HOME/sessions/<id>/checkpoints/`, never in the workspace or its git:
+//! `[checkpoints] ignore` skip left out), never in the workspace or its git.
+//! The session's own folder holds its journal; the bytes live once per
+//! workspace, shared by its sessions:
 //!
-//! - `objects/ab/cdef…`: each distinct content once, by its SHA-256;
-//! - `journal.jsonl`: one line a checkpoint (`id`, the log `seq` it comes
-//!   before, `at`, the tool), holding only the entries that changed since the
-//!   one before — the first line holds them all;
-//! - `index.json`: the last checkpoint whole, with each file's stat (size,
-//!   times, inode), so an unchanged file costs a stat, not a read.
+//! - `$WICKET_HOME/checkpoints/<key>/` (`key` from the workspace's path):
+//!   the objects, each distinct content once by its SHA-256, small ones
+//!   packed ([`objects`]); `index.json`, the last full scan's entries with
+//!   their stat keys, so another session's first checkpoint reads only
+//!   what changed since;
+//! - `sessions/<id>/checkpoints/journal.jsonl`: one line a checkpoint (`id`,
+//!   the log `seq` it comes before, `at`, the tool), holding only the
+//!   entries that changed since the one before — the first line holds them
+//!   all; `store` names the workspace's store, `index.json` the next id.
+//!
+//! The first checkpoint in a process walks the whole tree and starts the
+//! [`tracker`]; the next ones look only at what it heard of since, so their
+//! cost follows the change, not the tree. A rewind (and its plan) walks the
+//! whole tree again, and a path that changed with nothing heard of it is a
+//! *doubt*: the checkpoints taken since the last full walk may not hold its
+//! bytes, so a rewind to one of them leaves it as it is and says why,
+//! never writing bytes it did not verify.
 //!
 //! A rewind first records a checkpoint of the workspace as it is (so the
 //! rewind can itself be rewound), then writes back, makes and removes what
@@ -22,11 +34,12 @@ mod prune;
 mod rewind;
 mod scan;
 mod state;
+mod tracker;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -39,7 +52,9 @@ use wicket_tools::tree::{Go, Kind, Met};
 
 use objects::{Objects, hash_of};
 pub use rewind::{Applied, Plan};
+use scan::Maker;
 use state::{Change, Content, Entry, StatKey, State};
+use tracker::Tracker;
 
 /// Errors of the store, each saying what to do.
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +225,9 @@ pub struct Taken {
     pub changed: usize,
     /// Bytes of new objects it stored.
     pub new_bytes: u64,
+    /// It walked the whole workspace (the first in a process, a rewind's,
+    /// or after the tracker lost count), not only what changed.
+    pub whole: bool,
     /// What it newly holds no copy of, and why.
     pub gaps: Vec<(String, String)>,
 }
@@ -232,20 +250,43 @@ struct Line {
     at: u64,
     tool: String,
     changes: Vec<Change>,
+    /// Paths a full walk found changed with nothing heard of them: the
+    /// checkpoints after `since` and before this one may not hold them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    doubt: Option<Doubt>,
+}
+
+#[derive(Serialize, Deserialize, Clone)]
+struct Doubt {
+    since: u64,
+    paths: Vec<state::Named>,
 }
 
 /// A journal line read back.
 struct Record {
     info: Info,
     changes: Vec<state::Decoded>,
+    /// Paths in doubt in the checkpoints after `.0`, before this one.
+    doubt: Option<(u64, Vec<Vec<u8>>)>,
     /// The journal's length up to and including this line.
     end: u64,
 }
 
+/// The session's `index.json`: where ids go on (they never repeat, even
+/// after a store emptied to stay below its bound). An older Wicket kept
+/// the entries here too; they are read from the journal now.
 #[derive(Serialize, Deserialize)]
 struct Index {
     journal_len: u64,
     next_id: u64,
+    #[serde(default)]
+    entries: Vec<Change>,
+}
+
+/// The workspace's shared `index.json`: the last full walk's entries with
+/// their stat keys.
+#[derive(Serialize, Deserialize)]
+struct Seen {
     entries: Vec<Change>,
 }
 
@@ -254,16 +295,14 @@ struct Cache {
     journaled: State,
     journal_len: u64,
     next_id: u64,
-    /// Bytes of the objects, once counted (then kept up to date).
-    object_bytes: Option<u64>,
-}
-
-struct Scanned {
-    state: State,
-    gaps: Vec<(String, String)>,
-    new_bytes: u64,
-    /// A stat key differs from the index's: the index is written again.
-    keys_changed: bool,
+    /// The workspace's shared index, until the first full walk uses it.
+    seed: Option<State>,
+    /// What changed since the last checkpoint, while it can be trusted.
+    tracker: Option<Tracker>,
+    /// The last checkpoint a full walk took in this process, and whether
+    /// tracked ones came after it.
+    walked: Option<u64>,
+    tracked_since: bool,
 }
 
 fn now_secs() -> u64 {
@@ -282,11 +321,14 @@ const RACY_SECONDS: i64 = 2;
 
 /// A session's checkpoints.
 pub struct Store {
+    /// The session's `checkpoints/`.
     dir: PathBuf,
+    /// `$WICKET_HOME/checkpoints`, where each workspace's store is.
+    shared: PathBuf,
     /// `$WICKET_HOME`, canonical (found at the first scan): never part of
     /// a checkpoint, even when the workspace holds it.
-    home: std::sync::OnceLock<Option<PathBuf>>,
-    objects: Objects,
+    home: OnceLock<Option<PathBuf>>,
+    objects: OnceLock<Objects>,
     cache: Mutex<Option<Cache>>,
 }
 
@@ -297,15 +339,68 @@ fn line_text(line: &Line) -> Result<String> {
     Ok(text)
 }
 
+/// The journal lines in `bytes`, up to the last that reads whole: a torn
+/// line (a crash, a full disk) or a damaged one ends them, since a delta
+/// after a gap cannot be replayed.
+fn parse_records(bytes: &[u8]) -> Vec<Record> {
+    let mut records = Vec::new();
+    let mut end = 0usize;
+    for text in bytes.split_inclusive(|byte| *byte == b'\n') {
+        let Some(body) = text.strip_suffix(b"\n") else {
+            break;
+        };
+        let Ok(line) = serde_json::from_slice::<Line>(body) else {
+            break;
+        };
+        let Some(changes) = line
+            .changes
+            .into_iter()
+            .map(Change::decode)
+            .collect::<Option<Vec<_>>>()
+        else {
+            break;
+        };
+        let doubt = line.doubt.map(|doubt| {
+            let paths = doubt
+                .paths
+                .into_iter()
+                .filter_map(state::Named::decode)
+                .collect();
+            (doubt.since, paths)
+        });
+        end += text.len();
+        records.push(Record {
+            info: Info {
+                id: line.id,
+                seq: line.seq,
+                at: line.at,
+                tool: line.tool,
+                changed: changes.len(),
+            },
+            changes,
+            doubt,
+            end: end as u64,
+        });
+    }
+    records
+}
+
+/// The workspace store's name for the workspace at `root`.
+fn store_key(root: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    hex::encode(&hash_of(root.as_os_str().as_bytes())[..16])
+}
+
 impl Store {
     /// The store of the session whose folder is `session_dir` (in
-    /// `$WICKET_HOME/sessions/`; nothing is read or made until it is used).
-    pub fn new(session_dir: &Path) -> Store {
-        let dir = session_dir.join("checkpoints");
+    /// `$WICKET_HOME/sessions/`), its objects under `shared`
+    /// (`$WICKET_HOME/checkpoints`); nothing is read or made until it is used.
+    pub fn new(session_dir: &Path, shared: &Path) -> Store {
         Store {
-            objects: Objects::new(dir.join("objects")),
-            dir,
-            home: std::sync::OnceLock::new(),
+            dir: session_dir.join("checkpoints"),
+            shared: shared.to_path_buf(),
+            home: OnceLock::new(),
+            objects: OnceLock::new(),
             cache: Mutex::new(None),
         }
     }
@@ -327,6 +422,47 @@ impl Store {
         wicket_os::sync::lock(&self.cache)
     }
 
+    /// The session's objects of before stores were shared, when it has some.
+    fn legacy(&self) -> Option<PathBuf> {
+        let legacy = self.dir.join("objects");
+        legacy.is_dir().then_some(legacy)
+    }
+
+    /// The workspace store this session names (`store`), if it names one yet.
+    fn named_key(&self) -> Option<String> {
+        let bytes = wicket_os::files::read_own(&self.dir.join("store"), 256).ok()??;
+        let key = String::from_utf8(bytes).ok()?.trim().to_string();
+        (key.len() == 32 && key.bytes().all(|byte| byte.is_ascii_hexdigit())).then_some(key)
+    }
+
+    /// The objects: the workspace's store, named in `store` (written here
+    /// the first time, from `workspace`). `None` when neither says which.
+    fn objects(&self, workspace: Option<&Workspace>) -> Result<Option<&Objects>> {
+        if let Some(objects) = self.objects.get() {
+            return Ok(Some(objects));
+        }
+        let key = match (self.named_key(), workspace) {
+            (Some(key), _) => key,
+            (None, Some(workspace)) => {
+                let key = store_key(workspace.root());
+                let store = self.shared.join(&key);
+                wicket_os::files::private_dir(&store).map_err(self.io(&store, "written"))?;
+                let named = store.join("workspace");
+                let root = workspace.root().to_string_lossy().into_owned() + "\n";
+                wicket_os::files::write_atomically(&named, root.as_bytes(), false)
+                    .map_err(self.io(&named, "written"))?;
+                wicket_os::files::private_dir(&self.dir).map_err(self.io(&self.dir, "written"))?;
+                let path = self.dir.join("store");
+                wicket_os::files::write_atomically(&path, format!("{key}\n").as_bytes(), false)
+                    .map_err(self.io(&path, "written"))?;
+                key
+            }
+            (None, None) => return Ok(None),
+        };
+        let objects = Objects::new(self.shared.join(key), self.legacy());
+        Ok(Some(self.objects.get_or_init(|| objects)))
+    }
+
     /// The journal's lines, oldest first. The journal is cut after the
     /// last line that reads whole: a torn line (a crash, a full disk) or a
     /// damaged one goes, and what follows it too (a delta after a gap
@@ -339,41 +475,13 @@ impl Store {
             Ok(None) => return Ok(Vec::new()),
             Err(error) => return Err(self.io(&path, "read")(error)),
         };
-        let mut records = Vec::new();
-        let mut end = 0usize;
-        for text in bytes.split_inclusive(|byte| *byte == b'\n') {
-            let Some(body) = text.strip_suffix(b"\n") else {
-                break;
-            };
-            let Ok(line) = serde_json::from_slice::<Line>(body) else {
-                break;
-            };
-            let Some(changes) = line
-                .changes
-                .into_iter()
-                .map(Change::decode)
-                .collect::<Option<Vec<_>>>()
-            else {
-                break;
-            };
-            end += text.len();
-            records.push(Record {
-                info: Info {
-                    id: line.id,
-                    seq: line.seq,
-                    at: line.at,
-                    tool: line.tool,
-                    changed: changes.len(),
-                },
-                changes,
-                end: end as u64,
-            });
-        }
-        if end < bytes.len() {
+        let records = parse_records(&bytes);
+        let end = records.last().map_or(0, |record| record.end);
+        if end < bytes.len() as u64 {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
-                .and_then(|file| file.set_len(end as u64))
+                .and_then(|file| file.set_len(end))
                 .map_err(self.io(&path, "written"))?;
         }
         Ok(records)
@@ -391,40 +499,71 @@ impl Store {
         Err(Error::Gone)
     }
 
-    /// Loads the last checkpoint: the index, and the journal's lines after
-    /// it replayed on it (a replayed file is read again at the next scan).
+    /// The paths checkpoint `id` may not hold as they were: what a full
+    /// walk after it found changed with nothing heard of it.
+    fn doubts(records: &[Record], id: u64) -> BTreeSet<Vec<u8>> {
+        records
+            .iter()
+            .filter_map(|record| {
+                let (since, paths) = record.doubt.as_ref()?;
+                (*since < id && id < record.info.id).then_some(paths)
+            })
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The workspace's shared index, when there is one that reads whole.
+    fn seen(&self) -> Option<State> {
+        let objects = self.objects.get()?;
+        let bytes =
+            wicket_os::files::read_own(&objects.dir().join("index.json"), u64::MAX).ok()??;
+        let seen: Seen = serde_json::from_slice(&bytes).ok()?;
+        let decoded: Vec<state::Decoded> = seen
+            .entries
+            .into_iter()
+            .map(Change::decode)
+            .collect::<Option<_>>()?;
+        let mut state = State::new();
+        state::apply(&mut state, &decoded);
+        Some(state)
+    }
+
+    /// Loads the last checkpoint: the journal replayed, and the stat keys
+    /// of the workspace's shared index where they name the same content.
     fn load(&self, settings: &Settings) -> Result<Cache> {
         self.prune(settings.keep_days)?;
         let records = self.records()?;
         let journal_len = records.last().map_or(0, |record| record.end);
         let next_id = records.last().map_or(1, |record| record.info.id + 1);
-        let index = wicket_os::files::read_own(&self.index(), u64::MAX)
+        let index_next_id = wicket_os::files::read_own(&self.index(), u64::MAX)
             .ok()
             .flatten()
             .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
-            .filter(|index| {
-                index.journal_len == 0
-                    || records.iter().any(|record| record.end == index.journal_len)
-            });
+            .map_or(1, |index| index.next_id);
         let mut journaled = State::new();
-        let mut after = 0;
-        // Ids never repeat, even after a store emptied to stay below its bound.
-        let index_next_id = index.as_ref().map_or(1, |index| index.next_id);
-        if let Some(index) = index {
-            let decoded: Option<Vec<_>> = index.entries.into_iter().map(Change::decode).collect();
-            if let Some(decoded) = decoded {
-                state::apply(&mut journaled, &decoded);
-                after = index.journal_len;
-            }
-        }
-        for record in records.iter().filter(|record| record.end > after) {
+        for record in &records {
             state::apply(&mut journaled, &record.changes);
+        }
+        let seed = self.seen();
+        if let Some(seed) = &seed {
+            for (path, entry) in journaled.iter_mut() {
+                if let Some(seen) = seed.get(path)
+                    && seen.content == entry.content
+                    && seen.mode == entry.mode
+                {
+                    entry.key = seen.key;
+                }
+            }
         }
         Ok(Cache {
             journaled,
             journal_len,
             next_id: next_id.max(index_next_id),
-            object_bytes: None,
+            seed,
+            tracker: None,
+            walked: None,
+            tracked_since: false,
         })
     }
 
@@ -440,6 +579,7 @@ impl Store {
         settings: &Settings,
     ) -> Result<&'g mut Cache> {
         if guard.is_none() {
+            self.objects(None)?;
             **guard = Some(self.load(settings)?);
         }
         match guard.as_mut() {
@@ -459,12 +599,13 @@ impl Store {
     ) -> Result<Taken> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let taken = self.take_in(cache, workspace, settings, seq, tool)?;
-        let total = match cache.object_bytes {
-            Some(before) => before.saturating_add(taken.new_bytes),
-            None => self.objects.bytes(),
-        };
-        cache.object_bytes = Some(total);
+        let taken = self.take_in(cache, workspace, settings, seq, tool, false);
+        if taken.is_err() {
+            // What is in memory may be ahead of the journal: read again next time.
+            *guard = None;
+        }
+        let taken = taken?;
+        let total = self.object_bytes();
         if total <= settings.max_store_bytes {
             return Ok(taken);
         }
@@ -474,6 +615,39 @@ impl Store {
         Ok(taken)
     }
 
+    /// Records a checkpoint as [`Store::take`] does, but walking the whole
+    /// workspace whatever the tracker heard (as a rewind does first).
+    pub fn take_walked(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        seq: u64,
+        tool: &str,
+    ) -> Result<Taken> {
+        let mut guard = self.lock();
+        let cache = self.cache(&mut guard, settings)?;
+        let taken = self.take_in(cache, workspace, settings, seq, tool, true);
+        if taken.is_err() {
+            *guard = None;
+        }
+        taken
+    }
+
+    fn maker<'m>(&'m self, workspace: &Workspace, settings: &'m Settings) -> Result<Maker<'m>> {
+        Ok(Maker {
+            objects: self.objects(Some(workspace))?,
+            settings,
+            keep: Keep::Store,
+            home: None,
+            started: now_secs() as i64,
+            new_bytes: 0,
+            gaps: Vec::new(),
+        })
+    }
+
+    /// Takes a checkpoint: a walk of what the tracker heard, or (`whole`,
+    /// the first in this process, or a tracker that lost count) of
+    /// everything; then its journal line.
     fn take_in(
         &self,
         cache: &mut Cache,
@@ -481,16 +655,98 @@ impl Store {
         settings: &Settings,
         seq: u64,
         tool: &str,
+        whole: bool,
     ) -> Result<Taken> {
-        let scanned = self.scan(workspace, settings, &cache.journaled, Keep::Store)?;
+        let home = self.home_below(workspace);
+        let mut maker = self.maker(workspace, settings)?;
+        maker.home = home.as_deref();
+        let objects = maker.objects;
+        let _held = match objects {
+            Some(objects) => Some(objects.hold().map_err(self.io(objects.dir(), "read"))?),
+            None => None,
+        };
+        let heard = cache.tracker.as_mut().map(Tracker::drain);
+        let mut tracked = None;
+        if let (false, Some(tracker), Some(heard)) = (whole, cache.tracker.as_mut(), &heard)
+            && !heard.lost
+        {
+            tracked =
+                self.scan_heard(workspace, &mut maker, &mut cache.journaled, tracker, heard)?;
+        }
+        let whole = tracked.is_none();
+        let (changes, doubt, entries) = match tracked {
+            Some(changes) => {
+                cache.tracked_since = true;
+                (changes, None, cache.journaled.len())
+            }
+            None => self.walk_whole(cache, workspace, &mut maker, heard.as_ref())?,
+        };
+        if let Some(objects) = objects {
+            objects.flush().map_err(self.io(objects.dir(), "written"))?;
+        }
         let line = Line {
             id: cache.next_id,
             seq,
             at: now_secs(),
             tool: tool.to_string(),
-            changes: state::delta(&cache.journaled, &scanned.state),
+            changes,
+            doubt,
         };
-        let text = line_text(&line)?;
+        self.append(cache, &line)?;
+        Ok(Taken {
+            id: line.id,
+            entries,
+            changed: line.changes.len(),
+            new_bytes: maker.new_bytes,
+            gaps: maker.gaps,
+            whole,
+        })
+    }
+
+    /// The full walk of a checkpoint: a new state (and a new tracker) in
+    /// the cache, the changes since the last one, and the doubts of a
+    /// drain (`heard`) that lost nothing yet did not name a change found.
+    fn walk_whole(
+        &self,
+        cache: &mut Cache,
+        workspace: &Workspace,
+        maker: &mut Maker<'_>,
+        heard: Option<&tracker::Heard>,
+    ) -> Result<(Vec<Change>, Option<Doubt>, usize)> {
+        let mut tracker = Tracker::new(workspace.root_fd());
+        let scanned = self.scan_full(
+            workspace,
+            maker,
+            &cache.journaled,
+            cache.seed.as_ref(),
+            tracker.as_mut(),
+        )?;
+        let doubt = match (heard, cache.walked) {
+            (Some(heard), Some(since)) if !heard.lost && cache.tracked_since => {
+                let missed = scan::unheard(&cache.journaled, &scanned.state, &heard.paths);
+                (!missed.is_empty()).then(|| Doubt {
+                    since,
+                    paths: missed.iter().map(|path| state::Named::of(path)).collect(),
+                })
+            }
+            _ => None,
+        };
+        let changes = state::delta(&cache.journaled, &scanned.state);
+        let entries = scanned.state.len();
+        if !changes.is_empty() || scanned.keys_changed {
+            self.put_seen(&scanned.state)?;
+        }
+        cache.journaled = scanned.state;
+        cache.seed = None;
+        cache.tracker = tracker;
+        cache.walked = Some(cache.next_id);
+        cache.tracked_since = false;
+        Ok((changes, doubt, entries))
+    }
+
+    /// Appends `line` to the journal.
+    fn append(&self, cache: &mut Cache, line: &Line) -> Result<()> {
+        let text = line_text(line)?;
         let journal = self.journal();
         wicket_os::files::private_dir(&self.dir).map_err(self.io(&self.dir, "written"))?;
         let appended = wicket_os::files::open_private_append(&journal).and_then(|mut file| {
@@ -503,33 +759,25 @@ impl Store {
             written
         });
         appended.map_err(self.io(&journal, "written"))?;
-        let changed = line.changes.len();
         cache.journal_len += text.len() as u64;
         cache.next_id += 1;
-        let entries = scanned.state.len();
-        cache.journaled = scanned.state;
-        if changed > 0 || scanned.keys_changed {
-            self.write_index(cache)?;
-        }
-        Ok(Taken {
-            id: line.id,
-            entries,
-            changed,
-            new_bytes: scanned.new_bytes,
-            gaps: scanned.gaps,
-        })
+        Ok(())
     }
 
-    fn write_index(&self, cache: &Cache) -> Result<()> {
-        self.put_index(&Index {
-            journal_len: cache.journal_len,
-            next_id: cache.next_id,
-            entries: cache
-                .journaled
+    /// Replaces the workspace's shared index with `state` and its keys.
+    fn put_seen(&self, state: &State) -> Result<()> {
+        let Some(objects) = self.objects.get() else {
+            return Ok(());
+        };
+        let seen = Seen {
+            entries: state
                 .iter()
                 .map(|(path, entry)| Change::of(path, entry, true))
                 .collect(),
-        })
+        };
+        let bytes = serde_json::to_vec(&seen).map_err(|error| Error::Encode(error.to_string()))?;
+        let path = objects.dir().join("index.json");
+        wicket_os::files::write_atomically(&path, &bytes, false).map_err(self.io(&path, "written"))
     }
 
     /// Replaces `index.json` whole with `index`.
@@ -568,20 +816,37 @@ impl Store {
     }
 
     /// What a rewind to the checkpoint `to` would change now (nothing is
-    /// recorded, stored or changed).
+    /// recorded, stored or changed; what the tracker heard is kept for the
+    /// next checkpoint).
     pub fn plan(&self, workspace: &Workspace, settings: &Settings, to: &Info) -> Result<Plan> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let then = Self::state_at(&self.records()?, to.id)?;
-        let now = self.scan(workspace, settings, &cache.journaled, Keep::HashOnly)?;
-        Ok(Plan::between(&then, &now.state))
+        let records = self.records()?;
+        let then = Self::state_at(&records, to.id)?;
+        let mut doubts = Self::doubts(&records, to.id);
+        let home = self.home_below(workspace);
+        let mut maker = self.maker(workspace, settings)?;
+        maker.home = home.as_deref();
+        maker.keep = Keep::HashOnly;
+        let now = self.scan_full(workspace, &mut maker, &cache.journaled, None, None)?;
+        if let Some(tracker) = cache.tracker.as_mut() {
+            let heard = tracker.drain();
+            if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)
+                && since < to.id
+            {
+                doubts.extend(scan::unheard(&cache.journaled, &now.state, &heard.paths));
+            }
+            tracker.keep(heard);
+        }
+        Ok(Plan::between(&then, &now.state, &doubts))
     }
 
     /// Rewinds the workspace to the checkpoint `to`: records the files as
-    /// they are (before event `seq`, the `rewound` to come), then changes
-    /// what differs. Refused, with nothing changed, when that record
-    /// cannot be written: a rewind that could not be undone is not made.
-    /// What that record has no copy of is left as it is (the plan's `kept`).
+    /// they are (before event `seq`, the `rewound` to come) with a full
+    /// walk, then changes what differs. Refused, with nothing changed,
+    /// when that record cannot be written: a rewind that could not be
+    /// undone is not made. What that record has no copy of, and what the
+    /// checkpoint may not hold as it was, is left as it is (the plan's `kept`).
     pub fn rewind(
         &self,
         workspace: &Workspace,
@@ -592,9 +857,20 @@ impl Store {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
         let then = Self::state_at(&self.records()?, to.id)?;
-        let before = self.take_in(cache, workspace, settings, seq, "rewind")?;
-        let plan = Plan::between(&then, &cache.journaled);
-        let applied = plan.apply(workspace, &self.objects);
+        let before = self.take_in(cache, workspace, settings, seq, "rewind", true);
+        let before = match before {
+            Ok(before) => before,
+            Err(error) => {
+                *guard = None;
+                return Err(error);
+            }
+        };
+        let doubts = Self::doubts(&self.records()?, to.id);
+        let plan = Plan::between(&then, &cache.journaled, &doubts);
+        let Some(objects) = self.objects(Some(workspace))? else {
+            return Err(Error::Gone);
+        };
+        let applied = plan.apply(workspace, objects);
         Ok(Rewound {
             to: to.clone(),
             before,
@@ -602,9 +878,18 @@ impl Store {
         })
     }
 
-    /// Bytes of the objects stored.
+    /// Drops what the tracker heard since the last checkpoint: a change it
+    /// missed, for the tests.
+    #[cfg(test)]
+    fn forget_heard(&self) {
+        if let Some(Some(tracker)) = self.lock().as_mut().map(|cache| cache.tracker.as_mut()) {
+            tracker.drain();
+        }
+    }
+
+    /// Bytes of the workspace's store.
     pub fn object_bytes(&self) -> u64 {
-        self.objects.bytes()
+        self.objects.get().map_or(0, Objects::bytes)
     }
 }
 
@@ -630,310 +915,6 @@ enum Keep {
 const SPARSE_FROM: u64 = 1024 * 1024;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    struct World {
-        _dir: tempfile::TempDir,
-        ws: PathBuf,
-        outside: PathBuf,
-        workspace: Workspace,
-        store: Store,
-    }
-
-    fn world() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let (ws, outside, session) = (root.join("ws"), root.join("outside"), root.join("session"));
-        for folder in [&ws, &outside, &session] {
-            std::fs::create_dir_all(folder).unwrap();
-        }
-        World {
-            workspace: Workspace::open(&ws).unwrap(),
-            store: Store::new(&session),
-            _dir: dir,
-            ws,
-            outside,
-        }
-    }
-
-    fn rewind_to(world: &World, id: u64, seq: u64) -> Applied {
-        let to = world
-            .store
-            .list()
-            .unwrap()
-            .into_iter()
-            .find(|info| info.id == id)
-            .unwrap();
-        world
-            .store
-            .rewind(&world.workspace, &Settings::default(), &to, seq)
-            .unwrap()
-            .applied
-    }
-
-    #[test]
-    fn a_link_a_command_left_in_place_of_a_folder_carries_no_restore_out() {
-        let w = world();
-        std::fs::create_dir(w.ws.join("d")).unwrap();
-        std::fs::write(w.ws.join("d/e"), "kept\n").unwrap();
-        let settings = Settings::default();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        // The command swapped the folder for a link out of the workspace.
-        std::fs::remove_dir_all(w.ws.join("d")).unwrap();
-        std::os::unix::fs::symlink(&w.outside, w.ws.join("d")).unwrap();
-        let applied = rewind_to(&w, 1, 2);
-        assert!(applied.failed.is_empty(), "{applied:?}");
-        assert_eq!(applied.plan.restore, ["d"]);
-        assert_eq!(applied.plan.create, ["d/e"]);
-        assert!(std::fs::symlink_metadata(w.ws.join("d")).unwrap().is_dir());
-        assert_eq!(std::fs::read_to_string(w.ws.join("d/e")).unwrap(), "kept\n");
-        assert!(!w.outside.join("e").exists());
-    }
-
-    #[test]
-    fn a_file_over_the_limit_is_a_gap_said_once_and_never_deleted() {
-        let w = world();
-        std::fs::write(w.ws.join("small"), "s\n").unwrap();
-        let settings = Settings {
-            max_file_bytes: 4,
-            ..Settings::default()
-        };
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        std::fs::write(w.ws.join("big"), "0123456789").unwrap();
-        let taken = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
-        assert_eq!(taken.gaps.len(), 1, "{taken:?}");
-        assert!(taken.gaps[0].1.contains("max_file_mb"), "{taken:?}");
-        let again = w.store.take(&w.workspace, &settings, 3, "run").unwrap();
-        assert!(again.gaps.is_empty(), "{again:?}");
-        let to = w.store.find(1).unwrap();
-        let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
-        assert!(plan.delete.is_empty(), "{plan:?}");
-        assert_eq!(plan.kept.len(), 1, "{plan:?}");
-        assert!(plan.kept[0].1.contains("never deleted"), "{plan:?}");
-    }
-
-    #[test]
-    fn modes_links_and_emptied_folders_come_back_and_a_fresh_process_reads_the_index() {
-        let w = world();
-        std::fs::create_dir(w.ws.join("ro")).unwrap();
-        std::fs::write(w.ws.join("ro/x"), "x\n").unwrap();
-        std::fs::write(w.ws.join("run.sh"), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(w.ws.join("run.sh"), std::fs::Permissions::from_mode(0o750))
-            .unwrap();
-        std::os::unix::fs::symlink("run.sh", w.ws.join("link")).unwrap();
-        std::fs::set_permissions(w.ws.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
-        let settings = Settings::default();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        std::fs::set_permissions(w.ws.join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::remove_dir_all(w.ws.join("ro")).unwrap();
-        std::fs::set_permissions(w.ws.join("run.sh"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
-        std::fs::remove_file(w.ws.join("link")).unwrap();
-        std::fs::write(w.ws.join("link"), "not a link\n").unwrap();
-        // Another process: the store is read from disk.
-        let session = w.store.dir.parent().unwrap().to_path_buf();
-        let w = World {
-            store: Store::new(&session),
-            ..w
-        };
-        let applied = rewind_to(&w, 1, 2);
-        assert!(applied.failed.is_empty(), "{applied:?}");
-        let mode = |path: &str| {
-            std::fs::symlink_metadata(w.ws.join(path))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o7777
-        };
-        assert_eq!(mode("ro"), 0o555);
-        assert_eq!(mode("run.sh"), 0o750);
-        assert_eq!(
-            std::fs::read_link(w.ws.join("link")).unwrap(),
-            Path::new("run.sh")
-        );
-        assert_eq!(std::fs::read_to_string(w.ws.join("ro/x")).unwrap(), "x\n");
-        std::fs::set_permissions(w.ws.join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    #[test]
-    fn old_checkpoints_are_pruned_and_their_objects_go() {
-        let w = world();
-        let settings = Settings::default();
-        std::fs::write(w.ws.join("f"), "old\n").unwrap();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        std::fs::write(w.ws.join("f"), "new\n").unwrap();
-        w.store.take(&w.workspace, &settings, 2, "run").unwrap();
-        // Make the first checkpoint 40 days old.
-        let journal = w.store.journal();
-        let text = std::fs::read_to_string(&journal).unwrap();
-        let old = (now_secs() - 40 * 86_400).to_string();
-        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        let mut first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
-        first["at"] = serde_json::json!(old.parse::<u64>().unwrap());
-        lines[0] = first.to_string();
-        std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
-        let fresh = Store::new(w.store.dir.parent().unwrap());
-        std::fs::write(w.ws.join("f"), "newer\n").unwrap();
-        fresh.take(&w.workspace, &settings, 3, "run").unwrap();
-        let list = fresh.list().unwrap();
-        assert_eq!(list.iter().map(|info| info.seq).collect::<Vec<_>>(), [2, 3]);
-        assert!(fresh.objects.get(&hash_of(b"old\n")).is_err());
-        assert!(fresh.objects.get(&hash_of(b"new\n")).is_ok());
-        let to = fresh.find(2).unwrap();
-        let rewound = fresh.rewind(&w.workspace, &settings, &to, 4).unwrap();
-        assert!(rewound.applied.failed.is_empty());
-        assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "new\n");
-    }
-
-    #[test]
-    fn the_store_stays_below_max_store_mb_oldest_first_and_a_checkpoint_past_it_alone_is_a_gap() {
-        let w = world();
-        let settings = Settings {
-            max_store_bytes: 2_500_000,
-            ..Settings::default()
-        };
-        let megabyte = |n: u8| vec![n; 1_000_000];
-        for n in 0..4u8 {
-            std::fs::write(w.ws.join("f"), megabyte(n)).unwrap();
-            w.store
-                .take(&w.workspace, &settings, u64::from(n) + 1, "run")
-                .unwrap();
-            assert!(w.store.object_bytes() <= 2_500_000, "after {n}");
-        }
-        let seqs: Vec<u64> = w
-            .store
-            .list()
-            .unwrap()
-            .iter()
-            .map(|info| info.seq)
-            .collect();
-        assert_eq!(seqs.last(), Some(&4));
-        assert!(seqs.len() < 4, "{seqs:?}");
-        assert!(w.store.objects.get(&hash_of(&megabyte(0))).is_err());
-        // The newest is whole and rewinds.
-        std::fs::write(w.ws.join("f"), "changed").unwrap();
-        let to = w.store.find(4).unwrap();
-        w.store.rewind(&w.workspace, &settings, &to, 5).unwrap();
-        assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(3));
-        // One checkpoint alone past the bound keeps nothing, and says so.
-        std::fs::write(w.ws.join("g"), vec![9u8; 3_000_000]).unwrap();
-        let full = w.store.take(&w.workspace, &settings, 6, "run");
-        assert!(matches!(full, Err(Error::StoreFull(_))), "{full:?}");
-        assert_eq!(w.store.object_bytes(), 0);
-        assert!(w.store.list().unwrap().is_empty());
-        // The next checkpoint starts whole, with an id never used before.
-        std::fs::remove_file(w.ws.join("g")).unwrap();
-        let taken = w.store.take(&w.workspace, &settings, 7, "run").unwrap();
-        assert!(taken.id > to.id + 1, "{taken:?}");
-    }
-
-    fn age_journal(store: &Store, days: u64, lines: usize) {
-        let journal = store.journal();
-        let text = std::fs::read_to_string(&journal).unwrap();
-        let old = now_secs() - days * 86_400;
-        let aged: Vec<String> = text
-            .lines()
-            .enumerate()
-            .map(|(n, line)| {
-                let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-                if n < lines {
-                    value["at"] = serde_json::json!(old);
-                }
-                value.to_string()
-            })
-            .collect();
-        std::fs::write(&journal, aged.join("\n") + "\n").unwrap();
-    }
-
-    #[test]
-    fn a_rewind_to_a_pruned_checkpoint_is_refused_and_deletes_nothing() {
-        let w = world();
-        let settings = Settings::default();
-        std::fs::write(w.ws.join("f"), "f\n").unwrap();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        let to = w.store.find(1).unwrap();
-        age_journal(&w.store, 40, 1);
-        let fresh = Store::new(w.store.dir.parent().unwrap());
-        let refused = fresh.rewind(&w.workspace, &settings, &to, 2);
-        assert!(matches!(refused, Err(Error::Gone)), "{refused:?}");
-        assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "f\n");
-        assert!(matches!(fresh.find(1), Err(Error::NoCheckpoint(1))));
-    }
-
-    #[test]
-    fn a_damaged_line_loses_that_checkpoint_and_what_follows_not_the_store() {
-        let w = world();
-        let settings = Settings::default();
-        std::fs::write(w.ws.join("f"), "one\n").unwrap();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        let journal = w.store.journal();
-        let mut text = std::fs::read_to_string(&journal).unwrap();
-        text.push_str("{\"id\": 2, \"seq\": 2, torn\n{\"id\":3}\n");
-        std::fs::write(&journal, text).unwrap();
-        let fresh = Store::new(w.store.dir.parent().unwrap());
-        std::fs::write(w.ws.join("f"), "two\n").unwrap();
-        fresh.take(&w.workspace, &settings, 5, "run").unwrap();
-        let seqs: Vec<u64> = fresh.list().unwrap().iter().map(|info| info.seq).collect();
-        assert_eq!(seqs, [1, 5]);
-        let to = fresh.find(1).unwrap();
-        let rewound = fresh.rewind(&w.workspace, &settings, &to, 6).unwrap();
-        assert!(rewound.applied.failed.is_empty(), "{rewound:?}");
-        assert_eq!(std::fs::read_to_string(w.ws.join("f")).unwrap(), "one\n");
-    }
-
-    #[test]
-    fn a_file_that_is_ignored_now_is_never_written_over() {
-        let w = world();
-        let settings = Settings::default();
-        std::fs::write(w.ws.join("x.log"), "old\n").unwrap();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        // The model hides the file from later checkpoints, then changes it.
-        std::fs::write(w.ws.join(".gitignore"), "x.log\n").unwrap();
-        std::fs::write(w.ws.join("x.log"), "precious\n").unwrap();
-        let applied = rewind_to(&w, 1, 2);
-        assert_eq!(
-            std::fs::read_to_string(w.ws.join("x.log")).unwrap(),
-            "precious\n"
-        );
-        assert_eq!(applied.failed.len(), 1, "{applied:?}");
-        assert!(applied.failed[0].1.contains("left as it is"), "{applied:?}");
-        assert!(applied.plan.create.is_empty(), "{applied:?}");
-        assert!(!w.ws.join(".gitignore").exists());
-    }
-
-    #[test]
-    fn wickets_own_home_inside_the_workspace_is_never_checkpointed() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        let session = ws.join("home/sessions/s");
-        std::fs::create_dir_all(&session).unwrap();
-        std::fs::write(session.join("log.jsonl"), "{}\n").unwrap();
-        std::fs::write(ws.join("a"), "a\n").unwrap();
-        let store = Store::new(&session);
-        let workspace = Workspace::open(&ws).unwrap();
-        let taken = store
-            .take(&workspace, &Settings::default(), 1, "run")
-            .unwrap();
-        assert_eq!(taken.entries, 1, "{taken:?}");
-        let again = store
-            .take(&workspace, &Settings::default(), 2, "run")
-            .unwrap();
-        assert_eq!(again.changed, 0, "{again:?}");
-    }
-
-    #[test]
-    fn a_plan_stores_nothing() {
-        let w = world();
-        let settings = Settings::default();
-        std::fs::write(w.ws.join("f"), "one\n").unwrap();
-        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-        let stored = w.store.object_bytes();
-        std::fs::write(w.ws.join("f"), "a change nobody recorded\n").unwrap();
-        let to = w.store.find(1).unwrap();
-        let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
-        assert_eq!(plan.restore, ["f"]);
-        assert_eq!(w.store.object_bytes(), stored);
-    }
-}
+mod tests;
+#[cfg(test)]
+mod tests_scale;

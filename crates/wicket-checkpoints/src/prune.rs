@@ -1,6 +1,8 @@
 //! Keeping the store small: checkpoints older than `keep_days` pruned
 //! ([`Store::prune`]), the store held below `max_store_mb` after a
-//! checkpoint (`bound`), and the objects no kept checkpoint names swept.
+//! checkpoint (`bound`), and the objects no kept checkpoint of any session
+//! of the workspace names swept (a mark and sweep over their journals, so
+//! deleting one session's folder never loses another's objects).
 
 use super::*;
 
@@ -10,6 +12,7 @@ impl Store {
     /// checkpoint names are removed. (Done when a process first uses the
     /// store; the caller holds the session's lock.)
     pub fn prune(&self, keep_days: u64) -> Result<()> {
+        self.objects(None)?;
         let records = self.records()?;
         let cutoff = now_secs().saturating_sub(keep_days.saturating_mul(86_400));
         if records.first().is_none_or(|first| first.info.at >= cutoff) {
@@ -23,7 +26,7 @@ impl Store {
                     Err(error) => return Err(self.io(&path, "written")(error)),
                 }
             }
-            return self.sweep(&HashSet::new());
+            return self.sweep();
         };
         self.keep_from(&records, kept)
     }
@@ -33,15 +36,11 @@ impl Store {
     /// objects none of them names removed.
     pub(crate) fn keep_from(&self, records: &[Record], kept: usize) -> Result<()> {
         let base_state = Self::state_at(records, records[kept].info.id)?;
-        let mut keep: HashSet<state::Hash> = state::hashes(&base_state).copied().collect();
         let mut text = String::new();
         for (offset, record) in records[kept..].iter().enumerate() {
             let changes = if offset == 0 {
                 state::delta(&State::new(), &base_state)
             } else {
-                let mut later = State::new();
-                state::apply(&mut later, &record.changes);
-                keep.extend(state::hashes(&later).copied());
                 record
                     .changes
                     .iter()
@@ -57,35 +56,80 @@ impl Store {
                 at: record.info.at,
                 tool: record.info.tool.clone(),
                 changes,
+                doubt: record.doubt.as_ref().map(|(since, paths)| Doubt {
+                    since: *since,
+                    paths: paths.iter().map(|path| state::Named::of(path)).collect(),
+                }),
             })?);
         }
         let journal = self.journal();
         wicket_os::files::write_atomically(&journal, text.as_bytes(), false)
             .map_err(self.io(&journal, "written"))?;
-        // The index stands for the last line, which is unchanged: its place moved.
-        let index = self.index();
-        if let Some(mut read) = wicket_os::files::read_own(&index, u64::MAX)
-            .ok()
-            .flatten()
-            .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
-            .filter(|read| {
-                records
-                    .last()
-                    .is_some_and(|last| last.end == read.journal_len)
-            })
-        {
-            read.journal_len = text.len() as u64;
-            self.put_index(&read)?;
-        }
-        self.sweep(&keep)
+        self.sweep()
     }
 
-    pub(crate) fn sweep(&self, keep: &HashSet<state::Hash>) -> Result<()> {
-        let objects = self.dir.join("objects");
-        self.objects
-            .sweep(keep)
-            .map(|_| ())
-            .map_err(self.io(&objects, "written"))
+    /// Removes the objects no session of this workspace names any more
+    /// (left for later when another process is using the store).
+    pub(crate) fn sweep(&self) -> Result<()> {
+        let own: HashSet<state::Hash> = self
+            .records()?
+            .iter()
+            .flat_map(|record| record.changes.iter())
+            .filter_map(|(_, entry)| entry.as_ref())
+            .filter_map(state::hash_of_entry)
+            .collect();
+        if let Some(objects) = self.objects.get() {
+            objects
+                .sweep_legacy(&own)
+                .map_err(self.io(&self.dir, "written"))?;
+            let key = self.named_key().unwrap_or_default();
+            objects
+                .sweep(|| self.marked(&key, own))
+                .map_err(self.io(objects.dir(), "written"))?;
+        } else if let Some(legacy) = self.legacy() {
+            objects::Objects::new(legacy.clone(), Some(legacy))
+                .sweep_legacy(&own)
+                .map_err(self.io(&self.dir, "written"))?;
+        }
+        Ok(())
+    }
+
+    /// Every object the journals of the other sessions on the store `key`
+    /// name, with `own`. Another session's journal is only read: a torn
+    /// tail is its own process's to cut.
+    fn marked(&self, key: &str, mut keep: HashSet<state::Hash>) -> HashSet<state::Hash> {
+        let Some(sessions) = self.dir.parent().and_then(Path::parent) else {
+            return keep;
+        };
+        let own = self.dir.parent();
+        for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
+            let session = entry.path();
+            if Some(session.as_path()) == own {
+                continue;
+            }
+            let dir = session.join("checkpoints");
+            let named = wicket_os::files::read_own(&dir.join("store"), 256)
+                .ok()
+                .flatten()
+                .is_some_and(|bytes| bytes.trim_ascii() == key.as_bytes());
+            if !named {
+                continue;
+            }
+            let Ok(Some(bytes)) = wicket_os::files::read_own(&dir.join("journal.jsonl"), u64::MAX)
+            else {
+                continue;
+            };
+            for record in parse_records(&bytes) {
+                keep.extend(
+                    record
+                        .changes
+                        .iter()
+                        .filter_map(|(_, entry)| entry.as_ref())
+                        .filter_map(state::hash_of_entry),
+                );
+            }
+        }
+        keep
     }
 
     /// Brings the objects below `max` bytes: the older half of the
@@ -108,11 +152,11 @@ impl Store {
                     Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                     Err(error) => return Err(self.io(&journal, "written")(error)),
                 }
-                self.sweep(&HashSet::new())?;
+                self.sweep()?;
                 return Err(Error::StoreFull(max / (1024 * 1024)));
             }
             self.keep_from(&records, (records.len() / 2).max(1))?;
-            if self.objects.bytes() <= max {
+            if self.object_bytes() <= max {
                 return Ok(());
             }
         }

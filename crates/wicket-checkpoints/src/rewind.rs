@@ -2,10 +2,13 @@
 //! the changes that make the workspace what it was, each through the
 //! workspace's no-link path ([`wicket_tools::tree`]).
 
+use std::collections::BTreeSet;
+
 use wicket_tools::Workspace;
 use wicket_tools::tree::Kind;
 
 use crate::objects::Objects;
+use crate::scan::heard_at;
 use crate::state::{Content, Entry, State};
 
 /// What a rewind will change (paths below the workspace root, as text).
@@ -47,6 +50,10 @@ pub struct Applied {
     pub failed: Vec<(String, String)>,
 }
 
+/// Why a path in doubt is left as it is.
+const DOUBT: &str = "it changed with no change heard (written through a mapping, or on a \
+     filesystem that does not say), so what it held at that checkpoint is not known; left as it is";
+
 fn text(path: &[u8]) -> String {
     wicket_tools::tree::shown(path)
 }
@@ -78,12 +85,18 @@ fn guarded(path: &[u8]) -> bool {
 }
 
 impl Plan {
-    /// What takes the workspace from `now` back to `then`.
-    pub(crate) fn between(then: &State, now: &State) -> Plan {
+    /// What takes the workspace from `now` back to `then`; what `then`
+    /// may not hold as it was (`doubts`, and what lies below them) is left
+    /// as it is.
+    pub(crate) fn between(then: &State, now: &State, doubts: &BTreeSet<Vec<u8>>) -> Plan {
         let mut plan = Plan::default();
         for (path, old) in then.iter().filter(|(path, _)| !guarded(path)) {
             let current = now.get(path);
             if current.is_some_and(|current| current.same_as(old)) {
+                continue;
+            }
+            if heard_at(doubts, path) {
+                plan.kept.push((text(path), DOUBT.to_string()));
                 continue;
             }
             if let Some(why) = missed_above(path, [then, now]) {
@@ -115,6 +128,10 @@ impl Plan {
         }
         for (path, current) in now.iter().filter(|(path, _)| !guarded(path)) {
             if then.contains_key(path) {
+                continue;
+            }
+            if heard_at(doubts, path) {
+                plan.kept.push((text(path), DOUBT.to_string()));
                 continue;
             }
             if let Some(why) = missed_above(path, [then, now]) {

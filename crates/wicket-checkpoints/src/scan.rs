@@ -1,14 +1,21 @@
-//! The walk of a checkpoint: each entry compared with the last
-//! checkpoint by its stat key, and what changed read, hashed and stored.
+//! The walks of a checkpoint. A full scan compares every entry with the
+//! last checkpoint by its stat key, and reads, hashes and stores what
+//! changed; it also (re)starts the tracker. A tracked checkpoint looks
+//! only at the paths the tracker heard of since the last one, and changes
+//! the last state in place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::BorrowedFd;
+
+use wicket_tools::tree::{Found, Visitor};
 
 use super::*;
+use crate::objects::Objects;
+use crate::tracker::{Heard, Tracker, within};
 
 /// A file's bytes for its copy, or why it gets none: past `max_file_mb`,
 /// sparse (a large file mostly holes), or unreadable.
-fn file_bytes(
-    found: &wicket_tools::tree::Found<'_>,
-    settings: &Settings,
-) -> std::result::Result<Vec<u8>, String> {
+fn file_bytes(found: &Found<'_>, settings: &Settings) -> std::result::Result<Vec<u8>, String> {
     let size = found.stat.st_size as u64;
     if size > settings.max_file_bytes {
         return Err(format!(
@@ -31,16 +38,6 @@ fn file_bytes(
         .map_err(|error| format!("no copy: it could not be read: {error}"))
 }
 
-/// Whether the walk leaves `path` out: `$WICKET_HOME` inside the
-/// workspace, or what `[checkpoints] ignore` names.
-fn skipped(path: &[u8], home: Option<&[u8]>, settings: &Settings) -> bool {
-    home == Some(path)
-        || (!settings.ignore.is_empty()
-            && settings.ignore.is_match(Path::new(
-                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
-            )))
-}
-
 /// The entry of what could not be read: no copy, and why.
 fn unreadable(error: &std::io::Error) -> Entry {
     Entry {
@@ -51,129 +48,103 @@ fn unreadable(error: &std::io::Error) -> Entry {
 }
 
 /// The gap `entry` adds to this checkpoint's list (its path shown, and
-/// why it has no copy), unless the last checkpoint missed it the same way.
-fn new_gap(last: &State, path: &[u8], entry: &Entry) -> Option<(String, String)> {
+/// why it has no copy), unless it was missed the same way `before`.
+fn new_gap(before: Option<&Entry>, path: &[u8], entry: &Entry) -> Option<(String, String)> {
     let Content::Missed(why) = &entry.content else {
         return None;
     };
-    let known = last
-        .get(path)
-        .is_some_and(|before| before.content == entry.content);
+    let known = before.is_some_and(|before| before.content == entry.content);
     (!known).then(|| (wicket_tools::tree::shown(path), why.clone()))
 }
 
-impl Store {
-    /// Walks the workspace: an entry whose stat matches the last checkpoint
-    /// keeps its object; any other file or link is read, hashed and stored.
-    pub(crate) fn scan(
-        &self,
-        workspace: &Workspace,
-        settings: &Settings,
-        last: &State,
-        keep: Keep,
-    ) -> Result<Scanned> {
-        let mut scanned = Scanned {
-            state: State::new(),
-            gaps: Vec::new(),
-            new_bytes: 0,
-            keys_changed: false,
-        };
-        let started = now_secs() as i64;
-        let home = self.home_below(workspace);
-        let mut failure = None;
-        let skip = |path: &[u8], _is_dir: bool| skipped(path, home.as_deref(), settings);
-        let mut visit = |met: Met<'_>| {
-            if scanned.state.len() >= settings.max_files {
-                failure = Some(Error::TooManyFiles(settings.max_files));
-                return Go::Stop;
+/// What one walk needs to make an entry of what it finds.
+pub(crate) struct Maker<'a> {
+    pub objects: Option<&'a Objects>,
+    pub settings: &'a Settings,
+    pub keep: Keep,
+    /// `$WICKET_HOME` below the root, when it is there: never walked.
+    pub home: Option<&'a [u8]>,
+    /// When the walk started (seconds): what changed in the last tick is read again next time.
+    pub started: i64,
+    pub new_bytes: u64,
+    pub gaps: Vec<(String, String)>,
+}
+
+impl Maker<'_> {
+    /// Whether the walk leaves `path` out: `$WICKET_HOME` inside the
+    /// workspace, or what `[checkpoints] ignore` names.
+    fn skipped(&self, path: &[u8]) -> bool {
+        self.home == Some(path)
+            || (!self.settings.ignore.is_empty()
+                && self.settings.ignore.is_match(Path::new(
+                    <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+                )))
+    }
+
+    /// The entry of `found`: `before`'s content when its stat key is the
+    /// same, else read, hashed and stored.
+    fn entry(&mut self, found: &Found<'_>, before: Option<&Entry>) -> Entry {
+        let key = StatKey::of(found.stat);
+        let mode = found.stat.st_mode & 0o7777;
+        let kept = before.filter(|before| before.key == key && before.kind() == Some(found.kind));
+        let content = match (kept, found.kind) {
+            (Some(before), _) => before.content.clone(),
+            (None, Kind::Dir) => Content::Dir,
+            (None, Kind::File) => {
+                let settings = self.settings;
+                self.copy(|| file_bytes(found, settings), Content::File)
             }
-            let (path, entry) = match met {
-                Met::Entry(found) => {
-                    let key = StatKey::of(found.stat);
-                    let mode = found.stat.st_mode & 0o7777;
-                    let before = last.get(found.path);
-                    let kept = before
-                        .filter(|before| before.key == key && before.kind() == Some(found.kind));
-                    let content = match (kept, found.kind) {
-                        (Some(before), _) => before.content.clone(),
-                        (None, Kind::Dir) => Content::Dir,
-                        (None, Kind::File) => self.copy(
-                            &mut scanned.new_bytes,
-                            settings,
-                            keep,
-                            || file_bytes(&found, settings),
-                            Content::File,
-                        ),
-                        (None, Kind::Link) => self.copy(
-                            &mut scanned.new_bytes,
-                            settings,
-                            keep,
-                            || {
-                                found.link_target().map_err(|error| {
-                                    format!("no copy: the link could not be read: {error}")
-                                })
-                            },
-                            Content::Link,
-                        ),
-                    };
-                    // A file changed in the last tick may change again unseen: read it next time.
-                    let key = match found.kind != Kind::Dir && key.racy(started, RACY_SECONDS) {
-                        true => StatKey::default(),
-                        false => key,
-                    };
-                    scanned.keys_changed |= before.is_none_or(|before| before.key != key);
-                    (found.path.to_vec(), Entry { content, mode, key })
-                }
-                Met::Unreadable { path, error } => (path.to_vec(), unreadable(&error)),
-            };
-            if let Some(gap) = new_gap(last, &path, &entry) {
-                scanned.gaps.push(gap);
-            }
-            scanned.state.insert(path, entry);
-            if failure.is_some() { Go::Stop } else { Go::On }
+            (None, Kind::Link) => self.copy(
+                || {
+                    found
+                        .link_target()
+                        .map_err(|error| format!("no copy: the link could not be read: {error}"))
+                },
+                Content::Link,
+            ),
         };
-        workspace
-            .scan(&skip, &mut visit)
-            .map_err(Error::Workspace)?;
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(scanned),
+        // A file changed in the last tick may change again unseen: read it next time.
+        let key = match found.kind != Kind::Dir && key.racy(self.started, RACY_SECONDS) {
+            true => StatKey::default(),
+            false => key,
+        };
+        let entry = Entry { content, mode, key };
+        if let Some(gap) = new_gap(before, found.path, &entry) {
+            self.gaps.push(gap);
         }
+        entry
     }
 
     /// Reads an entry's bytes and stores them; a read that fails (or a
     /// file too big, or past what one checkpoint may store) is an entry
     /// with no copy.
-    pub(crate) fn copy(
-        &self,
-        new_bytes: &mut u64,
-        settings: &Settings,
-        keep: Keep,
+    fn copy(
+        &mut self,
         read: impl FnOnce() -> std::result::Result<Vec<u8>, String>,
         content: fn(state::Hash) -> Content,
     ) -> Content {
-        if *new_bytes >= CHECKPOINT_MAX_NEW_BYTES {
+        if self.new_bytes >= CHECKPOINT_MAX_NEW_BYTES {
             return Content::Missed(format!(
                 "no copy: this checkpoint already stored {} of new copies (the most one may)",
                 mib(CHECKPOINT_MAX_NEW_BYTES)
             ));
         }
         let bytes = match read() {
-            Ok(bytes) if bytes.len() as u64 > settings.max_file_bytes => {
+            Ok(bytes) if bytes.len() as u64 > self.settings.max_file_bytes => {
                 return Content::Missed(format!(
                     "no copy: it grew past [checkpoints] max_file_mb ({}) while it was read",
-                    mib(settings.max_file_bytes)
+                    mib(self.settings.max_file_bytes)
                 ));
             }
             Ok(bytes) => bytes,
             Err(why) => return Content::Missed(why),
         };
         let hash = hash_of(&bytes);
-        if keep == Keep::HashOnly {
+        let Some(objects) = self.objects.filter(|_| self.keep == Keep::Store) else {
             return content(hash);
-        }
-        match self.objects.put(&hash, &bytes) {
-            Ok(true) => *new_bytes += bytes.len() as u64,
+        };
+        match objects.put(&hash, &bytes) {
+            Ok(true) => self.new_bytes += bytes.len() as u64,
             Ok(false) => {}
             Err(error) => {
                 return Content::Missed(format!(
@@ -183,4 +154,311 @@ impl Store {
         }
         content(hash)
     }
+}
+
+/// A full scan: the whole tree, into a new state.
+struct Full<'a, 'm> {
+    maker: &'a mut Maker<'m>,
+    last: &'a State,
+    /// Where the walk is in `last`: the walk meets paths in nearly the
+    /// map's order, so most lookups are a step, not a search.
+    cursor: std::iter::Peekable<std::collections::btree_map::Iter<'a, Vec<u8>, Entry>>,
+    /// Stat keys other sessions saw, for what `last` does not hold: used
+    /// only when the store still holds the content they name.
+    seed: Option<&'a State>,
+    /// The entries met, in the walk's order (sorted once at the end).
+    met: Vec<(Vec<u8>, Entry)>,
+    keys_changed: bool,
+    tracker: Option<&'a mut Tracker>,
+    failure: Option<Error>,
+}
+
+impl<'a> Full<'a, '_> {
+    /// `path`'s entry in the last state.
+    fn last_entry(&mut self, path: &[u8]) -> Option<&'a Entry> {
+        while self
+            .cursor
+            .next_if(|(key, _)| key.as_slice() < path)
+            .is_some()
+        {}
+        match self.cursor.next_if(|(key, _)| key.as_slice() == path) {
+            Some((_, entry)) => Some(entry),
+            // Met out of the map's order (a name with a byte below '/' beside a folder).
+            None => self.last.get(path),
+        }
+    }
+
+    fn before(&mut self, path: &[u8]) -> Option<Entry> {
+        if let Some(before) = self.last_entry(path) {
+            return Some(before.clone());
+        }
+        let seeded = self.seed?.get(path)?;
+        let stored = match &seeded.content {
+            Content::File(hash) | Content::Link(hash) => {
+                self.maker.objects.is_some_and(|objects| objects.has(hash))
+            }
+            Content::Dir => true,
+            Content::Missed(_) => false,
+        };
+        stored.then(|| seeded.clone())
+    }
+}
+
+impl Visitor for Full<'_, '_> {
+    fn skip(&self, path: &[u8], _is_dir: bool) -> bool {
+        self.maker.skipped(path)
+    }
+
+    fn visit(&mut self, met: Met<'_>) -> Go {
+        if self.met.len() >= self.maker.settings.max_files {
+            self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
+            return Go::Stop;
+        }
+        let (path, entry) = match met {
+            Met::Entry(found) => {
+                let before = self.before(found.path);
+                let entry = self.maker.entry(&found, before.as_ref());
+                self.keys_changed |= before.is_none_or(|before| before.key != entry.key);
+                (found.path.to_vec(), entry)
+            }
+            Met::Unreadable { path, error } => {
+                let entry = unreadable(&error);
+                if let Some(gap) = new_gap(self.last_entry(path), path, &entry) {
+                    self.maker.gaps.push(gap);
+                }
+                (path.to_vec(), entry)
+            }
+        };
+        self.met.push((path, entry));
+        Go::On
+    }
+
+    fn entered(&mut self, path: &[u8], dir: BorrowedFd<'_>) {
+        if let Some(tracker) = self.tracker.as_deref_mut() {
+            tracker.watch(path, dir);
+        }
+    }
+}
+
+/// What a full scan found.
+pub(crate) struct Scanned {
+    pub state: State,
+    pub keys_changed: bool,
+}
+
+/// One path the tracker heard of, walked again into the last state.
+struct Tracked<'a, 'm> {
+    maker: &'a mut Maker<'m>,
+    state: &'a mut State,
+    /// What each path touched was before (first touch only).
+    touched: &'a mut BTreeMap<Vec<u8>, Option<Entry>>,
+    tracker: &'a mut Tracker,
+    target: &'a [u8],
+    found: bool,
+    failure: Option<Error>,
+}
+
+/// Removes `path` and all below it from `state`, keeping what each was.
+fn remove_below(
+    state: &mut State,
+    touched: &mut BTreeMap<Vec<u8>, Option<Entry>>,
+    path: &[u8],
+    with_itself: bool,
+) {
+    let below: Vec<Vec<u8>> = state
+        .range(path.to_vec()..)
+        .take_while(|(key, _)| key.starts_with(path))
+        .filter(|(key, _)| within(key, path) && (with_itself || key.len() > path.len()))
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in below {
+        let old = state.remove(&key);
+        touched.entry(key).or_insert(old);
+    }
+}
+
+impl Tracked<'_, '_> {
+    fn put(&mut self, path: &[u8], entry: Entry) {
+        let old = self.state.insert(path.to_vec(), entry);
+        self.touched.entry(path.to_vec()).or_insert(old);
+    }
+}
+
+impl Visitor for Tracked<'_, '_> {
+    fn skip(&self, path: &[u8], _is_dir: bool) -> bool {
+        self.maker.skipped(path)
+    }
+
+    fn visit(&mut self, met: Met<'_>) -> Go {
+        if self.state.len() >= self.maker.settings.max_files {
+            self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
+            return Go::Stop;
+        }
+        match met {
+            Met::Entry(found) => {
+                let before = self.state.get(found.path).cloned();
+                let is_target = found.path == self.target;
+                if is_target {
+                    self.found = true;
+                    let watched_dir = found.kind == Kind::Dir
+                        && before.as_ref().and_then(Entry::kind) == Some(Kind::Dir)
+                        && self.tracker.watches(found.path, found.stat.st_ino);
+                    if watched_dir {
+                        // Its names are heard by its own watch: only its metadata here.
+                        let entry = self.maker.entry(&found, before.as_ref());
+                        self.put(found.path, entry);
+                        return Go::Over;
+                    }
+                    // New, or something else now: all of it walked again.
+                    self.tracker.forget(found.path);
+                    remove_below(self.state, self.touched, found.path, false);
+                }
+                let entry = self.maker.entry(&found, before.as_ref());
+                self.put(found.path, entry);
+                Go::On
+            }
+            Met::Unreadable { path, error } => {
+                if path == self.target {
+                    self.found = true;
+                }
+                let entry = unreadable(&error);
+                if let Some(gap) = new_gap(self.state.get(path), path, &entry) {
+                    self.maker.gaps.push(gap);
+                }
+                self.put(path, entry);
+                Go::On
+            }
+        }
+    }
+
+    fn entered(&mut self, path: &[u8], dir: BorrowedFd<'_>) {
+        self.tracker.watch(path, dir);
+    }
+}
+
+/// A name whose change changes which paths are ignored below its folder.
+fn rules_file(path: &[u8]) -> bool {
+    let name = path.rsplit(|byte| *byte == b'/').next().unwrap_or(path);
+    name == b".gitignore" || name == b".ignore"
+}
+
+/// Whether `path`, or a folder above it, is among the paths heard.
+pub(crate) fn heard_at(heard: &BTreeSet<Vec<u8>>, path: &[u8]) -> bool {
+    if heard.contains(path) {
+        return true;
+    }
+    let mut end = path.len();
+    while let Some(slash) = path[..end].iter().rposition(|byte| *byte == b'/') {
+        end = slash;
+        if heard.contains(&path[..end]) {
+            return true;
+        }
+    }
+    false
+}
+
+impl Store {
+    /// A full scan of the workspace against `last` (and `seed`), watching
+    /// every folder it walks when `tracker` is given.
+    pub(crate) fn scan_full(
+        &self,
+        workspace: &Workspace,
+        maker: &mut Maker<'_>,
+        last: &State,
+        seed: Option<&State>,
+        tracker: Option<&mut Tracker>,
+    ) -> Result<Scanned> {
+        let mut full = Full {
+            maker,
+            last,
+            cursor: last.iter().peekable(),
+            seed,
+            met: Vec::new(),
+            keys_changed: false,
+            tracker,
+            failure: None,
+        };
+        workspace.scan(&mut full).map_err(Error::Workspace)?;
+        if let Some(error) = full.failure {
+            return Err(error);
+        }
+        Ok(Scanned {
+            // Sorted (nearly so already) and built in one pass.
+            state: full.met.into_iter().collect(),
+            keys_changed: full.keys_changed,
+        })
+    }
+
+    /// Walks again only what `heard` names, changing `state` in place;
+    /// the changes, as journal changes. `None` when a full scan must be
+    /// made instead (a rule file changed).
+    pub(crate) fn scan_heard(
+        &self,
+        workspace: &Workspace,
+        maker: &mut Maker<'_>,
+        state: &mut State,
+        tracker: &mut Tracker,
+        heard: &Heard,
+    ) -> Result<Option<Vec<Change>>> {
+        if heard.paths.iter().any(|path| rules_file(path)) {
+            return Ok(None);
+        }
+        let mut touched = BTreeMap::new();
+        let mut walked: Vec<&[u8]> = Vec::new();
+        for path in &heard.paths {
+            // Below a folder walked whole already.
+            if walked.iter().any(|folder| within(path, folder)) {
+                continue;
+            }
+            let mut tracked = Tracked {
+                maker: &mut *maker,
+                state: &mut *state,
+                touched: &mut touched,
+                tracker: &mut *tracker,
+                target: path,
+                found: false,
+                failure: None,
+            };
+            workspace
+                .scan_below(path, &mut tracked)
+                .map_err(Error::Workspace)?;
+            if let Some(error) = tracked.failure {
+                return Err(error);
+            }
+            if !tracked.found {
+                tracker.forget(path);
+                remove_below(state, &mut touched, path, true);
+            }
+            walked.push(path);
+        }
+        let mut changes = Vec::new();
+        for (path, old) in touched {
+            match (old, state.get(&path)) {
+                (Some(old), Some(new)) if old.content == new.content && old.mode == new.mode => {}
+                (None, None) => {}
+                (_, Some(new)) => changes.push(Change::of(&path, new, false)),
+                (Some(_), None) => changes.push(Change::gone(&path)),
+            }
+        }
+        Ok(Some(changes))
+    }
+}
+
+/// The paths whose entry differs between `last` and `now` though nothing
+/// was heard of them: changes the tracker missed.
+pub(crate) fn unheard(last: &State, now: &State, heard: &BTreeSet<Vec<u8>>) -> Vec<Vec<u8>> {
+    let differs = |path: &[u8]| match (last.get(path), now.get(path)) {
+        (Some(old), Some(new)) => old.content != new.content || old.mode != new.mode,
+        (None, None) => false,
+        _ => true,
+    };
+    let mut missed: Vec<Vec<u8>> = last
+        .keys()
+        .chain(now.keys().filter(|path| !last.contains_key(*path)))
+        .filter(|path| differs(path) && !heard_at(heard, path))
+        .cloned()
+        .collect();
+    missed.sort();
+    missed.dedup();
+    missed
 }

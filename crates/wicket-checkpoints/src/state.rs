@@ -207,6 +207,30 @@ impl Change {
     }
 }
 
+/// A path alone, as the journal writes it (`p` when UTF-8, `pb` when not).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Named {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pb: Option<Vec<u8>>,
+}
+
+impl Named {
+    pub(crate) fn of(path: &[u8]) -> Named {
+        let (p, pb) = Change::path_of(path);
+        Named { p, pb }
+    }
+
+    pub(crate) fn decode(self) -> Option<Vec<u8>> {
+        match (self.p, self.pb) {
+            (Some(text), None) => Some(text.into_bytes()),
+            (None, Some(bytes)) => Some(bytes),
+            _ => None,
+        }
+    }
+}
+
 /// A decoded change: a path and what it is (`None`: gone).
 pub(crate) type Decoded = (Vec<u8>, Option<Entry>);
 
@@ -220,29 +244,30 @@ pub(crate) fn apply<'c>(state: &mut State, changes: impl IntoIterator<Item = &'c
     }
 }
 
-/// What changed from `before` to `after`, as journal changes.
+/// What changed from `before` to `after`, as journal changes: one pass
+/// over both, as both are in path order.
 pub(crate) fn delta(before: &State, after: &State) -> Vec<Change> {
     let mut changes = Vec::new();
+    let mut old = before.iter().peekable();
     for (path, entry) in after {
-        match before.get(path) {
-            Some(old) if old.content == entry.content && old.mode == entry.mode => {}
+        while let Some((gone, _)) = old.next_if(|(old_path, _)| *old_path < path) {
+            changes.push(Change::gone(gone));
+        }
+        match old.next_if(|(old_path, _)| *old_path == path) {
+            Some((_, was)) if was.content == entry.content && was.mode == entry.mode => {}
             _ => changes.push(Change::of(path, entry, false)),
         }
     }
-    for path in before.keys() {
-        if !after.contains_key(path) {
-            changes.push(Change::gone(path));
-        }
-    }
+    changes.extend(old.map(|(gone, _)| Change::gone(gone)));
     changes
 }
 
-/// Every object `state` names.
-pub(crate) fn hashes(state: &State) -> impl Iterator<Item = &Hash> {
-    state.values().filter_map(|entry| match &entry.content {
-        Content::File(hash) | Content::Link(hash) => Some(hash),
+/// The object an entry names, if it names one.
+pub(crate) fn hash_of_entry(entry: &Entry) -> Option<Hash> {
+    match &entry.content {
+        Content::File(hash) | Content::Link(hash) => Some(*hash),
         Content::Dir | Content::Missed(_) => None,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -493,7 +493,8 @@ impl Manager {
                 sender.send(|| Arc::new(event.clone()));
             }));
         }
-        let checkpoints = wicket_checkpoints::Store::new(session.dir());
+        let checkpoints =
+            wicket_checkpoints::Store::new(session.dir(), &self.home.join("checkpoints"));
         let live = Arc::new(Live {
             session,
             tools,

@@ -45,12 +45,13 @@ pub const PROMPT_FILE_MAX_BYTES: u64 = 256 * 1024;
 pub const CHECKPOINT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// A workspace with more entries than this (not ignored) gets no
 /// checkpoint (`[checkpoints] max_files` says otherwise).
-pub const CHECKPOINT_MAX_FILES: usize = 100_000;
+pub const CHECKPOINT_MAX_FILES: usize = 1_000_000;
 /// Checkpoints older than this many days are pruned (`[checkpoints] keep_days`).
 pub const CHECKPOINT_KEEP_DAYS: u64 = 30;
-/// A session's checkpoint objects may take this much (`[checkpoints]
-/// max_store_mb`): past it the oldest checkpoints are pruned first, and a
-/// checkpoint that alone passes it is not kept (its call's card says so).
+/// A workspace's checkpoint store may take this much (`[checkpoints]
+/// max_store_mb`): past it the session's oldest checkpoints are pruned
+/// first, and a checkpoint that alone passes it is not kept (its call's
+/// card says so).
 pub const CHECKPOINT_MAX_STORE_BYTES: u64 = 2048 * 1024 * 1024;
 /// A `rewound` event names this many paths of each list; the counts are whole.
 pub const REWOUND_MAX_PATHS: usize = 100;

@@ -111,16 +111,36 @@ fn turn(f: &Fixture, model: &str, session: &str, mut at_card: impl FnMut(&Value)
     events
 }
 
+/// Every object of the workspace store a session names: loose ones, and
+/// packed ones read through their packs' 48-byte index records (hash,
+/// offset, length, check).
 fn objects(home: &Path, session: &str) -> Vec<Vec<u8>> {
-    let dir = home
+    let named = home
         .join("sessions")
         .join(session)
         .join("checkpoints")
-        .join("objects");
+        .join("store");
+    let key = std::fs::read_to_string(named).unwrap();
+    let store = home.join("checkpoints").join(key.trim());
     let mut all = Vec::new();
-    for folder in std::fs::read_dir(dir).unwrap() {
+    for folder in std::fs::read_dir(store.join("objects"))
+        .into_iter()
+        .flatten()
+    {
         for object in std::fs::read_dir(folder.unwrap().path()).unwrap() {
             all.push(std::fs::read(object.unwrap().path()).unwrap());
+        }
+    }
+    for entry in std::fs::read_dir(store.join("packs")).into_iter().flatten() {
+        let idx = entry.unwrap().path();
+        if idx.extension().is_none_or(|ext| ext != "idx") {
+            continue;
+        }
+        let pack = std::fs::read(idx.with_extension("pack")).unwrap();
+        for record in std::fs::read(&idx).unwrap().chunks_exact(48) {
+            let offset = u64::from_le_bytes(record[32..40].try_into().unwrap()) as usize;
+            let len = u32::from_le_bytes(record[40..44].try_into().unwrap()) as usize;
+            all.push(pack[offset..offset + len].to_vec());
         }
     }
     all

@@ -177,7 +177,8 @@ impl Manager {
             };
             looked += 1;
             // A store that cannot be pruned now is pruned when its session is next used.
-            let _ = wicket_checkpoints::Store::new(&dir).prune(keep_days);
+            let _ = wicket_checkpoints::Store::new(&dir, &self.home.join("checkpoints"))
+                .prune(keep_days);
         }
         Ok(looked)
     }

@@ -1,0 +1,343 @@
+//! The tests of checkpoints at scale: what the tracker hears, what it
+//! misses, a store shared by sessions, and packs a kill cuts short.
+
+use super::*;
+use std::os::unix::fs::PermissionsExt;
+
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    ws: PathBuf,
+    workspace: Workspace,
+    store: Store,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    World {
+        workspace: Workspace::open(&ws).unwrap(),
+        store: Store::new(&root.join("sessions/one"), &root.join("store")),
+        _dir: dir,
+        root,
+        ws,
+    }
+}
+
+impl World {
+    fn session(&self, name: &str) -> Store {
+        Store::new(
+            &self.root.join("sessions").join(name),
+            &self.root.join("store"),
+        )
+    }
+
+    /// Whether this filesystem gives a tracker (else every checkpoint walks whole).
+    fn tracked(&self) -> bool {
+        tracker::Tracker::new(self.workspace.root_fd()).is_some()
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let path = self.ws.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.ws.join(path)).unwrap()
+    }
+}
+
+fn last(store: &Store) -> Info {
+    store.list().unwrap().pop().unwrap()
+}
+
+fn rewind(w: &World, store: &Store, id: u64, seq: u64) -> Applied {
+    let to = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .find(|info| info.id == id)
+        .unwrap();
+    store
+        .rewind(&w.workspace, &Settings::default(), &to, seq)
+        .unwrap()
+        .applied
+}
+
+#[test]
+fn tracked_checkpoints_hold_every_kind_of_change_as_a_full_walk_finds_it() {
+    let w = world();
+    let settings = Settings::default();
+    w.write("a/b/f", "f\n");
+    w.write("a/g", "g\n");
+    w.write("top", "top\n");
+    std::os::unix::fs::symlink("a/g", w.ws.join("link")).unwrap();
+    let mode_of = |path: &str| {
+        std::fs::metadata(w.ws.join(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let g_mode = mode_of("a/g");
+    let first = w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    assert!(first.whole);
+    type Step = (&'static str, fn(&World));
+    let steps: [Step; 11] = [
+        ("a file rewritten", |w| w.write("a/b/f", "changed\n")),
+        ("a new nested folder", |w| w.write("n/m/o/p", "deep\n")),
+        ("a folder renamed", |w| {
+            std::fs::rename(w.ws.join("a/b"), w.ws.join("a/c")).unwrap()
+        }),
+        ("a folder moved into another", |w| {
+            std::fs::rename(w.ws.join("n"), w.ws.join("a/c/n")).unwrap()
+        }),
+        ("a file in the moved folder", |w| {
+            w.write("a/c/n/m/o/q", "q\n")
+        }),
+        ("a mode", |w| {
+            std::fs::set_permissions(w.ws.join("a/g"), std::fs::Permissions::from_mode(0o751))
+                .unwrap()
+        }),
+        ("a file made a folder", |w| {
+            std::fs::remove_file(w.ws.join("top")).unwrap();
+            w.write("top/inside", "inside\n");
+        }),
+        ("a link retargeted", |w| {
+            std::fs::remove_file(w.ws.join("link")).unwrap();
+            std::os::unix::fs::symlink("top/inside", w.ws.join("link")).unwrap();
+        }),
+        ("a folder removed", |w| {
+            std::fs::remove_dir_all(w.ws.join("a/c")).unwrap()
+        }),
+        ("made and removed between checkpoints", |w| {
+            w.write("brief", "brief\n");
+            std::fs::remove_file(w.ws.join("brief")).unwrap();
+        }),
+        ("an ignore file", |w| {
+            w.write("x.log", "log\n");
+            w.write(".gitignore", "*.log\n");
+        }),
+    ];
+    for (n, (what, step)) in steps.iter().enumerate() {
+        step(&w);
+        let seq = n as u64 + 2;
+        let taken = w.store.take(&w.workspace, &settings, seq, "run").unwrap();
+        // A changed ignore file walks whole: which paths count changed.
+        let whole = *what == "an ignore file" || !w.tracked();
+        assert_eq!(taken.whole, whole, "{what}: {taken:?}");
+        let plan = w
+            .store
+            .plan(&w.workspace, &settings, &last(&w.store))
+            .unwrap();
+        assert!(plan.is_empty() && plan.kept.is_empty(), "{what}: {plan:?}");
+    }
+    // Back to the first, every byte.
+    let applied = rewind(&w, &w.store, 1, 20);
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(w.read("a/b/f"), "f\n");
+    assert_eq!(w.read("top"), "top\n");
+    assert_eq!(
+        std::fs::read_link(w.ws.join("link")).unwrap(),
+        Path::new("a/g")
+    );
+    assert!(!w.ws.join("n").exists() && !w.ws.join("a/c").exists());
+    assert_eq!(mode_of("a/g"), g_mode);
+}
+
+#[test]
+fn a_change_the_tracker_missed_is_left_as_it_is_never_written_with_bytes_no_one_saw() {
+    let w = world();
+    if !w.tracked() {
+        eprintln!("skipped: this filesystem gives no tracker");
+        return;
+    }
+    let settings = Settings::default();
+    w.write("f", "one\n");
+    w.write("g", "g1\n");
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    // Changed behind the tracker's back.
+    w.write("f", "two\n");
+    w.store.forget_heard();
+    let missed = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    assert!(!missed.whole);
+    w.write("g", "g2\n");
+    w.store.take(&w.workspace, &settings, 3, "run").unwrap();
+    // The plan walks whole and sees what was missed.
+    let plan = w
+        .store
+        .plan(&w.workspace, &settings, &w.store.find(2).unwrap())
+        .unwrap();
+    assert_eq!(plan.restore, ["g"], "{plan:?}");
+    assert_eq!(plan.kept.len(), 1, "{plan:?}");
+    let applied = rewind(&w, &w.store, 2, 4);
+    assert_eq!(w.read("g"), "g1\n");
+    assert_eq!(
+        w.read("f"),
+        "two\n",
+        "never the bytes checkpoint 2 did not see"
+    );
+    assert_eq!(applied.plan.kept[0].0, "f");
+    assert!(applied.plan.kept[0].1.contains("not known"), "{applied:?}");
+    // The doubt stays in the journal, for another process too.
+    let fresh = w.session("one");
+    let plan = fresh
+        .plan(&w.workspace, &settings, &fresh.find(2).unwrap())
+        .unwrap();
+    assert_eq!(plan.kept.len(), 1, "{plan:?}");
+    // The first checkpoint walked whole: it is sure, and f goes back.
+    rewind(&w, &w.store, 1, 5);
+    assert_eq!(w.read("f"), "one\n");
+    assert_eq!(w.read("g"), "g1\n");
+}
+
+#[test]
+fn an_overflowing_queue_means_a_full_walk_and_every_file_comes_back_right() {
+    let w = world();
+    let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(16_384);
+    if !w.tracked() || queue > 1_000_000 {
+        eprintln!("skipped: no tracker, or a queue too long to overflow in a test");
+        return;
+    }
+    let settings = Settings::default();
+    w.write("f", "before\n");
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    // Two events a write, never merged (they alternate): past the queue's length.
+    for n in 0..queue / 2 + 1_000 {
+        let name = if n % 2 == 0 { "churn-a" } else { "churn-b" };
+        std::fs::write(w.ws.join(name), n.to_string()).unwrap();
+    }
+    w.write("f", "after the flood\n");
+    let taken = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    assert!(taken.whole, "{taken:?}");
+    let churn = (w.read("churn-a"), w.read("churn-b"));
+    w.write("f", "later\n");
+    w.write("churn-a", "later\n");
+    let applied = rewind(&w, &w.store, 2, 3);
+    assert!(
+        applied.failed.is_empty() && applied.plan.kept.is_empty(),
+        "{applied:?}"
+    );
+    assert_eq!(w.read("f"), "after the flood\n");
+    assert_eq!((w.read("churn-a"), w.read("churn-b")), churn);
+}
+
+#[test]
+fn two_sessions_share_objects_and_deleting_one_keeps_the_others_rewinds_byte_for_byte() {
+    let w = world();
+    let settings = Settings::default();
+    for n in 0..50 {
+        w.write(&format!("src/f{n}"), &format!("file {n}\n"));
+    }
+    let big = vec![b'b'; 100_000];
+    std::fs::write(w.ws.join("big"), &big).unwrap();
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    let stored = w.store.object_bytes();
+    let other = w.session("two");
+    let first = other.take(&w.workspace, &settings, 1, "run").unwrap();
+    assert_eq!(first.new_bytes, 0, "{first:?}");
+    assert_eq!(other.object_bytes(), stored);
+    // The second session's changes, then the first session gone.
+    w.write("src/f7", "seven, changed\n");
+    std::fs::write(w.ws.join("big"), b"small now").unwrap();
+    other.take(&w.workspace, &settings, 2, "run").unwrap();
+    w.write("src/f7", "seven, again\n");
+    std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
+    other.sweep().unwrap();
+    let other = w.session("two");
+    let applied = rewind(&w, &other, 1, 3);
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    for n in 0..50 {
+        assert_eq!(w.read(&format!("src/f{n}")), format!("file {n}\n"));
+    }
+    assert_eq!(std::fs::read(w.ws.join("big")).unwrap(), big);
+    let applied = rewind(&w, &other, 2, 4);
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(w.read("src/f7"), "seven, changed\n");
+    assert_eq!(std::fs::read(w.ws.join("big")).unwrap(), b"small now");
+}
+
+/// The files of round `n` of the killed child.
+fn round(ws: &Path, n: u64) {
+    for file in 0..300 {
+        let dir = ws.join(format!("d{}", file % 10));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("f{file}")),
+            format!("{file} in round {n}\n"),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+// The child is this test's own binary, killed on purpose: no jail, no limits to apply.
+#[allow(clippy::disallowed_methods)]
+fn a_kill_mid_append_leaves_the_next_checkpoint_and_every_rewind_working() {
+    const CHILD: &str = "WICKET_TEST_CHECKPOINT_CHILD";
+    if let Ok(dir) = std::env::var(CHILD) {
+        // The child: checkpoints of new small files until it is killed.
+        let root = PathBuf::from(dir);
+        let workspace = Workspace::open(&root.join("ws")).unwrap();
+        let store = Store::new(&root.join("sessions/one"), &root.join("store"));
+        for n in 1.. {
+            round(&root.join("ws"), n);
+            store
+                .take(&workspace, &Settings::default(), n, "run")
+                .unwrap();
+            println!("took {n}");
+        }
+        return;
+    }
+    let w = world();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "tests_scale::a_kill_mid_append_leaves_the_next_checkpoint_and_every_rewind_working",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &w.root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    while let Some(Ok(line)) = lines.next() {
+        if line.trim() == "took 3" {
+            break;
+        }
+    }
+    // Somewhere in the fourth round or later: its pack is being appended to.
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(
+        std::process::id() % 7,
+    )));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = w.session("one");
+    let kept = store.list().unwrap();
+    assert!(kept.len() >= 3, "{kept:?}");
+    round(&w.ws, 1_000);
+    let next = store
+        .take(&w.workspace, &Settings::default(), 1_000, "run")
+        .unwrap();
+    assert!(next.gaps.is_empty(), "{next:?}");
+    for info in kept.iter().rev().take(3).chain(kept.first()) {
+        let applied = rewind(&w, &store, info.id, 2_000 + info.id);
+        assert!(
+            applied.failed.is_empty() && applied.plan.kept.is_empty(),
+            "{applied:?}"
+        );
+        for file in 0..300 {
+            assert_eq!(
+                w.read(&format!("d{}/f{file}", file % 10)),
+                format!("{file} in round {}\n", info.seq)
+            );
+        }
+    }
+}
