@@ -255,6 +255,8 @@ struct Tracked<'a, 'm> {
     tracker: &'a mut Tracker,
     target: &'a [u8],
     found: bool,
+    /// The target is a folder walked whole: what was heard below it is covered.
+    whole: bool,
     failure: Option<Error>,
 }
 
@@ -312,6 +314,7 @@ impl Visitor for Tracked<'_, '_> {
                     // New, or something else now: all of it walked again.
                     self.tracker.forget(found.path);
                     remove_below(self.state, self.touched, found.path, false);
+                    self.whole = found.kind == Kind::Dir;
                 }
                 let entry = self.maker.entry(&found, before.as_ref());
                 self.put(found.path, entry);
@@ -417,6 +420,7 @@ impl Store {
                 tracker: &mut *tracker,
                 target: path,
                 found: false,
+                whole: false,
                 failure: None,
             };
             workspace
@@ -425,11 +429,14 @@ impl Store {
             if let Some(error) = tracked.failure {
                 return Err(error);
             }
-            if !tracked.found {
+            let (whole, found) = (tracked.whole, tracked.found);
+            if !found {
                 tracker.forget(path);
                 remove_below(state, &mut touched, path, true);
             }
-            walked.push(path);
+            if whole || !found {
+                walked.push(path);
+            }
         }
         let mut changes = Vec::new();
         for (path, old) in touched {
