@@ -100,7 +100,9 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         ],
     )?;
     let workspace = Workspace::open(&ws).map_err(|error| anyhow::anyhow!(error.message))?;
-    let settings = Settings::default();
+    // A million files are a million and ten thousand entries with their folders.
+    let mut settings = Settings::default();
+    settings.max_files = settings.max_files.max(files + files / 50);
     let shared = home.join("checkpoints");
     let session = |name: &str| Store::new(&home.join("sessions").join(name), &shared);
     let status = || git(&ws, &["status", "--porcelain"]);

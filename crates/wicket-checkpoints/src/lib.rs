@@ -299,6 +299,10 @@ struct Cache {
     seed: Option<State>,
     /// What changed since the last checkpoint, while it can be trusted.
     tracker: Option<Tracker>,
+    /// A full walk made ahead of the first checkpoint ([`Store::warm`]),
+    /// with the tracker started at it: that checkpoint walks only what
+    /// was heard since.
+    warm: Option<State>,
     /// The last checkpoint a full walk took in this process, and whether
     /// tracked ones came after it.
     walked: Option<u64>,
@@ -562,6 +566,7 @@ impl Store {
             next_id: next_id.max(index_next_id),
             seed,
             tracker: None,
+            warm: None,
             walked: None,
             tracked_since: false,
         })
@@ -633,6 +638,47 @@ impl Store {
         taken
     }
 
+    /// Walks the whole workspace ahead of the first checkpoint in this
+    /// process (storing what it reads, starting the tracker), so that
+    /// checkpoint, when a write or command comes, walks only what changed
+    /// since: a large workspace is read while the model thinks. Nothing
+    /// when a walk was made already, or the workspace gives no tracker.
+    pub fn warm(&self, workspace: &Workspace, settings: &Settings) -> Result<()> {
+        let mut guard = self.lock();
+        let cache = self.cache(&mut guard, settings)?;
+        if cache.tracker.is_some() {
+            return Ok(());
+        }
+        let Some(mut tracker) = Tracker::new(workspace.root_fd()) else {
+            return Ok(());
+        };
+        let home = self.home_below(workspace);
+        let mut maker = self.maker(workspace, settings)?;
+        maker.home = home.as_deref();
+        let objects = maker.objects;
+        let _held = match objects {
+            Some(objects) => Some(objects.hold().map_err(self.io(objects.dir(), "read"))?),
+            None => None,
+        };
+        let scanned = self.scan_full(
+            workspace,
+            &mut maker,
+            &cache.journaled,
+            cache.seed.as_ref(),
+            Some(&mut tracker),
+        )?;
+        if let Some(objects) = objects {
+            objects.flush().map_err(self.io(objects.dir(), "written"))?;
+        }
+        if scanned.keys_changed {
+            self.put_seen(&scanned.state)?;
+        }
+        cache.seed = None;
+        cache.warm = Some(scanned.state);
+        cache.tracker = Some(tracker);
+        Ok(())
+    }
+
     fn maker<'m>(&'m self, workspace: &Workspace, settings: &'m Settings) -> Result<Maker<'m>> {
         Ok(Maker {
             objects: self.objects(Some(workspace))?,
@@ -667,11 +713,25 @@ impl Store {
         };
         let heard = cache.tracker.as_mut().map(Tracker::drain);
         let mut tracked = None;
+        let warm = cache.warm.take();
         if let (false, Some(tracker), Some(heard)) = (whole, cache.tracker.as_mut(), &heard)
             && !heard.lost
         {
-            tracked =
-                self.scan_heard(workspace, &mut maker, &mut cache.journaled, tracker, heard)?;
+            tracked = match warm {
+                // What the walk ahead found, and what changed since: the whole state, as a delta.
+                Some(mut state) => self
+                    .scan_heard(workspace, &mut maker, &mut state, tracker, heard)?
+                    .map(|_| {
+                        let changes = state::delta(&cache.journaled, &state);
+                        maker.gaps = scan::gaps_between(&cache.journaled, &state);
+                        cache.journaled = state;
+                        cache.walked = Some(cache.next_id);
+                        changes
+                    }),
+                None => {
+                    self.scan_heard(workspace, &mut maker, &mut cache.journaled, tracker, heard)?
+                }
+            };
         }
         let whole = tracked.is_none();
         let (changes, doubt, entries) = match tracked {

@@ -451,6 +451,13 @@ impl Store {
     }
 }
 
+/// What `now` holds no copy of that `last` did not miss the same way.
+pub(crate) fn gaps_between(last: &State, now: &State) -> Vec<(String, String)> {
+    now.iter()
+        .filter_map(|(path, entry)| new_gap(last.get(path), path, entry))
+        .collect()
+}
+
 /// The paths whose entry differs between `last` and `now` though nothing
 /// was heard of them: changes the tracker missed.
 pub(crate) fn unheard(last: &State, now: &State, heard: &BTreeSet<Vec<u8>>) -> Vec<Vec<u8>> {

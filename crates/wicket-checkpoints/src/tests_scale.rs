@@ -347,3 +347,39 @@ fn a_kill_mid_append_leaves_the_next_checkpoint_and_every_rewind_working() {
         }
     }
 }
+
+#[test]
+fn a_walk_ahead_makes_the_first_checkpoint_walk_only_what_changed_since() {
+    let w = world();
+    if !w.tracked() {
+        eprintln!("skipped: this filesystem gives no tracker");
+        return;
+    }
+    let settings = Settings {
+        max_file_bytes: 4,
+        ..Settings::default()
+    };
+    w.write("a", "a\n");
+    w.write("big", "0123456789");
+    w.store.warm(&w.workspace, &settings).unwrap();
+    assert!(
+        w.store.list().unwrap().is_empty(),
+        "a walk ahead records nothing"
+    );
+    w.write("a", "new\n");
+    w.write("n", "n\n");
+    let taken = w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    assert!(!taken.whole, "{taken:?}");
+    assert_eq!((taken.entries, taken.changed), (3, 3), "{taken:?}");
+    assert_eq!(taken.gaps.len(), 1, "{taken:?}");
+    assert_eq!(taken.gaps[0].0, "big");
+    let plan = w
+        .store
+        .plan(&w.workspace, &settings, &last(&w.store))
+        .unwrap();
+    assert!(plan.is_empty(), "{plan:?}");
+    w.write("a", "b\n");
+    let to = w.store.find(1).unwrap();
+    let rewound = w.store.rewind(&w.workspace, &settings, &to, 2).unwrap();
+    assert_eq!(w.read("a"), "new\n", "{rewound:?}");
+}

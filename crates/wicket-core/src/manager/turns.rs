@@ -36,6 +36,21 @@ pub(super) fn run_turns(
     }
 }
 
+/// Starts the walk of the session's first checkpoint in this process
+/// while the model thinks ([`wicket_checkpoints::Store::warm`]); the first
+/// write or command then waits only for what is left of it.
+fn warm_checkpoints(live: &Arc<Live>, settings: &wicket_checkpoints::Settings) {
+    let (live, settings) = (live.clone(), settings.clone());
+    let spawned = std::thread::Builder::new()
+        .name("checkpoint-walk".into())
+        .spawn(move || {
+            // A walk that fails is made again, and said, by the first checkpoint itself.
+            let _ = live.checkpoints.warm(live.tools.workspace(), &settings);
+        });
+    // No thread: the first checkpoint walks when it comes.
+    drop(spawned);
+}
+
 /// One turn on `text`; how it ended (its `turn_ended` is not written yet).
 fn turn(
     live: &Arc<Live>,
@@ -69,6 +84,7 @@ fn turn(
         settings.session_start = Some(if fresh { "startup" } else { "resume" });
     }
     learn_window(&mut settings, runtime);
+    warm_checkpoints(live, &settings.checkpoints);
     let runner = Runner {
         on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
         checkpoints: Some(&live.checkpoints),
