@@ -189,22 +189,35 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         ratio: ratio(second_first, git_status),
     });
 
-    // A full rescan: what a rewind's plan walks.
-    let to = first_store.find(2)?;
+    // A full rescan: what a checkpoint walks when the tracker lost count.
+    let mut seq = 300;
     let rescan = median(3, || {
-        first_store.plan(&workspace, &settings, &to)?;
+        seq += 1;
+        first_store.take_walked(&workspace, &settings, seq, "run")?;
         Ok(())
     })?;
     rows.push(Row {
-        name: format!("checkpoint, {files} files: a full rescan (a rewind's plan)"),
+        name: format!("checkpoint, {files} files: a full rescan (the tracker lost count)"),
         wicket: ms(rescan),
         reference: format!("git status {}", ms(git_status)),
         ratio: ratio(rescan, git_status),
     });
+    // A rewind's plan: that walk, and the journal read to find the checkpoint's files.
+    let to = first_store.find(2)?;
+    let plan = median(3, || {
+        first_store.plan(&workspace, &settings, &to)?;
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: format!("rewind, {files} files: the plan (a walk and the journal read)"),
+        wicket: ms(plan),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(plan, git_status),
+    });
 
     // A rewind of the one file (with its full walk first).
     let started = Instant::now();
-    let rewound = first_store.rewind(&workspace, &settings, &to, 200)?;
+    let rewound = first_store.rewind(&workspace, &settings, &to, 400)?;
     let rewind = started.elapsed();
     anyhow::ensure!(
         rewound.applied.plan.restore.len() == 1,

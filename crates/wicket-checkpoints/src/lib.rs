@@ -301,8 +301,9 @@ struct Cache {
     tracker: Option<Tracker>,
     /// A full walk made ahead of the first checkpoint ([`Store::warm`]),
     /// with the tracker started at it: that checkpoint walks only what
-    /// was heard since.
-    warm: Option<State>,
+    /// was heard since. The store is held meanwhile, so no sweep removes
+    /// an object it names before a journal line does.
+    warm: Option<(State, objects::Held)>,
     /// The last checkpoint a full walk took in this process, and whether
     /// tracked ones came after it.
     walked: Option<u64>,
@@ -655,11 +656,10 @@ impl Store {
         let home = self.home_below(workspace);
         let mut maker = self.maker(workspace, settings)?;
         maker.home = home.as_deref();
-        let objects = maker.objects;
-        let _held = match objects {
-            Some(objects) => Some(objects.hold().map_err(self.io(objects.dir(), "read"))?),
-            None => None,
+        let Some(objects) = maker.objects else {
+            return Ok(());
         };
+        let held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
         let scanned = self.scan_full(
             workspace,
             &mut maker,
@@ -667,14 +667,12 @@ impl Store {
             cache.seed.as_ref(),
             Some(&mut tracker),
         )?;
-        if let Some(objects) = objects {
-            objects.flush().map_err(self.io(objects.dir(), "written"))?;
-        }
+        objects.flush().map_err(self.io(objects.dir(), "written"))?;
         if scanned.keys_changed {
             self.put_seen(&scanned.state)?;
         }
         cache.seed = None;
-        cache.warm = Some(scanned.state);
+        cache.warm = Some((scanned.state, held));
         cache.tracker = Some(tracker);
         Ok(())
     }
@@ -719,13 +717,14 @@ impl Store {
         {
             tracked = match warm {
                 // What the walk ahead found, and what changed since: the whole state, as a delta.
-                Some(mut state) => self
+                Some((mut state, _warm_held)) => self
                     .scan_heard(workspace, &mut maker, &mut state, tracker, heard)?
                     .map(|_| {
                         let changes = state::delta(&cache.journaled, &state);
                         maker.gaps = scan::gaps_between(&cache.journaled, &state);
                         cache.journaled = state;
-                        cache.walked = Some(cache.next_id);
+                        // This one is tracked too: a doubt found later covers it.
+                        cache.walked = Some(cache.next_id - 1);
                         changes
                     }),
                 None => {
@@ -781,9 +780,9 @@ impl Store {
             cache.seed.as_ref(),
             tracker.as_mut(),
         )?;
-        let doubt = match (heard, cache.walked) {
-            (Some(heard), Some(since)) if !heard.lost && cache.tracked_since => {
-                let missed = scan::unheard(&cache.journaled, &scanned.state, &heard.paths);
+        let doubt = match (heard, cache.walked, &cache.tracker) {
+            (Some(heard), Some(since), Some(old)) if !heard.lost && cache.tracked_since => {
+                let missed = scan::unheard(&cache.journaled, &scanned.state, &heard.paths, old);
                 (!missed.is_empty()).then(|| Doubt {
                     since,
                     paths: missed.iter().map(|path| state::Named::of(path)).collect(),
@@ -793,7 +792,8 @@ impl Store {
         };
         let changes = state::delta(&cache.journaled, &scanned.state);
         let entries = scanned.state.len();
-        if !changes.is_empty() || scanned.keys_changed {
+        // A changed or new file has a new key too.
+        if scanned.keys_changed {
             self.put_seen(&scanned.state)?;
         }
         cache.journaled = scanned.state;
@@ -894,7 +894,8 @@ impl Store {
             if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)
                 && since < to.id
             {
-                doubts.extend(scan::unheard(&cache.journaled, &now.state, &heard.paths));
+                let missed = scan::unheard(&cache.journaled, &now.state, &heard.paths, tracker);
+                doubts.extend(missed);
             }
             tracker.keep(heard);
         }

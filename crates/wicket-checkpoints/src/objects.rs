@@ -179,9 +179,14 @@ impl Objects {
     /// Holds the store for a checkpoint (shared with other writers; waits
     /// for a sweep to end), with the pack indexes current.
     pub(crate) fn hold(&self) -> std::io::Result<Held> {
+        self.hold_reading(false)
+    }
+
+    /// [`Objects::hold`], reading every pack index again when `again`.
+    fn hold_reading(&self, again: bool) -> std::io::Result<Held> {
         let file = self.lock_file()?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockShared)?;
-        self.refresh(false)?;
+        self.refresh(again)?;
         Ok(Held { _file: file })
     }
 
@@ -194,7 +199,8 @@ impl Objects {
             Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
             Err(error) => return Err(error.into()),
         }
-        self.refresh(false)?;
+        // Held alone, nothing is being written: every index read whole, so the mark sees all.
+        self.refresh(true)?;
         Ok(Some(Held { _file: file }))
     }
 
@@ -260,14 +266,15 @@ impl Objects {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(error) => return Err(error),
         };
-        let pack_len = match &packs.files[number] {
-            Some(file) => file.metadata()?.len(),
-            None => return Ok(()),
-        };
         let from = packs.read[number];
         let mut bytes = Vec::new();
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(from))?;
         file.read_to_end(&mut bytes)?;
+        // The pack's length after its index: a record read names bytes written before it.
+        let pack_len = match &packs.files[number] {
+            Some(file) => file.metadata()?.len(),
+            None => return Ok(()),
+        };
         let whole = bytes.len() - bytes.len() % RECORD;
         for record in bytes[..whole].chunks_exact(RECORD) {
             // A torn or damaged record, or one naming bytes the pack does not hold, is not trusted.
@@ -427,8 +434,9 @@ impl Objects {
                 }
             }
             if !again {
-                // Another process may have packed it since, or a sweep moved it.
-                self.refresh(true)?;
+                // Another process may have packed it since, or a sweep moved it:
+                // read again while no sweep is under way.
+                drop(self.hold_reading(true)?);
             }
         }
         Err(std::io::Error::new(
@@ -470,11 +478,15 @@ impl Objects {
     /// between the mark and the sweep (when another process is using the
     /// store: nothing now, and false). Packs whose bytes are mostly
     /// unnamed, or too many packs, are rewritten as one.
-    pub(crate) fn sweep(&self, mark: impl FnOnce() -> HashSet<Hash>) -> std::io::Result<bool> {
+    pub(crate) fn sweep(
+        &self,
+        mark: impl FnOnce() -> std::io::Result<HashSet<Hash>>,
+    ) -> std::io::Result<bool> {
         let Some(_held) = self.hold_alone()? else {
             return Ok(false);
         };
-        let keep = mark();
+        // A journal that could not be read marks nothing: nothing is swept.
+        let keep = mark()?;
         sweep_loose(&self.loose(), &keep)?;
         self.repack(&keep)?;
         self.packs().bytes = None;
@@ -667,7 +679,7 @@ mod tests {
         let keep: HashSet<Hash> = [hash_of(&small(3)), hash_of(&[7u8; 20_000])]
             .into_iter()
             .collect();
-        assert!(objects.sweep(|| keep).unwrap());
+        assert!(objects.sweep(|| Ok(keep)).unwrap());
         let fresh = Objects::new(store.clone(), None);
         fresh.refresh(true).unwrap();
         assert_eq!(fresh.get(&hash_of(&small(3))).unwrap(), small(3));

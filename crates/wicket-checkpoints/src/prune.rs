@@ -96,26 +96,39 @@ impl Store {
 
     /// Every object the journals of the other sessions on the store `key`
     /// name, with `own`. Another session's journal is only read: a torn
-    /// tail is its own process's to cut.
-    fn marked(&self, key: &str, mut keep: HashSet<state::Hash>) -> HashSet<state::Hash> {
+    /// tail is its own process's to cut. Any error but a file that is not
+    /// there is the sweep's end: a session not read is a session whose
+    /// objects would go.
+    fn marked(
+        &self,
+        key: &str,
+        mut keep: HashSet<state::Hash>,
+    ) -> std::io::Result<HashSet<state::Hash>> {
         let Some(sessions) = self.dir.parent().and_then(Path::parent) else {
-            return keep;
+            return Ok(keep);
         };
         let own = self.dir.parent();
-        for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
-            let session = entry.path();
+        for entry in std::fs::read_dir(sessions)? {
+            let session = entry?.path();
             if Some(session.as_path()) == own {
                 continue;
             }
             let dir = session.join("checkpoints");
-            let named = wicket_os::files::read_own(&dir.join("store"), 256)
-                .ok()
-                .flatten()
-                .is_some_and(|bytes| bytes.trim_ascii() == key.as_bytes());
+            let named = match wicket_os::files::read_own(&dir.join("store"), 256) {
+                Ok(named) => named.is_some_and(|bytes| bytes.trim_ascii() == key.as_bytes()),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+                // Not a folder of a session (a file among them): it names no store.
+                Err(error)
+                    if error.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) =>
+                {
+                    false
+                }
+                Err(error) => return Err(error),
+            };
             if !named {
                 continue;
             }
-            let Ok(Some(bytes)) = wicket_os::files::read_own(&dir.join("journal.jsonl"), u64::MAX)
+            let Some(bytes) = wicket_os::files::read_own(&dir.join("journal.jsonl"), u64::MAX)?
             else {
                 continue;
             };
@@ -129,7 +142,7 @@ impl Store {
                 );
             }
         }
-        keep
+        Ok(keep)
     }
 
     /// Brings the objects below `max` bytes: the older half of the

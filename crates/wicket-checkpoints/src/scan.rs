@@ -423,11 +423,20 @@ impl Store {
                 whole: false,
                 failure: None,
             };
-            workspace
-                .scan_below(path, &mut tracked)
-                .map_err(Error::Workspace)?;
+            let below = workspace.scan_below(path, &mut tracked);
             if let Some(error) = tracked.failure {
                 return Err(error);
+            }
+            if below.is_err() {
+                // A folder above it could not be opened (its mode changed?): what
+                // was changed here is put back, and the checkpoint walks whole.
+                for (path, old) in touched {
+                    match old {
+                        Some(entry) => state.insert(path, entry),
+                        None => state.remove(&path),
+                    };
+                }
+                return Ok(None);
             }
             let (whole, found) = (tracked.whole, tracked.found);
             if !found {
@@ -459,17 +468,42 @@ pub(crate) fn gaps_between(last: &State, now: &State) -> Vec<(String, String)> {
 }
 
 /// The paths whose entry differs between `last` and `now` though nothing
-/// was heard of them: changes the tracker missed.
-pub(crate) fn unheard(last: &State, now: &State, heard: &BTreeSet<Vec<u8>>) -> Vec<Vec<u8>> {
+/// was heard of them: changes the tracker missed. A path heard covers
+/// what is below it only when it was walked whole: not a folder whose
+/// own metadata was heard while its watch (`tracker`, on the same inode)
+/// stood for what it holds.
+pub(crate) fn unheard(
+    last: &State,
+    now: &State,
+    heard: &BTreeSet<Vec<u8>>,
+    tracker: &Tracker,
+) -> Vec<Vec<u8>> {
     let differs = |path: &[u8]| match (last.get(path), now.get(path)) {
         (Some(old), Some(new)) => old.content != new.content || old.mode != new.mode,
         (None, None) => false,
         _ => true,
     };
+    let walked_whole = |folder: &[u8]| {
+        now.get(folder)
+            .is_none_or(|entry| !tracker.watches(folder, entry.key.ino()))
+    };
+    let covered = |path: &[u8]| {
+        if heard.contains(path) {
+            return true;
+        }
+        let mut end = path.len();
+        while let Some(slash) = path[..end].iter().rposition(|byte| *byte == b'/') {
+            end = slash;
+            if heard.contains(&path[..end]) && walked_whole(&path[..end]) {
+                return true;
+            }
+        }
+        false
+    };
     let mut missed: Vec<Vec<u8>> = last
         .keys()
         .chain(now.keys().filter(|path| !last.contains_key(*path)))
-        .filter(|path| differs(path) && !heard_at(heard, path))
+        .filter(|path| differs(path) && !covered(path))
         .cloned()
         .collect();
     missed.sort();

@@ -44,6 +44,11 @@ impl StatKey {
         }
     }
 
+    /// The inode it was seen at.
+    pub(crate) fn ino(&self) -> u64 {
+        self.ino
+    }
+
     /// Whether the entry was changed so recently (within `slack` seconds of
     /// `now`) that a change in the same clock tick could hide behind the
     /// same key: such a file is read again next time (git's racy check).

@@ -383,3 +383,31 @@ fn a_walk_ahead_makes_the_first_checkpoint_walk_only_what_changed_since() {
     let rewound = w.store.rewind(&w.workspace, &settings, &to, 2).unwrap();
     assert_eq!(w.read("a"), "new\n", "{rewound:?}");
 }
+
+#[test]
+fn a_folder_heard_only_for_its_mode_does_not_vouch_for_what_it_holds() {
+    let w = world();
+    if !w.tracked() {
+        eprintln!("skipped: this filesystem gives no tracker");
+        return;
+    }
+    let settings = Settings::default();
+    w.write("a/x", "one\n");
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    w.write("a/x", "two\n");
+    w.store.forget_heard();
+    w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    // Heard since: the folder's mode, nothing of the file below it.
+    std::fs::set_permissions(w.ws.join("a"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let plan = w
+        .store
+        .plan(&w.workspace, &settings, &w.store.find(2).unwrap())
+        .unwrap();
+    assert_eq!(
+        plan.restore,
+        ["a"],
+        "its mode, never the bytes checkpoint 2 did not see: {plan:?}"
+    );
+    assert_eq!(plan.kept.len(), 1, "{plan:?}");
+    assert_eq!(plan.kept[0].0, "a/x", "{plan:?}");
+}
