@@ -463,6 +463,12 @@ impl Objects {
         Ok(Some(bytes))
     }
 
+    /// Counts the store's bytes again at the next [`Objects::bytes`] (another
+    /// store's sweep removed some).
+    pub(crate) fn recount(&self) {
+        self.packs().bytes = None;
+    }
+
     /// Bytes the store holds: loose objects, packs and their indexes.
     pub(crate) fn bytes(&self) -> u64 {
         if let Some(total) = self.packs().bytes {
@@ -487,16 +493,30 @@ impl Objects {
         };
         // A journal that could not be read marks nothing: nothing is swept.
         let keep = mark()?;
-        sweep_loose(&self.loose(), &keep)?;
+        if sweep_loose(&self.loose(), &keep)? > 0 {
+            // Other processes count the store's bytes again when they see it.
+            self.new_generation()?;
+        }
         self.repack(&keep)?;
         self.packs().bytes = None;
         Ok(true)
     }
 
+    /// Writes a new `generation`: every process reads its pack indexes and
+    /// counts the bytes again when it next holds the store.
+    fn new_generation(&self) -> std::io::Result<()> {
+        let generation = format!("{:016x}\n", wicket_os::ids::random_u64());
+        wicket_os::files::write_atomically(
+            &self.dir.join("generation"),
+            generation.as_bytes(),
+            false,
+        )
+    }
+
     /// Sweeps the session's own objects of before (read-only otherwise).
     pub(crate) fn sweep_legacy(&self, keep: &HashSet<Hash>) -> std::io::Result<()> {
         match &self.legacy {
-            Some(legacy) => sweep_loose(legacy, keep),
+            Some(legacy) => sweep_loose(legacy, keep).map(drop),
             None => Ok(()),
         }
     }
@@ -545,12 +565,7 @@ impl Objects {
         writer.idx.write_all(&records)?;
         drop(writer);
         drop(packs);
-        let generation = format!("{:016x}\n", wicket_os::ids::random_u64());
-        wicket_os::files::write_atomically(
-            &self.dir.join("generation"),
-            generation.as_bytes(),
-            false,
-        )?;
+        self.new_generation()?;
         for name in old {
             for suffix in ["idx", "pack"] {
                 match std::fs::remove_file(self.pack_dir().join(format!("{name}.{suffix}"))) {
@@ -564,9 +579,11 @@ impl Objects {
     }
 }
 
-fn sweep_loose(dir: &Path, keep: &HashSet<Hash>) -> std::io::Result<()> {
+/// Removes the loose objects in `dir` not in `keep`; how many went.
+fn sweep_loose(dir: &Path, keep: &HashSet<Hash>) -> std::io::Result<usize> {
+    let mut removed = 0;
     let Ok(folders) = std::fs::read_dir(dir) else {
-        return Ok(());
+        return Ok(0);
     };
     for folder in folders {
         let folder = folder?.path();
@@ -577,10 +594,11 @@ fn sweep_loose(dir: &Path, keep: &HashSet<Hash>) -> std::io::Result<()> {
             let named = hex::decode_to_slice(format!("{prefix}{}", name_of(&object)), &mut hash);
             if named.is_err() || !keep.contains(&hash) {
                 std::fs::remove_file(&object)?;
+                removed += 1;
             }
         }
     }
-    Ok(())
+    Ok(removed)
 }
 
 fn folder_bytes(dir: &Path) -> u64 {

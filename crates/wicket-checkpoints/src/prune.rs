@@ -152,6 +152,9 @@ impl Store {
     pub(crate) fn bound(&self, max: u64) -> Result<()> {
         loop {
             let records = self.records()?;
+            if records.len() <= 1 && self.prune_others(max)? {
+                return Ok(());
+            }
             if records.len() <= 1 {
                 let next_id = records.last().map_or(1, |record| record.info.id + 1);
                 self.put_index(&Index {
@@ -173,5 +176,55 @@ impl Store {
                 return Ok(());
             }
         }
+    }
+
+    /// Prunes the other sessions of this workspace that no process has
+    /// open (their `lock` taken without waiting) to their newest
+    /// checkpoint, the least recently used first, until the store is below
+    /// `max`; true when it is.
+    fn prune_others(&self, max: u64) -> Result<bool> {
+        let (Some(key), Some(sessions)) =
+            (self.named_key(), self.dir.parent().and_then(Path::parent))
+        else {
+            return Ok(false);
+        };
+        let own = self.dir.parent();
+        let mut others: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(sessions).into_iter().flatten().flatten() {
+            let session = entry.path();
+            let dir = session.join("checkpoints");
+            let named = wicket_os::files::read_own(&dir.join("store"), 256)
+                .ok()
+                .flatten()
+                .is_some_and(|bytes| bytes.trim_ascii() == key.as_bytes());
+            if !named || Some(session.as_path()) == own {
+                continue;
+            }
+            let used = std::fs::metadata(dir.join("journal.jsonl"))
+                .and_then(|meta| meta.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            others.push((used, session));
+        }
+        others.sort();
+        for (_, session) in others {
+            let Ok(wicket_os::files::Locked::Held(_lock)) =
+                wicket_os::files::lock(&session.join("lock"), std::time::Duration::ZERO)
+            else {
+                continue;
+            };
+            let other = Store::new(&session, &self.shared);
+            other.objects(None)?;
+            let records = other.records()?;
+            if records.len() > 1 {
+                other.keep_from(&records, records.len() - 1)?;
+            }
+            if let Some(objects) = self.objects.get() {
+                objects.recount();
+            }
+            if self.object_bytes() <= max {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }

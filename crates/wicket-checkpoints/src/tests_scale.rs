@@ -411,3 +411,35 @@ fn a_folder_heard_only_for_its_mode_does_not_vouch_for_what_it_holds() {
     assert_eq!(plan.kept.len(), 1, "{plan:?}");
     assert_eq!(plan.kept[0].0, "a/x", "{plan:?}");
 }
+
+#[test]
+fn past_max_store_mb_the_other_sessions_of_the_workspace_give_way_too() {
+    let w = world();
+    let settings = Settings {
+        max_store_bytes: 2_500_000,
+        ..Settings::default()
+    };
+    let megabyte = |n: u8| vec![n; 1_000_000];
+    for n in 0..2u8 {
+        std::fs::write(w.ws.join("f"), megabyte(n)).unwrap();
+        w.store
+            .take(&w.workspace, &settings, u64::from(n) + 1, "run")
+            .unwrap();
+    }
+    let other = w.session("two");
+    std::fs::write(w.ws.join("g"), megabyte(9)).unwrap();
+    let taken = other.take(&w.workspace, &settings, 1, "run");
+    assert!(taken.is_ok(), "{taken:?}");
+    assert!(
+        other.object_bytes() <= 2_500_000,
+        "{}",
+        other.object_bytes()
+    );
+    // The first session keeps its newest checkpoint, whole.
+    let first = w.session("one");
+    assert_eq!(first.list().unwrap().len(), 1);
+    std::fs::write(w.ws.join("f"), b"changed").unwrap();
+    let applied = rewind(&w, &first, 2, 3);
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(1));
+}
