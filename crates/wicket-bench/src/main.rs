@@ -127,6 +127,8 @@ pub(crate) fn sample_event(i: u64) -> EventBody {
         call_id: format!("call-{i}").into(),
         result: Ok(wicket_protocol::ToolOutput::ReadFile(
             wicket_protocol::ReadFileOutput {
+                first_line: Default::default(),
+                total_lines: Default::default(),
                 note: Default::default(),
                 content: "fn main() {}\n".into(),
                 size: 13,
@@ -285,6 +287,7 @@ fn read_rows(rows: &mut Vec<Row>) -> Result<()> {
     let tools = wicket_tools::Tools::open(dir.path())?;
     let location = tools.workspace().classify("big.log")?;
     let args = wicket_protocol::ReadFileArgs {
+        limit: Default::default(),
         path: "big.log".into(),
         offset: None,
         line: Some(1_999_000),
@@ -491,6 +494,7 @@ fn gate_rows(rows: &mut Vec<Row>) -> Result<()> {
     let bytes = std::fs::metadata(session.log_path())?.len() - before;
     let location = tools.workspace().classify("a.txt")?;
     let args = wicket_protocol::ReadFileArgs {
+        limit: Default::default(),
         path: "a.txt".into(),
         offset: None,
         line: None,

@@ -106,8 +106,9 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec::<ReadFileArgs>(
             "read_file",
             format!(
-                "Read a file: up to {} from a byte offset or a 1-based line. When there is more, the result gives \
-                 next_offset or next_line to continue from.",
+                "Read a file: up to {} from a byte offset or a 1-based line (limit: at most that many \
+                 lines), ending at a line's end. The result gives first_line and total_lines, and when \
+                 there is more, next_line (or next_offset) to continue from.",
                 kib(READ_FILE_MAX_BYTES)
             ),
         ),

@@ -20,7 +20,12 @@ pub struct ReadFileArgs {
     pub offset: Option<u64>,
     /// The 1-based line to start at (from a previous read's next_line).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line: Option<u64>,
+    /// At most this many lines (the read still stops at its byte limit).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
 }
 
 /// grep's arguments.
@@ -470,12 +475,18 @@ pub struct ReadFileOutput {
     pub size: u64,
     /// The byte offset the content starts at (a character boundary).
     pub offset: u64,
+    /// The 1-based line the content starts on, when known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub first_line: Option<u64>,
     /// Where to read on from, when there is more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
-    /// The line to read on from, when the read started at a line and there is more.
+    /// The line to read on from, when there is more and the content ends a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_line: Option<u64>,
+    /// The file's lines (a last line with no newline counts), when known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub total_lines: Option<u64>,
     /// True for a binary file.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub binary: bool,

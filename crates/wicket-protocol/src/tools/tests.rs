@@ -50,6 +50,7 @@ fn parses_known_tools_and_rejects_unknown_ones() {
     assert_eq!(
         call,
         Ok(ToolCall::ReadFile(ReadFileArgs {
+            limit: Default::default(),
             path: "a".into(),
             offset: None,
             line: Some(3)
@@ -94,6 +95,8 @@ fn absurd_nesting_is_refused_and_logged_as_text() {
 fn outputs_round_trip_through_their_untagged_shape() {
     let outputs = [
         ToolOutput::ReadFile(ReadFileOutput {
+            first_line: Default::default(),
+            total_lines: Default::default(),
             note: Default::default(),
             content: "x".into(),
             size: 1,

@@ -1,5 +1,8 @@
 //! read_file: at most [`READ_FILE_MAX_BYTES`] of text from a byte offset or a
-//! 1-based line, never splitting a UTF-8 character.
+//! 1-based line (and at most `limit` lines), never splitting a UTF-8
+//! character and ending at a line's end unless one line is longer than the
+//! limit; with the line it starts on, the line to read on from, and the
+//! file's lines, where they are known.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -25,6 +28,34 @@ fn pread(file: &File, buffer: &mut [u8], offset: u64, shown: &str) -> Result<usi
     Ok(filled)
 }
 
+/// Newlines in the file's first `end` bytes, counted a buffer at a time
+/// (a SIMD byte count, as `wc -l` does).
+fn newlines_before(file: &File, end: u64, shown: &str) -> Result<u64> {
+    let mut buffer = vec![0u8; SCAN_CHUNK];
+    let (mut offset, mut count) = (0u64, 0u64);
+    while offset < end {
+        let want = (end - offset).min(SCAN_CHUNK as u64) as usize;
+        let n = pread(file, &mut buffer[..want], offset, shown)?;
+        if n == 0 {
+            break;
+        }
+        count += bytecount::count(&buffer[..n], b'\n') as u64;
+        offset += n as u64;
+    }
+    Ok(count)
+}
+
+/// The file's lines: its newlines, and one more for a last line with none.
+fn lines_in(file: &File, size: u64, shown: &str) -> Result<u64> {
+    if size == 0 {
+        return Ok(0);
+    }
+    let newlines = newlines_before(file, size, shown)?;
+    let mut last = [0u8; 1];
+    pread(file, &mut last, size - 1, shown)?;
+    Ok(newlines + u64::from(last[0] != b'\n'))
+}
+
 /// The byte offset where 1-based `line` starts. Whole buffers before the
 /// one holding it are only counted (a SIMD byte count, as `wc -l` does);
 /// newline positions are looked for in that last buffer alone.
@@ -35,7 +66,6 @@ fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
     }
     let mut buffer = vec![0u8; SCAN_CHUNK];
     let mut offset = 0u64;
-    let mut lines_seen = 0u64;
     while offset < size {
         let n = pread(file, &mut buffer, offset, shown)?;
         if n == 0 {
@@ -45,20 +75,23 @@ fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
         let in_chunk = bytecount::count(chunk, b'\n') as u64;
         if in_chunk < newlines_needed {
             newlines_needed -= in_chunk;
-            lines_seen += in_chunk;
             offset += n as u64;
             continue;
         }
         // usize: newlines_needed <= in_chunk, which came from a usize.
         let nth = newlines_needed as usize - 1;
         if let Some(position) = memchr::memchr_iter(b'\n', chunk).nth(nth) {
-            return Ok(offset + position as u64 + 1);
+            let start = offset + position as u64 + 1;
+            // Line N of a file whose last line ends with a newline starts at its end: not a line.
+            if start < size {
+                return Ok(start);
+            }
         }
         break;
     }
     Err(Error::invalid(format!(
         "line {line} is past the end of '{shown}', which has {} line(s); read from line 1, or by offset",
-        lines_seen + 1
+        lines_in(file, size, shown)?
     )))
 }
 
@@ -76,12 +109,18 @@ fn binary(size: u64, offset: u64) -> ReadFileOutput {
         content: String::new(),
         size,
         offset,
+        first_line: None,
         next_offset: None,
         next_line: None,
+        total_lines: None,
         binary: true,
         note: Some(BINARY_NOTE.into()),
     }
 }
+
+/// Lines are counted through files up to this size: a read of a larger one
+/// from an offset has no `first_line`, and no read of it has `total_lines`.
+const LINES_COUNTED_BYTES: u64 = 8 * 1024 * 1024;
 
 /// What a binary read says in words.
 pub const BINARY_NOTE: &str = "the file is binary (it holds NUL bytes), so its content is not \
@@ -115,24 +154,40 @@ fn start_of(file: &File, args: &ReadFileArgs, size: u64, shown: &str) -> Result<
     Ok(start - continuation)
 }
 
-/// The bytes a read returns from `start`: at most the limit, never
-/// splitting a character, whole lines when reading by line.
-fn chunk_at(file: &File, start: u64, size: u64, by_line: bool, shown: &str) -> Result<Vec<u8>> {
+/// The bytes a read returns from `start`: at most the byte limit and
+/// `limit` lines, never splitting a character, and ending at a line's end
+/// unless the file ends first or one line is longer than the limit (then
+/// true: the read ends inside that line).
+fn chunk_at(
+    file: &File,
+    start: u64,
+    size: u64,
+    limit: Option<u64>,
+    shown: &str,
+) -> Result<(Vec<u8>, bool)> {
     // A little more than the limit, so a character cut at the edge is seen.
     let mut buffer = vec![0u8; READ_FILE_MAX_BYTES + 4];
     let n = pread(file, &mut buffer, start, shown)?;
     buffer.truncate(n);
     let mut take = buffer.len().min(READ_FILE_MAX_BYTES);
     let reaches_end = start + (take as u64) >= size && buffer.len() <= READ_FILE_MAX_BYTES;
+    let mut inside_a_line = false;
     if !reaches_end {
         take = utf8_prefix(&buffer[..take]);
-        // Whole lines when reading by line, unless one line is longer than the limit.
-        if by_line && let Some(last_newline) = memchr::memrchr(b'\n', &buffer[..take]) {
-            take = last_newline + 1;
+        match memchr::memrchr(b'\n', &buffer[..take]) {
+            Some(last_newline) => take = last_newline + 1,
+            None => inside_a_line = true,
         }
     }
+    // usize: a line count past the buffer's length is never reached.
+    if let Some(limit) = limit.map(|limit| usize::try_from(limit).unwrap_or(usize::MAX))
+        && let Some(end) = memchr::memchr_iter(b'\n', &buffer[..take]).nth(limit.saturating_sub(1))
+    {
+        take = end + 1;
+        inside_a_line = false;
+    }
     buffer.truncate(take);
-    Ok(buffer)
+    Ok((buffer, inside_a_line))
 }
 
 /// read_file: at most [`READ_FILE_MAX_BYTES`] of text from an offset or a line.
@@ -146,6 +201,11 @@ pub fn read_file(
     }
     if args.line == Some(0) {
         return Err(Error::invalid("lines are numbered from 1"));
+    }
+    if args.limit == Some(0) {
+        return Err(Error::invalid(
+            "limit is a number of lines, at least 1; leave it out to read as much as fits",
+        ));
     }
     let shown = args.path.as_str();
     let (file, stat) = workspace.open_file(location, shown)?;
@@ -161,26 +221,48 @@ pub fn read_file(
         return Ok(binary(size, 0));
     }
     let start = start_of(&file, args, size, shown)?;
-    let chunk = chunk_at(&file, start, size, args.line.is_some(), shown)?;
+    let (chunk, inside_a_line) = chunk_at(&file, start, size, args.limit, shown)?;
     let Ok(content) = String::from_utf8(chunk) else {
         return Ok(binary(size, start));
     };
     let end = start + content.len() as u64;
-    let (next_offset, next_line) = match (end < size, args.line) {
-        (false, _) => (None, None),
-        (true, Some(line)) if content.ends_with('\n') => (
-            Some(end),
-            Some(line + memchr::memchr_iter(b'\n', content.as_bytes()).count() as u64),
-        ),
-        (true, _) => (Some(end), None),
+    let counted = size <= LINES_COUNTED_BYTES;
+    let first_line = match (args.line, start) {
+        (Some(line), _) => Some(line),
+        (None, 0) => Some(1),
+        (None, _) if counted => Some(newlines_before(&file, start, shown)? + 1),
+        (None, _) => None,
     };
+    let newlines = memchr::memchr_iter(b'\n', content.as_bytes()).count() as u64;
+    let more = end < size;
+    let next_line = match first_line {
+        Some(first) if more && content.ends_with('\n') => Some(first + newlines),
+        _ => None,
+    };
+    let total_lines = match (more, first_line) {
+        // The read reached the end: its lines tell the count.
+        (false, Some(first)) => {
+            Some(first - 1 + newlines + u64::from(!content.ends_with('\n') && !content.is_empty()))
+        }
+        _ if counted => Some(lines_in(&file, size, shown)?),
+        _ => None,
+    };
+    let note = inside_a_line.then(|| {
+        format!(
+            "line {} is longer than {} KiB: this read ends inside it; read on from next_offset",
+            first_line.map_or("here".to_string(), |line| (line + newlines).to_string()),
+            READ_FILE_MAX_BYTES / 1024
+        )
+    });
     Ok(ReadFileOutput {
-        note: Default::default(),
+        note,
         content,
         size,
         offset: start,
-        next_offset,
+        first_line,
+        next_offset: more.then_some(end),
         next_line,
+        total_lines,
         binary: false,
     })
 }

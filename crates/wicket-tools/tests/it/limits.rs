@@ -18,6 +18,7 @@ fn read_at(
         .read_file(
             &location,
             &ReadFileArgs {
+                limit: Default::default(),
                 path: path.into(),
                 offset,
                 line,
@@ -145,12 +146,13 @@ fn lines_deep_in_a_file_start_where_they_should() {
     }
     let location = t.workspace().classify("deep.txt").unwrap();
     let past = ReadFileArgs {
+        limit: Default::default(),
         path: "deep.txt".into(),
         offset: None,
         line: Some(40_002),
     };
     let error = t.read_file(&location, &past).unwrap_err();
-    assert!(error.to_string().contains("40001 line(s)"), "{error}");
+    assert!(error.to_string().contains("40000 line(s)"), "{error}");
 }
 
 #[test]
@@ -169,12 +171,14 @@ fn a_line_past_the_end_is_invalid() {
     let t = f.tools();
     let location = t.workspace().classify("real.txt").unwrap();
     let args = ReadFileArgs {
+        limit: Default::default(),
         path: "real.txt".into(),
         offset: None,
         line: Some(9),
     };
     assert_eq!(kind(t.read_file(&location, &args)), ErrorKind::InvalidArgs);
     let both = ReadFileArgs {
+        limit: Default::default(),
         path: "real.txt".into(),
         offset: Some(0),
         line: Some(1),
@@ -386,4 +390,91 @@ fn write_content_size_edge() {
         ErrorKind::TooLarge
     );
     assert!(!f.ws.join("over").exists());
+}
+
+fn read_lines(
+    tools: &Tools,
+    path: &str,
+    offset: Option<u64>,
+    line: Option<u64>,
+    limit: Option<u64>,
+) -> wicket_protocol::ReadFileOutput {
+    let location = tools.workspace().classify(path).unwrap();
+    tools
+        .read_file(
+            &location,
+            &ReadFileArgs {
+                path: path.into(),
+                offset,
+                line,
+                limit,
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn line_fields_hold_with_and_without_a_final_newline_and_with_crlf() {
+    let f = fixture();
+    f.write("four", "a\nb\nc\nd\n");
+    f.write("open", "a\nb\nc\nd");
+    f.write("crlf", "a\r\nb\r\nc\r\n");
+    f.write("empty", "");
+    let t = f.tools();
+    for (name, total) in [("four", 4), ("open", 4), ("crlf", 3), ("empty", 0)] {
+        let whole = read_lines(&t, name, None, None, None);
+        assert_eq!(whole.total_lines, Some(total), "{name}");
+        assert_eq!(whole.first_line, Some(1), "{name}");
+        assert_eq!((whole.next_line, whole.next_offset), (None, None), "{name}");
+    }
+    // Two lines at a time, by line, then from an offset.
+    let two = read_lines(&t, "four", None, Some(2), Some(2));
+    assert_eq!(two.content, "b\nc\n");
+    assert_eq!(
+        (two.first_line, two.next_line, two.next_offset),
+        (Some(2), Some(4), Some(6))
+    );
+    assert_eq!(two.total_lines, Some(4));
+    let rest = read_lines(&t, "four", two.next_offset, None, None);
+    assert_eq!((rest.content.as_str(), rest.first_line), ("d\n", Some(4)));
+    let crlf = read_lines(&t, "crlf", None, Some(2), Some(1));
+    assert_eq!((crlf.content.as_str(), crlf.next_line), ("b\r\n", Some(3)));
+    // Line 5 of a four-line file is past its end, and the count says four.
+    let location = t.workspace().classify("four").unwrap();
+    let past = t.read_file(
+        &location,
+        &ReadFileArgs {
+            path: "four".into(),
+            offset: None,
+            line: Some(5),
+            limit: None,
+        },
+    );
+    let error = past.unwrap_err();
+    assert!(error.message.contains("has 4 line(s)"), "{}", error.message);
+}
+
+#[test]
+fn a_read_ends_at_a_line_unless_one_line_is_longer_than_the_limit() {
+    let f = fixture();
+    let short = "short line\n".repeat(100);
+    let long = "x".repeat(READ_FILE_MAX_BYTES + 100);
+    f.write("mixed", &format!("{short}{long}\nafter\n"));
+    let t = f.tools();
+    let first = read_lines(&t, "mixed", None, None, None);
+    assert_eq!(
+        first.content, short,
+        "the long line is left whole for the next read"
+    );
+    assert_eq!((first.next_line, first.total_lines), (Some(101), Some(102)));
+    assert_eq!(first.note, None);
+    let inside = read_lines(&t, "mixed", first.next_offset, None, None);
+    assert_eq!(inside.content.len(), READ_FILE_MAX_BYTES);
+    assert_eq!(inside.first_line, Some(101));
+    assert_eq!(inside.next_line, None, "the read ends inside line 101");
+    let note = inside.note.unwrap();
+    assert!(note.contains("line 101 is longer than 32 KiB"), "{note}");
+    let end = read_lines(&t, "mixed", inside.next_offset, None, None);
+    assert_eq!(end.content, format!("{}\nafter\n", "x".repeat(100)));
+    assert_eq!(end.first_line, Some(101));
 }

@@ -39,6 +39,7 @@ impl Tooled for Fixture {
 pub fn read(tools: &Tools, path: &str) -> Result<String, wicket_tools::Error> {
     let location = tools.workspace().classify(path)?;
     let args = ReadFileArgs {
+        limit: Default::default(),
         path: path.into(),
         offset: None,
         line: None,

@@ -146,6 +146,8 @@ fn a_transcript_with_every_event_kind() {
             EventBody::ToolResult(ToolResultEvent {
                 call_id: "c1".into(),
                 result: Ok(ToolOutput::ReadFile(ReadFileOutput {
+                    first_line: Default::default(),
+                    total_lines: Default::default(),
                     note: Default::default(),
                     content: "fn add() {}\n".into(),
                     size: 12,
