@@ -486,7 +486,11 @@ impl Runner<'_> {
         if let Some(outcome) = self.broken() {
             return outcome;
         }
-        let (system, warning) = system_prompt(self.tools.workspace(), &self.settings.skills);
+        let (system, warning) = system_prompt(
+            self.tools.workspace(),
+            &self.settings.skills,
+            &self.settings.confinement.sandbox.prompt_sentence(),
+        );
         if let Some(warning) = warning {
             self.log(EventBody::error(warning));
         }

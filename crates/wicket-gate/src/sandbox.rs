@@ -162,6 +162,39 @@ impl SandboxSettings {
         }
     }
 
+    /// What the system prompt says of the sandbox, on this kernel: one
+    /// sentence, true in every mode.
+    pub fn prompt_sentence(&self) -> String {
+        self.prompt_sentence_with(availability())
+    }
+
+    /// [`SandboxSettings::prompt_sentence`] for a kernel that can do `available`.
+    pub fn prompt_sentence_with(&self, available: &Availability) -> String {
+        let jailed = match self.summary_with(available, &Access::default()).mode {
+            SandboxMode::Off => {
+                return "The sandbox is off: commands run with the person's own access to \
+                        files and network."
+                    .into();
+            }
+            SandboxMode::Unavailable => {
+                return "This machine cannot confine commands: they run with the person's own \
+                        access to files and network."
+                    .into();
+            }
+            SandboxMode::ReadOnly => "Each runs in a jail that writes nothing",
+            SandboxMode::WorkspaceWrite => "Each runs in a jail that writes only the workspace",
+        };
+        let tmp = match available.mounts {
+            true => " and a private /tmp that is gone when the command ends",
+            false => "",
+        };
+        format!(
+            "{jailed}{tmp}. .git is read-only unless you set \"git\": true; there is no network \
+             unless you set \"network\": true (the person then approves each host); of the home \
+             folders it sees only the toolchains unless you list paths in \"read\"."
+        )
+    }
+
     /// The card's one line for a jailed command: what it may reach, and
     /// what the call adds (`sandbox.summary`).
     fn line(&self, access: &Access) -> String {

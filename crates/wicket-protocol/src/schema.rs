@@ -86,10 +86,9 @@ pub fn tool_specs() -> Vec<ToolSpec> {
     let mut run = spec::<RunArgs>(
         "run",
         format!(
-            "Run a command (an argv, no shell) in the workspace after the person approves it. It runs sandboxed: \
-             it may write only inside the workspace and its own TMPDIR, has no network unless you set network, \
-             and sees of the home folders only the toolchains (~/.cargo, ~/.npm, …) unless you list other paths \
-             in read (the person sees all of it on the card). Returns exit_code, stdout and stderr ({} of each, head and tail). \
+            "Run a command (an argv, no shell) in the workspace after the person approves it; the system \
+             prompt says what the sandbox lets it reach, and network, git and read ask for more (the person \
+             sees all of it on the card). Returns exit_code, stdout and stderr ({} of each, head and tail). \
              timeout_s defaults to {RUN_DEFAULT_TIMEOUT_S} and may be at most {RUN_MAX_TIMEOUT_S}.",
             kib(RUN_STREAM_MAX_BYTES)
         ),

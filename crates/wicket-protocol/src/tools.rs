@@ -96,19 +96,19 @@ pub struct RunArgs {
     /// Seconds before the command is killed.
     #[serde(default)]
     pub timeout_s: Option<u64>,
-    /// Ask for network access (the person sees it on the card); commands
-    /// have none by default. true: through Wicket's proxy (HTTP_PROXY,
-    /// HTTPS_PROXY and ALL_PROXY are set; the person approves each new
-    /// host); "direct": the machine's own network.
+    /// Ask for network access (the person sees it on the card); in the
+    /// jail commands have none without it. true: through Wicket's proxy
+    /// (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set; the person approves
+    /// each new host); "direct": the machine's own network.
     #[serde(default, skip_serializing_if = "Network::is_off")]
     pub network: Network,
     /// Ask to write .git (needed for git commit, checkout, branch; the
-    /// person sees it on the card); .git is read-only by default.
+    /// person sees it on the card); in the jail .git is read-only without it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
     /// Paths outside the workspace to show the command read-only (absolute
-    /// or `~/…`; the person sees them on the card). Of the home folders a
-    /// command sees only the toolchains otherwise.
+    /// or `~/…`; the person sees them on the card). In the jail a command
+    /// sees of the home folders only the toolchains without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
 }

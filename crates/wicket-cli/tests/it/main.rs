@@ -20,6 +20,7 @@ mod hostile;
 mod jail;
 mod mcp;
 mod output;
+mod prompt;
 mod rewind;
 mod rules;
 mod sandbox;

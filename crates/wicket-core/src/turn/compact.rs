@@ -19,7 +19,11 @@ impl Runner<'_> {
             Ok(events) => conversation(&events),
             Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
         };
-        let (system, _) = system_prompt(self.tools.workspace(), &self.settings.skills);
+        let (system, _) = system_prompt(
+            self.tools.workspace(),
+            &self.settings.skills,
+            &self.settings.confinement.sandbox.prompt_sentence(),
+        );
         let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn);
         match self.compact(&mut turn, before, cancel) {
