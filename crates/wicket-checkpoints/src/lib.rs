@@ -603,22 +603,7 @@ impl Store {
         seq: u64,
         tool: &str,
     ) -> Result<Taken> {
-        let mut guard = self.lock();
-        let cache = self.cache(&mut guard, settings)?;
-        let taken = self.take_in(cache, workspace, settings, seq, tool, false);
-        if taken.is_err() {
-            // What is in memory may be ahead of the journal: read again next time.
-            *guard = None;
-        }
-        let taken = taken?;
-        let total = self.object_bytes();
-        if total <= settings.max_store_bytes {
-            return Ok(taken);
-        }
-        // The journal changes under the cache: it is read again next time.
-        *guard = None;
-        self.bound(settings.max_store_bytes)?;
-        Ok(taken)
+        self.take_with(workspace, settings, seq, tool, false)
     }
 
     /// Records a checkpoint as [`Store::take`] does, but walking the whole
@@ -630,13 +615,32 @@ impl Store {
         seq: u64,
         tool: &str,
     ) -> Result<Taken> {
+        self.take_with(workspace, settings, seq, tool, true)
+    }
+
+    fn take_with(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        seq: u64,
+        tool: &str,
+        whole: bool,
+    ) -> Result<Taken> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let taken = self.take_in(cache, workspace, settings, seq, tool, true);
+        let taken = self.take_in(cache, workspace, settings, seq, tool, whole);
         if taken.is_err() {
+            // What is in memory may be ahead of the journal: read again next time.
             *guard = None;
         }
-        taken
+        let taken = taken?;
+        if self.object_bytes() <= settings.max_store_bytes {
+            return Ok(taken);
+        }
+        // The journal changes under the cache: it is read again next time.
+        *guard = None;
+        self.bound(settings.max_store_bytes)?;
+        Ok(taken)
     }
 
     /// Walks the whole workspace ahead of the first checkpoint in this

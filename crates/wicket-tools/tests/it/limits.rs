@@ -13,18 +13,7 @@ fn read_at(
     offset: Option<u64>,
     line: Option<u64>,
 ) -> wicket_protocol::ReadFileOutput {
-    let location = tools.workspace().classify(path).unwrap();
-    tools
-        .read_file(
-            &location,
-            &ReadFileArgs {
-                limit: Default::default(),
-                path: path.into(),
-                offset,
-                line,
-            },
-        )
-        .unwrap()
+    read_lines(tools, path, offset, line, None)
 }
 
 #[test]
