@@ -144,8 +144,8 @@ impl Tracker {
             && self.folders.get(&old).is_some_and(|folder| folder == path)
         {
             self.folders.remove(&old);
-            // Another folder stood here; if the kernel dropped its watch already, it is gone either way.
-            let _ = inotify::remove_watch(&self.fd, old);
+            // Another folder stood here.
+            self.unwatch(old);
         }
     }
 
@@ -166,9 +166,14 @@ impl Tracker {
                 continue;
             }
             self.folders.remove(&wd);
-            // A watch the kernel already dropped (its folder removed) is gone either way.
-            let _ = inotify::remove_watch(&self.fd, wd);
+            self.unwatch(wd);
         }
+    }
+
+    /// Removes the watch `wd` from the kernel.
+    fn unwatch(&self, wd: i32) {
+        // A watch the kernel already dropped (its folder removed) is gone either way.
+        let _ = inotify::remove_watch(&self.fd, wd);
     }
 
     /// Keeps what a plan heard for the next checkpoint.

@@ -79,9 +79,11 @@ fn pump(from: &TcpStream, to: &TcpStream, first: &[u8]) -> Moved {
         }
         Err(_) => {
             // The connection is broken; what broke it is the peers' to
-            // know. Shutting both sockets wakes the other direction.
-            let _ = from.shutdown(Shutdown::Both);
-            let _ = to.shutdown(Shutdown::Both);
+            // know. Shutting both sockets (both tried: `and` takes its
+            // argument already made) wakes the other direction.
+            let _ = from
+                .shutdown(Shutdown::Both)
+                .and(to.shutdown(Shutdown::Both));
         }
     }
     moved

@@ -301,10 +301,12 @@ const LINGER_MAX_BYTES: usize = 1024 * 1024;
 fn refuse(client: &TcpStream, reply: &[u8]) {
     let mut writer = client;
     // A client that has gone is not told; one that does not read is
-    // waited for no longer than the linger.
-    let _ = client.set_write_timeout(Some(LINGER));
-    let _ = writer.write_all(reply);
-    let _ = client.shutdown(Shutdown::Write);
+    // waited for no longer than the linger. Each step is tried whatever
+    // the one before did (`and` takes its argument already made).
+    let _ = client
+        .set_write_timeout(Some(LINGER))
+        .and(writer.write_all(reply))
+        .and(client.shutdown(Shutdown::Write));
     let deadline = Instant::now() + LINGER;
     let mut reader = client;
     let mut buffer = [0; 16 * 1024];
