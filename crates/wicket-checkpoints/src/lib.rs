@@ -230,6 +230,9 @@ pub struct Taken {
     pub whole: bool,
     /// What it newly holds no copy of, and why.
     pub gaps: Vec<(String, String)>,
+    /// The doubt its line carries: the paths the checkpoints after `.0`
+    /// and before this one may not hold as they were.
+    doubt: Option<Doubted>,
 }
 
 /// What a rewind did.
@@ -262,12 +265,16 @@ struct Doubt {
     paths: Vec<state::Named>,
 }
 
+/// A doubt: the last full walk before it, and the paths the checkpoints
+/// after that one and before its own line may not hold as they were.
+type Doubted = (u64, Vec<Vec<u8>>);
+
 /// A journal line read back.
 struct Record {
     info: Info,
     changes: Vec<state::Decoded>,
     /// Paths in doubt in the checkpoints after `.0`, before this one.
-    doubt: Option<(u64, Vec<Vec<u8>>)>,
+    doubt: Option<Doubted>,
     /// The journal's length up to and including this line.
     end: u64,
 }
@@ -505,17 +512,25 @@ impl Store {
     }
 
     /// The paths checkpoint `id` may not hold as they were: what a full
-    /// walk after it found changed with nothing heard of it.
-    fn doubts(records: &[Record], id: u64) -> BTreeSet<Vec<u8>> {
-        records
-            .iter()
-            .filter_map(|record| {
-                let (since, paths) = record.doubt.as_ref()?;
-                (*since < id && id < record.info.id).then_some(paths)
-            })
-            .flatten()
-            .cloned()
+    /// walk after it found changed with nothing heard of it. Each doubt is
+    /// the last full walk before it, its paths, and its line's id.
+    fn doubts<'d>(
+        found: impl IntoIterator<Item = (u64, &'d [Vec<u8>], u64)>,
+        id: u64,
+    ) -> BTreeSet<Vec<u8>> {
+        found
+            .into_iter()
+            .filter(|(since, _, line)| *since < id && id < *line)
+            .flat_map(|(_, paths, _)| paths.iter().cloned())
             .collect()
+    }
+
+    /// The doubts the journal's lines carry, for [`Store::doubts`].
+    fn recorded(records: &[Record]) -> impl Iterator<Item = (u64, &[Vec<u8>], u64)> {
+        records.iter().filter_map(|record| {
+            let (since, paths) = record.doubt.as_ref()?;
+            Some((*since, paths.as_slice(), record.info.id))
+        })
     }
 
     /// The workspace's shared index, when there is one that reads whole.
@@ -753,7 +768,10 @@ impl Store {
             at: now_secs(),
             tool: tool.to_string(),
             changes,
-            doubt,
+            doubt: doubt.as_ref().map(|(since, paths)| Doubt {
+                since: *since,
+                paths: paths.iter().map(|path| state::Named::of(path)).collect(),
+            }),
         };
         self.append(cache, &line)?;
         Ok(Taken {
@@ -763,6 +781,7 @@ impl Store {
             new_bytes: maker.new_bytes,
             gaps: maker.gaps,
             whole,
+            doubt,
         })
     }
 
@@ -775,7 +794,7 @@ impl Store {
         workspace: &Workspace,
         maker: &mut Maker<'_>,
         heard: Option<&tracker::Heard>,
-    ) -> Result<(Vec<Change>, Option<Doubt>, usize)> {
+    ) -> Result<(Vec<Change>, Option<Doubted>, usize)> {
         let mut tracker = Tracker::new(workspace.root_fd());
         let scanned = self.scan_full(
             workspace,
@@ -787,10 +806,7 @@ impl Store {
         let doubt = match (heard, cache.walked, &cache.tracker) {
             (Some(heard), Some(since), Some(old)) if !heard.lost && cache.tracked_since => {
                 let missed = scan::unheard(&cache.journaled, &scanned.state, &heard.paths, old);
-                (!missed.is_empty()).then(|| Doubt {
-                    since,
-                    paths: missed.iter().map(|path| state::Named::of(path)).collect(),
-                })
+                (!missed.is_empty()).then_some((since, missed))
             }
             _ => None,
         };
@@ -887,7 +903,7 @@ impl Store {
         let cache = self.cache(&mut guard, settings)?;
         let records = self.records()?;
         let then = Self::state_at(&records, to.id)?;
-        let mut doubts = Self::doubts(&records, to.id);
+        let mut doubts = Self::doubts(Self::recorded(&records), to.id);
         let home = self.home_below(workspace);
         let mut maker = self.maker(workspace, settings)?;
         maker.home = home.as_deref();
@@ -921,7 +937,8 @@ impl Store {
     ) -> Result<Rewound> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let then = Self::state_at(&self.records()?, to.id)?;
+        let records = self.records()?;
+        let then = Self::state_at(&records, to.id)?;
         let before = self.take_in(cache, workspace, settings, seq, "rewind", true);
         let before = match before {
             Ok(before) => before,
@@ -930,7 +947,10 @@ impl Store {
                 return Err(error);
             }
         };
-        let doubts = Self::doubts(&self.records()?, to.id);
+        // The walk just made may have found doubts of its own.
+        let made =
+            (before.doubt.as_ref()).map(|(since, paths)| (*since, paths.as_slice(), before.id));
+        let doubts = Self::doubts(Self::recorded(&records).chain(made), to.id);
         let plan = Plan::between(&then, &cache.journaled, &doubts);
         let Some(objects) = self.objects(Some(workspace))? else {
             return Err(Error::Gone);

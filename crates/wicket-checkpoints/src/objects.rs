@@ -82,6 +82,11 @@ struct Packs {
     writer: Option<Writer>,
     /// Bytes of loose objects and packs, once counted (then kept up to date).
     bytes: Option<u64>,
+    /// Every pack index was read at this generation. Packs other processes
+    /// start later are read when a sweep changes the generation or an
+    /// object is not found: until then, what they hold may be stored again
+    /// (a copy, never a loss), and a checkpoint lists no folder.
+    listed: bool,
 }
 
 pub(crate) struct Objects {
@@ -204,7 +209,7 @@ impl Objects {
         Ok(Some(Held { _file: file }))
     }
 
-    /// Reads what is new in the pack indexes; everything again when a
+    /// Reads the pack indexes the first time, and everything again when a
     /// sweep rewrote the packs since (or `again`).
     fn refresh(&self, again: bool) -> std::io::Result<()> {
         let mut packs = self.packs();
@@ -221,6 +226,10 @@ impl Objects {
                 ..Packs::default()
             };
         }
+        if packs.listed {
+            return Ok(());
+        }
+        packs.listed = true;
         let listed = match std::fs::read_dir(self.pack_dir()) {
             Ok(listed) => listed,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
