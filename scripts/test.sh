@@ -25,6 +25,15 @@ if [ ! -x "$chromium" ]; then
     need "the browser tests need Chromium at $chromium: run 'sudo apt-get install chromium' (or set CHROMIUM=/path)"
   fi
 fi
+if ! command -v curl >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing curl, the command whose failure the network note is tested on" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+  else
+    need "a test runs curl: run 'sudo apt-get install curl'"
+  fi
+fi
 command -v npm >/dev/null || need "the browser and MCP tests need Node.js with npm: run 'sudo apt-get install nodejs npm'"
 # The MCP servers and the ACP client the tests run against, at the versions
 # their package-lock.json files pin.

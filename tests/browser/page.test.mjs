@@ -1,7 +1,7 @@
 // Drives `wicket serve`'s page in headless Chromium (Debian's, through
 // playwright-core): create a session, send a message, see the write card
 // and its diff, Allow once, see the file written; answer a question in the
-// page; deny a command; rewind the turn's files and undo that; cancel a
+// page; deny a command with a reason; rewind the turn's files and undo that; cancel a
 // running one; a long session drawn only
 // near the view. Screenshots go under
 // target/browser/ for people to look at.
@@ -96,7 +96,9 @@ try {
   const diff = await card.locator(".diff").innerText();
   assert.match(diff, /\+\s*println!\("from the page"\);/);
   await page.screenshot({ path: join(shots, "write-card.png"), fullPage: true });
-  await card.getByText("Allow once").click();
+  // Allowed with the keyboard shortcut.
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("o");
   await page.waitForSelector(".card.closed .answered");
 
   // The question, answered in the page.
@@ -122,8 +124,10 @@ try {
     assert.match(await run.innerText(), /PID namespace/);
   }
   await page.screenshot({ path: join(shots, "run-card.png"), fullPage: true });
-  await page.locator("body").click({ position: { x: 5, y: 5 } });
-  await page.keyboard.press("d");
+  // The keys do not answer while the reason is typed; Enter in it denies, with the reason.
+  await run.locator("input.reason").fill("do not remove src");
+  await run.locator("input.reason").press("Enter");
+  await page.waitForSelector('.card[data-kind="run"].closed .answered:has-text("deny: do not remove src")');
   await page.waitForSelector(".result");
   assert.match(await page.locator(".result").last().innerText(), /nothing was removed/);
   // A script reports no usage: unknown, said so, never "0 tokens".

@@ -859,6 +859,7 @@ mod tests {
             event(
                 4,
                 EventBody::Answer(AnswerEvent {
+                    reason: Default::default(),
                     card: "card-1".into(),
                     answer: Answer::AllowOnce,
                     stale: false,

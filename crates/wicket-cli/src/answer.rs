@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, Write};
 
+use wicket_core::manager::Answered;
 use wicket_gate::Answerer;
 use wicket_protocol::{Answer, Card};
 
@@ -39,11 +40,22 @@ impl<A: Answerer> Answerer for Printing<A> {
         drop(out);
         self.inner.answer(card)
     }
+
+    fn reason(&mut self) -> Option<String> {
+        self.inner.reason()
+    }
+
+    fn attended(&self) -> bool {
+        self.inner.attended()
+    }
 }
 
-/// Reads `{"card": ID, "answer": ...}` lines from stdin. End of input withdraws the card.
+/// Reads `{"card": ID, "answer": ..., "reason": ...}` lines from stdin. End of input withdraws the card.
 #[derive(Default)]
-pub(crate) struct StdinLines;
+pub(crate) struct StdinLines {
+    /// The last deny's reason.
+    reason: Option<String>,
+}
 
 impl Answerer for StdinLines {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
@@ -73,24 +85,56 @@ impl Answerer for StdinLines {
                 ));
                 continue;
             }
-            match value
-                .get("answer")
-                .cloned()
-                .map(serde_json::from_value::<Answer>)
-            {
-                Some(Ok(answer)) => return Some(answer),
-                _ => eprintln!("wicket: the answer must be allow_once, allow_session or deny"),
+            match answer_line(&value) {
+                Ok(answered) => {
+                    self.reason = answered.reason;
+                    return Some(answered.answer);
+                }
+                Err(error) => show::say(error),
             }
         }
     }
+
+    fn reason(&mut self) -> Option<String> {
+        self.reason.take()
+    }
+}
+
+/// An answer line's `answer`, and a deny's `reason`; what is wrong with it otherwise.
+pub(crate) fn answer_line(value: &serde_json::Value) -> Result<Answered, String> {
+    let answer = serde_json::from_value::<Answer>(value["answer"].clone())
+        .map_err(|_| "the answer must be allow_once, allow_session, allow_always or deny")?;
+    let reason = match &value["reason"] {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(given) if answer == Answer::Deny => {
+            wicket_protocol::card::deny_reason(given)
+        }
+        serde_json::Value::String(_) => return Err("a reason goes with a deny only".into()),
+        _ => return Err("a reason is a string".into()),
+    };
+    Ok(Answered {
+        answer,
+        widened: None,
+        reason,
+    })
 }
 
 /// Shows the card readably on stderr and prompts on the terminal.
-pub(crate) struct Terminal;
+#[derive(Default)]
+pub(crate) struct Terminal {
+    /// The last deny's reason.
+    reason: Option<String>,
+}
 
 impl Answerer for Terminal {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
-        prompt_card(card)
+        let answered = prompt_card(card)?;
+        self.reason = answered.reason;
+        Some(answered.answer)
+    }
+
+    fn reason(&mut self) -> Option<String> {
+        self.reason.take()
     }
 }
 
@@ -123,24 +167,40 @@ fn flush_typed_ahead() {
 }
 
 /// Draws the card on stderr, drops what was typed before it, and asks
-/// `[o]nce / [s]ession / [a]lways / [d]eny`. `None` at end of input.
-pub(crate) fn prompt_card(card: &Card) -> Option<Answer> {
+/// `[o]nce / [s]ession / [a]lways / [d]eny / [r]eason`: `r` denies with a
+/// reason, asked next. `None` at end of input.
+pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
     eprint!("\n{}", show::card(card, show::colour()));
     // Stderr gone: the answer is still read, and a card never shown is denied by no answer.
     let _ = std::io::stderr().flush();
     flush_typed_ahead();
     loop {
-        eprint!("[o]nce / [s]ession / [a]lways / [d]eny: ");
+        eprint!("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
         // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
         let _ = std::io::stderr().flush();
         let line = read_terminal_line()?;
-        match line.trim() {
-            "o" | "once" => return Some(Answer::AllowOnce),
-            "s" | "session" => return Some(Answer::AllowSession),
-            "a" | "always" if card.always.is_some() => return Some(Answer::AllowAlways),
-            "d" | "deny" => return Some(Answer::Deny),
-            _ => eprintln!("type o, s, a or d"),
-        }
+        let answer = match line.trim() {
+            "o" | "once" => Answer::AllowOnce,
+            "s" | "session" => Answer::AllowSession,
+            "a" | "always" if card.always.is_some() => Answer::AllowAlways,
+            "d" | "deny" => Answer::Deny,
+            "r" | "reason" => {
+                eprint!("why you deny it (the model reads it): ");
+                // Stderr closed: the prompt cannot be shown; the reason is still read.
+                let _ = std::io::stderr().flush();
+                let reason = read_terminal_line()?;
+                return Some(Answered {
+                    answer: Answer::Deny,
+                    widened: None,
+                    reason: wicket_protocol::card::deny_reason(&reason),
+                });
+            }
+            _ => {
+                eprintln!("type o, s, a, d or r");
+                continue;
+            }
+        };
+        return Some(answer.into());
     }
 }
 

@@ -98,6 +98,10 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     } else {
         Mode::Policy(Answer::Deny)
     });
+    if let Mode::Policy(_) = mode {
+        // Its denials must not tell the model to ask: no one would answer.
+        manager.set_unattended(&id, true)?;
+    }
     let (asks, asked) = mpsc::channel::<Ask>();
     {
         let (manager, id) = (manager.clone(), id.clone());
@@ -215,9 +219,9 @@ fn answer_loop(manager: &Manager, id: &SessionId, mode: Mode, asked: mpsc::Recei
                 }
             }
             (Mode::Terminal, Ask::Card(card)) => {
-                if let Some(answer) = prompt_card(&card) {
+                if let Some(answered) = prompt_card(&card) {
                     // Refused only when the card or question is no longer open (the turn was cancelled meanwhile): nothing to answer.
-                    let _ = manager.answer(id, &card.id, answer);
+                    let _ = manager.answer_with(id, &card.id, answered);
                 }
             }
             (Mode::Terminal, Ask::Question { id: qid, question }) => {
@@ -244,13 +248,10 @@ fn stdin_answer(
     };
     let apply = |value: &serde_json::Value| -> bool {
         match ask {
-            Ask::Card(card) => match serde_json::from_value::<Answer>(value["answer"].clone()) {
-                Ok(answer) => manager.answer(id, &card.id, answer).is_ok(),
-                Err(_) => {
-                    show::say(format!(
-                        "the answer for card {} must be allow_once, allow_session or deny",
-                        card.id
-                    ));
+            Ask::Card(card) => match crate::answer::answer_line(value) {
+                Ok(answered) => manager.answer_with(id, &card.id, answered).is_ok(),
+                Err(error) => {
+                    show::say(format!("the answer for card {}: {error}", card.id));
                     false
                 }
             },

@@ -599,8 +599,10 @@ fn answerer_for(answers: Option<Answers>) -> Box<dyn Answerer> {
             Box::new(answer::Printing::new(Policy(Answer::AllowSession)))
         }
         Some(Answers::AllowAlways) => Box::new(answer::Printing::new(Policy(Answer::AllowAlways))),
-        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines)),
-        None if std::io::stdin().is_terminal() => Box::new(answer::Printing::new(answer::Terminal)),
+        Some(Answers::Stdin) => Box::new(answer::Printing::new(answer::StdinLines::default())),
+        None if std::io::stdin().is_terminal() => {
+            Box::new(answer::Printing::new(answer::Terminal::default()))
+        }
         None => Box::new(answer::Printing::new(Policy(Answer::Deny))),
     }
 }

@@ -475,12 +475,17 @@ pub(crate) fn event_line(event: &Event) -> String {
             answer,
             stale,
             rule,
+            reason,
         }) => format!(
-            "answer {card} {}{}{}",
+            "answer {card} {}{}{}{}",
             answer.as_str(),
             if *stale { " (stale)" } else { "" },
             rule.as_ref()
                 .map(|rule| format!(" (saved rule {})", visible_line(rule)))
+                .unwrap_or_default(),
+            reason
+                .as_ref()
+                .map(|reason| format!(": {}", short(reason, 400)))
                 .unwrap_or_default()
         ),
         EventBody::UserMessage(UserMessageEvent { text }) => format!("user {}", short(text, 400)),

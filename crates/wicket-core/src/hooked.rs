@@ -81,6 +81,14 @@ impl Answerer for Notifying<'_, '_> {
     fn reply(&mut self, id: &QuestionId, question: &str) -> Option<String> {
         self.person.reply(id, question)
     }
+
+    fn reason(&mut self) -> Option<String> {
+        self.person.reason()
+    }
+
+    fn attended(&self) -> bool {
+        self.person.attended()
+    }
 }
 
 /// One session's calls with their hooks: what a call needs of the session

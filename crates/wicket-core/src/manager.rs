@@ -234,9 +234,31 @@ pub struct Summary {
 }
 
 enum Given {
-    /// An answer, and for an `allow_always` the argv prefix its rule was widened to.
-    Answer(Answer, Option<Vec<String>>),
+    /// An answer to the open card.
+    Answer(Answered),
     Reply(String),
+}
+
+/// An answer as a front end gives it: for an `allow_always`, the argv
+/// prefix its rule was widened to; for a `deny`, the person's reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The answer.
+    pub answer: Answer,
+    /// The first words of the card's argv an `allow_always` saves.
+    pub widened: Option<Vec<String>>,
+    /// Why the person denied (the model reads it).
+    pub reason: Option<String>,
+}
+
+impl From<Answer> for Answered {
+    fn from(answer: Answer) -> Answered {
+        Answered {
+            answer,
+            widened: None,
+            reason: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -249,6 +271,9 @@ struct State {
     given: Option<Given>,
     cancelled: bool,
     cancel: Cancel,
+    /// No person answers its cards (a fixed `--answers` policy): a denial
+    /// does not tell the model to ask.
+    unattended: bool,
 }
 
 struct Live {
@@ -334,13 +359,25 @@ impl Live {
     }
 }
 
-struct LivePerson(Arc<Live>, Option<Vec<String>>);
+/// The person behind a session's front ends: each card waits for what one of them gives.
+struct LivePerson {
+    live: Arc<Live>,
+    /// What came with the last answer.
+    last: Option<Answered>,
+}
+
+impl LivePerson {
+    fn new(live: Arc<Live>) -> LivePerson {
+        LivePerson { live, last: None }
+    }
+}
 
 impl Answerer for LivePerson {
     fn answer(&mut self, card: &Card) -> Option<Answer> {
-        match self.0.wait_for(&card.id)? {
-            Given::Answer(answer, widened) => {
-                self.1 = widened;
+        match self.live.wait_for(&card.id)? {
+            Given::Answer(answered) => {
+                let answer = answered.answer;
+                self.last = Some(answered);
                 Some(answer)
             }
             Given::Reply(_) => None,
@@ -348,14 +385,22 @@ impl Answerer for LivePerson {
     }
 
     fn reply(&mut self, id: &QuestionId, _question: &str) -> Option<String> {
-        match self.0.wait_for(id)? {
+        match self.live.wait_for(id)? {
             Given::Reply(reply) => Some(reply),
             Given::Answer(..) => None,
         }
     }
 
     fn widened(&mut self) -> Option<Vec<String>> {
-        self.1.take()
+        self.last.as_mut()?.widened.take()
+    }
+
+    fn reason(&mut self) -> Option<String> {
+        self.last.as_mut()?.reason.take()
+    }
+
+    fn attended(&self) -> bool {
+        !self.live.state().unattended
     }
 }
 
@@ -591,19 +636,26 @@ impl Manager {
         card: &CardId,
         answer: Answer,
     ) -> Result<(), ManagerError> {
-        self.give(id, card, Given::Answer(answer, None))
+        self.answer_with(id, card, answer.into())
     }
 
-    /// Answers `allow_always` with the card's rule widened to an argv
-    /// prefix (the card's own first words), or any answer with `None`.
-    pub fn answer_widened(
+    /// Answers the open card with what came with the answer: an
+    /// `allow_always` widened to an argv prefix (the card's own first
+    /// words), a deny's reason.
+    pub fn answer_with(
         &self,
         id: &SessionId,
         card: &CardId,
-        answer: Answer,
-        prefix: Option<Vec<String>>,
+        answered: Answered,
     ) -> Result<(), ManagerError> {
-        self.give(id, card, Given::Answer(answer, prefix))
+        self.give(id, card, Given::Answer(answered))
+    }
+
+    /// Says that no person answers the session's cards from now on (a
+    /// fixed policy answers them), or that one does again.
+    pub fn set_unattended(&self, id: &SessionId, unattended: bool) -> Result<(), ManagerError> {
+        self.live(id)?.state().unattended = unattended;
+        Ok(())
     }
 
     /// Replies to the open question.
@@ -641,7 +693,25 @@ impl Manager {
                 item: item.to_string(),
             });
         }
-        if let (Some(Open::Card(card)), Given::Answer(answer, Some(prefix))) = (&state.open, &given)
+        if let Given::Answer(Answered {
+            answer,
+            reason: Some(_),
+            ..
+        }) = &given
+            && *answer != Answer::Deny
+        {
+            return Err(ManagerError::BadAnswer(
+                "a reason goes with a deny only".into(),
+            ));
+        }
+        if let (
+            Some(Open::Card(card)),
+            Given::Answer(Answered {
+                answer,
+                widened: Some(prefix),
+                ..
+            }),
+        ) = (&state.open, &given)
         {
             if *answer != Answer::AllowAlways {
                 return Err(ManagerError::BadAnswer(

@@ -146,6 +146,10 @@ impl Answerer for Nobody {
     fn answer(&mut self, _card: &Card) -> Option<Answer> {
         None
     }
+
+    fn attended(&self) -> bool {
+        false
+    }
 }
 
 enum Stop {

@@ -63,6 +63,17 @@ pub trait Answerer {
     fn reply(&mut self, _id: &QuestionId, _question: &str) -> Option<String> {
         None
     }
+
+    /// After a `deny`: why, when the person said (the model reads it).
+    fn reason(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Whether a person stands behind the answers: false for a fixed
+    /// policy, whose denials do not tell the model to ask.
+    fn attended(&self) -> bool {
+        true
+    }
 }
 
 /// The card's `always` rule widened to `prefix`: only ever a shorter,
@@ -111,6 +122,10 @@ impl Answerer for Policy {
     fn answer(&mut self, _card: &Card) -> Option<Answer> {
         Some(self.0)
     }
+
+    fn attended(&self) -> bool {
+        false
+    }
 }
 
 /// The SHA-256 of a file's bytes, or "absent".
@@ -129,11 +144,51 @@ pub fn digest(bytes: Option<&[u8]>) -> String {
 pub const AFTER_A_DENIAL: &str = "Do not repeat it or get the same effect another way. If you still \
      need it, say why with ask; otherwise carry on without it.";
 
-fn denied(what: &str) -> WireError {
-    WireError::new(
-        ErrorKind::Denied,
-        format!("The person denied {what}; nothing happened. {AFTER_A_DENIAL}"),
-    )
+/// [`AFTER_A_DENIAL`] when no person answers (a fixed `--answers`
+/// policy): there is no one to ask.
+pub const AFTER_A_DENIAL_UNATTENDED: &str = "Do not repeat it or get the same effect another \
+     way; no person is answering in this run, so carry on without it.";
+
+/// What to do after a denial, as the answerer can take it.
+pub fn after_a_denial(attended: bool) -> &'static str {
+    if attended {
+        AFTER_A_DENIAL
+    } else {
+        AFTER_A_DENIAL_UNATTENDED
+    }
+}
+
+/// A card's answer, with what came with it.
+struct Answered {
+    /// The card as asked (an `allow_always` widened).
+    card: Card,
+    answer: Answer,
+    /// A deny's reason.
+    reason: Option<String>,
+    /// Whether a person gave it.
+    attended: bool,
+}
+
+impl Answered {
+    /// The error the model reads when this answer was a deny of `what`.
+    fn denied(&self, what: &str) -> WireError {
+        let who = if self.attended {
+            "The person"
+        } else {
+            "The --answers policy"
+        };
+        let said = match &self.reason {
+            Some(reason) => format!(" Their reason: {}.", serde_json::json!(reason)),
+            None => String::new(),
+        };
+        WireError::new(
+            ErrorKind::Denied,
+            format!(
+                "{who} denied {what}; nothing happened.{said} {}",
+                after_a_denial(self.attended)
+            ),
+        )
+    }
 }
 
 fn withdrawn() -> WireError {
@@ -143,12 +198,13 @@ fn withdrawn() -> WireError {
     )
 }
 
-fn denied_by_rule(rule: &str) -> WireError {
+fn denied_by_rule(rule: &str, attended: bool) -> WireError {
     WireError::new(
         ErrorKind::Denied,
         format!(
             "A rule of the person's ({rule}) denied this call without asking; nothing happened. \
-             {AFTER_A_DENIAL}"
+             {}",
+            after_a_denial(attended)
         ),
     )
 }
@@ -298,6 +354,9 @@ pub struct Gate<'a> {
     checkpoints: Option<Checkpointing<'a>>,
     /// What the checkpoint before this call has no copy of: said on its card.
     no_checkpoint: std::cell::RefCell<Option<String>>,
+    /// Whether a person answers this call's cards (a rule's denial says
+    /// to ask only then): set from the answerer where a call comes in.
+    attended: std::cell::Cell<bool>,
 }
 
 /// Where a gate records a checkpoint before each write and command.
@@ -342,6 +401,7 @@ impl<'a> Gate<'a> {
             hooked: Hooked::Nothing,
             checkpoints: None,
             no_checkpoint: std::cell::RefCell::new(None),
+            attended: std::cell::Cell::new(true),
         }
     }
 
@@ -399,6 +459,7 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
+        self.attended.set(answerer.attended());
         // Why it will go through without a card, said on the call's own
         // line; the call decides again (the same way) where it is made.
         let allowed_by = match self.preview(call) {
@@ -504,7 +565,7 @@ impl<'a> Gate<'a> {
         let in_force = self.rules_in_force()?;
         let verdict = rules::verdict(in_force, self.tools.workspace().root(), subject);
         if let Some(rule) = verdict.deny {
-            return Err(denied_by_rule(&rule));
+            return Err(denied_by_rule(&rule, self.attended.get()));
         }
         self.hook_denied()?;
         if verdict.ask.is_some() || self.hooked == Hooked::Ask {
@@ -670,6 +731,7 @@ impl<'a> Gate<'a> {
         request: &McpRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
+        self.attended.set(answerer.attended());
         let arguments = serde_json::Value::Object(request.arguments.clone());
         let key = Self::mcp_key(request);
         self.hook_denied()?;
@@ -698,11 +760,11 @@ impl<'a> Gate<'a> {
             no_checkpoint: None,
             always: Some(Box::new(always)),
         };
-        let (card, answer) = self.ask(call_id, card, answerer)?;
-        match answer {
-            Answer::Deny => Err(denied("this call; the server was never called")),
+        let answered = self.ask(call_id, card, answerer)?;
+        match answered.answer {
+            Answer::Deny => Err(answered.denied("this call; the server was never called")),
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
-            Answer::AllowSession => self.grant(&card, GrantKind::Mcp, &key, |allowed| {
+            Answer::AllowSession => self.grant(&answered.card, GrantKind::Mcp, &key, |allowed| {
                 allowed.mcp.insert(key.clone());
             }),
         }
@@ -715,10 +777,10 @@ impl<'a> Gate<'a> {
         call_id: &CallId,
         card: Card,
         answerer: &mut dyn Answerer,
-    ) -> Result<(Card, Answer), WireError> {
-        let (card, answer) = self.raise(call_id, card, None, answerer)?;
-        self.log_answer(&card, answer, false)?;
-        Ok((card, answer))
+    ) -> Result<Answered, WireError> {
+        let answered = self.raise(call_id, card, None, answerer)?;
+        self.log_answer(&answered, false)?;
+        Ok(answered)
     }
 
     /// Puts a session grant on meta.json, with the card it came from.
@@ -767,7 +829,7 @@ impl<'a> Gate<'a> {
         mut card: Card,
         proposed: Option<String>,
         answerer: &mut dyn Answerer,
-    ) -> Result<(Card, Answer), WireError> {
+    ) -> Result<Answered, WireError> {
         card.id = wicket_os::ids::new_id("card").into();
         card.no_checkpoint = self.no_checkpoint.borrow().clone();
         // The session reads `waiting` while the card is open, then what it was.
@@ -798,23 +860,35 @@ impl<'a> Gate<'a> {
         {
             widen(&mut card, prefix)?;
         }
-        Ok((card, answer))
+        let reason = match answer {
+            Answer::Deny => answerer
+                .reason()
+                .and_then(|given| wicket_protocol::card::deny_reason(&given)),
+            _ => None,
+        };
+        Ok(Answered {
+            card,
+            answer,
+            reason,
+            attended: answerer.attended(),
+        })
     }
 
     /// Logs an answer; a fresh `allow_always` saves its rule first, and the
     /// answer's line names it.
-    fn log_answer(&self, card: &Card, answer: Answer, stale: bool) -> Result<(), WireError> {
-        let rule = match answer {
-            Answer::AllowAlways if !stale => Some(self.save_always(card)),
+    fn log_answer(&self, answered: &Answered, stale: bool) -> Result<(), WireError> {
+        let rule = match answered.answer {
+            Answer::AllowAlways if !stale => Some(self.save_always(&answered.card)),
             _ => None,
         };
         let saved = rule.as_ref().and_then(|saved| saved.as_ref().ok().cloned());
         self.session
             .append(EventBody::Answer(AnswerEvent {
-                card: card.id.clone(),
-                answer,
+                card: answered.card.id.clone(),
+                answer: answered.answer,
                 stale,
                 rule: saved,
+                reason: answered.reason.clone(),
             }))
             .map_err(internal)?;
         self.session.sync().map_err(internal)?;
@@ -860,13 +934,15 @@ impl<'a> Gate<'a> {
             always: Some(Box::new(always)),
         };
         let what = format!("{} {}", reach.as_str(), key.path);
-        let (card, answer) = self.ask(call_id, card, answerer)?;
-        match answer {
-            Answer::Deny => Err(denied(&what)),
+        let answered = self.ask(call_id, card, answerer)?;
+        match answered.answer {
+            Answer::Deny => Err(answered.denied(&what)),
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
-            Answer::AllowSession => self.grant(&card, GrantKind::OutsideRead, &key, |allowed| {
-                allowed.outside.insert(key.clone());
-            }),
+            Answer::AllowSession => {
+                self.grant(&answered.card, GrantKind::OutsideRead, &key, |allowed| {
+                    allowed.outside.insert(key.clone());
+                })
+            }
         }
     }
 }

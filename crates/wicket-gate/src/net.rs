@@ -98,6 +98,8 @@ pub(crate) struct Said {
     pub(crate) allowed: BTreeMap<(String, u16), AllowedBy>,
     /// Denied at a card, or by a rule.
     pub(crate) denied: BTreeSet<(String, u16)>,
+    /// The person's reasons for the hosts they denied, `host:port: "why"`.
+    pub(crate) reasons: Vec<String>,
 }
 
 /// The decision to let a connection through, saying what let it (the
@@ -178,13 +180,18 @@ impl Tally {
 
     /// The run's `net`, and a note that names what was refused (unless
     /// the run's own note says more).
-    pub(crate) fn into_output(self, output: &mut RunOutput) {
+    pub(crate) fn into_output(self, output: &mut RunOutput, said: &Said, attended: bool) {
         output.net = summed(self.used);
         if output.note.is_none() && !self.refused.is_empty() {
+            let reasons = if said.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" The person's reasons: {}.", said.reasons.join("; "))
+            };
             output.note = Some(format!(
-                "Wicket refused {} (the person or a rule denied it); nothing was sent there. {}",
+                "Wicket refused {} (the person or a rule denied it); nothing was sent there.{reasons} {}",
                 self.refused.join(", "),
-                crate::AFTER_A_DENIAL
+                crate::after_a_denial(attended)
             ));
         }
     }
@@ -324,7 +331,7 @@ impl Gate<'_> {
         if let Some(error) = failure {
             return Err(error);
         }
-        tally.into_output(&mut output);
+        tally.into_output(&mut output, &said, answerer.attended());
         Ok(output)
     }
 
@@ -497,16 +504,24 @@ impl Gate<'_> {
             argv: asker.argv.to_vec(),
             server: asker.server.map(str::to_string),
         });
-        let (card, answer) = self.ask(asker.call_id, card, answerer)?;
+        let answered = self.ask(asker.call_id, card, answerer)?;
         let pair = (key.host.clone(), key.port);
-        let by = match answer {
+        let by = match answered.answer {
             Answer::Deny => {
+                if let Some(reason) = answered.reason {
+                    said.reasons.push(format!(
+                        "{}:{}: {}",
+                        pair.0,
+                        pair.1,
+                        serde_json::json!(reason)
+                    ));
+                }
                 said.denied.insert(pair);
                 return Ok(wicket_net::Decision::Deny);
             }
-            Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(card.id.clone()),
+            Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(answered.card.id.clone()),
             Answer::AllowSession => {
-                self.grant(&card, GrantKind::Net, &key, |allowed| {
+                self.grant(&answered.card, GrantKind::Net, &key, |allowed| {
                     allowed.net.insert(key.clone());
                 })?;
                 AllowedBy::Grant(grant_id(GrantKind::Net, &serde_json::json!(key)))

@@ -16,7 +16,7 @@ use wicket_tools::tools::run::{RunDir, timeout_of, validate};
 
 use crate::rules::{self, Subject};
 use crate::sandbox::{Access, ReadPath};
-use crate::{Allowed, Answerer, CommandRequest, Gate, Pass, denied, net, withdrawn};
+use crate::{Allowed, Answerer, CommandRequest, Gate, Pass, net, withdrawn};
 
 impl Gate<'_> {
     pub(crate) fn run(
@@ -80,6 +80,7 @@ impl Gate<'_> {
         request: &CommandRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
+        self.attended.set(answerer.attended());
         let (access, read) = self.access(request.network, request.git, request.read)?;
         let key = Self::run_key(request.argv, request.dir, &access);
         let sandbox = self.confinement.sandbox.summary(&access);
@@ -111,12 +112,12 @@ impl Gate<'_> {
             no_checkpoint: None,
             always: Some(Box::new(always)),
         };
-        let (card, answer) = self.ask(call_id, card, answerer)?;
-        match answer {
-            Answer::Deny => Err(denied("this command; it never started")),
+        let answered = self.ask(call_id, card, answerer)?;
+        match answered.answer {
+            Answer::Deny => Err(answered.denied("this command; it never started")),
             Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
             Answer::AllowSession => {
-                self.grant(&card, GrantKind::Run, &key, |allowed| {
+                self.grant(&answered.card, GrantKind::Run, &key, |allowed| {
                     allowed.run.insert(key.clone());
                 })?;
                 Ok(Allowed { confine })

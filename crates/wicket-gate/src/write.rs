@@ -74,15 +74,15 @@ impl Gate<'_> {
                     &content,
                     &asked_digest,
                 );
-                let (card, answer) = self.raise(
+                let answered = self.raise(
                     call_id,
                     card,
                     Some(String::from_utf8_lossy(&content).into_owned()),
                     answerer,
                 )?;
-                if answer == Answer::Deny {
-                    self.log_answer(&card, answer, false)?;
-                    return Err(denied(&format!("the write to {key}")));
+                if answered.answer == Answer::Deny {
+                    self.log_answer(&answered, false)?;
+                    return Err(answered.denied(&format!("the write to {key}")));
                 }
                 // The answer was about the bytes the card showed; are they still
                 // there? If not, the answer (an allow_session too) is spent.
@@ -90,11 +90,11 @@ impl Gate<'_> {
                 never_wicket_home(&home, &now.absolute)?;
                 let stale = now.absolute != target.absolute
                     || digest(now.current.as_deref()) != asked_digest;
-                self.log_answer(&card, answer, stale)?;
+                self.log_answer(&answered, stale)?;
                 if stale {
                     continue;
                 }
-                remember = (answer == Answer::AllowSession).then_some(card);
+                remember = (answered.answer == Answer::AllowSession).then_some(answered.card);
             }
             let still_current = |bytes: Option<&[u8]>| digest(bytes) == asked_digest;
             match self

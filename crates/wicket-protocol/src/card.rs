@@ -32,6 +32,24 @@ impl Answer {
     }
 }
 
+/// The longest reason a deny carries to the model, in bytes: a person's
+/// note, not a document.
+pub const DENY_REASON_MAX_BYTES: usize = 2000;
+
+/// A deny's reason as the model and the log get it: trimmed, cut at
+/// [`DENY_REASON_MAX_BYTES`] on a character boundary, `None` when empty.
+pub fn deny_reason(given: &str) -> Option<String> {
+    let trimmed = given.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let mut end = trimmed.len().min(DENY_REASON_MAX_BYTES);
+    while !trimmed.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(trimmed[..end].to_string())
+}
+
 /// A permission card: what the person is asked to allow. On the wire its
 /// kind's fields sit beside `id` and `tool`:
 /// `{"id":…,"tool":…,"kind":"write","path":…,"diff":…}`.

@@ -479,6 +479,9 @@ pub struct AnswerEvent {
     /// The rule an `allow_always` saved.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rule: Option<crate::ids::RuleId>,
+    /// Why the person denied, when they said (the model reads it too).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
 }
 
 /// What the person asked; a turn starts with it.

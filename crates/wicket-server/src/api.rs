@@ -265,6 +265,9 @@ pub struct CardAnswer {
     /// that starts with these words (the card's own first words).
     #[serde(default)]
     argv_prefix: Option<Vec<String>>,
+    /// With `deny`: why (the model reads it).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 /// `POST /api/sessions/{id}/cards/{card}`.
@@ -276,9 +279,17 @@ pub async fn answer_card(
     // Straight on this task: giving an answer never waits on the disk
     // (the turn's thread logs it), and a hop to the blocking pool and back
     // was most of an answer's time under load.
-    server
-        .manager
-        .answer_widened(&id, &card, body.answer, body.argv_prefix)?;
+    server.manager.answer_with(
+        &id,
+        &card,
+        wicket_core::manager::Answered {
+            answer: body.answer,
+            widened: body.argv_prefix,
+            reason: body
+                .reason
+                .and_then(|given| wicket_protocol::card::deny_reason(&given)),
+        },
+    )?;
     Ok(Json(serde_json::json!({"ok": true})))
 }
 

@@ -301,7 +301,8 @@ function ingest(event) {
     }
     case "answer": {
       const card = state.cards.get(event.card);
-      if (card) close(card, event.answer + (event.stale ? " (stale: the file changed; asking again)" : ""));
+      if (card) close(card, event.answer + (event.stale ? " (stale: the file changed; asking again)" : "")
+        + (event.reason ? ": " + visible(event.reason) : ""));
       return;
     }
     case "reply": {
@@ -643,6 +644,15 @@ function renderCard(item) {
     button.onclick = () => answerCard(item, answer);
     buttons.append(button);
   }
+  // A deny may say why: the model reads it. Enter in the field denies.
+  const reason = el("input", "reason");
+  reason.placeholder = "why you deny it (optional; the model reads it)";
+  reason.maxLength = 2000;
+  reason.onkeydown = (e) => {
+    if (e.key === "Enter") { e.preventDefault(); answerCard(item, "deny"); }
+  };
+  item.reason = reason;
+  buttons.append(reason);
   card.append(buttons);
   if (item.closed) closeCard(card, item.answered);
   return card;
@@ -712,6 +722,8 @@ async function answerCard(item, answer) {
   if (item.closed) return;
   const body = { answer };
   if (answer === "allow_always" && item.widened) body.argv_prefix = item.widened;
+  const reason = item.reason ? item.reason.value.trim() : "";
+  if (answer === "deny" && reason) body.reason = reason;
   try {
     await api("POST", `/sessions/${encodeURIComponent(state.current)}/cards/${encodeURIComponent(item.event.id)}`, body);
   } catch (error) {
@@ -722,7 +734,7 @@ async function answerCard(item, answer) {
 function closeCard(card, answer) {
   if (card.classList.contains("closed")) return;
   card.classList.add("closed");
-  for (const b of card.querySelectorAll("button")) b.disabled = true;
+  for (const b of card.querySelectorAll("button, input.reason")) b.disabled = true;
   card.append(el("div", "answered", answer ? "answered: " + answer : "withdrawn"));
 }
 

@@ -43,6 +43,8 @@ pub enum Action {
         answer: Answer,
         /// With `allow_always` on a run card: the argv prefix its rule was widened to.
         widened: Option<Vec<String>>,
+        /// With `deny`: why, when the person wrote it (the model reads it).
+        reason: Option<String>,
     },
     /// List the rules in force and the session's grants (`/grants`).
     Grants,
@@ -151,6 +153,13 @@ enum Focus {
     Question {
         id: wicket_protocol::QuestionId,
     },
+    /// The person writes why they deny the card (`r` on it): Enter denies
+    /// with it, Esc goes back to the card.
+    Reason {
+        view: Box<CardView>,
+        /// What the message box held before: it comes back after.
+        stashed: String,
+    },
     Picker {
         items: Vec<(Pick, String)>,
         selected: usize,
@@ -194,7 +203,7 @@ pub struct App {
 }
 
 const SPINNER: [&str; 4] = ["⠋", "⠙", "⠸", "⠴"];
-const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /rewind · /rewind undo · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny";
+const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /rewind · /rewind undo · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny · r deny with a reason the model reads";
 
 impl App {
     /// The UI for `session` in `workspace`.
@@ -304,6 +313,7 @@ impl App {
                 self.focus = Focus::Question { id: id.clone() }
             }
             EventBody::Answer(AnswerEvent { .. }) | EventBody::Reply(ReplyEvent { .. }) => {
+                self.leave_reason(false);
                 self.focus = Focus::Input
             }
             EventBody::TurnEnded(TurnEndedEvent { .. }) => self.end_of_turn(),
@@ -331,6 +341,7 @@ impl App {
         if self.queued == 0 {
             self.running = false;
         }
+        self.leave_reason(false);
         if matches!(self.focus, Focus::Card(_) | Focus::Question { .. }) {
             self.focus = Focus::Input;
         }
@@ -421,7 +432,10 @@ impl App {
 
     /// A paste: into the input, never sent.
     pub fn on_paste(&mut self, text: &str) {
-        if matches!(self.focus, Focus::Input | Focus::Question { .. }) {
+        if matches!(
+            self.focus,
+            Focus::Input | Focus::Question { .. } | Focus::Reason { .. }
+        ) {
             self.composer
                 .insert(&text.replace("\r\n", "\n").replace('\r', "\n"));
         }
@@ -451,7 +465,7 @@ impl App {
         // Keys that work whatever has focus.
         match key.code {
             KeyCode::Char('c') if control => return self.cancel_or_nothing(),
-            KeyCode::Esc if !matches!(self.focus, Focus::Picker { .. }) => {
+            KeyCode::Esc if !matches!(self.focus, Focus::Picker { .. } | Focus::Reason { .. }) => {
                 return self.cancel_or_nothing();
             }
             KeyCode::PageUp => {
@@ -485,6 +499,12 @@ impl App {
                     KeyCode::Char('s') => Answer::AllowSession,
                     KeyCode::Char('a') if view.card.always.is_some() => Answer::AllowAlways,
                     KeyCode::Char('d') => Answer::Deny,
+                    KeyCode::Char('r') => {
+                        let view = view.clone();
+                        let stashed = self.composer.take();
+                        self.focus = Focus::Reason { view, stashed };
+                        return Action::None;
+                    }
                     KeyCode::Char(key @ ('<' | '>')) => {
                         view.widen(key == '<');
                         return Action::None;
@@ -509,8 +529,34 @@ impl App {
                     widened: (answer == Answer::AllowAlways)
                         .then(|| view.widened())
                         .flatten(),
+                    reason: None,
                 }
             }
+            Focus::Reason { .. } => match key.code {
+                KeyCode::Esc => {
+                    self.leave_reason(true);
+                    Action::None
+                }
+                KeyCode::Enter
+                    if !key.modifiers.intersects(
+                        KeyModifiers::SHIFT | KeyModifiers::ALT | KeyModifiers::CONTROL,
+                    ) =>
+                {
+                    let reason = self.composer.text().trim().to_string();
+                    let card = match &self.focus {
+                        Focus::Reason { view, .. } => view.card.id.clone(),
+                        _ => return Action::None,
+                    };
+                    self.leave_reason(false);
+                    Action::Answer {
+                        card,
+                        answer: Answer::Deny,
+                        widened: None,
+                        reason: (!reason.is_empty()).then_some(reason),
+                    }
+                }
+                _ => self.edit(key),
+            },
             Focus::Picker {
                 items, selected, ..
             } => match key.code {
@@ -539,6 +585,19 @@ impl App {
                 _ => Action::None,
             },
             Focus::Input | Focus::Question { .. } => self.edit(key),
+        }
+    }
+
+    /// Leaves the reason box: back to the card (`to_card`) or to the
+    /// message box, which gets back what it held.
+    fn leave_reason(&mut self, to_card: bool) {
+        let Focus::Reason { view, stashed } = std::mem::replace(&mut self.focus, Focus::Input)
+        else {
+            return;
+        };
+        self.composer.set(&stashed);
+        if to_card {
+            self.focus = Focus::Card(view);
         }
     }
 
@@ -688,6 +747,7 @@ impl App {
         match &self.focus {
             Focus::Card(_) => "waiting on a card".into(),
             Focus::Question { .. } => "waiting on your reply".into(),
+            Focus::Reason { .. } => "writing why you deny the card".into(),
             _ if self.running && self.queued > 0 => format!("running, queued {}", self.queued),
             _ if self.running => "running".into(),
             _ => "idle".into(),
@@ -737,7 +797,7 @@ impl App {
             _ => (self.composer.lines() as u16).clamp(1, 6) + 2,
         };
         let card_rows = match &self.focus {
-            Focus::Card(_) => (area.height * 3 / 5)
+            Focus::Card(_) | Focus::Reason { .. } => (area.height * 3 / 5)
                 .max(8)
                 .min(area.height.saturating_sub(2)),
             Focus::Picker { items, .. } => (items.len() as u16 + 2).min(area.height / 2),
@@ -796,6 +856,12 @@ impl App {
                     panel,
                 );
             }
+            Focus::Reason { view, .. } => {
+                // The card stays in view, its keys quiet while the reason is written.
+                let mut quiet = (**view).clone();
+                quiet.armed = false;
+                render_card(frame, panel, &quiet);
+            }
             Focus::Input | Focus::Question { .. } => {}
         }
         if input_rows > 0 {
@@ -812,6 +878,10 @@ impl App {
         };
         let title = match &self.focus {
             Focus::Question { .. } => " your reply to the question: Enter sends ".to_string(),
+            Focus::Reason { .. } => {
+                " why you deny it (the model reads it): Enter denies · Esc back to the card "
+                    .to_string()
+            }
             _ if self.running => format!(
                 " a message now is queued behind the turn · Esc cancels the turn · {newline}: new line "
             ),

@@ -224,7 +224,16 @@ impl Ui {
                 card,
                 answer,
                 widened,
-            } => manager.answer_widened(id, &card, answer, widened),
+                reason,
+            } => manager.answer_with(
+                id,
+                &card,
+                wicket_core::manager::Answered {
+                    answer,
+                    widened,
+                    reason,
+                },
+            ),
             Action::Grants => {
                 let listed = grants(manager, id);
                 self.app.say(&listed, Color::Gray);

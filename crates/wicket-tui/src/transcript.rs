@@ -222,10 +222,11 @@ impl Transcript {
                 card,
                 answer,
                 stale,
+                reason,
                 ..
             }) => {
                 if let Some(&index) = self.cards.get(card) {
-                    self.extend(index, answer_line(*answer, *stale));
+                    self.extend(index, answer_line(*answer, *stale, reason.as_deref()));
                 }
             }
             EventBody::ToolResult(ToolResultEvent { call_id, result }) => {
@@ -404,7 +405,7 @@ pub fn card_summary(card: &Card) -> String {
 
 /// A result: what joins the call's line, lines always shown under it, and
 /// How a card was answered, under its call.
-fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
+fn answer_line(answer: Answer, stale: bool, reason: Option<&str>) -> Line<'static> {
     let (word, color) = match answer {
         Answer::AllowOnce => ("allowed once", Color::Green),
         Answer::AllowSession => ("allowed for the session", Color::Green),
@@ -416,7 +417,10 @@ fn answer_line(answer: Answer, stale: bool) -> Line<'static> {
     } else {
         ""
     };
-    Line::styled(format!("  → {word}{note}"), Style::new().fg(color))
+    let why = reason
+        .map(|reason| format!(": {}", first_line(reason, 300)))
+        .unwrap_or_default();
+    Line::styled(format!("  → {word}{note}{why}"), Style::new().fg(color))
 }
 
 /// A finished turn: its result, and what it cost when the price is known.

@@ -64,7 +64,14 @@ pub(crate) fn converse(
         match event["type"].as_str() {
             Some("card") => {
                 let answer = answers.next().expect("a card the test did not expect");
-                writeln!(stdin, "{}", json!({"card": event["id"], "answer": answer})).unwrap();
+                // An answer with more than its word is given as its JSON line, less the card.
+                let mut line: Value = if answer.starts_with('{') {
+                    serde_json::from_str(answer).unwrap()
+                } else {
+                    json!({"answer": answer})
+                };
+                line["card"] = event["id"].clone();
+                writeln!(stdin, "{line}").unwrap();
             }
             Some("question") => {
                 let reply = replies.next().expect("a question the test did not expect");

@@ -736,7 +736,7 @@ fn an_mcp_server_cannot_answer_a_card() {
             ("NO_COLOR", std::ffi::OsStr::new("1")),
         ],
     );
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     std::fs::write(&go, "").unwrap();
     assert!(
         wicket_test_support::wait_until(std::time::Duration::from_secs(20), || done.exists()),

@@ -170,3 +170,98 @@ fn make_fifo(path: &std::path::Path) {
     )
     .unwrap();
 }
+
+/// The fake OpenAI server's POSTed request bodies, in order.
+fn posted(fake: &wicket_fake::FakeServer) -> Vec<String> {
+    fake.requests()
+        .into_iter()
+        .filter(|request| request.method == "POST")
+        .map(|request| request.body.to_string())
+        .collect()
+}
+
+/// `wicket exec` against `fake`, its model `openai:gpt-test`.
+fn exec_on(
+    f: &crate::Fixture,
+    fake: &wicket_fake::FakeServer,
+    extra: &[&str],
+) -> std::process::Command {
+    let mut args = vec!["--model", "openai:gpt-test"];
+    args.extend_from_slice(extra);
+    let mut command = crate::exec::exec(f, "do it", &args);
+    command
+        .env("OPENAI_BASE_URL", fake.base_url())
+        .env("OPENAI_API_KEY", "test-key");
+    command
+}
+
+#[test]
+fn a_denials_reason_reaches_the_next_request_and_a_policy_denial_does_not_say_ask() {
+    use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+    let write = || {
+        Step::Reply(FakeReply::tool_call(
+            "call_w",
+            "write_file",
+            r#"{"path": "a.txt", "content": "new\n"}"#,
+        ))
+    };
+    let f = crate::Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(write());
+    fake.push(Step::Reply(FakeReply::text("left it")));
+    let (events, code) = crate::exec::converse(
+        exec_on(&f, &fake, &[]),
+        &[r#"{"answer": "deny", "reason": "the fixture must stay as it is"}"#],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let last = posted(&fake).pop().unwrap();
+    assert!(
+        last.contains(r#"The person denied the write to"#)
+            && last.contains(r#"Their reason: \\\"the fixture must stay as it is\\\"."#)
+            && last.contains("say why with ask"),
+        "{last}"
+    );
+    assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
+
+    // Under --answers deny no one can be asked, and the text does not say to.
+    let f = crate::Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    fake.push(write());
+    fake.push(Step::Reply(FakeReply::text("left it")));
+    let output = exec_on(&f, &fake, &["--json", "--answers", "deny"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let last = posted(&fake).pop().unwrap();
+    let result = &last[last.find(r#""role":"tool""#).unwrap()..];
+    assert!(
+        result.contains("The --answers policy denied the write to")
+            && result.contains("no person is answering in this run")
+            && !result.contains("with ask"),
+        "{result}"
+    );
+}
+
+#[test]
+fn the_request_after_a_failed_curl_carries_the_network_note() {
+    use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+    let f = crate::Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    // `.invalid` never resolves (RFC 6761), with a network or without.
+    fake.push(Step::Reply(FakeReply::tool_call(
+        "call_c",
+        "run",
+        r#"{"argv": ["curl", "-sS", "http://wicket-test.invalid/"]}"#,
+    )));
+    fake.push(Step::Reply(FakeReply::text("no network")));
+    let (events, code) = crate::exec::converse(exec_on(&f, &fake, &[]), &["allow_once"], &[]);
+    assert_eq!(code, 0, "{events:#?}");
+    let last = posted(&fake).pop().unwrap();
+    assert!(last.contains("Could not resolve host"), "{last}");
+    assert!(
+        last.contains(r#"the command has no network; if it needs one, run it again with \\\"network\\\": true"#),
+        "{last}"
+    );
+}

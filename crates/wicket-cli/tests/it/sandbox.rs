@@ -701,7 +701,7 @@ fn a_command_cannot_type_into_the_persons_terminal() {
             ("NO_COLOR", std::ffi::OsStr::new("1")),
         ],
     );
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     pty.send("o\n");
     pty.expect(r#""type":"result""#);
     let (_, shown) = pty.finish();

@@ -667,3 +667,54 @@ fn rewind_over_http_shows_its_plan_is_refused_mid_turn_and_can_be_undone() {
         "{listed}"
     );
 }
+
+#[test]
+fn a_deny_over_the_api_carries_the_persons_reason_to_the_log_and_the_model() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "why.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["touch", "made"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    let card = events(&s, &id, 0, None, is("card")).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let answer = format!("/api/sessions/{id}/cards/{card}");
+    let (status, body) = post(
+        &s,
+        &answer,
+        json!({"answer": "allow_once", "reason": "a reason is for a deny"}),
+    );
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_args")),
+        "{body}"
+    );
+    let (status, body) = post(
+        &s,
+        &answer,
+        json!({"answer": "deny", "reason": "  not in this folder\n"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let seen = events(&s, &id, 0, None, is("tool_result"));
+    let result = seen.last().unwrap();
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"Their reason: "not in this folder"."#),
+        "{result}"
+    );
+    let answered = seen.iter().find(|event| event["type"] == "answer").unwrap();
+    assert_eq!(answered["reason"], "not in this folder");
+    assert!(!f.ws.join("made").exists());
+}

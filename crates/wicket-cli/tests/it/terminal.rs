@@ -42,9 +42,9 @@ fn write_on_a_terminal(f: &Fixture, session: &str, content: &str) -> Pty {
 fn the_prompt_shows_the_card_and_takes_once_after_a_wrong_key() {
     let f = Fixture::new();
     let mut pty = write_on_a_terminal(&f, "tty", "alpha\ngamma\n");
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     pty.send("x\n");
-    pty.expect("type o, s, a or d");
+    pty.expect("type o, s, a, d or r");
     pty.send("o\n");
     let (code, shown) = pty.finish();
     assert_eq!(code, Some(0), "{shown}");
@@ -64,13 +64,13 @@ fn the_prompt_shows_the_card_and_takes_once_after_a_wrong_key() {
 fn the_prompt_denies_and_allows_for_the_session() {
     let f = Fixture::new();
     let mut pty = write_on_a_terminal(&f, "tty", "denied\n");
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     pty.send("d\n");
     let (_, shown) = pty.finish();
     assert!(shown.contains(r#""kind":"denied""#), "{shown}");
     assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
     let mut pty = write_on_a_terminal(&f, "tty", "kept\n");
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     pty.send("session\n");
     let (_, shown) = pty.finish();
     assert!(shown.contains(r#""ok":true"#), "{shown}");
@@ -80,6 +80,29 @@ fn the_prompt_denies_and_allows_for_the_session() {
     let (_, shown) = write_on_a_terminal(&f, "tty", "again\n").finish();
     assert!(!shown.contains("[o]nce"), "{shown}");
     assert_eq!(f.read("a.txt"), "again\n");
+}
+
+#[test]
+fn r_at_the_prompt_denies_with_a_reason_the_model_reads() {
+    let f = Fixture::new();
+    let mut pty = write_on_a_terminal(&f, "tty", "denied\n");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
+    pty.send("r\n");
+    pty.expect("why you deny it (the model reads it): ");
+    pty.send("keep a.txt as it is\n");
+    let (_, shown) = pty.finish();
+    assert!(shown.contains(r#""kind":"denied""#), "{shown}");
+    assert!(
+        shown.contains(r#"Their reason: \"keep a.txt as it is\"."#),
+        "{shown}"
+    );
+    assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
+    let answer = f
+        .log("tty")
+        .into_iter()
+        .find(|event| event["type"] == "answer")
+        .unwrap();
+    assert_eq!(answer["reason"], "keep a.txt as it is");
 }
 
 /// A write whose content would redraw the card (cursor up, erase line,
@@ -95,7 +118,7 @@ fn a_card_cannot_be_redrawn_by_what_it_shows() {
         "write_file",
         serde_json::json!({"path": "notes.sh", "content": spoof}),
     );
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     pty.send("d\n");
     let (_, screen) = pty.finish();
     let card = screen
@@ -150,7 +173,7 @@ fn keys_typed_before_a_card_is_drawn_do_not_answer_it() {
     pty.expect("reply: ");
     // The reply, and an `o` meant for nothing yet, pasted at once.
     pty.send("blue\no\n");
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(
         !f.ws.join("ran").exists(),

@@ -92,7 +92,7 @@ fn turn(
     };
     guarded(live, || {
         runner
-            .run(text, &mut LivePerson(live.clone(), None), cancel)
+            .run(text, &mut LivePerson::new(live.clone()), cancel)
             .turn_outcome()
     })
 }

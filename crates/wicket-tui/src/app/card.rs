@@ -44,9 +44,11 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
     }
     let keys = match (view.armed, card.always.is_some()) {
         (true, true) => {
-            " [o]nce · [s]ession · [a]lways · [d]eny · ↑↓ scroll · Esc cancels the turn "
+            " [o]nce · [s]ession · [a]lways · [d]eny · [r]eason · ↑↓ · Esc cancels turn "
         }
-        (true, false) => " [o]nce · [s]ession · [d]eny · ↑↓ scroll · Esc cancels the turn ",
+        (true, false) => {
+            " [o]nce · [s]ession · [d]eny · [r]eason · ↑↓ scroll · Esc cancels the turn "
+        }
         (false, _) => " … ",
     };
     // Every line whole: what does not fit the panel's width wraps onto the

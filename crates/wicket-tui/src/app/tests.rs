@@ -190,6 +190,7 @@ fn a_transcript_with_every_event_kind() {
         event(
             8,
             EventBody::Answer(AnswerEvent {
+                reason: Default::default(),
                 card: "card-1".into(),
                 answer: Answer::AllowOnce,
                 stale: false,
@@ -389,6 +390,7 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
             card: "card-1".into(),
             answer: Answer::Deny,
             widened: None,
+            reason: None,
         }
     );
 }
@@ -425,6 +427,7 @@ fn a_run_card() {
             card: "card-2".into(),
             answer: Answer::AllowSession,
             widened: None,
+            reason: None,
         }
     );
 }
@@ -468,13 +471,18 @@ fn always_saves_the_exact_command_or_the_prefix_the_person_widened_it_to() {
             card: "card-3".into(),
             answer: Answer::AllowAlways,
             widened: Some(vec!["cargo".into()]),
+            reason: None,
         }
     );
 }
 
 /// An app with `card` up and drawn (keys armed).
 fn with_card(card: Card) -> App {
-    let mut app = app();
+    with_card_after(app(), card)
+}
+
+/// `app` with `card` up and drawn (keys armed).
+fn with_card_after(mut app: App, card: Card) -> App {
     app.on_event(&call(1, "c1", &card.tool.clone(), json!({})));
     app.on_event(&event(
         2,
@@ -767,4 +775,41 @@ fn a_full_jail_is_one_line_and_question_mark_lists_its_layers_unmarked() {
     assert!(detailed.contains("· PID namespace"), "{detailed}");
     // Wicket's own indent is never taken for a run of blanks from outside.
     assert!(!detailed.contains('␠'), "{detailed}");
+}
+
+#[test]
+fn r_on_a_card_takes_a_reason_and_denies_with_it_and_the_message_box_gets_back_what_it_held() {
+    let mut app = app();
+    app.on_paste("half a message");
+    let mut app = with_card_after(app, run_card("card-4"));
+    assert_eq!(app.on_key(key(KeyCode::Char('r'))), Action::None);
+    let shown = screen(&mut app, 120, 30);
+    assert!(shown.contains("why you deny it"), "{shown}");
+    assert!(shown.contains("cargo"), "the card stays in view: {shown}");
+    for c in "not on CI".chars() {
+        assert_eq!(app.on_key(key(KeyCode::Char(c))), Action::None);
+    }
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        Action::None,
+        "Esc goes back to the card, it does not cancel the turn"
+    );
+    assert!(screen(&mut app, 120, 30).contains("[r]eason"));
+    app.on_key(key(KeyCode::Char('r')));
+    for c in "use the fake".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Action::Answer {
+            card: "card-4".into(),
+            answer: Answer::Deny,
+            widened: None,
+            reason: Some("use the fake".into()),
+        }
+    );
+    assert!(
+        screen(&mut app, 120, 30).contains("half a message"),
+        "the message box has its text back"
+    );
 }
