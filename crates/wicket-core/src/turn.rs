@@ -494,6 +494,7 @@ impl Runner<'_> {
             self.tools.workspace(),
             &self.settings.skills,
             &self.settings.confinement.sandbox.prompt_sentence(),
+            person.attended(),
         );
         if let Some(warning) = warning {
             self.log(EventBody::error(warning));

@@ -27,7 +27,7 @@ fn prompt_in(mode: SandboxMode, available: &Availability) -> String {
         ..SandboxSettings::default()
     };
     let sentence = sandbox.prompt_sentence_with(available);
-    let (prompt, _) = wicket_core::turn::system_prompt(&workspace, &[], &sentence);
+    let (prompt, _) = wicket_core::turn::system_prompt(&workspace, &[], &sentence, true);
     prompt.replace(&workspace.root().display().to_string(), "[WORKSPACE]")
 }
 
@@ -235,12 +235,12 @@ fn a_denials_reason_reaches_the_next_request_and_a_policy_denial_does_not_say_as
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let last = posted(&fake).pop().unwrap();
-    let result = &last[last.find(r#""role":"tool""#).unwrap()..];
     assert!(
-        result.contains("The --answers policy denied the write to")
-            && result.contains("no person is answering in this run")
-            && !result.contains("with ask"),
-        "{result}"
+        last.contains("The --answers policy denied the write to")
+            && last.contains("no person is answering in this run")
+            && last.contains("no person answers in this run: a fixed policy answers each one")
+            && !last.contains("with ask"),
+        "neither the prompt nor the result says to ask: {last}"
     );
 }
 

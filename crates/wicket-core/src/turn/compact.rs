@@ -23,6 +23,8 @@ impl Runner<'_> {
             self.tools.workspace(),
             &self.settings.skills,
             &self.settings.confinement.sandbox.prompt_sentence(),
+            // A compaction asks nothing of anyone: the prompt as a person's turn reads it.
+            true,
         );
         let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn);
