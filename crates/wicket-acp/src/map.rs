@@ -384,16 +384,7 @@ impl Mapper {
             }
             CardKind::Net(net) => fields = net_fields(net, fields, &mut content),
         }
-        // What "Always allow" would save, where the editor shows the call.
-        if let Some(always) = &card.always {
-            content.push(
-                visible_line(&format!(
-                    "Always allow saves the rule: {}",
-                    always.describe()
-                ))
-                .into(),
-            );
-        }
+        card_notes(card, &mut content);
         if !content.is_empty() {
             fields = fields.content(content);
         }
@@ -402,6 +393,28 @@ impl Mapper {
             ToolCallUpdate::new(call_id.to_string(), fields),
             options(card),
         )
+    }
+}
+
+/// What every card says below its own text: a checkpoint still being
+/// taken, what a rewind could not bring back, and what "Always allow" saves.
+fn card_notes(card: &Card, content: &mut Vec<ToolCallContent>) {
+    // What a rewind could not bring back, or a checkpoint still being taken.
+    if let Some(walking) = &card.checkpointing {
+        content.push(visible_line(walking).into());
+    }
+    if let Some(missed) = &card.no_checkpoint {
+        content.push(visible_line(&format!("no checkpoint: {missed}")).into());
+    }
+    // What "Always allow" would save, where the editor shows the call.
+    if let Some(always) = &card.always {
+        content.push(
+            visible_line(&format!(
+                "Always allow saves the rule: {}",
+                always.describe()
+            ))
+            .into(),
+        );
     }
 }
 
@@ -592,6 +605,7 @@ mod tests {
                 runs_later: None,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         }
     }
@@ -621,6 +635,7 @@ mod tests {
                 reach: Reach::Read,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         };
         let mcp = Card {
@@ -634,6 +649,7 @@ mod tests {
                 annotations: Some(json!({"readOnlyHint": true})),
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         };
         let requests = vec![
@@ -673,6 +689,7 @@ mod tests {
                 source: RunSource::Tool,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         }
     }

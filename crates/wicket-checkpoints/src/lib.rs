@@ -342,6 +342,16 @@ pub struct Store {
     home: OnceLock<Option<PathBuf>>,
     objects: OnceLock<Objects>,
     cache: Mutex<Option<Cache>>,
+    /// The full walk in progress, read without the cache's lock.
+    walk: Walk,
+}
+
+/// How far a full walk of the workspace has got.
+#[derive(Debug, Default)]
+struct Walk {
+    running: std::sync::atomic::AtomicBool,
+    /// Entries met so far (told every thousand or so).
+    met: std::sync::atomic::AtomicU64,
 }
 
 /// A journal line's text, with its newline.
@@ -414,7 +424,19 @@ impl Store {
             home: OnceLock::new(),
             objects: OnceLock::new(),
             cache: Mutex::new(None),
+            walk: Walk::default(),
         }
+    }
+
+    /// While a full walk of the workspace runs (the first checkpoint in
+    /// this process, or one after the tracker lost count): how many
+    /// entries it has met so far. Read without waiting for the walk.
+    pub fn walking(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        self.walk
+            .running
+            .load(Ordering::Relaxed)
+            .then(|| self.walk.met.load(Ordering::Relaxed))
     }
 
     fn journal(&self) -> PathBuf {

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use wicket_tools::tree::{Found, Visitor};
 
@@ -171,7 +172,12 @@ struct Full<'a, 'm> {
     keys_changed: bool,
     tracker: Option<&'a mut Tracker>,
     failure: Option<Error>,
+    /// How many entries the walk has met, told every [`PROGRESS_EVERY`].
+    progress: &'a AtomicU64,
 }
+
+/// A full walk tells how far it got once per this many entries.
+const PROGRESS_EVERY: usize = 1024;
 
 impl<'a> Full<'a, '_> {
     /// `path`'s entry in the last state.
@@ -230,6 +236,10 @@ impl Visitor for Full<'_, '_> {
             }
         };
         self.met.push((path, entry));
+        if self.met.len().is_multiple_of(PROGRESS_EVERY) {
+            self.progress
+                .store(self.met.len() as u64, Ordering::Relaxed);
+        }
         Go::On
     }
 
@@ -380,8 +390,13 @@ impl Store {
             keys_changed: false,
             tracker,
             failure: None,
+            progress: &self.walk.met,
         };
-        workspace.scan(&mut full).map_err(Error::Workspace)?;
+        self.walk.met.store(0, Ordering::Relaxed);
+        self.walk.running.store(true, Ordering::Relaxed);
+        let walked = workspace.scan(&mut full).map_err(Error::Workspace);
+        self.walk.running.store(false, Ordering::Relaxed);
+        walked?;
         if let Some(error) = full.failure {
             return Err(error);
         }

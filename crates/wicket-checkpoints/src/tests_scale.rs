@@ -364,3 +364,23 @@ fn past_max_store_mb_the_other_sessions_of_the_workspace_give_way_too() {
     assert!(applied.failed.is_empty(), "{applied:?}");
     assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(1));
 }
+
+#[test]
+fn a_full_walk_tells_how_far_it_got_while_it_runs_and_nothing_after() {
+    let w = world();
+    for folder in 0..5 {
+        for file in 0..500 {
+            w.write(&format!("d{folder}/f{file}"), "x");
+        }
+    }
+    assert_eq!(w.store.walking(), None, "no walk yet");
+    w.store
+        .take(&w.workspace, &Settings::default(), 1, "run")
+        .unwrap();
+    assert_eq!(w.store.walking(), None, "the walk is over");
+    // 2,505 entries met: told at each thousand-and-twenty-fourth.
+    assert_eq!(
+        w.store.walk.met.load(std::sync::atomic::Ordering::Relaxed),
+        2048
+    );
+}

@@ -48,6 +48,13 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
         CardKind::Net(net) => net_card(net, color),
     };
+    if let Some(walking) = &card.checkpointing {
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown.push_str(&paint(&visible_line(walking), YELLOW, color));
+        shown.push('\n');
+    }
     if let Some(missed) = &card.no_checkpoint {
         if !shown.ends_with('\n') {
             shown.push('\n');
@@ -612,6 +619,7 @@ mod tests {
                 runs_later: None,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         }
     }
@@ -645,6 +653,7 @@ mod tests {
                 source,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         }
     }
@@ -768,6 +777,7 @@ mod tests {
                 reach: Reach::Grep,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         };
         insta::assert_snapshot!(card(&read, false));
@@ -787,6 +797,7 @@ mod tests {
                 annotations: Some(serde_json::json!({"readOnlyHint": true})),
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         };
         let shown = card(&mcp, false);

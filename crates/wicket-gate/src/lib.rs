@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wicket_os::spawn::Confine;
 use wicket_protocol::event::{
-    AnswerEvent, CardEvent, CheckpointEvent, ToolCallEvent, ToolResultEvent,
+    AnswerEvent, CardEvent, CheckpointEvent, NoticeEvent, ToolCallEvent, ToolResultEvent,
 };
 use wicket_protocol::{
     Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
@@ -357,6 +357,15 @@ pub struct Gate<'a> {
     /// Whether a person answers this call's cards (a rule's denial says
     /// to ask only then): set from the answerer where a call comes in.
     attended: std::cell::Cell<bool>,
+    /// The checkpoint before this call, while a thread of its own takes it:
+    /// settled before the call changes anything.
+    pending: std::cell::RefCell<Option<Pending>>,
+}
+
+/// A checkpoint being taken while the call goes on to its card.
+struct Pending {
+    call_id: CallId,
+    done: std::sync::mpsc::Receiver<wicket_checkpoints::Result<wicket_checkpoints::Taken>>,
 }
 
 /// Where a gate records a checkpoint before each write and command.
@@ -366,6 +375,37 @@ pub struct Checkpointing<'a> {
     pub store: &'a wicket_checkpoints::Store,
     /// `[checkpoints]` of the person's config.
     pub settings: &'a wicket_checkpoints::Settings,
+}
+
+/// A checkpoint that takes longer than this says how far its walk has got.
+pub const CHECKPOINT_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// And says it again this often until it is done.
+const CHECKPOINT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `done` brings (`None` if its sender went without a word), telling
+/// `progress` through `tell` after `first` and then every `every`, while
+/// there is progress to tell.
+fn waited<T>(
+    done: &std::sync::mpsc::Receiver<T>,
+    first: std::time::Duration,
+    every: std::time::Duration,
+    progress: impl Fn() -> Option<u64>,
+    mut tell: impl FnMut(u64),
+) -> Option<T> {
+    let mut wait = first;
+    loop {
+        match done.recv_timeout(wait) {
+            Ok(value) => return Some(value),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(met) = progress() {
+                    tell(met);
+                }
+                wait = every;
+            }
+        }
+    }
 }
 
 /// Gaps of a checkpoint named on a card: this many paths, then a count.
@@ -402,6 +442,7 @@ impl<'a> Gate<'a> {
             checkpoints: None,
             no_checkpoint: std::cell::RefCell::new(None),
             attended: std::cell::Cell::new(true),
+            pending: std::cell::RefCell::new(None),
         }
     }
 
@@ -411,29 +452,97 @@ impl<'a> Gate<'a> {
         self
     }
 
-    /// Records the checkpoint before call `seq`; what it has no copy of
-    /// (or why there is none) is a `checkpoint` event and goes on the card.
-    fn checkpoint(&self, call_id: &CallId, seq: u64, tool: &str) -> Result<(), WireError> {
+    /// Starts the checkpoint before call `seq` on a thread of `scope`: a
+    /// card may go up while it is taken (a large workspace's first walk
+    /// takes seconds), and [`Gate::settle`] waits for it before the call
+    /// changes anything.
+    fn start_checkpoint<'scope>(
+        &'scope self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        call_id: &CallId,
+        seq: u64,
+        tool: &'scope str,
+    ) {
         let Some(checkpointing) = self.checkpoints else {
-            return Ok(());
+            return;
         };
-        let taken =
-            checkpointing
+        let workspace = self.tools.workspace();
+        let (done, taken) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            let taken = checkpointing
                 .store
-                .take(self.tools.workspace(), checkpointing.settings, seq, tool);
+                .take(workspace, checkpointing.settings, seq, tool);
+            // The gate stopped waiting only if it is gone: no one to tell.
+            let _ = done.send(taken);
+        });
+        *self.pending.borrow_mut() = Some(Pending {
+            call_id: call_id.clone(),
+            done: taken,
+        });
+    }
+
+    /// Waits for the checkpoint being taken, if one is, saying how far its
+    /// walk got while it takes long; what it has no copy of (or why there
+    /// is none) is a `checkpoint` event.
+    pub(crate) fn settle(&self) -> Result<(), WireError> {
+        self.settle_within(None).map(drop)
+    }
+
+    /// [`Gate::settle`], giving up after `limit` (the walk's count so far
+    /// when it did).
+    fn settle_within(&self, limit: Option<std::time::Duration>) -> Result<Option<u64>, WireError> {
+        let mut pending = self.pending.borrow_mut();
+        let Some(Pending { call_id, done }) = pending.as_ref() else {
+            return Ok(None);
+        };
+        let walking = || self.checkpoints.and_then(|c| c.store.walking());
+        let taken = match limit {
+            Some(limit) => match done.recv_timeout(limit) {
+                Ok(taken) => Some(taken),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    return Ok(Some(walking().unwrap_or(0)));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            },
+            None => waited(
+                done,
+                CHECKPOINT_PROGRESS_AFTER,
+                CHECKPOINT_PROGRESS_EVERY,
+                walking,
+                |met| self.walk_notice(met),
+            ),
+        };
+        let call_id = call_id.clone();
+        *pending = None;
+        drop(pending);
         let missed = match taken {
-            Ok(taken) if taken.gaps.is_empty() => return Ok(()),
-            Ok(taken) => gaps_line(&taken.gaps),
-            Err(error) => format!("{error}; a rewind cannot go back to before this call"),
+            Some(Ok(taken)) if taken.gaps.is_empty() => return Ok(None),
+            Some(Ok(taken)) => gaps_line(&taken.gaps),
+            Some(Err(error)) => format!("{error}; a rewind cannot go back to before this call"),
+            None => "the checkpoint's thread failed; a rewind cannot go back to before this call"
+                .to_string(),
         };
         self.session
             .append(EventBody::Checkpoint(CheckpointEvent {
-                call_id: call_id.clone(),
+                call_id,
                 message: missed.clone(),
             }))
             .map_err(internal)?;
         *self.no_checkpoint.borrow_mut() = Some(missed);
-        Ok(())
+        Ok(None)
+    }
+
+    /// Says in the log (every front end shows it) how far the whole walk
+    /// a checkpoint waits on has got: a large workspace's first one takes seconds.
+    fn walk_notice(&self, met: u64) {
+        self.session.recorded().append(EventBody::Notice(NoticeEvent {
+            message: format!(
+                "walking the whole workspace for the checkpoint before this call: {met} files and \
+                 folders so far; the call waits for it, so that a rewind can go back to before it"
+            ),
+            file: None,
+            key: Some("checkpoint_walk".into()),
+        }));
     }
 
     /// The gate for one call, with what its PreToolUse hooks said.
@@ -476,13 +585,18 @@ impl<'a> Gate<'a> {
                 allowed_by,
             }))
             .map_err(internal)?;
-        let result = self
-            .hook_denied()
-            .and_then(|()| match call.changes_files() {
-                true => self.checkpoint(call_id, logged.seq, call.name()),
-                false => Ok(()),
+        let result = self.hook_denied().and_then(|()| {
+            if !call.changes_files() {
+                return self.dispatch(call_id, call, answerer, cancel);
+            }
+            std::thread::scope(|scope| {
+                self.start_checkpoint(scope, call_id, logged.seq, call.name());
+                let result = self.dispatch(call_id, call, answerer, cancel);
+                // A call that ended before it changed anything (denied,
+                // refused) still records the checkpoint's gaps.
+                self.settle().and(result)
             })
-            .and_then(|()| self.dispatch(call_id, call, answerer, cancel));
+        });
         self.log_result(call_id, &result)?;
         result
     }
@@ -758,6 +872,7 @@ impl<'a> Gate<'a> {
                 annotations: request.annotations.cloned(),
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: Some(Box::new(always)),
         };
         let answered = self.ask(call_id, card, answerer)?;
@@ -831,7 +946,16 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
     ) -> Result<Answered, WireError> {
         card.id = wicket_os::ids::new_id("card").into();
+        // A checkpoint that takes longer than a second is finished while
+        // the person reads the card; the card says so.
+        let walking = self.settle_within(Some(CHECKPOINT_PROGRESS_AFTER))?;
         card.no_checkpoint = self.no_checkpoint.borrow().clone();
+        card.checkpointing = walking.map(|met| {
+            format!(
+                "the checkpoint before this call is still being taken ({met} files and folders \
+                 walked so far); the call waits for it after your answer"
+            )
+        });
         // The session reads `waiting` while the card is open, then what it was.
         let before = self.session.meta().status;
         self.session
@@ -931,6 +1055,7 @@ impl<'a> Gate<'a> {
                 reach,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: Some(Box::new(always)),
         };
         let what = format!("{} {}", reach.as_str(), key.path);
@@ -944,5 +1069,57 @@ impl<'a> Gate<'a> {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_long_wait_tells_its_progress_until_the_value_comes() {
+        let (send, done) = std::sync::mpsc::channel();
+        let mut told = Vec::new();
+        let met = std::cell::Cell::new(0u64);
+        let value = waited(
+            &done,
+            Duration::ZERO,
+            Duration::ZERO,
+            || {
+                met.set(met.get() + 1024);
+                Some(met.get())
+            },
+            |met| {
+                told.push(met);
+                if told.len() == 3 {
+                    send.send("taken").unwrap();
+                }
+            },
+        );
+        assert_eq!(value, Some("taken"));
+        assert_eq!(told, vec![1024, 2048, 3072]);
+    }
+
+    #[test]
+    fn a_wait_with_nothing_to_tell_says_nothing_and_a_sender_gone_is_none() {
+        let (send, done) = std::sync::mpsc::channel::<u8>();
+        let waits = std::cell::Cell::new(0);
+        let sender = std::cell::RefCell::new(Some(send));
+        let value = waited(
+            &done,
+            Duration::ZERO,
+            Duration::ZERO,
+            || {
+                waits.set(waits.get() + 1);
+                // The sender goes without a word on the second wait.
+                if waits.get() == 2 {
+                    sender.borrow_mut().take();
+                }
+                None
+            },
+            |_| panic!("nothing to tell"),
+        );
+        assert_eq!(value, None);
     }
 }

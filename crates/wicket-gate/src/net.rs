@@ -465,6 +465,7 @@ impl Gate<'_> {
             tool: "net".to_string(),
             kind: CardKind::Net(net),
             no_checkpoint: None,
+            checkpointing: None,
             always: Some(Box::new(always)),
         }
     }

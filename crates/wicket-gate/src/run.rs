@@ -44,6 +44,8 @@ impl Gate<'_> {
             },
             answerer,
         )?;
+        // Nothing runs before the checkpoint of the workspace is taken.
+        self.settle()?;
         if cancel.is_cancelled() {
             return Err(withdrawn());
         }
@@ -110,6 +112,7 @@ impl Gate<'_> {
                 source: request.source,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: Some(Box::new(always)),
         };
         let answered = self.ask(call_id, card, answerer)?;

@@ -96,6 +96,8 @@ impl Gate<'_> {
                 }
                 remember = (answered.answer == Answer::AllowSession).then_some(answered.card);
             }
+            // Nothing is written before the checkpoint of what was there is taken.
+            self.settle()?;
             let still_current = |bytes: Option<&[u8]>| digest(bytes) == asked_digest;
             match self
                 .tools
@@ -173,6 +175,7 @@ impl Gate<'_> {
                 runs_later: (!outside).then(|| guarded::runs_later(&label)).flatten(),
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: Some(Box::new(always)),
         }
     }

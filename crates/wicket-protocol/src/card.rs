@@ -70,6 +70,11 @@ pub struct Card {
     /// of some files (or none at all): a rewind cannot bring those back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_checkpoint: Option<String>,
+    /// The checkpoint before this call is still being taken (a large
+    /// workspace's first walk): how far it got when the card went up. The
+    /// call waits for it after the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpointing: Option<String>,
 }
 
 /// What a card asks, by kind.
@@ -364,6 +369,7 @@ mod tests {
                 source: RunSource::Tool,
             }),
             no_checkpoint: None,
+            checkpointing: None,
             always: None,
         };
         let json = serde_json::to_value(&card).unwrap();

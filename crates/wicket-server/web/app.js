@@ -632,6 +632,7 @@ function renderCard(item) {
       }
     }
   }
+  if (event.checkpointing) card.append(el("div", "note warn", visible(event.checkpointing)));
   if (event.no_checkpoint) card.append(el("div", "note warn", "no checkpoint: " + visible(event.no_checkpoint)));
   if (event.always) card.append(renderAlways(item));
   const buttons = el("div", "buttons");

@@ -914,6 +914,7 @@ mod tests {
                             reach: Reach::Read,
                         }),
                         no_checkpoint: None,
+                        checkpointing: None,
                         always: None,
                     },
                     proposed: None,

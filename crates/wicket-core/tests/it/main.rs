@@ -807,3 +807,73 @@ fn card_ids_are_unique_within_a_session() {
         answers.cards.iter().map(|card| card.id.as_str()).collect();
     assert_eq!(ids.len(), 300);
 }
+
+/// A checkpoint that takes longer than a second lets the card go up first,
+/// says so on it, and is done before anything is written: here the store
+/// is held by someone else until the card is answered.
+#[test]
+fn a_slow_checkpoint_is_taken_while_the_card_is_read_and_before_the_write() {
+    let f = fixture();
+    let (tools, session) = open(&f, "slow");
+    let shared = f.home.join("checkpoints");
+    let store = wicket_checkpoints::Store::new(session.dir(), &shared);
+    let settings = wicket_checkpoints::Settings::default();
+    // The first checkpoint makes the workspace's store and its lock.
+    store.take(tools.workspace(), &settings, 0, "test").unwrap();
+    let lock_path = std::fs::read_dir(&shared)
+        .unwrap()
+        .map(|entry| entry.unwrap().path().join("lock"))
+        .find(|path| path.exists())
+        .unwrap();
+    let lock = std::fs::File::open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let held = std::cell::RefCell::new(Some(lock));
+    let mut answers = Scripted::new(&[Answer::AllowOnce]);
+    // The card is up while the checkpoint waits on the store. Answered at
+    // once, the store let go a moment later: a write that did not wait
+    // for the checkpoint would be in it.
+    answers.before = Box::new(|_| {
+        let lock = held.borrow_mut().take();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(lock);
+        });
+    });
+    let home = f.home.clone();
+    let confinement = Confinement {
+        sandbox: SandboxSettings::default(),
+        home: home.clone(),
+    };
+    let rules = wicket_gate::rules::Rules::new(Vec::new(), &home);
+    let call = ToolCall::parse("write_file", json!({"path": "a.txt", "content": "new\n"})).unwrap();
+    let written = Gate::new(&tools, &session, &confinement, &rules)
+        .checkpointed(Some(wicket_gate::Checkpointing {
+            store: &store,
+            settings: &settings,
+        }))
+        .call(
+            &(*"call-slow").into(),
+            &call,
+            &mut answers,
+            &Cancel::default(),
+        );
+    assert!(written.is_ok(), "{written:?}");
+    let walking = answers.cards[0]
+        .checkpointing
+        .as_deref()
+        .unwrap_or_default();
+    assert!(
+        walking.contains("still being taken") && walking.contains("waits for it after your answer"),
+        "{:?}",
+        answers.cards[0]
+    );
+    assert_eq!(f.read("a.txt"), "new\n");
+    // The checkpoint before the write holds the file as it was.
+    let before = store.list().unwrap().pop().unwrap();
+    let plan = store.plan(tools.workspace(), &settings, &before).unwrap();
+    assert_eq!(plan.restore, vec!["a.txt".to_string()], "{plan:?}");
+    store
+        .rewind(tools.workspace(), &settings, &before, 99)
+        .unwrap();
+    assert_eq!(f.read("a.txt"), "one\ntwo\n");
+}

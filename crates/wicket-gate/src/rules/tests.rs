@@ -443,6 +443,7 @@ fn a_card_widens_only_to_its_own_first_words_and_never_to_a_bare_shell() {
             source: wicket_protocol::RunSource::Tool,
         }),
         no_checkpoint: None,
+        checkpointing: None,
         always: Some(Box::new(
             toml::from_str("action = \"allow\"\ntool = \"run\"\nargv = [\"x\"]\n").unwrap(),
         )),

@@ -28,6 +28,16 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
         CardKind::Net(net) => net_lines(net, bold),
     };
+    let warn = Style::new().fg(Color::Yellow);
+    if let Some(walking) = &card.checkpointing {
+        lines.push(Line::styled(visible_line(walking), warn));
+    }
+    if let Some(missed) = &card.no_checkpoint {
+        lines.push(Line::styled(
+            format!("no checkpoint: {}", visible_line(missed)),
+            warn,
+        ));
+    }
     if let Some(always) = view.always() {
         let widen = if matches!(card.kind, CardKind::Run(_)) {
             " (< widens it to fewer words, > narrows it)"

@@ -82,6 +82,7 @@ fn run_card(id: &str) -> Card {
             source: RunSource::Tool,
         }),
         no_checkpoint: None,
+        checkpointing: None,
         always: Some(Box::new(
             serde_json::from_value(serde_json::json!({
                 "action": "allow", "tool": "run", "argv": ["cargo", "test"],
@@ -182,6 +183,7 @@ fn a_transcript_with_every_event_kind() {
                         runs_later: None,
                     }),
                     no_checkpoint: None,
+                    checkpointing: None,
                     always: None,
                 },
                 proposed: None,
@@ -369,6 +371,7 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
                     runs_later: None,
                 }),
                 no_checkpoint: None,
+                checkpointing: None,
                 always: None,
             },
             proposed: None,
@@ -533,6 +536,7 @@ fn spaced_write_card() -> Card {
             runs_later: None,
         }),
         no_checkpoint: None,
+        checkpointing: None,
         always: None,
     }
 }
