@@ -194,9 +194,9 @@ impl<'a> Full<'a, '_> {
         }
     }
 
-    fn before(&mut self, path: &[u8]) -> Option<Entry> {
+    fn before(&mut self, path: &[u8]) -> Option<&'a Entry> {
         if let Some(before) = self.last_entry(path) {
-            return Some(before.clone());
+            return Some(before);
         }
         let seeded = self.seed?.get(path)?;
         let stored = match &seeded.content {
@@ -206,7 +206,7 @@ impl<'a> Full<'a, '_> {
             Content::Dir => true,
             Content::Missed(_) => false,
         };
-        stored.then(|| seeded.clone())
+        stored.then_some(seeded)
     }
 }
 
@@ -223,7 +223,7 @@ impl Visitor for Full<'_, '_> {
         let (path, entry) = match met {
             Met::Entry(found) => {
                 let before = self.before(found.path);
-                let entry = self.maker.entry(&found, before.as_ref());
+                let entry = self.maker.entry(&found, before);
                 self.keys_changed |= before.is_none_or(|before| before.key != entry.key);
                 (found.path.to_vec(), entry)
             }
@@ -386,7 +386,8 @@ impl Store {
             last,
             cursor: last.iter().peekable(),
             seed,
-            met: Vec::new(),
+            // As many as last time, or as another session saw: no regrowth on the way.
+            met: Vec::with_capacity(last.len().max(seed.map_or(0, State::len))),
             keys_changed: false,
             tracker,
             failure: None,
