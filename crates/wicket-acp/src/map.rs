@@ -32,10 +32,26 @@ pub const ALLOW_SESSION: &str = "allow_session";
 pub const ALLOW_ALWAYS: &str = "allow_always";
 /// See [`ALLOW_ONCE`].
 pub const DENY: &str = "deny";
+/// See [`ALLOW_ONCE`]: a run card's preview.
+pub const PREVIEW: &str = "preview";
+/// See [`ALLOW_ONCE`]: an effects card's answers.
+pub const APPLY: &str = "apply";
+/// See [`ALLOW_ONCE`].
+pub const DISCARD: &str = "discard";
 
 /// The options a card offers. Wicket's allow_session ends with the session,
 /// so its option says so; "Always allow" saves the card's rule (and says which).
 pub fn options(card: &wicket_protocol::Card) -> Vec<PermissionOption> {
+    if let CardKind::Effects(_) = card.kind {
+        return vec![
+            PermissionOption::new(
+                APPLY,
+                "Apply these changes",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(DISCARD, "Discard them", PermissionOptionKind::RejectOnce),
+        ];
+    }
     let mut options = vec![
         PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
@@ -49,6 +65,13 @@ pub fn options(card: &wicket_protocol::Card) -> Vec<PermissionOption> {
             ALLOW_ALWAYS,
             "Always allow",
             PermissionOptionKind::AllowAlways,
+        ));
+    }
+    if Answer::Preview.fits(&card.kind) {
+        options.push(PermissionOption::new(
+            PREVIEW,
+            "Preview: run it over a copy, then apply or discard",
+            PermissionOptionKind::AllowOnce,
         ));
     }
     options.push(PermissionOption::new(
@@ -67,6 +90,9 @@ pub fn answer(outcome: &RequestPermissionOutcome) -> Answer {
             ALLOW_ONCE => Answer::AllowOnce,
             ALLOW_SESSION => Answer::AllowSession,
             ALLOW_ALWAYS => Answer::AllowAlways,
+            PREVIEW => Answer::Preview,
+            APPLY => Answer::Apply,
+            DISCARD => Answer::Discard,
             _ => Answer::Deny,
         },
         // Cancelled, and whatever a later schema adds: never an allow.
@@ -383,6 +409,7 @@ impl Mapper {
                     .raw_input(mcp.arguments.clone());
             }
             CardKind::Net(net) => fields = net_fields(net, fields, &mut content),
+            CardKind::Effects(effects) => fields = effects_fields(effects, fields, &mut content),
         }
         card_notes(card, &mut content);
         if !content.is_empty() {
@@ -394,6 +421,30 @@ impl Mapper {
             options(card),
         )
     }
+}
+
+/// An effects card's title (what ran, how many changes) and each change with its diff.
+fn effects_fields(
+    effects: &wicket_protocol::EffectsCard,
+    fields: ToolCallUpdateFields,
+    content: &mut Vec<ToolCallContent>,
+) -> ToolCallUpdateFields {
+    for effect in &effects.changes {
+        content.push(
+            visible(&format!(
+                "{} {}\n{}",
+                effect.change.as_str(),
+                effect.path,
+                effect.diff
+            ))
+            .into(),
+        );
+    }
+    fields.title(visible_line(&format!(
+        "preview of {}: {} change(s), not applied yet",
+        shell_words(&effects.argv),
+        effects.changes.len()
+    )))
 }
 
 /// What every card says below its own text: a checkpoint still being
@@ -560,7 +611,8 @@ fn output_text(output: &ToolOutput) -> String {
             format!("{text}[{end}, {} ms]", run.duration_ms)
         }
         ToolOutput::Mcp(mcp) => mcp.model_text(),
-        ToolOutput::Grep(_)
+        ToolOutput::Preview(_)
+        | ToolOutput::Grep(_)
         | ToolOutput::ListDir(_)
         | ToolOutput::Write(_)
         | ToolOutput::Reply(_)
@@ -672,6 +724,8 @@ mod tests {
             id: id.into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
                 read: Default::default(),
                 argv: argv.iter().map(|arg| arg.to_string()).collect(),
                 cwd: ".".into(),

@@ -691,6 +691,7 @@ fn launcher_rows(rows: &mut Vec<Row>) -> Result<()> {
     let start = |confine: Confine| start_with(confine, None);
     let unconfined = median(50, || start(Confine::none()))?;
     let policy = wicket_os::launch::Policy {
+        overlay: Default::default(),
         hidden: Default::default(),
         workspace: ws.clone(),
         read_only: false,

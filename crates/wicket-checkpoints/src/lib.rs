@@ -30,6 +30,7 @@
 //! path.
 
 mod objects;
+mod preview;
 mod prune;
 mod rewind;
 mod scan;
@@ -51,6 +52,7 @@ use wicket_tools::Workspace;
 use wicket_tools::tree::{Go, Kind, Met};
 
 use objects::{Objects, hash_of};
+pub use preview::{Effected, Preview};
 pub use rewind::{Applied, Plan};
 use scan::Maker;
 use state::{Change, Content, Entry, StatKey, State};
@@ -95,6 +97,11 @@ pub enum Error {
         /// Why.
         error: String,
     },
+    /// A path a preview changed was changed in the workspace too since it started.
+    #[error(
+        "{0} changed in the workspace since the preview started, so nothing was applied; run the command again"
+    )]
+    ChangedSincePreview(String),
     /// Nothing recorded at or after the event asked for.
     #[error(
         "no checkpoint at or after event {0}: no write or command ran from there on; `wicket log` shows the events"

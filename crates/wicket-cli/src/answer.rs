@@ -174,8 +174,16 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
     // Stderr gone: the answer is still read, and a card never shown is denied by no answer.
     let _ = std::io::stderr().flush();
     flush_typed_ahead();
+    if let wicket_protocol::CardKind::Effects(_) = card.kind {
+        return prompt_effects();
+    }
+    let preview = Answer::Preview.fits(&card.kind);
     loop {
-        eprint!("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
+        if preview {
+            eprint!("[o]nce / [s]ession / [a]lways / [p]review / [d]eny / [r]eason, deny: ");
+        } else {
+            eprint!("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
+        }
         // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
         let _ = std::io::stderr().flush();
         let line = read_terminal_line()?;
@@ -184,6 +192,7 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
             "s" | "session" => Answer::AllowSession,
             "a" | "always" if card.always.is_some() => Answer::AllowAlways,
             "d" | "deny" => Answer::Deny,
+            "p" | "preview" if preview => Answer::Preview,
             "r" | "reason" => {
                 eprint!("why you deny it (the model reads it): ");
                 // Stderr closed: the prompt cannot be shown; the reason is still read.
@@ -201,6 +210,20 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
             }
         };
         return Some(answer.into());
+    }
+}
+
+/// Asks `[a]pply / [d]iscard` of an effects card. `None` at end of input.
+fn prompt_effects() -> Option<Answered> {
+    loop {
+        eprint!("[a]pply / [d]iscard: ");
+        // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
+        let _ = std::io::stderr().flush();
+        match read_terminal_line()?.trim() {
+            "a" | "apply" => return Some(Answer::Apply.into()),
+            "d" | "discard" => return Some(Answer::Discard.into()),
+            _ => eprintln!("type a or d"),
+        }
     }
 }
 

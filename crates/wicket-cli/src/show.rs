@@ -47,6 +47,7 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         CardKind::Run(run) => run_card(run, color),
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
         CardKind::Net(net) => net_card(net, color),
+        CardKind::Effects(effects) => effects_card(effects, color),
     };
     if let Some(walking) = &card.checkpointing {
         if !shown.ends_with('\n') {
@@ -80,18 +81,10 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
     shown
 }
 
-fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
-    let mut out = paint(
-        &format!(
-            "{tool} wants to write {}{}",
-            visible_line(&write.path),
-            write.path_note()
-        ),
-        BOLD,
-        color,
-    );
-    out.push('\n');
-    for line in write.diff.lines() {
+/// A diff's lines, coloured, each made visible.
+fn diff_text(diff: &str, color: bool) -> String {
+    let mut out = String::new();
+    for line in diff.lines() {
         let style = if line.starts_with("+++") || line.starts_with("---") {
             BOLD
         } else if line.starts_with('+') {
@@ -106,6 +99,74 @@ fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
         out.push_str(&paint(&mark_blank_runs(&visible_line(line)), style, color));
         out.push('\n');
     }
+    out
+}
+
+/// An effects card: how the previewed command ended, and each change.
+fn effects_card(effects: &wicket_protocol::EffectsCard, color: bool) -> String {
+    let argv: Vec<String> = effects
+        .argv
+        .iter()
+        .map(|arg| visible_line(&wicket_protocol::json::text(arg)))
+        .collect();
+    let end = effects.exit_code.map_or_else(
+        || "a signal ended it".to_string(),
+        |code| format!("exit {code}"),
+    );
+    let mut out = paint(
+        &format!(
+            "the preview of [{}] changed {} path(s) ({end}); nothing is in the workspace yet",
+            argv.join(", "),
+            effects.changes.len()
+        ),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    for effect in &effects.changes {
+        let mut head = format!(
+            "{:<8} {}",
+            effect.change.as_str(),
+            visible_line(&effect.path)
+        );
+        if effect.change == wicket_protocol::EffectKind::Mode
+            && let Some(mode) = &effect.mode
+        {
+            head.push_str(&format!(" (mode {mode})"));
+        }
+        if let (Some(entries), Some(bytes)) = (effect.entries, effect.bytes) {
+            head.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
+        }
+        out.push_str(&paint(&head, YELLOW, color));
+        out.push('\n');
+        out.push_str(&diff_text(&effect.diff, color));
+    }
+    for (name, text) in [("stdout", &effects.stdout), ("stderr", &effects.stderr)] {
+        if !text.is_empty() {
+            out.push_str(&format!("{name}:\n"));
+            for line in text.lines() {
+                out.push_str(&format!("  {}\n", visible_line(line)));
+            }
+        }
+    }
+    if let Some(note) = &effects.note {
+        out.push_str(&format!("{}\n", visible_line(note)));
+    }
+    out
+}
+
+fn write_card(tool: &str, write: &WriteCard, color: bool) -> String {
+    let mut out = paint(
+        &format!(
+            "{tool} wants to write {}{}",
+            visible_line(&write.path),
+            write.path_note()
+        ),
+        BOLD,
+        color,
+    );
+    out.push('\n');
+    out.push_str(&diff_text(&write.diff, color));
     if write.diff_truncated {
         out.push_str(&format!(
             "[the whole diff is {} bytes; the card shows its first {} lines]\n",
@@ -327,6 +388,17 @@ fn output_summary(output: &ToolOutput) -> String {
             mcp.content.len(),
             visible_line(&mcp.server)
         ),
+        ToolOutput::Preview(preview) => format!(
+            "previewed, exit {}, {} change(s) {}",
+            preview
+                .exit_code
+                .map_or_else(|| "by a signal".to_string(), |code| code.to_string()),
+            preview.changes.len(),
+            match preview.preview {
+                wicket_protocol::tools::PreviewOutcome::Applied => "applied",
+                wicket_protocol::tools::PreviewOutcome::Discarded => "discarded",
+            }
+        ),
     }
 }
 
@@ -356,6 +428,11 @@ pub(crate) fn card_summary(card: &Card) -> String {
             visible_line(&card.tool)
         ),
         CardKind::Net(net) => format!("net {}", net.target()),
+        CardKind::Effects(effects) => format!(
+            "effects of {}: {} change(s)",
+            visible_line(&effects.argv.join(" ")),
+            effects.changes.len()
+        ),
     }
 }
 
@@ -643,6 +720,8 @@ mod tests {
             id: "card-2".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
                 read: Default::default(),
                 argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],
                 cwd: "crates/core".into(),

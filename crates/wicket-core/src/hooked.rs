@@ -278,6 +278,7 @@ impl<'a> Caller<'a> {
                     network: Network::Off,
                     git: false,
                     source: RunSource::Hook,
+                    preview: false,
                 },
                 person,
             ) {

@@ -190,6 +190,7 @@ impl Open {
                     CardKind::Run(run) => run.argv.join(" "),
                     CardKind::Mcp(mcp) => format!("{} {}", mcp.server, card.tool),
                     CardKind::Net(net) => net.target(),
+                    CardKind::Effects(effects) => format!("preview of {}", effects.argv.join(" ")),
                 };
                 format!("card {} ({} {what})", card.id, card.tool)
             }
@@ -692,6 +693,22 @@ impl Manager {
                 session: id.to_string(),
                 item: item.to_string(),
             });
+        }
+        if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) =
+            (&state.open, &given)
+        {
+            let offered = match card.kind {
+                // An allow applies and a deny discards, as a fixed policy answers.
+                CardKind::Effects(_) => *answer != Answer::Preview,
+                _ => answer.fits(&card.kind),
+            };
+            if !offered {
+                return Err(ManagerError::BadAnswer(format!(
+                    "{} is not an answer card {} offers",
+                    answer.as_str(),
+                    card.id
+                )));
+            }
         }
         if let Given::Answer(Answered {
             answer,

@@ -156,11 +156,11 @@ impl McpSession<'_> {
         let opener = open_cwd(workspace.root(), cwd.as_deref(), args.clone());
         if !spec.from_workspace {
             return match gate.home_command(*network, *write_git, read) {
-                Ok(confine) => Approval::Launch(Launch {
+                Ok(confine) => Approval::Launch(Box::new(Launch {
                     confine,
                     cwd: opener,
                     egress: self.egress(&spec.name, *network),
-                }),
+                })),
                 Err(error) => refused(false, error.message),
             };
         }
@@ -177,13 +177,14 @@ impl McpSession<'_> {
             git: *write_git,
             read,
             source: RunSource::Mcp,
+            preview: false,
         };
         match gate.allow_command(&wicket_os::ids::new_id("mcp").into(), &request, answerer) {
-            Ok(allowed) => Approval::Launch(Launch {
+            Ok(allowed) => Approval::Launch(Box::new(Launch {
                 confine: allowed.confine,
                 cwd: opener,
                 egress: self.egress(&spec.name, *network),
-            }),
+            })),
             Err(error) if error.kind == ErrorKind::Denied => refused(
                 true,
                 "the person did not allow this workspace server to start; its tools are not offered",

@@ -27,6 +27,7 @@ use wicket_tools::{Cancel, Location, Tools};
 pub mod commands;
 pub mod diff;
 mod net;
+mod preview;
 pub mod rules;
 mod run;
 pub mod sandbox;
@@ -155,6 +156,23 @@ pub fn after_a_denial(attended: bool) -> &'static str {
         AFTER_A_DENIAL
     } else {
         AFTER_A_DENIAL_UNATTENDED
+    }
+}
+
+/// The answer as the card can take it: an effects card reads an allow as
+/// `apply` and anything else as `discard` (a fixed `--answers` policy
+/// answers it so); any other card reads an answer it does not offer as a
+/// deny (a front end refuses one first).
+fn fitted(answer: Answer, card: &CardKind) -> Answer {
+    match card {
+        CardKind::Effects(_) => match answer {
+            Answer::Apply | Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways => {
+                Answer::Apply
+            }
+            Answer::Discard | Answer::Deny | Answer::Preview => Answer::Discard,
+        },
+        _ if answer.fits(card) => answer,
+        _ => Answer::Deny,
     }
 }
 
@@ -302,6 +320,8 @@ pub struct Confinement {
 pub struct Allowed {
     /// The sandbox it starts in.
     pub confine: Confine,
+    /// The person answered `preview`: it runs over an overlay first.
+    pub preview: bool,
 }
 
 /// A command to put through [`Gate::allow_command`].
@@ -323,6 +343,8 @@ pub struct CommandRequest<'r> {
     pub read: &'r [String],
     /// Who wants it run.
     pub source: RunSource,
+    /// The model asked for a preview.
+    pub preview: bool,
 }
 
 /// An MCP call to put through [`Gate::allow_mcp`].
@@ -877,7 +899,10 @@ impl<'a> Gate<'a> {
         };
         let answered = self.ask(call_id, card, answerer)?;
         match answered.answer {
-            Answer::Deny => Err(answered.denied("this call; the server was never called")),
+            // Only a deny is left of what fits no such card (see `fitted`).
+            Answer::Deny | Answer::Preview | Answer::Apply | Answer::Discard => {
+                Err(answered.denied("this call; the server was never called"))
+            }
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
             Answer::AllowSession => self.grant(&answered.card, GrantKind::Mcp, &key, |allowed| {
                 allowed.mcp.insert(key.clone());
@@ -978,7 +1003,7 @@ impl<'a> Gate<'a> {
             .update_meta(|meta| meta.status = before)
             .map_err(internal)?;
         raised?;
-        let answer = answer.ok_or_else(withdrawn)?;
+        let answer = fitted(answer.ok_or_else(withdrawn)?, &card.kind);
         if answer == Answer::AllowAlways
             && let Some(prefix) = answerer.widened()
         {
@@ -1061,7 +1086,9 @@ impl<'a> Gate<'a> {
         let what = format!("{} {}", reach.as_str(), key.path);
         let answered = self.ask(call_id, card, answerer)?;
         match answered.answer {
-            Answer::Deny => Err(answered.denied(&what)),
+            Answer::Deny | Answer::Preview | Answer::Apply | Answer::Discard => {
+                Err(answered.denied(&what))
+            }
             Answer::AllowOnce | Answer::AllowAlways => Ok(()),
             Answer::AllowSession => {
                 self.grant(&answered.card, GrantKind::OutsideRead, &key, |allowed| {

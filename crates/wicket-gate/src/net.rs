@@ -508,7 +508,7 @@ impl Gate<'_> {
         let answered = self.ask(asker.call_id, card, answerer)?;
         let pair = (key.host.clone(), key.port);
         let by = match answered.answer {
-            Answer::Deny => {
+            Answer::Deny | Answer::Preview | Answer::Apply | Answer::Discard => {
                 if let Some(reason) = answered.reason {
                     said.reasons.push(format!(
                         "{}:{}: {}",

@@ -41,6 +41,7 @@ impl Gate<'_> {
                 git: args.git,
                 read: &args.read,
                 source: RunSource::Tool,
+                preview: args.preview,
             },
             answerer,
         )?;
@@ -48,6 +49,9 @@ impl Gate<'_> {
         self.settle()?;
         if cancel.is_cancelled() {
             return Err(withdrawn());
+        }
+        if allowed.preview {
+            return self.run_previewed(call_id, args, &dir, answerer, cancel);
         }
         let proxied = allowed
             .confine
@@ -89,7 +93,10 @@ impl Gate<'_> {
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, &access)?;
         if let Pass::Through(_) = self.run_pass(request.argv, request.dir, &access)? {
-            return Ok(Allowed { confine });
+            return Ok(Allowed {
+                confine,
+                preview: false,
+            });
         }
         let always = self.always(Matcher::Run {
             argv: Argv::Exact(request.argv.to_vec()),
@@ -102,6 +109,8 @@ impl Gate<'_> {
             id: CardId::default(),
             tool: request.tool.to_string(),
             kind: CardKind::Run(RunCard {
+                preview: request.preview,
+                no_preview: self.no_preview(request.source),
                 argv: request.argv.to_vec(),
                 cwd: request.dir.shown.clone(),
                 timeout_s: request.timeout_s,
@@ -116,14 +125,19 @@ impl Gate<'_> {
             always: Some(Box::new(always)),
         };
         let answered = self.ask(call_id, card, answerer)?;
+        let preview = answered.answer == Answer::Preview;
         match answered.answer {
-            Answer::Deny => Err(answered.denied("this command; it never started")),
-            Answer::AllowOnce | Answer::AllowAlways => Ok(Allowed { confine }),
+            Answer::Deny | Answer::Apply | Answer::Discard => {
+                Err(answered.denied("this command; it never started"))
+            }
+            Answer::AllowOnce | Answer::AllowAlways | Answer::Preview => {
+                Ok(Allowed { confine, preview })
+            }
             Answer::AllowSession => {
                 self.grant(&answered.card, GrantKind::Run, &key, |allowed| {
                     allowed.run.insert(key.clone());
                 })?;
-                Ok(Allowed { confine })
+                Ok(Allowed { confine, preview })
             }
         }
     }

@@ -371,6 +371,7 @@ impl SandboxSettings {
                 let hidden = home_folders(workspace);
                 Ok(Confine {
                     sandbox: Some(Policy {
+                        overlay: Default::default(),
                         workspace: workspace.to_path_buf(),
                         read_only: summary.mode == SandboxMode::ReadOnly,
                         writable: self.extra_write.clone(),
@@ -552,6 +553,7 @@ mod tests {
         let refused = settings.confine(workspace, Path::new("/home"), &summary, &Access::default());
         assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::Unsandboxed));
         let full = Availability {
+            overlay: Default::default(),
             launcher: true,
             landlock_abi: Some(9),
             namespaces: true,
@@ -595,6 +597,7 @@ mod layers {
     #[test]
     fn a_kernel_without_namespaces_says_what_is_missing_in_words() {
         let landlock_only = Availability {
+            overlay: Default::default(),
             launcher: true,
             landlock_abi: Some(3),
             namespaces: false,
@@ -649,6 +652,7 @@ mod layers {
     #[test]
     fn without_namespaces_a_network_through_wicket_is_the_direct_one_and_the_card_says_so() {
         let landlock_only = Availability {
+            overlay: Default::default(),
             launcher: true,
             landlock_abi: Some(7),
             namespaces: false,
@@ -684,6 +688,7 @@ mod layers {
     #[test]
     fn every_layer_in_force_is_named() {
         let full = Availability {
+            overlay: Default::default(),
             launcher: true,
             landlock_abi: Some(7),
             namespaces: true,

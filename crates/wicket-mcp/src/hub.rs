@@ -27,7 +27,7 @@ pub const DESCRIPTION_MAX_BYTES: usize = 1024;
 #[derive(Debug, Clone)]
 pub enum Approval {
     /// A stdio server: start it like this.
-    Launch(Launch),
+    Launch(Box<Launch>),
     /// A Streamable HTTP server of the home config: connect.
     Connect,
     /// Not started, and why (the person denied its card, or it could never start).
@@ -278,7 +278,7 @@ impl Hub {
                         });
                     }
                     Approval::Launch(launch) => {
-                        starting.push((slot.spec.clone(), Some(launch)));
+                        starting.push((slot.spec.clone(), Some(*launch)));
                     }
                     Approval::Connect => starting.push((slot.spec.clone(), None)),
                 }
@@ -521,7 +521,7 @@ impl Hub {
             slot.approval.clone()?
         };
         let launch = match approval {
-            Approval::Launch(launch) => Some(launch),
+            Approval::Launch(launch) => Some(*launch),
             Approval::Connect => None,
             Approval::Refused { .. } => return None,
         };

@@ -18,6 +18,13 @@ pub enum Answer {
     AllowAlways,
     /// Not this call.
     Deny,
+    /// A run card: run it first over an overlay of the workspace, and show
+    /// what it changed on an `effects` card.
+    Preview,
+    /// An effects card: write what the preview changed into the workspace.
+    Apply,
+    /// An effects card: throw what the preview changed away.
+    Discard,
 }
 
 impl Answer {
@@ -28,6 +35,24 @@ impl Answer {
             Answer::AllowSession => "allow_session",
             Answer::AllowAlways => "allow_always",
             Answer::Deny => "deny",
+            Answer::Preview => "preview",
+            Answer::Apply => "apply",
+            Answer::Discard => "discard",
+        }
+    }
+
+    /// Whether it may answer `card`: `preview` only a run card that offers
+    /// it, `apply` and `discard` only an effects card (and only they), the
+    /// rest any other card.
+    pub fn fits(self, card: &CardKind) -> bool {
+        match (self, card) {
+            (Answer::Apply | Answer::Discard, CardKind::Effects(_)) => true,
+            (_, CardKind::Effects(_)) | (Answer::Apply | Answer::Discard, _) => false,
+            (Answer::Preview, CardKind::Run(run)) => run.no_preview.is_none(),
+            (Answer::Preview, _) => false,
+            (Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways | Answer::Deny, _) => {
+                true
+            }
         }
     }
 }
@@ -91,6 +116,8 @@ pub enum CardKind {
     Mcp(McpCard),
     /// A command (or an MCP server) wants to reach a host through Wicket.
     Net(NetCard),
+    /// What a previewed command changed: apply it, or discard it.
+    Effects(EffectsCard),
 }
 
 impl CardKind {
@@ -102,6 +129,7 @@ impl CardKind {
             CardKind::Run(_) => "run",
             CardKind::Mcp(_) => "mcp",
             CardKind::Net(_) => "net",
+            CardKind::Effects(_) => "effects",
         }
     }
 }
@@ -251,6 +279,90 @@ pub struct RunCard {
     pub sandbox: SandboxSummary,
     /// Who wants it run.
     pub source: RunSource,
+    /// The model asked to preview it: `preview` runs it over an overlay first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
+    /// Why this card offers no `preview`, in one line (none: it does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_preview: Option<String>,
+}
+
+/// An effects card: what a command run over an overlay of the workspace
+/// changed there. Nothing of it is in the workspace until `apply`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectsCard {
+    /// The command, as its run card showed it.
+    pub argv: Vec<String>,
+    /// How it ended.
+    pub exit_code: Option<i32>,
+    /// stdout, head and tail (as a run result).
+    pub stdout: String,
+    /// stderr, head and tail.
+    pub stderr: String,
+    /// What it changed, a path an entry.
+    pub changes: Vec<Effect>,
+    /// Hosts it tried to reach (the preview has no network).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_hosts: Vec<String>,
+    /// What the person should know: the preview was stopped, or what it cannot show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One change a preview made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effect {
+    /// The path below the workspace root.
+    pub path: String,
+    /// What happened to it.
+    pub change: EffectKind,
+    /// A file's unified diff (cut as a write card's), or a link's `→ target`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub diff: String,
+    /// True when the diff is cut or not shown (`diff` says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diff_truncated: bool,
+    /// The new mode (octal), where it is a file's or a folder's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// For a new folder shown as one entry: how many entries it holds, and their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// Their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// What a preview did to a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    /// A new file or folder.
+    Created,
+    /// A file whose bytes changed.
+    Modified,
+    /// Removed.
+    Deleted,
+    /// Only its mode changed.
+    Mode,
+    /// A symbolic link made or changed (never followed).
+    Link,
+    /// A special file (a device, a FIFO, a socket): never applied.
+    Refused,
+}
+
+impl EffectKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectKind::Created => "created",
+            EffectKind::Modified => "modified",
+            EffectKind::Deleted => "deleted",
+            EffectKind::Mode => "mode",
+            EffectKind::Link => "link",
+            EffectKind::Refused => "refused",
+        }
+    }
 }
 
 /// A net card: a command running through Wicket's proxy wants to reach
@@ -352,6 +464,8 @@ mod tests {
             id: "card-1".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
                 read: Default::default(),
                 argv: vec!["true".into()],
                 cwd: ".".into(),

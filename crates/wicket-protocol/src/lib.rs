@@ -21,8 +21,8 @@ pub mod text;
 pub mod tools;
 
 pub use card::{
-    Answer, Card, CardKind, GIT_WRITE_WARNING, McpCard, NetCard, OUTSIDE_WORKSPACE,
-    OutsideReadCard, RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
+    Answer, Card, CardKind, Effect, EffectKind, EffectsCard, GIT_WRITE_WARNING, McpCard, NetCard,
+    OUTSIDE_WORKSPACE, OutsideReadCard, RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{

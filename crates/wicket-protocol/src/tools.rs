@@ -111,6 +111,11 @@ pub struct RunArgs {
     /// sees of the home folders only the toolchains without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+    /// Ask to preview it: it runs first over a copy-on-write layer of the
+    /// workspace, with no network, and the person sees what it changed and
+    /// applies or discards that (their card says you asked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
 }
 
 /// The network a command asks for: on the wire `false`, `true` (through
@@ -733,6 +738,40 @@ pub enum ToolOutput {
     Skill(SkillOutput),
     /// an MCP tool
     Mcp(McpOutput),
+    /// run, previewed: what it changed, and whether that was applied
+    Preview(PreviewOutput),
+}
+
+/// A previewed command's result: how it ended, what it changed over the
+/// overlay, and whether the person applied that to the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviewOutput {
+    /// `applied` or `discarded`.
+    pub preview: PreviewOutcome,
+    /// How it ended.
+    pub exit_code: Option<i32>,
+    /// stdout, head and tail.
+    pub stdout: String,
+    /// stderr, head and tail.
+    pub stderr: String,
+    /// What it changed (diffs left out: the person saw them).
+    pub changes: Vec<crate::card::Effect>,
+    /// Changes that could not be applied, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+    /// What to know next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What became of a preview's changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreviewOutcome {
+    /// Written into the workspace.
+    Applied,
+    /// Thrown away: the workspace is as it was.
+    Discarded,
 }
 
 /// What a call is about, in a few words, for every front end's one-line

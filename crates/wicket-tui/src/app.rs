@@ -494,7 +494,29 @@ impl App {
                 if !view.armed {
                     return Action::None;
                 }
+                if let CardKind::Effects(_) = view.card.kind {
+                    let answer = match key.code {
+                        KeyCode::Char('a') => Answer::Apply,
+                        KeyCode::Char('d') => Answer::Discard,
+                        KeyCode::Up | KeyCode::Char('k') => {
+                            view.scroll = view.scroll.saturating_sub(1);
+                            return Action::None;
+                        }
+                        KeyCode::Down | KeyCode::Char('j') => {
+                            view.scroll = view.scroll.saturating_add(1);
+                            return Action::None;
+                        }
+                        _ => return Action::None,
+                    };
+                    return Action::Answer {
+                        card: view.card.id.clone(),
+                        answer,
+                        widened: None,
+                        reason: None,
+                    };
+                }
                 let answer = match key.code {
+                    KeyCode::Char('p') if Answer::Preview.fits(&view.card.kind) => Answer::Preview,
                     KeyCode::Char('o') => Answer::AllowOnce,
                     KeyCode::Char('s') => Answer::AllowSession,
                     KeyCode::Char('a') if view.card.always.is_some() => Answer::AllowAlways,

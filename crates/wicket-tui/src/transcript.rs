@@ -400,6 +400,11 @@ pub fn card_summary(card: &Card) -> String {
             visible_line(&card.tool)
         ),
         CardKind::Net(net) => format!("net {}", net.target()),
+        CardKind::Effects(effects) => format!(
+            "preview of {}: {} change(s)",
+            first_line(&effects.argv.join(" "), 120),
+            effects.changes.len()
+        ),
     }
 }
 
@@ -411,6 +416,9 @@ fn answer_line(answer: Answer, stale: bool, reason: Option<&str>) -> Line<'stati
         Answer::AllowSession => ("allowed for the session", Color::Green),
         Answer::AllowAlways => ("allowed always (a rule was saved)", Color::Green),
         Answer::Deny => ("denied", Color::Red),
+        Answer::Preview => ("previewed (run over a copy first)", Color::Yellow),
+        Answer::Apply => ("applied", Color::Green),
+        Answer::Discard => ("discarded", Color::Red),
     };
     let note = if stale {
         " (stale: the file changed; asked again)"
@@ -550,6 +558,27 @@ fn result_lines(
             ),
             (Vec::new(), Vec::new()),
         ),
+        Ok(ToolOutput::Preview(preview)) => {
+            let (word, color) = match preview.preview {
+                wicket_protocol::tools::PreviewOutcome::Applied => ("applied", Color::Green),
+                wicket_protocol::tools::PreviewOutcome::Discarded => ("discarded", Color::Red),
+            };
+            let changes: Vec<String> = preview
+                .changes
+                .iter()
+                .map(|effect| format!("{} {}", effect.change.as_str(), effect.path))
+                .collect();
+            (
+                tail(
+                    format!(" — previewed, {} change(s) {word}", preview.changes.len()),
+                    color,
+                ),
+                (
+                    plain_lines(&changes.join("\n"), dim(), RUN_HEAD_LINES),
+                    Vec::new(),
+                ),
+            )
+        }
         Ok(ToolOutput::Reply(_) | ToolOutput::Finish(_)) => {
             (Line::default(), (Vec::new(), Vec::new()))
         }

@@ -20,6 +20,7 @@ mod hostile;
 mod jail;
 mod mcp;
 mod output;
+mod preview;
 mod prompt;
 mod rewind;
 mod rules;

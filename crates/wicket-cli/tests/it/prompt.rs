@@ -9,6 +9,7 @@ use wicket_protocol::card::SandboxMode;
 /// A kernel that gives every layer.
 fn every_layer() -> Availability {
     Availability {
+        overlay: Default::default(),
         launcher: true,
         landlock_abi: Some(5),
         namespaces: true,

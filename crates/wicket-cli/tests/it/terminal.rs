@@ -173,7 +173,7 @@ fn keys_typed_before_a_card_is_drawn_do_not_answer_it() {
     pty.expect("reply: ");
     // The reply, and an `o` meant for nothing yet, pasted at once.
     pty.send("blue\no\n");
-    pty.expect("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
+    pty.expect("[o]nce / [s]ession / [a]lways / [p]review / [d]eny / [r]eason, deny: ");
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(
         !f.ws.join("ran").exists(),

@@ -79,6 +79,7 @@ impl ManagerError {
                     Refusal::NotFound
                 }
                 Checkpoints::BadGlob { .. } => Refusal::Invalid("invalid_args"),
+                Checkpoints::ChangedSincePreview(_) => Refusal::Invalid("stale"),
                 Checkpoints::Io { .. }
                 | Checkpoints::Workspace(_)
                 | Checkpoints::TooManyFiles(_)

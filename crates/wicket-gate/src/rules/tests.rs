@@ -426,6 +426,8 @@ fn a_card_widens_only_to_its_own_first_words_and_never_to_a_bare_shell() {
         id: "card-1".into(),
         tool: "run".into(),
         kind: wicket_protocol::CardKind::Run(wicket_protocol::RunCard {
+            no_preview: Default::default(),
+            preview: Default::default(),
             read: Default::default(),
             argv: argv.iter().map(|word| word.to_string()).collect(),
             cwd: ".".into(),

@@ -78,6 +78,20 @@ pub struct Policy {
     pub write_git: bool,
     /// How many processes and how much memory.
     pub limits: ResourceLimits,
+    /// A preview: the workspace is the lower layer of an overlay, whose
+    /// upper layer takes every write (the workspace does not change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<Overlay>,
+}
+
+/// The two folders of a preview's overlay, empty at the start, on one
+/// filesystem, outside the workspace (under the session's folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overlay {
+    /// Where what the command writes lands.
+    pub upper: PathBuf,
+    /// The overlay's own scratch folder.
+    pub work: PathBuf,
 }
 
 /// What the launcher is told.

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::MsFlags;
 use rustix::fs::{Mode, OFlags, StatVfsMountFlags};
 
-use super::contract::Policy;
+use super::contract::{Overlay, Policy};
 use super::limits::ResourceLimits;
 use super::namespaces::{Namespaces, enter_namespaces};
 use crate::guard::Found;
@@ -362,10 +362,16 @@ impl RecordedCwd {
     }
 
     /// Enters the same folder in the new tree (the old one is read-only
-    /// underneath it), and checks it is the same folder.
-    fn restore(&self) -> Result<()> {
+    /// underneath it), and checks it is the same folder. Inside a
+    /// preview's overlay (`overlaid`: the workspace) a folder is the
+    /// overlay's, with its own device and inode: the overlay, built from
+    /// the held workspace, is what makes it the same.
+    fn restore(&self, overlaid: Option<&Path>) -> Result<()> {
         std::env::set_current_dir(&self.path)
             .map_err(|error| format!("entering {} in the jail: {error}", self.path.display()))?;
+        if overlaid.is_some_and(|workspace| self.path.starts_with(workspace)) {
+            return Ok(());
+        }
         let stat = rustix::fs::stat(".").map_err(|error| format!("stat of the folder: {error}"))?;
         if (stat.st_dev, stat.st_ino) != (self.device, self.inode) {
             return Err(format!(
@@ -394,7 +400,14 @@ pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
     no_propagation()?;
-    let workspace = hold(&policy.workspace)?;
+    let mut workspace = hold(&policy.workspace)?;
+    if let Some(overlay) = &policy.overlay {
+        // Over the workspace before anything is covered (the upper layer
+        // lies under $WICKET_HOME, masked below); from here on the
+        // workspace is the overlay, bound back as the workspace would be.
+        overlay_workspace(&workspace, overlay, &policy.workspace)?;
+        workspace = hold(&policy.workspace)?;
+    }
     let held = |paths: &[PathBuf]| -> Vec<(PathBuf, OwnedFd)> {
         paths
             .iter()
@@ -437,8 +450,57 @@ pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
         mask(path, &null)?;
     }
     fresh_proc()?;
-    cwd.restore()?;
+    cwd.restore(policy.overlay.as_ref().map(|_| policy.workspace.as_path()))?;
     Ok(built)
+}
+
+/// Mounts an overlay at `target`: `lower` (the workspace, held) below,
+/// the preview's folders above. In a user namespace the overlay keeps its
+/// own marks in `user.` attributes (`userxattr`).
+fn overlay_workspace(lower: &OwnedFd, overlay: &Overlay, target: &Path) -> Result<()> {
+    let upper = hold(&overlay.upper)?;
+    let work = hold(&overlay.work)?;
+    overlay_mount(&fd_path(lower), &fd_path(&upper), &fd_path(&work), target)
+}
+
+fn overlay_mount(lower: &Path, upper: &Path, work: &Path, target: &Path) -> Result<()> {
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        lower.display(),
+        upper.display(),
+        work.display()
+    );
+    mount(
+        Some(Path::new("overlay")),
+        target,
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(&data),
+    )
+    .map_err(|error| format!("the preview's overlay: {error}"))
+}
+
+/// Whether an overlay can be mounted here (in the probe's namespace, after
+/// [`try_build`]): one over a folder of its `/tmp`, written through.
+pub(super) fn try_overlay() -> Result<()> {
+    let base = Path::new("/tmp/wicket-probe-overlay");
+    let folder = |name: &str| {
+        let path = base.join(name);
+        std::fs::create_dir_all(&path)
+            .map_err(|error| format!("making {}: {error}", path.display()))?;
+        Ok::<PathBuf, String>(path)
+    };
+    let (lower, upper, work, merged) = (
+        folder("lower")?,
+        folder("upper")?,
+        folder("work")?,
+        folder("merged")?,
+    );
+    std::fs::write(lower.join("gone"), "x").map_err(|error| format!("writing: {error}"))?;
+    overlay_mount(&lower, &upper, &work, &merged)?;
+    std::fs::write(merged.join("made"), "x")
+        .and_then(|()| std::fs::remove_file(merged.join("gone")))
+        .map_err(|error| format!("writing through the overlay: {error}"))
 }
 
 /// What the probe tries, in a mount namespace of its own that it then

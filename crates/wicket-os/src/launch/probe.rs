@@ -36,6 +36,9 @@ pub struct Availability {
     /// Wicket runs as root (rlimits cannot hold root to a process count).
     #[serde(default)]
     pub root: bool,
+    /// An overlay can be mounted in the jail's namespaces: a run can be previewed.
+    #[serde(default)]
+    pub overlay: bool,
 }
 
 impl Availability {
@@ -117,13 +120,18 @@ pub(super) fn run() -> u8 {
     let seccomp = std::fs::read_to_string("/proc/self/status")
         .is_ok_and(|status| status.lines().any(|line| line.starts_with("Seccomp:")));
     let namespaces = enter_namespaces(Namespaces::Sandbox { network: false }).is_ok();
-    let mounts = namespaces
-        && pass_mount_capability().is_ok()
-        && Command::new("/proc/self/exe")
-            .arg(PROBE_MOUNTS_ARG)
-            .stdin(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
+    let built = (namespaces && pass_mount_capability().is_ok())
+        .then(|| {
+            Command::new("/proc/self/exe")
+                .arg(PROBE_MOUNTS_ARG)
+                .stdin(std::process::Stdio::null())
+                .status()
+                .ok()?
+                .code()
+        })
+        .flatten();
+    let mounts = matches!(built, Some(MOUNTS_AND_OVERLAY | MOUNTS_ONLY));
+    let overlay = built == Some(MOUNTS_AND_OVERLAY);
     let landlock_abi = match RestrictSelf::default().no_new_privs(false).apply() {
         Ok(status) => match status.landlock {
             LandlockStatus::Available { effective_abi, .. } => Some(effective_abi as u32),
@@ -139,6 +147,7 @@ pub(super) fn run() -> u8 {
         seccomp,
         cgroup,
         root: rustix::process::getuid().is_root(),
+        overlay,
     };
     match serde_json::to_string(&found) {
         Ok(line) => {
@@ -152,14 +161,23 @@ pub(super) fn run() -> u8 {
     }
 }
 
+/// The probe's second stage's exit: the jail's tree and an overlay can be built.
+const MOUNTS_AND_OVERLAY: i32 = 0;
+/// The tree, but no overlay (no preview).
+const MOUNTS_ONLY: i32 = 2;
+
 /// The probe's second stage, in the namespaces the first one made: can the
-/// jail's file tree be built here?
+/// jail's file tree be built here, and an overlay mounted in it?
 pub(super) fn run_mounts() -> u8 {
-    match mounts::try_build() {
-        Ok(()) => 0,
+    if let Err(message) = mounts::try_build() {
+        eprintln!("wicket probe: {message}");
+        return 1;
+    }
+    match mounts::try_overlay() {
+        Ok(()) => MOUNTS_AND_OVERLAY as u8,
         Err(message) => {
             eprintln!("wicket probe: {message}");
-            1
+            MOUNTS_ONLY as u8
         }
     }
 }

@@ -461,6 +461,7 @@ fn run_cwd_through_a_link_out_is_refused() {
     let f = fixture();
     f.link("out", "../outside");
     let args = wicket_protocol::RunArgs {
+        preview: Default::default(),
         read: Default::default(),
         argv: vec!["pwd".into()],
         cwd: Some("out".into()),

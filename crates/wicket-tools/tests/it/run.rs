@@ -16,6 +16,7 @@ use crate::*;
 
 fn args(argv: &[&str], timeout_s: Option<u64>) -> RunArgs {
     RunArgs {
+        preview: Default::default(),
         read: Default::default(),
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: None,

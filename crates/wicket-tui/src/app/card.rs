@@ -27,6 +27,7 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         CardKind::Run(run) => run_lines(run, bold, view.details),
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
         CardKind::Net(net) => net_lines(net, bold),
+        CardKind::Effects(effects) => effects_lines(effects, bold),
     };
     let warn = Style::new().fg(Color::Yellow);
     if let Some(walking) = &card.checkpointing {
@@ -52,15 +53,8 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
             Style::new().fg(Color::DarkGray),
         ));
     }
-    let keys = match (view.armed, card.always.is_some()) {
-        (true, true) => {
-            " [o]nce · [s]ession · [a]lways · [d]eny · [r]eason · ↑↓ · Esc cancels turn "
-        }
-        (true, false) => {
-            " [o]nce · [s]ession · [d]eny · [r]eason · ↑↓ scroll · Esc cancels the turn "
-        }
-        (false, _) => " … ",
-    };
+    lines.extend(preview_lines(card));
+    let keys = keys_line(view);
     // Every line whole: what does not fit the panel's width wraps onto the
     // next rows, never off the edge.
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
@@ -109,6 +103,120 @@ fn outside(text: &str) -> String {
 }
 
 /// A write card: the path, then the diff whole, in colour.
+/// What a run card says of a preview: the model asked for one, or why none is offered.
+fn preview_lines(card: &Card) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    if let CardKind::Run(run) = &card.kind {
+        if run.preview {
+            lines.push(Line::styled(
+                "the model asks to preview it: [p]review runs it over a copy first",
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+        if let Some(why) = &run.no_preview {
+            lines.push(Line::styled(
+                visible_line(why),
+                Style::new().fg(Color::DarkGray),
+            ));
+        }
+    }
+    lines
+}
+
+/// The keys a card takes, on its frame (none until it is armed).
+fn keys_line(view: &CardView) -> &'static str {
+    let card = &view.card;
+    let offers_preview = matches!(&card.kind, CardKind::Run(run) if run.no_preview.is_none());
+    match (view.armed, card.always.is_some()) {
+        (true, _) if matches!(card.kind, CardKind::Effects(_)) => {
+            " [a]pply · [d]iscard · ↑↓ scroll · Esc cancels the turn "
+        }
+        (true, true) if offers_preview => {
+            " [o]nce · [s]ession · [a]lways · [p]review · [d]eny · [r]eason · ↑↓ "
+        }
+        (true, false) if offers_preview => {
+            " [o]nce · [s]ession · [p]review · [d]eny · [r]eason · ↑↓ · Esc cancels "
+        }
+        (true, true) => {
+            " [o]nce · [s]ession · [a]lways · [d]eny · [r]eason · ↑↓ · Esc cancels turn "
+        }
+        (true, false) => {
+            " [o]nce · [s]ession · [d]eny · [r]eason · ↑↓ scroll · Esc cancels the turn "
+        }
+        (false, _) => " … ",
+    }
+}
+
+/// A diff's lines, coloured.
+fn diff_lines(diff: &str) -> Vec<Line<'static>> {
+    visible(diff)
+        .lines()
+        .map(mark_blank_runs)
+        .map(|line| {
+            let color = if line.starts_with('+') && !line.starts_with("+++") {
+                Color::Green
+            } else if line.starts_with('-') && !line.starts_with("---") {
+                Color::Red
+            } else if line.starts_with("@@") {
+                Color::Cyan
+            } else {
+                Color::Reset
+            };
+            Line::styled(line, Style::new().fg(color))
+        })
+        .collect()
+}
+
+/// An effects card: how the previewed command ended, then each change.
+fn effects_lines(effects: &wicket_protocol::EffectsCard, bold: Style) -> Vec<Line<'static>> {
+    let argv: Vec<String> = effects.argv.iter().map(|arg| outside(arg)).collect();
+    let end = match effects.exit_code {
+        Some(code) => format!("exit {code}"),
+        None => "ended by a signal".to_string(),
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "the preview of {} changed {} path(s) ({end}); nothing is in the workspace yet",
+            wicket_protocol::json::text(&argv),
+            effects.changes.len()
+        ),
+        bold,
+    )];
+    for effect in &effects.changes {
+        let mut head = format!("{:<8} {}", effect.change.as_str(), outside(&effect.path));
+        if let Some(mode) = &effect.mode
+            && effect.change == wicket_protocol::EffectKind::Mode
+        {
+            head.push_str(&format!(" (mode {mode})"));
+        }
+        if let (Some(entries), Some(bytes)) = (effect.entries, effect.bytes) {
+            head.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
+        }
+        lines.push(Line::styled(head, Style::new().fg(Color::Yellow)));
+        lines.extend(diff_lines(&effect.diff));
+    }
+    for (name, text) in [("stdout", &effects.stdout), ("stderr", &effects.stderr)] {
+        if !text.is_empty() {
+            lines.push(Line::styled(
+                name.to_string(),
+                Style::new().fg(Color::DarkGray),
+            ));
+            lines.extend(
+                visible(text)
+                    .lines()
+                    .map(|line| Line::from(line.to_string())),
+            );
+        }
+    }
+    if let Some(note) = &effects.note {
+        lines.push(Line::styled(
+            visible_line(note),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    lines
+}
+
 fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         format!(
@@ -118,18 +226,7 @@ fn write_lines(tool: &str, write: &WriteCard, bold: Style) -> Vec<Line<'static>>
         ),
         bold,
     )];
-    for line in visible(&write.diff).lines().map(mark_blank_runs) {
-        let color = if line.starts_with('+') && !line.starts_with("+++") {
-            Color::Green
-        } else if line.starts_with('-') && !line.starts_with("---") {
-            Color::Red
-        } else if line.starts_with("@@") {
-            Color::Cyan
-        } else {
-            Color::Reset
-        };
-        lines.push(Line::styled(line, Style::new().fg(color)));
-    }
+    lines.extend(diff_lines(&write.diff));
     if write.diff_truncated {
         lines.push(Line::styled(
             format!(

@@ -65,6 +65,8 @@ fn run_card(id: &str) -> Card {
         id: id.into(),
         tool: "run".into(),
         kind: CardKind::Run(RunCard {
+            no_preview: Default::default(),
+            preview: Default::default(),
             read: Default::default(),
             argv: vec!["cargo".into(), "test".into()],
             cwd: ".".into(),

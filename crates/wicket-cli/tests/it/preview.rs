@@ -1,0 +1,268 @@
+//! Preview through the binary: a run card answered `preview` runs the
+//! command over an overlay of the workspace, an effects card shows what it
+//! changed, and `apply` makes the workspace what a plain run makes it,
+//! `discard` leaves it as it was.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::*;
+
+/// The spec's command: a change of each kind.
+const COMMAND: &str = "sed -i s/a/b/ x.txt; rm y.txt; mkdir d; echo n > d/new; chmod +x run.sh";
+
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("x.txt", "a\n");
+    f.write("y.txt", "y\n");
+    f.write("run.sh", "echo hi\n");
+    f.write("keep/inner.txt", "kept\n");
+    f
+}
+
+/// Every entry below `root` (but `.git`): its kind, mode and bytes (a
+/// link's target).
+fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            if name == ".git" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            let seen = if meta.file_type().is_symlink() {
+                (
+                    "link".into(),
+                    0,
+                    std::fs::read_link(&path)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                )
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                ("dir".into(), mode, Vec::new())
+            } else {
+                ("file".into(), mode, std::fs::read(&path).unwrap())
+            };
+            found.insert(name, seen);
+        }
+    }
+    found
+}
+
+/// Runs one previewed `sh -c COMMAND` turn, answering the run card
+/// `preview`; at the effects card `during` sees it first, then `answer`
+/// answers it. The events, and the exit code.
+fn previewed(
+    f: &Fixture,
+    command: &str,
+    answer: &str,
+    mut during: impl FnMut(&Value),
+) -> Vec<Value> {
+    let model = crate::exec::script(
+        f,
+        "preview.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", command], "preview": true}}]},
+            {"text": "done"}
+        ]),
+    );
+    let mut child = crate::exec::exec(f, "go", &["--model", &model])
+        .args(["--json", "--answers", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    for line in stdout.lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["type"] == "card" {
+            let given = match event["kind"].as_str() {
+                Some("run") => {
+                    assert_eq!(
+                        event["preview"], true,
+                        "the card says the model asked: {event}"
+                    );
+                    assert!(
+                        event.get("no_preview").is_none(),
+                        "preview is offered here: {event}"
+                    );
+                    "preview"
+                }
+                Some("effects") => {
+                    during(&event);
+                    answer
+                }
+                _ => panic!("a card the test did not expect: {event}"),
+            };
+            writeln!(stdin, "{}", json!({"card": event["id"], "answer": given})).unwrap();
+        }
+        events.push(event);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{events:#?}");
+    events
+}
+
+fn result(events: &[Value]) -> &Value {
+    events
+        .iter()
+        .find(|event| event["type"] == "tool_result")
+        .unwrap()
+}
+
+#[test]
+fn a_preview_shows_each_change_touches_nothing_and_applies_as_a_plain_run_would() {
+    let f = fixture();
+    let before = tree(&f.ws);
+    let events = previewed(&f, COMMAND, "apply", |card| {
+        assert_eq!(
+            tree(&f.ws),
+            before,
+            "the workspace is untouched until apply"
+        );
+        let changes: Vec<(String, String)> = card["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|change| {
+                (
+                    change["path"].as_str().unwrap().to_string(),
+                    change["change"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("d", "created"),
+                ("d/new", "created"),
+                ("run.sh", "mode"),
+                ("x.txt", "modified"),
+                ("y.txt", "deleted"),
+            ]
+            .map(|(path, change)| (path.to_string(), change.to_string()))
+            .to_vec(),
+            "{card}"
+        );
+        let x = &card["changes"][3]["diff"];
+        assert!(x.as_str().unwrap().contains("-a\n+b\n"), "{card}");
+        assert_eq!(card["exit_code"], 0);
+    });
+    let result = result(&events);
+    assert_eq!(result["output"]["preview"], "applied", "{result}");
+    // The same command, run plainly in a copy of the workspace as it was.
+    let plain = f.root.join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    for (name, (kind, mode, bytes)) in &before {
+        let path = plain.join(name);
+        if kind == "dir" {
+            std::fs::create_dir_all(&path).unwrap();
+        } else {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).unwrap();
+    }
+    let ran = Command::new("sh")
+        .args(["-c", COMMAND])
+        .current_dir(&plain)
+        .status()
+        .unwrap();
+    assert!(ran.success());
+    assert_eq!(tree(&f.ws), tree(&plain), "applied as a plain run makes it");
+}
+
+#[test]
+fn a_discarded_preview_leaves_the_workspace_as_it_was() {
+    let f = fixture();
+    let before = tree(&f.ws);
+    let events = previewed(&f, COMMAND, "discard", |_| {});
+    assert_eq!(result(&events)["output"]["preview"], "discarded");
+    assert_eq!(tree(&f.ws), before);
+    let previews = f.home.join("sessions");
+    let left: Vec<_> = walk_names(&previews)
+        .into_iter()
+        .filter(|name| name.contains("/preview/") && name.contains("upper"))
+        .collect();
+    assert!(left.is_empty(), "the preview's layer is removed: {left:?}");
+}
+
+#[test]
+fn an_edit_made_in_the_workspace_during_the_preview_stops_the_apply_and_names_the_file() {
+    let f = fixture();
+    let events = previewed(&f, COMMAND, "apply", |_| {
+        std::fs::write(f.ws.join("x.txt"), "edited by the person\n").unwrap();
+    });
+    let result = result(&events);
+    assert_eq!(result["ok"], false, "{result}");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("x.txt changed in the workspace since the preview started"),
+        "{result}"
+    );
+    assert_eq!(f.read("x.txt"), "edited by the person\n");
+    assert!(
+        f.ws.join("y.txt").exists() && !f.ws.join("d").exists(),
+        "nothing was applied"
+    );
+}
+
+#[test]
+fn a_link_the_command_made_is_applied_as_a_link_and_nothing_is_written_through_it() {
+    let f = fixture();
+    let target = f.root.join("outside.txt");
+    std::fs::write(&target, "outside\n").unwrap();
+    let command = format!(
+        "ln -s {} link; rm -r keep; ln -s {} keep",
+        target.display(),
+        f.root.display()
+    );
+    let events = previewed(&f, &command, "apply", |card| {
+        let link = card["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|change| change["path"] == "link")
+            .unwrap();
+        assert_eq!(link["change"], "link");
+        assert_eq!(link["diff"], format!("→ {}", target.display()));
+    });
+    assert_eq!(result(&events)["output"]["preview"], "applied");
+    let made = std::fs::symlink_metadata(f.ws.join("link")).unwrap();
+    assert!(made.file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "outside\n");
+    // A link in place of a folder: the folder's files are not written through it.
+    assert!(
+        std::fs::symlink_metadata(f.ws.join("keep"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!f.root.join("inner.txt").exists());
+}
+
+fn walk_names(root: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            names.push(path.display().to_string());
+            if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    names
+}

@@ -1,0 +1,325 @@
+//! A preview: the person answered `preview` on a run card, so the command
+//! runs in the jail over an overlay of the workspace (its writes land in a
+//! folder under the session's, the workspace does not change, and it has
+//! no network), and an `effects` card shows what it changed. `apply`
+//! writes that into the workspace through the checkpoint store's rewind
+//! path; `discard` throws it away.
+
+use std::path::PathBuf;
+
+use wicket_checkpoints::{Effected, Preview};
+use wicket_protocol::tools::{PreviewOutcome, PreviewOutput, RunArgs, RunOutput};
+use wicket_protocol::{
+    Answer, CallId, Card, CardId, CardKind, Effect, EffectKind, EffectsCard, ErrorKind, Network,
+    RunSource, SandboxMode, ToolOutput, WireError,
+};
+use wicket_tools::Cancel;
+use wicket_tools::tools::run::RunDir;
+
+use crate::sandbox::Access;
+use crate::{Answerer, Gate, diff};
+
+/// Past this many new entries under one new folder, the card shows the
+/// folder as one entry with a count and a size.
+pub(crate) const PREVIEW_GROUP_AFTER: usize = 20;
+
+/// A preview's folders, removed when it is over, applied or not.
+struct Layer {
+    root: PathBuf,
+}
+
+impl Drop for Layer {
+    fn drop(&mut self) {
+        // Best effort: a layer left behind holds nothing of the workspace's and is swept with the session.
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl Gate<'_> {
+    /// Why a run card offers no `preview`, or `None` when it does.
+    pub(crate) fn no_preview(&self, source: RunSource) -> Option<String> {
+        if source != RunSource::Tool {
+            return Some("only the model's own commands can be previewed".into());
+        }
+        if self.checkpoints.is_none() {
+            return Some(
+                "this session keeps no checkpoints, which a preview's apply is made from".into(),
+            );
+        }
+        let sandbox = &self.confinement.sandbox;
+        if sandbox.mode != SandboxMode::WorkspaceWrite {
+            return Some(format!(
+                "no preview with the sandbox {}: it runs over the jail's overlay",
+                sandbox.mode.as_str()
+            ));
+        }
+        let available = wicket_os::launch::availability();
+        if available.missing().is_some() || !available.jail_tree() || !available.overlay {
+            return Some(
+                "no preview here: this kernel cannot mount an overlay in the jail's namespaces"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    /// Runs the command over an overlay, shows what it changed on an
+    /// effects card, and applies or discards that.
+    pub(crate) fn run_previewed(
+        &self,
+        call_id: &CallId,
+        args: &RunArgs,
+        dir: &RunDir,
+        answerer: &mut dyn Answerer,
+        cancel: &Cancel,
+    ) -> Result<ToolOutput, WireError> {
+        let Some(checkpointing) = self.checkpoints else {
+            return Err(WireError::new(
+                ErrorKind::Unsandboxed,
+                "this session keeps no checkpoints, so a preview cannot be applied",
+            ));
+        };
+        let layer = self.layer(call_id)?;
+        let output = self.run_over(&layer, args, dir, cancel)?;
+        let workspace = self.tools.workspace();
+        let preview = checkpointing
+            .store
+            .preview(workspace, checkpointing.settings, &layer.root.join("upper"))
+            .map_err(|error| WireError::new(ErrorKind::Io, error.to_string()))?;
+        let changes = effects(&preview);
+        let card = Card {
+            id: CardId::default(),
+            tool: "run".to_string(),
+            kind: CardKind::Effects(EffectsCard {
+                argv: args.argv.clone(),
+                exit_code: output.exit_code,
+                stdout: output.stdout.clone(),
+                stderr: output.stderr.clone(),
+                changes: changes.clone(),
+                wanted_hosts: Vec::new(),
+                note: note(&preview, &output),
+            }),
+            always: None,
+            no_checkpoint: None,
+            checkpointing: None,
+        };
+        let answered = self.ask(call_id, card, answerer)?;
+        let outcome = match answered.answer {
+            Answer::Apply => PreviewOutcome::Applied,
+            _ => PreviewOutcome::Discarded,
+        };
+        let mut failed = Vec::new();
+        if outcome == PreviewOutcome::Applied {
+            let applied = checkpointing
+                .store
+                .apply_preview(
+                    workspace,
+                    checkpointing.settings,
+                    &preview,
+                    self.session.last_seq(),
+                    "preview",
+                )
+                .map_err(|error| WireError::new(ErrorKind::Stale, error.to_string()))?;
+            failed = applied
+                .failed
+                .into_iter()
+                .map(|(path, why)| format!("{path}: {why}"))
+                .collect();
+        }
+        drop(layer);
+        Ok(ToolOutput::Preview(PreviewOutput {
+            preview: outcome,
+            exit_code: output.exit_code,
+            stdout: output.stdout,
+            stderr: output.stderr,
+            changes: changes
+                .into_iter()
+                .map(|effect| Effect {
+                    diff: String::new(),
+                    diff_truncated: false,
+                    ..effect
+                })
+                .collect(),
+            failed,
+            note: output.note,
+        }))
+    }
+
+    /// Runs the command in the jail with the workspace under `layer`'s
+    /// overlay and no network; a jail that could not be built is an error,
+    /// not an effects card.
+    fn run_over(
+        &self,
+        layer: &Layer,
+        args: &RunArgs,
+        dir: &RunDir,
+        cancel: &Cancel,
+    ) -> Result<RunOutput, WireError> {
+        let access = Access {
+            network: Network::Off,
+            git: false,
+            read: self.access(Network::Off, false, &args.read)?.0.read,
+        };
+        let summary = self.confinement.sandbox.summary(&access);
+        let mut confine = self.confine(&summary, &access)?;
+        let Some(policy) = confine.sandbox.as_mut() else {
+            return Err(WireError::new(
+                ErrorKind::Unsandboxed,
+                "the jail is not in force here, so nothing can be previewed",
+            ));
+        };
+        policy.overlay = Some(wicket_os::launch::Overlay {
+            upper: layer.root.join("upper"),
+            work: layer.root.join("work"),
+        });
+        let output = self.tools.run(args, dir, confine, None, cancel)?;
+        if output.exit_code == Some(i32::from(wicket_os::launch::SETUP_FAILED))
+            && output.stderr.starts_with("wicket sandbox:")
+        {
+            return Err(WireError::new(
+                ErrorKind::Unsandboxed,
+                format!(
+                    "the preview could not be set up, so the command never started: {}",
+                    output.stderr.trim()
+                ),
+            ));
+        }
+        Ok(output)
+    }
+
+    /// A fresh, empty upper and work folder for this call, under the session's folder.
+    fn layer(&self, call_id: &CallId) -> Result<Layer, WireError> {
+        let name: String = call_id
+            .as_str()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let root = self.session.dir().join("preview").join(name);
+        let made = || -> std::io::Result<()> {
+            if root.exists() {
+                std::fs::remove_dir_all(&root)?;
+            }
+            std::fs::create_dir_all(root.join("upper"))?;
+            std::fs::create_dir_all(root.join("work"))
+        };
+        made().map_err(|error| {
+            WireError::new(
+                ErrorKind::Io,
+                format!(
+                    "the preview's folder {} could not be made: {error}",
+                    root.display()
+                ),
+            )
+        })?;
+        Ok(Layer { root })
+    }
+}
+
+/// What the card says besides the changes.
+fn note(preview: &Preview, output: &RunOutput) -> Option<String> {
+    let mut said = Vec::new();
+    if output.timed_out {
+        said.push("it ran past its timeout and was stopped".to_string());
+    }
+    if !preview.unread.is_empty() {
+        said.push(format!(
+            "not read from the preview's layer: {}",
+            preview
+                .unread
+                .iter()
+                .map(|(path, why)| format!("{path} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    said.push(
+        "a preview shows what the command changed in the workspace; not what it would send over \
+         a network (it had none), nor what it changes through a daemon or outside the workspace"
+            .to_string(),
+    );
+    Some(said.join("; "))
+}
+
+/// The card's entries: each changed path, a new folder with more than
+/// [`PREVIEW_GROUP_AFTER`] entries below it as one.
+fn effects(preview: &Preview) -> Vec<Effect> {
+    let new_folders: Vec<&Effected> = preview
+        .seen
+        .iter()
+        .filter(|seen| seen.dir && seen.kind == EffectKind::Created)
+        .collect();
+    let mut grouped: Vec<(&[u8], u64, u64)> = Vec::new();
+    for folder in new_folders {
+        // A folder inside one already grouped is in that group.
+        if grouped
+            .iter()
+            .any(|(outer, _, _)| below(&folder.path, outer))
+        {
+            continue;
+        }
+        let inner: Vec<&Effected> = preview
+            .seen
+            .iter()
+            .filter(|seen| below(&seen.path, &folder.path))
+            .collect();
+        if inner.len() > PREVIEW_GROUP_AFTER {
+            let bytes = inner.iter().map(|seen| seen.bytes).sum();
+            grouped.push((&folder.path, inner.len() as u64, bytes));
+        }
+    }
+    let mut shown = Vec::new();
+    for seen in &preview.seen {
+        if grouped.iter().any(|(outer, _, _)| below(&seen.path, outer)) {
+            continue;
+        }
+        let path = wicket_tools::tree::shown(&seen.path);
+        let group = grouped
+            .iter()
+            .find(|(outer, _, _)| *outer == seen.path.as_slice());
+        let (diff, diff_truncated) = shown_change(&path, seen);
+        shown.push(Effect {
+            path,
+            change: seen.kind,
+            diff,
+            diff_truncated,
+            mode: seen.mode.map(|mode| format!("{mode:o}")),
+            entries: group.map(|(_, entries, _)| *entries),
+            bytes: group.map(|(_, _, bytes)| *bytes),
+        });
+    }
+    shown
+}
+
+/// Whether `path` lies below `folder`.
+fn below(path: &[u8], folder: &[u8]) -> bool {
+    path.len() > folder.len() && path.starts_with(folder) && path[folder.len()] == b'/'
+}
+
+/// A change's diff as the card shows it: a file's, cut as a write card's;
+/// a link's target; nothing for a folder or a mode.
+fn shown_change(path: &str, seen: &Effected) -> (String, bool) {
+    match seen.kind {
+        EffectKind::Link => (
+            format!(
+                "→ {}",
+                wicket_protocol::text::visible_line(&String::from_utf8_lossy(
+                    seen.new.as_deref().unwrap_or_default()
+                ))
+            ),
+            false,
+        ),
+        EffectKind::Created | EffectKind::Modified | EffectKind::Deleted if !seen.dir => {
+            let binary = |bytes: Option<&[u8]>| bytes.is_some_and(|bytes| bytes.contains(&0));
+            if binary(seen.old.as_deref()) || binary(seen.new.as_deref()) {
+                return (format!("binary, {} bytes: not shown", seen.bytes), true);
+            }
+            let cut = diff::for_card(diff::unified(
+                path,
+                seen.old.as_deref(),
+                seen.new.as_deref().unwrap_or_default(),
+            ));
+            (cut.text, cut.truncated)
+        }
+        _ => (String::new(), false),
+    }
+}
