@@ -45,6 +45,13 @@ writeFileSync(alwaysScript, JSON.stringify([
   { text: "always done" },
 ]));
 
+// A preview: the command runs over a copy, the effects card shows its change, Apply writes it.
+const previewScript = join(base, "preview.json");
+writeFileSync(previewScript, JSON.stringify([
+  { tool_calls: [{ name: "run", arguments: { argv: ["sh", "-c", "echo previewed > preview.txt"], preview: true } }] },
+  { text: "preview done" },
+]));
+
 // A long session: one reply with 1,000 reads makes 1,000 rows.
 const longScript = join(base, "long.json");
 // 1,000 reads in 20 replies of 50 (a reply may ask for at most 64 calls).
@@ -195,6 +202,26 @@ try {
   await page.waitForFunction(() => !document.querySelector("#grants").textContent.includes("argv_prefix"));
   assert.ok(!readFileSync(join(home, "rules.toml"), "utf8").includes("argv_prefix"), "revoked from rules.toml");
   await page.click("#grants button:has-text('Close')");
+
+  // Preview: the run card's Preview button, then the effects card's Apply.
+  await page.fill("#new-workspace", ws);
+  await page.fill("#new-model", "script:" + previewScript);
+  await page.click("#new-session button");
+  await page.fill("#message", "Preview a write");
+  await page.press("#message", "Enter");
+  const asked = page.locator('.card[data-kind="run"]:not(.closed)');
+  await asked.waitFor();
+  assert.match(await asked.innerText(), /asks to preview it/);
+  await asked.locator("button[data-answer=preview]").click();
+  const effects = page.locator('.card[data-kind="effects"]:not(.closed)');
+  await effects.waitFor({ timeout: 10000 });
+  assert.match(await effects.innerText(), /created preview\.txt/);
+  assert.match(await effects.locator(".diff").first().innerText(), /\+\s*previewed/);
+  assert.ok(!existsSync(join(ws, "preview.txt")), "nothing is in the workspace before Apply");
+  await page.screenshot({ path: join(shots, "effects-card.png"), fullPage: true });
+  await effects.locator("button[data-answer=apply]").click();
+  await page.waitForSelector(".result:has-text('preview done')", { timeout: 10000 });
+  assert.equal(readFileSync(join(ws, "preview.txt"), "utf8"), "previewed\n");
 
   // The long session keeps only the rows near the view in the DOM, and
   // draws the others again when they are scrolled to.

@@ -603,6 +603,20 @@ function renderCard(item) {
     if ((event.addresses || []).length) card.append(el("div", "note", "address: " + visible(event.addresses.join(", "))));
     if ((event.argv || []).length) card.append(el("div", "note", "command: " + visible(JSON.stringify(event.argv))));
     card.append(el("div", "note", "Allow once lets this host for the rest of the command; the connection waits."));
+  } else if (event.kind === "effects") {
+    const end = event.exit_code === null || event.exit_code === undefined ? "a signal ended it" : `exit ${event.exit_code}`;
+    card.append(el("h3", "", `the preview of ${visible(JSON.stringify(event.argv))} changed ${event.changes.length} path(s) (${end}); nothing is in the workspace yet`));
+    for (const change of event.changes) {
+      let head = `${change.change} ${visible(change.path)}`;
+      if (change.change === "mode" && change.mode) head += ` (mode ${change.mode})`;
+      if (change.entries !== undefined) head += ` (${change.entries} entries, ${bytes(change.bytes || 0)})`;
+      card.append(el("div", "note effect", head));
+      if (change.diff && change.change !== "link") card.append(renderDiff(change.diff));
+      else if (change.diff) card.append(el("div", "note", visible(change.diff)));
+    }
+    if (event.stdout) card.append(el("pre", "args", "stdout:\n" + visible(event.stdout)));
+    if (event.stderr) card.append(el("pre", "args", "stderr:\n" + visible(event.stderr)));
+    if (event.note) card.append(el("div", "note", visible(event.note)));
   } else if (event.kind === "mcp") {
     card.append(el("h3", "", `the MCP server ${visible(event.server)} wants to run its tool ${tool}`));
     card.append(el("pre", "args", visible(event.arguments_text)));
@@ -635,10 +649,18 @@ function renderCard(item) {
   if (event.checkpointing) card.append(el("div", "note warn", visible(event.checkpointing)));
   if (event.no_checkpoint) card.append(el("div", "note warn", "no checkpoint: " + visible(event.no_checkpoint)));
   if (event.always) card.append(renderAlways(item));
+  if (event.kind === "run" && event.preview) card.append(el("div", "note warn", "the model asks to preview it: Preview runs it over a copy of the workspace first"));
+  if (event.kind === "run" && event.no_preview) card.append(el("div", "note", visible(event.no_preview)));
   const buttons = el("div", "buttons");
-  const answers = [["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"]];
-  if (event.always) answers.push(["allow_always", "Always allow (a)"]);
-  answers.push(["deny", "Deny (d)"]);
+  const answers = [];
+  if (event.kind === "effects") {
+    answers.push(["apply", "Apply (a)"], ["discard", "Discard (d)"]);
+  } else {
+    answers.push(["allow_once", "Allow once (o)"], ["allow_session", "Allow for session (s)"]);
+    if (event.always) answers.push(["allow_always", "Always allow (a)"]);
+    if (event.kind === "run" && !event.no_preview) answers.push(["preview", "Preview (p)"]);
+    answers.push(["deny", "Deny (d)"]);
+  }
   for (const [answer, label] of answers) {
     const button = el("button", "", label);
     button.dataset.answer = answer;
@@ -646,6 +668,11 @@ function renderCard(item) {
     buttons.append(button);
   }
   // A deny may say why: the model reads it. Enter in the field denies.
+  if (event.kind === "effects") {
+    card.append(buttons);
+    if (item.closed) closeCard(card, item.answered);
+    return card;
+  }
   const reason = el("input", "reason");
   reason.placeholder = "why you deny it (optional; the model reads it)";
   reason.maxLength = 2000;
@@ -749,8 +776,12 @@ document.addEventListener("keydown", (event) => {
   if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
   const card = openCard();
   if (!card) return;
-  const answer = { o: "allow_once", s: "allow_session", a: "allow_always", d: "deny" }[event.key];
+  const keys = card.event.kind === "effects"
+    ? { a: "apply", d: "discard" }
+    : { o: "allow_once", s: "allow_session", a: "allow_always", d: "deny", p: "preview" };
+  const answer = keys[event.key];
   if (answer === "allow_always" && !card.event.always) return;
+  if (answer === "preview" && (card.event.kind !== "run" || card.event.no_preview)) return;
   if (answer) {
     event.preventDefault();
     answerCard(card, answer);
