@@ -819,3 +819,54 @@ fn r_on_a_card_takes_a_reason_and_denies_with_it_and_the_message_box_gets_back_w
         "the message box has its text back"
     );
 }
+
+#[test]
+fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
+    use wicket_protocol::{Effect, EffectKind, EffectsCard};
+    let effect = |path: &str, change: EffectKind, diff: &str, mode: Option<&str>| Effect {
+        path: path.into(),
+        change,
+        diff: diff.into(),
+        diff_truncated: false,
+        mode: mode.map(str::to_string),
+        entries: None,
+        bytes: None,
+    };
+    let card = Card {
+        id: "card-9".into(),
+        tool: "run".into(),
+        kind: CardKind::Effects(EffectsCard {
+            argv: vec!["sh".into(), "-c".into(), "sed -i s/a/b/ x.txt; rm y.txt".into()],
+            exit_code: Some(0),
+            stdout: String::new(),
+            stderr: String::new(),
+            changes: vec![
+                effect("run.sh", EffectKind::Mode, "", Some("755")),
+                effect(
+                    "x.txt",
+                    EffectKind::Modified,
+                    "--- a/x.txt\n+++ b/x.txt\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+                    Some("644"),
+                ),
+                effect("y.txt", EffectKind::Deleted, "", None),
+            ],
+            wanted_hosts: Vec::new(),
+            note: Some("a preview shows what the command changed in the workspace".into()),
+        }),
+        always: None,
+        no_checkpoint: None,
+        checkpointing: None,
+    };
+    let mut app = with_card(card);
+    insta::assert_snapshot!("effects_card", screen(&mut app, 100, 30));
+    assert_eq!(app.on_key(key(KeyCode::Char('o'))), Action::None, "no allow on it");
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('a'))),
+        Action::Answer {
+            card: "card-9".into(),
+            answer: Answer::Apply,
+            widened: None,
+            reason: None,
+        }
+    );
+}
