@@ -218,7 +218,7 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
     };
     let scratch = Session::in_memory(tools.workspace().root());
     let gate = Gate::new(&tools, &scratch, &confinement, &rules);
-    let (mut free, mut cards, mut allowed, mut denied) = (0, 0, 0, 0);
+    let (mut free, mut cards, mut allowed, mut denied, mut previewed) = (0, 0, 0, 0, 0);
     let mut out = std::io::stdout().lock();
     for event in &loaded.events {
         let (name, what, check) = match &event.body {
@@ -254,6 +254,10 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
                 denied += 1;
                 format!("denied: {message}")
             }
+            Check::Preview(rule) => {
+                previewed += 1;
+                format!("previewed by rule {rule} (the effects card asks)")
+            }
         };
         writeln!(
             out,
@@ -264,10 +268,15 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
             visible_line(&verdict)
         )?;
     }
+    let previews = if previewed > 0 {
+        format!(", {previewed} previewed")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{} calls: {cards} card, {allowed} allowed, {denied} denied, {free} free",
-        cards + allowed + denied + free
+        "{} calls: {cards} card, {allowed} allowed, {denied} denied, {free} free{previews}",
+        cards + allowed + denied + free + previewed
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -275,6 +275,9 @@ pub enum Check {
     Allowed(AllowedBy),
     /// Refused without a card (a deny rule), or the rules could not be read.
     Refused(String),
+    /// Run over an overlay without a first card (a preview rule); the
+    /// effects card asks.
+    Preview(RuleId),
 }
 
 impl Check {
@@ -283,6 +286,7 @@ impl Check {
             None => Check::Free,
             Some(Ok(Pass::Card | Pass::Asked)) => Check::Card,
             Some(Ok(Pass::Through(by))) => Check::Allowed(by),
+            Some(Ok(Pass::Preview(rule))) => Check::Preview(rule),
             Some(Err(error)) => Check::Refused(error.message),
         }
     }
@@ -296,6 +300,8 @@ enum Pass {
     Card,
     /// Let it through, and say why.
     Through(AllowedBy),
+    /// A command a preview rule covers: run it over an overlay, no first card.
+    Preview(RuleId),
 }
 
 /// A session-store failure as a tool call's error (the call did not run).
@@ -684,7 +690,7 @@ impl<'a> Gate<'a> {
         match self.mcp_pass(request) {
             Ok(Pass::Card) => (request.auto_allowed, None),
             Ok(Pass::Through(by)) => (false, Some(by)),
-            Ok(Pass::Asked) | Err(_) => (false, None),
+            Ok(Pass::Asked | Pass::Preview(_)) | Err(_) => (false, None),
         }
     }
 
@@ -706,6 +712,9 @@ impl<'a> Gate<'a> {
         self.hook_denied()?;
         if verdict.ask.is_some() || self.hooked == Hooked::Ask {
             return Ok(Pass::Asked);
+        }
+        if let Some(rule) = verdict.preview {
+            return Ok(Pass::Preview(rule));
         }
         // A hook never lets a write into .git or .wicket skip its card: only
         // a card that said "git", or a rule that names the path, may.
@@ -875,7 +884,8 @@ impl<'a> Gate<'a> {
         match self.mcp_pass(request)? {
             Pass::Through(_) => return Ok(()),
             Pass::Card if request.auto_allowed => return Ok(()),
-            Pass::Card | Pass::Asked => {}
+            // A preview rule names only commands.
+            Pass::Card | Pass::Asked | Pass::Preview(_) => {}
         }
         let always = self.always(Matcher::Mcp {
             server: request.server.to_string(),

@@ -104,6 +104,8 @@ pub struct Verdict {
     pub ask: Option<RuleId>,
     /// The allow that covers it.
     pub allow: Option<AllowedBy>,
+    /// The first preview rule that covers a command (the person's own config only).
+    pub preview: Option<RuleId>,
 }
 
 /// Where a rule was read from.
@@ -214,6 +216,14 @@ pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>
         .map(|(_, rule)| rule)
         .collect();
     verdict.allow = allow(&allows, workspace, subject);
+    // A repository's config can never let a command skip its first card, even to a preview.
+    verdict.preview = rules
+        .iter()
+        .filter(|(source, rule)| {
+            rule.action == RuleAction::Preview && *source != Source::Workspace && here(rule)
+        })
+        .find(|(_, rule)| covers(rule, workspace, subject))
+        .map(|(_, rule)| rule.id.clone());
     verdict
 }
 

@@ -92,11 +92,21 @@ impl Gate<'_> {
         let sandbox = self.confinement.sandbox.summary(&access);
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, &access)?;
-        if let Pass::Through(_) = self.run_pass(request.argv, request.dir, &access)? {
-            return Ok(Allowed {
-                confine,
-                preview: false,
-            });
+        match self.run_pass(request.argv, request.dir, &access)? {
+            Pass::Through(_) => {
+                return Ok(Allowed {
+                    confine,
+                    preview: false,
+                });
+            }
+            // Where no preview can be made, the card says why and asks.
+            Pass::Preview(_) if self.no_preview(request.source).is_none() => {
+                return Ok(Allowed {
+                    confine,
+                    preview: true,
+                });
+            }
+            Pass::Preview(_) | Pass::Card | Pass::Asked => {}
         }
         let always = self.always(Matcher::Run {
             argv: Argv::Exact(request.argv.to_vec()),

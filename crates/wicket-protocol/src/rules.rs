@@ -20,6 +20,9 @@ pub enum RuleAction {
     Ask,
     /// The call is refused without a card.
     Deny,
+    /// A command runs over an overlay of the workspace with no first card;
+    /// the effects card asks whether to apply what it changed (`run` only).
+    Preview,
 }
 
 impl RuleAction {
@@ -29,6 +32,7 @@ impl RuleAction {
             RuleAction::Allow => "allow",
             RuleAction::Ask => "ask",
             RuleAction::Deny => "deny",
+            RuleAction::Preview => "preview",
         }
     }
 }
@@ -196,6 +200,11 @@ impl RuleSpec {
     // The table of which keys each rule tool takes and what each must hold, read as one list; past 80 lines because a rule has that many keys.
     pub fn check(&self, id: &str) -> Result<Rule, String> {
         let id = self.id.clone().unwrap_or_else(|| RuleId::from(id));
+        if self.action == RuleAction::Preview && self.tool != "run" {
+            return Err(format!(
+                "rule {id}: action = \"preview\" is for tool = \"run\" only (a preview runs a command over a copy of the workspace)"
+            ));
+        }
         let misplaced = |keys: &[(&str, bool)]| -> Result<(), String> {
             match keys.iter().find(|(_, present)| *present) {
                 Some((key, _)) => Err(format!(

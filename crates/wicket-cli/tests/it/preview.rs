@@ -266,3 +266,34 @@ fn walk_names(root: &Path) -> Vec<String> {
     }
     names
 }
+
+#[test]
+fn a_preview_rule_previews_without_the_first_card() {
+    let f = fixture();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[[rules]]\naction = \"preview\"\ntool = \"run\"\nargv_prefix = [\"sh\", \"-c\"]\n",
+    )
+    .unwrap();
+    let model = crate::exec::script(
+        &f,
+        "ruled.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", "echo made > made.txt"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let (events, code) = crate::exec::converse(
+        crate::exec::exec(&f, "go", &["--model", &model]),
+        &["apply"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let cards: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "card")
+        .map(|event| event["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(cards, ["effects"], "no run card first");
+    assert_eq!(f.read("made.txt"), "made\n");
+}

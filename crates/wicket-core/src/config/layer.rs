@@ -269,7 +269,10 @@ impl Config {
             .take(40)
             .collect();
         rule.id = format!("workspace:{plain}").into();
-        if rule.action == wicket_protocol::RuleAction::Allow {
+        if matches!(
+            rule.action,
+            wicket_protocol::RuleAction::Allow | wicket_protocol::RuleAction::Preview
+        ) {
             let why = format!(
                 "rule {} would let calls skip their card, and a repository's config can only ask or deny",
                 rule.id

@@ -836,7 +836,11 @@ fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
         id: "card-9".into(),
         tool: "run".into(),
         kind: CardKind::Effects(EffectsCard {
-            argv: vec!["sh".into(), "-c".into(), "sed -i s/a/b/ x.txt; rm y.txt".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "sed -i s/a/b/ x.txt; rm y.txt".into(),
+            ],
             exit_code: Some(0),
             stdout: String::new(),
             stderr: String::new(),
@@ -859,7 +863,11 @@ fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
     };
     let mut app = with_card(card);
     insta::assert_snapshot!("effects_card", screen(&mut app, 100, 30));
-    assert_eq!(app.on_key(key(KeyCode::Char('o'))), Action::None, "no allow on it");
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('o'))),
+        Action::None,
+        "no allow on it"
+    );
     assert_eq!(
         app.on_key(key(KeyCode::Char('a'))),
         Action::Answer {
