@@ -197,6 +197,61 @@ fn checked(gate: &Gate<'_>, name: &str, arguments: &serde_json::Value) -> Option
         .map(|call| gate.check(&call))
 }
 
+/// How many calls today's rules decide each way.
+#[derive(Default)]
+struct Counts {
+    free: usize,
+    cards: usize,
+    allowed: usize,
+    denied: usize,
+    previewed: usize,
+}
+
+impl Counts {
+    /// Counts `check`; what it says, in words.
+    fn count(&mut self, check: &Check) -> String {
+        match check {
+            Check::Free => {
+                self.free += 1;
+                "free (inside the workspace)".to_string()
+            }
+            Check::Card => {
+                self.cards += 1;
+                "card".to_string()
+            }
+            Check::Allowed(by) => {
+                self.allowed += 1;
+                by.describe()
+            }
+            Check::Refused(message) => {
+                self.denied += 1;
+                format!("denied: {message}")
+            }
+            Check::Preview(rule) => {
+                self.previewed += 1;
+                format!("previewed by rule {rule} (the effects card asks)")
+            }
+        }
+    }
+
+    /// The last line: `N calls: …`.
+    fn summary(&self) -> String {
+        let previews = if self.previewed > 0 {
+            format!(", {} previewed", self.previewed)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} calls: {} card, {} allowed, {} denied, {} free{previews}",
+            self.cards + self.allowed + self.denied + self.free + self.previewed,
+            self.cards,
+            self.allowed,
+            self.denied,
+            self.free
+        )
+    }
+}
+
 /// `wicket policy check SESSION`: every call of the session, decided by
 /// today's rules (not by the session's own grants), and a count of each.
 pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
@@ -218,7 +273,7 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
     };
     let scratch = Session::in_memory(tools.workspace().root());
     let gate = Gate::new(&tools, &scratch, &confinement, &rules);
-    let (mut free, mut cards, mut allowed, mut denied, mut previewed) = (0, 0, 0, 0, 0);
+    let mut counts = Counts::default();
     let mut out = std::io::stdout().lock();
     for event in &loaded.events {
         let (name, what, check) = match &event.body {
@@ -237,28 +292,7 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
             ),
             _ => continue,
         };
-        let verdict = match &check {
-            Check::Free => {
-                free += 1;
-                "free (inside the workspace)".to_string()
-            }
-            Check::Card => {
-                cards += 1;
-                "card".to_string()
-            }
-            Check::Allowed(by) => {
-                allowed += 1;
-                by.describe()
-            }
-            Check::Refused(message) => {
-                denied += 1;
-                format!("denied: {message}")
-            }
-            Check::Preview(rule) => {
-                previewed += 1;
-                format!("previewed by rule {rule} (the effects card asks)")
-            }
-        };
+        let verdict = counts.count(&check);
         writeln!(
             out,
             "{:>6}  {} {}  ->  {}",
@@ -268,15 +302,6 @@ pub(crate) fn check(session_id: &str) -> anyhow::Result<ExitCode> {
             visible_line(&verdict)
         )?;
     }
-    let previews = if previewed > 0 {
-        format!(", {previewed} previewed")
-    } else {
-        String::new()
-    };
-    writeln!(
-        out,
-        "{} calls: {cards} card, {allowed} allowed, {denied} denied, {free} free{previews}",
-        cards + allowed + denied + free + previewed
-    )?;
+    writeln!(out, "{}", counts.summary())?;
     Ok(ExitCode::SUCCESS)
 }
