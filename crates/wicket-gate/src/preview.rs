@@ -172,7 +172,26 @@ impl Gate<'_> {
             upper: layer.root.join("upper"),
             work: layer.root.join("work"),
         });
-        let output = self.tools.run(args, dir, confine, None, cancel)?;
+        let most = self
+            .confinement
+            .sandbox
+            .preview_max_mb
+            .saturating_mul(1024 * 1024);
+        let (output, stopped) = watched(&layer.root.join("upper"), most, cancel, |own| {
+            self.tools.run(args, dir, confine, None, own)
+        });
+        let mut output = output?;
+        if stopped {
+            let said = format!(
+                "it was stopped: it wrote more than [sandbox] preview_max_mb ({} MiB) into the \
+                 preview's layer; what it wrote up to then is below",
+                self.confinement.sandbox.preview_max_mb
+            );
+            output.note = Some(match output.note.take() {
+                Some(note) => format!("{said}; {note}"),
+                None => said,
+            });
+        }
         if output.exit_code == Some(i32::from(wicket_os::launch::SETUP_FAILED))
             && output.stderr.starts_with("wicket sandbox:")
         {
@@ -215,9 +234,72 @@ impl Gate<'_> {
     }
 }
 
+/// How often a preview's layer is measured while its command runs.
+const MEASURE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Runs `run` with a cancel of its own (which `cancel` cancels too), and
+/// stops it once `upper` holds more than `most` bytes on disk; whether it
+/// was stopped so.
+fn watched<T>(
+    upper: &std::path::Path,
+    most: u64,
+    cancel: &Cancel,
+    run: impl FnOnce(&Cancel) -> T,
+) -> (T, bool) {
+    let own = Cancel::default();
+    let follows = {
+        let own = own.clone();
+        cancel.on_cancel(Box::new(move || own.cancel()))
+    };
+    let over = std::sync::atomic::AtomicBool::new(false);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let ran = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if on_disk(upper) > most {
+                    over.store(true, std::sync::atomic::Ordering::SeqCst);
+                    own.cancel();
+                    return;
+                }
+                std::thread::sleep(MEASURE_EVERY);
+            }
+        });
+        let ran = run(&own);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        ran
+    });
+    cancel.remove(follows);
+    (ran, over.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// The bytes on disk below `folder` (blocks, not sizes: a sparse file
+/// costs what it holds), never following a link.
+fn on_disk(folder: &std::path::Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![folder.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            total = total.saturating_add(std::os::unix::fs::MetadataExt::blocks(&meta) * 512);
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
 /// What the card says besides the changes.
 fn note(preview: &Preview, output: &RunOutput) -> Option<String> {
     let mut said = Vec::new();
+    if let Some(note) = &output.note {
+        said.push(note.clone());
+    }
     if output.timed_out {
         said.push("it ran past its timeout and was stopped".to_string());
     }

@@ -33,7 +33,13 @@ pub struct SandboxSettings {
     pub max_processes: u64,
     /// Memory a command may use, in MiB.
     pub max_memory_mb: u64,
+    /// How much a preview may write into its layer, in MiB: past it the
+    /// command is stopped and its effects card says so.
+    pub preview_max_mb: u64,
 }
+
+/// The default `[sandbox] preview_max_mb`: 1 GiB.
+pub const DEFAULT_PREVIEW_MAX_MB: u64 = 1024;
 
 /// The default `[sandbox] max_processes`.
 pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
@@ -101,6 +107,7 @@ impl Default for SandboxSettings {
             env_pass: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
             max_memory_mb: half_the_memory_mb(),
+            preview_max_mb: DEFAULT_PREVIEW_MAX_MB,
         }
     }
 }

@@ -297,3 +297,36 @@ fn a_preview_rule_previews_without_the_first_card() {
     assert_eq!(cards, ["effects"], "no run card first");
     assert_eq!(f.read("made.txt"), "made\n");
 }
+
+#[test]
+fn a_preview_that_writes_past_its_limit_is_stopped_and_its_card_says_so() {
+    let f = fixture();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[sandbox]\npreview_max_mb = 4\n",
+    )
+    .unwrap();
+    let events = previewed(
+        &f,
+        "dd if=/dev/zero of=big bs=1M count=2000 2>/dev/null; echo survived > after.txt",
+        "discard",
+        |card| {
+            let note = card["note"].as_str().unwrap_or_default();
+            assert!(
+                note.contains(
+                    "it was stopped: it wrote more than [sandbox] preview_max_mb (4 MiB)"
+                ),
+                "{card}"
+            );
+            let big = card["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|change| change["path"] == "big")
+                .unwrap();
+            assert!(big["change"] == "created", "{card}");
+        },
+    );
+    assert_eq!(result(&events)["output"]["preview"], "discarded");
+    assert!(!f.ws.join("big").exists());
+}

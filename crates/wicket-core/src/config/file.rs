@@ -353,6 +353,7 @@ pub(super) struct FileSandbox {
     pub(super) env_pass: Option<Vec<String>>,
     pub(super) max_processes: Option<u64>,
     pub(super) max_memory_mb: Option<u64>,
+    pub(super) preview_max_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -223,7 +223,26 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
     settings
         .env_pass
         .extend(env_pass(file.env_pass.unwrap_or_default(), path)?);
-    process_limits(&mut settings, file.max_processes, file.max_memory_mb, path)?;
+    process_limits(
+        [
+            (
+                "max_processes",
+                file.max_processes,
+                &mut settings.max_processes,
+            ),
+            (
+                "max_memory_mb",
+                file.max_memory_mb,
+                &mut settings.max_memory_mb,
+            ),
+            (
+                "preview_max_mb",
+                file.preview_max_mb,
+                &mut settings.preview_max_mb,
+            ),
+        ],
+        path,
+    )?;
     if let Some(required) = file.required {
         settings.required = required;
     }
@@ -277,17 +296,10 @@ fn env_pass(names: Vec<String>, path: &Path) -> Result<Vec<String>> {
     Ok(passed)
 }
 
-/// `[sandbox] max_processes` and `max_memory_mb`: above 0 where given.
-fn process_limits(
-    settings: &mut SandboxSettings,
-    max_processes: Option<u64>,
-    max_memory_mb: Option<u64>,
-    path: &Path,
-) -> Result<()> {
-    for (key, value, slot) in [
-        ("max_processes", max_processes, &mut settings.max_processes),
-        ("max_memory_mb", max_memory_mb, &mut settings.max_memory_mb),
-    ] {
+/// `[sandbox] max_processes`, `max_memory_mb` and `preview_max_mb`:
+/// above 0 where given.
+fn process_limits(given: [(&str, Option<u64>, &mut u64); 3], path: &Path) -> Result<()> {
+    for (key, value, slot) in given {
         match value {
             Some(0) => {
                 return Err(config_error(
