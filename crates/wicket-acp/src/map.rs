@@ -440,6 +440,15 @@ fn effects_fields(
             .into(),
         );
     }
+    if !effects.wanted_hosts.is_empty() {
+        content.push(
+            visible_line(&format!(
+                "it wanted to reach (a preview has no network): {}",
+                effects.wanted_hosts.join(", ")
+            ))
+            .into(),
+        );
+    }
     fields.title(visible_line(&format!(
         "preview of {}: {} change(s), not applied yet",
         shell_words(&effects.argv),

@@ -149,6 +149,17 @@ fn effects_card(effects: &wicket_protocol::EffectsCard, color: bool) -> String {
             }
         }
     }
+    if !effects.wanted_hosts.is_empty() {
+        out.push_str(&paint(
+            &format!(
+                "it wanted to reach (a preview has no network): {}",
+                visible_line(&effects.wanted_hosts.join(", "))
+            ),
+            YELLOW,
+            color,
+        ));
+        out.push('\n');
+    }
     if let Some(note) = &effects.note {
         out.push_str(&format!("{}\n", visible_line(note)));
     }

@@ -227,6 +227,14 @@ pub(crate) struct Proxied<'r> {
 /// still closing (a longer one is logged by the next call).
 const DESK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How a proxied command's hosts are decided.
+enum Deciding<'a> {
+    /// Each new host by rule, grant or card.
+    Ask(&'a mut dyn Answerer),
+    /// Every host refused, and named.
+    Refuse(&'a mut Vec<String>),
+}
+
 /// Who a `net` card says wants to reach a host: a command (its argv), or an
 /// MCP server; and the call it came in.
 struct Asker<'r> {
@@ -269,6 +277,26 @@ impl Gate<'_> {
         confine: wicket_os::spawn::Confine,
         answerer: &mut dyn Answerer,
     ) -> Result<RunOutput, WireError> {
+        self.run_through(run, confine, Deciding::Ask(answerer))
+    }
+
+    /// [`Gate::run_proxied`], every host refused without a card and named
+    /// in `wanted` (a preview has no network, yet says what it tried).
+    pub(crate) fn run_refusing(
+        &self,
+        run: Proxied<'_>,
+        confine: wicket_os::spawn::Confine,
+        wanted: &mut Vec<String>,
+    ) -> Result<RunOutput, WireError> {
+        self.run_through(run, confine, Deciding::Refuse(wanted))
+    }
+
+    fn run_through(
+        &self,
+        run: Proxied<'_>,
+        confine: wicket_os::spawn::Confine,
+        mut deciding: Deciding<'_>,
+    ) -> Result<RunOutput, WireError> {
         let (to_gate, asked) = std::sync::mpsc::channel();
         let open = Open::default();
         let egress = handler(to_gate, open.clone());
@@ -296,13 +324,20 @@ impl Gate<'_> {
                         reply,
                         from: _,
                     } => {
-                        if let Some(error) = self.reply_net(
-                            &asker,
-                            &target,
-                            &resolved,
-                            &reply,
-                            Some((&mut said, &mut *answerer)),
-                        ) {
+                        let asking: Option<(&mut Said, &mut dyn Answerer)> = match &mut deciding {
+                            Deciding::Ask(answerer) => Some((&mut said, &mut **answerer)),
+                            Deciding::Refuse(wanted) => {
+                                let (host, _) = names(&target.host);
+                                let named = format!("{host}:{}", target.port);
+                                if !wanted.contains(&named) {
+                                    wanted.push(named);
+                                }
+                                None
+                            }
+                        };
+                        if let Some(error) =
+                            self.reply_net(&asker, &target, &resolved, &reply, asking)
+                        {
                             failure.get_or_insert(error);
                         }
                     }
@@ -331,7 +366,11 @@ impl Gate<'_> {
         if let Some(error) = failure {
             return Err(error);
         }
-        tally.into_output(&mut output, &said, answerer.attended());
+        match deciding {
+            Deciding::Ask(answerer) => tally.into_output(&mut output, &said, answerer.attended()),
+            // What was wanted is said on the effects card, not as a refusal.
+            Deciding::Refuse(_) => output.net = summed(tally.used),
+        }
         Ok(output)
     }
 

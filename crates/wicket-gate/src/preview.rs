@@ -80,7 +80,8 @@ impl Gate<'_> {
             ));
         };
         let layer = self.layer(call_id)?;
-        let output = self.run_over(&layer, args, dir, cancel)?;
+        let mut wanted = Vec::new();
+        let output = self.run_over(call_id, &layer, args, dir, cancel, &mut wanted)?;
         let workspace = self.tools.workspace();
         let preview = checkpointing
             .store
@@ -96,8 +97,8 @@ impl Gate<'_> {
                 stdout: output.stdout.clone(),
                 stderr: output.stderr.clone(),
                 changes: changes.clone(),
-                wanted_hosts: Vec::new(),
-                note: note(&preview, &output),
+                note: note(&preview, &output, args.network),
+                wanted_hosts: wanted,
             }),
             always: None,
             no_checkpoint: None,
@@ -150,15 +151,25 @@ impl Gate<'_> {
     /// not an effects card.
     fn run_over(
         &self,
+        call_id: &CallId,
         layer: &Layer,
         args: &RunArgs,
         dir: &RunDir,
         cancel: &Cancel,
+        wanted: &mut Vec<String>,
     ) -> Result<RunOutput, WireError> {
+        // A call that asked for the network through Wicket gets a proxy that
+        // refuses every host and names it; no other network at all.
+        let proxied = args.network == Network::Proxied;
+        let network = if proxied {
+            Network::Proxied
+        } else {
+            Network::Off
+        };
         let access = Access {
-            network: Network::Off,
+            network,
             git: false,
-            read: self.access(Network::Off, false, &args.read)?.0.read,
+            read: self.access(network, false, &args.read)?.0.read,
         };
         let summary = self.confinement.sandbox.summary(&access);
         let mut confine = self.confine(&summary, &access)?;
@@ -178,7 +189,17 @@ impl Gate<'_> {
             .preview_max_mb
             .saturating_mul(1024 * 1024);
         let (output, stopped) = watched(&layer.root.join("upper"), most, cancel, |own| {
-            self.tools.run(args, dir, confine, None, own)
+            if proxied {
+                let run = crate::net::Proxied {
+                    call_id,
+                    args,
+                    dir,
+                    cancel: own,
+                };
+                self.run_refusing(run, confine, wanted)
+            } else {
+                self.tools.run(args, dir, confine, None, own)
+            }
         });
         let mut output = output?;
         if stopped {
@@ -295,8 +316,14 @@ fn on_disk(folder: &std::path::Path) -> u64 {
 }
 
 /// What the card says besides the changes.
-fn note(preview: &Preview, output: &RunOutput) -> Option<String> {
+fn note(preview: &Preview, output: &RunOutput, asked: Network) -> Option<String> {
     let mut said = Vec::new();
+    if asked == Network::Direct {
+        said.push(
+            "it asked for the machine's own network, which a preview never has (nor can it say which hosts it wanted)"
+                .to_string(),
+        );
+    }
     if let Some(note) = &output.note {
         said.push(note.clone());
     }

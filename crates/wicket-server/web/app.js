@@ -616,6 +616,7 @@ function renderCard(item) {
     }
     if (event.stdout) card.append(el("pre", "args", "stdout:\n" + visible(event.stdout)));
     if (event.stderr) card.append(el("pre", "args", "stderr:\n" + visible(event.stderr)));
+    if ((event.wanted_hosts || []).length) card.append(el("div", "note warn", "it wanted to reach (a preview has no network): " + visible(event.wanted_hosts.join(", "))));
     if (event.note) card.append(el("div", "note", visible(event.note)));
   } else if (event.kind === "mcp") {
     card.append(el("h3", "", `the MCP server ${visible(event.server)} wants to run its tool ${tool}`));

@@ -330,3 +330,40 @@ fn a_preview_that_writes_past_its_limit_is_stopped_and_its_card_says_so() {
     assert_eq!(result(&events)["output"]["preview"], "discarded");
     assert!(!f.ws.join("big").exists());
 }
+
+#[test]
+fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
+    let f = fixture();
+    let model = crate::exec::script(
+        &f,
+        "fetch.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {
+                "argv": ["curl", "-fsS", "-o", "fetched", "http://127.0.0.1:9/package.tgz"],
+                "network": true,
+                "preview": true
+            }}]},
+            {"text": "done"}
+        ]),
+    );
+    let (events, code) = crate::exec::converse(
+        crate::exec::exec(&f, "go", &["--model", &model]),
+        &["preview", "discard"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let card = events
+        .iter()
+        .find(|event| event["type"] == "card" && event["kind"] == "effects")
+        .unwrap();
+    assert_eq!(card["wanted_hosts"], json!(["127.0.0.1:9"]), "{card}");
+    assert_ne!(card["exit_code"], 0, "the fetch failed: {card}");
+    let cards = events
+        .iter()
+        .filter(|event| event["type"] == "card")
+        .count();
+    assert_eq!(
+        cards, 2,
+        "no net card: the preview refuses every host itself"
+    );
+}

@@ -208,6 +208,15 @@ fn effects_lines(effects: &wicket_protocol::EffectsCard, bold: Style) -> Vec<Lin
             );
         }
     }
+    if !effects.wanted_hosts.is_empty() {
+        lines.push(Line::styled(
+            format!(
+                "it wanted to reach (a preview has no network): {}",
+                visible_line(&effects.wanted_hosts.join(", "))
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
     if let Some(note) = &effects.note {
         lines.push(Line::styled(
             visible_line(note),
