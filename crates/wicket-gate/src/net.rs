@@ -227,6 +227,15 @@ pub(crate) struct Proxied<'r> {
 /// still closing (a longer one is logged by the next call).
 const DESK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Adds `target` to what a refused command wanted, once.
+fn named(wanted: &mut Vec<String>, target: &wicket_net::Target) {
+    let (host, _) = names(&target.host);
+    let named = format!("{host}:{}", target.port);
+    if !wanted.contains(&named) {
+        wanted.push(named);
+    }
+}
+
 /// How a proxied command's hosts are decided.
 enum Deciding<'a> {
     /// Each new host by rule, grant or card.
@@ -327,11 +336,7 @@ impl Gate<'_> {
                         let asking: Option<(&mut Said, &mut dyn Answerer)> = match &mut deciding {
                             Deciding::Ask(answerer) => Some((&mut said, &mut **answerer)),
                             Deciding::Refuse(wanted) => {
-                                let (host, _) = names(&target.host);
-                                let named = format!("{host}:{}", target.port);
-                                if !wanted.contains(&named) {
-                                    wanted.push(named);
-                                }
+                                named(wanted, &target);
                                 None
                             }
                         };

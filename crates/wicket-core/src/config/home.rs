@@ -190,33 +190,7 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         }
         settings.extra_write.push(expanded);
     }
-    // What extra_read may not reach: Wicket's folder and the denied paths,
-    // where they really are (resolved once, not per entry).
-    let secrets: Vec<PathBuf> = home
-        .iter()
-        .cloned()
-        .chain(
-            settings
-                .deny_read
-                .iter()
-                .map(|secret| std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone())),
-        )
-        .collect();
-    for entry in file.extra_read {
-        let (expanded, real) = existing(path, "extra_read", &entry)?;
-        let hidden = secrets.iter().any(|secret| overlaps(&real, secret));
-        if hidden {
-            return Err(config_error(
-                path,
-                format!(
-                    "[sandbox] extra_read entry '{}' would show a command what the sandbox hides \
-                     ($WICKET_HOME or a deny_read path); choose a folder that holds neither",
-                    entry.display()
-                ),
-            ));
-        }
-        settings.extra_read.push(expanded);
-    }
+    settings.extra_read = extra_read(file.extra_read, &settings.deny_read, home.as_deref(), path)?;
     if let Some(entries) = file.home_read {
         settings.home_read = home_read(entries, path)?;
     }
@@ -247,6 +221,44 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         settings.required = required;
     }
     Ok(settings)
+}
+
+/// `[sandbox] extra_read`: each entry as written, refused when it would
+/// show Wicket's own folder (`home`) or a `deny_read` path.
+fn extra_read(
+    entries: Vec<PathBuf>,
+    deny_read: &[PathBuf],
+    home: Option<&Path>,
+    path: &Path,
+) -> Result<Vec<PathBuf>> {
+    // What extra_read may not reach: Wicket's folder and the denied paths,
+    // where they really are (resolved once, not per entry).
+    let secrets: Vec<PathBuf> = home
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(
+            deny_read
+                .iter()
+                .map(|secret| std::fs::canonicalize(secret).unwrap_or_else(|_| secret.clone())),
+        )
+        .collect();
+    let mut shown = Vec::new();
+    for entry in entries {
+        let (expanded, real) = existing(path, "extra_read", &entry)?;
+        let hidden = secrets.iter().any(|secret| overlaps(&real, secret));
+        if hidden {
+            return Err(config_error(
+                path,
+                format!(
+                    "[sandbox] extra_read entry '{}' would show a command what the sandbox hides \
+                     ($WICKET_HOME or a deny_read path); choose a folder that holds neither",
+                    entry.display()
+                ),
+            ));
+        }
+        shown.push(expanded);
+    }
+    Ok(shown)
 }
 
 /// `[sandbox] home_read`: `~/…` (that place in every home folder) or an
