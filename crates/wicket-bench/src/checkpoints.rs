@@ -19,7 +19,7 @@ use crate::{Row, median, ms};
 const PER_FOLDER: usize = 100;
 
 /// `files` small source-like files (30–200 bytes), 100 a folder, two deep.
-fn workspace(root: &Path, files: usize) -> Result<u64> {
+pub(crate) fn workspace(root: &Path, files: usize) -> Result<u64> {
     let mut bytes = 0;
     for n in 0..files {
         let folder = n / PER_FOLDER;

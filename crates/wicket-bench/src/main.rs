@@ -14,6 +14,7 @@ use wicket_protocol::event::{AssistantMessageEvent, CompactedEvent, ToolResultEv
 mod checkpoints;
 mod load;
 mod mcp;
+mod preview;
 mod proxy;
 mod tui;
 use wicket_gate::diff;
@@ -1105,8 +1106,9 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 17] = [
+    let workloads: [(&str, Workload); 18] = [
         ("checkpoints", checkpoints::checkpoint_rows),
+        ("preview", preview::preview_rows),
         ("load", load::load_rows),
         ("hooks", hook_rows),
         ("tui", tui::tui_rows),
