@@ -71,7 +71,12 @@ pub(crate) fn preview_rows(rows: &mut Vec<Row>) -> Result<()> {
             next: 0,
         };
         let output = gate
-            .call(&format!("call-{round}").into(), &call, &mut answerer, &cancel)
+            .call(
+                &format!("call-{round}").into(),
+                &call,
+                &mut answerer,
+                &cancel,
+            )
             .map_err(|e| anyhow::anyhow!(e.message))?;
         anyhow::ensure!(
             !matches!(output, wicket_protocol::ToolOutput::Run(ref run) if run.exit_code != Some(0)),
