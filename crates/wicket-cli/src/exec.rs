@@ -53,7 +53,12 @@ pub(crate) struct Options {
     pub session: Option<String>,
     pub json: bool,
     pub mode: Option<Mode>,
+    /// Exit 3 when any call of the turn was denied.
+    pub fail_on_deny: bool,
 }
+
+/// `exec`'s exit code when `--fail-on-deny` is given and a call was denied.
+pub(crate) const DENIED_EXIT: u8 = 3;
 
 /// The workspace and model of a run: the flags, else the continued session's.
 fn resolve(options: &Options, home: &std::path::Path) -> anyhow::Result<(PathBuf, Option<String>)> {
@@ -114,9 +119,16 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     drop(backlog);
 
     manager.send(&id, &options.ask)?;
+    let mut denied = false;
     while let Some(event) = events.blocking_next()? {
         printer.print(&event);
+        denied |= was_denied(&event.body);
         if let Some(code) = react(&event, &asks, &interrupted) {
+            // A Ctrl-C stays 130; a result or a failure after a denial is 3.
+            let code = match code {
+                0 | 1 if denied && options.fail_on_deny => DENIED_EXIT,
+                code => code,
+            };
             // `turn_ended` is written once the session is idle: nothing
             // of the turn is left to wait for.
             manager.shutdown();
@@ -183,6 +195,22 @@ fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> O
             None
         }
         body => exit_code(wicket_core::turn::turn_over(body)?, interrupted),
+    }
+}
+
+/// Whether `body` says a call of the turn was denied: by the person or a
+/// fixed policy at a card, by a rule, or by a hook (a withdrawn card is a
+/// cancel, not a denial).
+fn was_denied(body: &EventBody) -> bool {
+    match body {
+        EventBody::Answer(answer) => answer.answer == Answer::Deny,
+        EventBody::ToolResult(ToolResultEvent {
+            result: Err(error), ..
+        }) => {
+            error.kind == wicket_protocol::ErrorKind::Denied
+                && !error.message.starts_with("the card was withdrawn")
+        }
+        _ => false,
     }
 }
 

@@ -114,6 +114,11 @@ enum Command {
         /// How cards are answered; default a prompt on a terminal, else deny.
         #[arg(long, value_enum)]
         answers: Option<ExecAnswers>,
+        /// Exit 3 when any call of the turn was denied (by a card's answer,
+        /// a rule, a hook or --answers deny), so that CI does not pass work
+        /// that never happened.
+        #[arg(long)]
+        fail_on_deny: bool,
     },
     /// Run one tool call through the gate and print its cards and result as JSON lines.
     Tool {
@@ -307,12 +312,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session,
             json,
             answers,
+            fail_on_deny,
         } => exec::exec(exec::Options {
             ask,
             workspace,
             model,
             session,
             json,
+            fail_on_deny,
             mode: answers.map(|answers| match answers {
                 ExecAnswers::Deny => exec::Mode::Policy(Answer::Deny),
                 ExecAnswers::AllowOnce => exec::Mode::Policy(Answer::AllowOnce),

@@ -521,3 +521,76 @@ fn a_log_that_cannot_be_written_ends_the_turn_and_nothing_runs_after() {
     );
     assert_eq!(ending(&log)["message"], error["message"]);
 }
+
+/// `exec --fail-on-deny`'s exit code for a turn of `replies`, cards answered by `answers`.
+fn fail_on_deny_code(f: &Fixture, replies: Value, answers: &str) -> i32 {
+    let model = script(f, "denied.json", replies);
+    let output = exec(
+        f,
+        "go",
+        &[
+            "--model",
+            &model,
+            "--json",
+            "--answers",
+            answers,
+            "--fail-on-deny",
+        ],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    output.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn fail_on_deny_exits_3_when_a_card_or_a_rule_denied_a_call_and_0_otherwise() {
+    let f = Fixture::new();
+    let write = json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]},
+        {"text": "done"}
+    ]);
+    assert_eq!(
+        fail_on_deny_code(&f, write.clone(), "deny"),
+        3,
+        "--answers deny"
+    );
+    assert_eq!(
+        fail_on_deny_code(&f, write, "allow_once"),
+        0,
+        "nothing denied"
+    );
+    // Without the flag a denied turn that ends in a result still exits 0.
+    let model = script(
+        &f,
+        "plain.json",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "m.txt", "content": "m\n"}}]},
+            {"text": "done"}
+        ]),
+    );
+    let plain = exec(
+        &f,
+        "go",
+        &["--model", &model, "--json", "--answers", "deny"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(plain.status.code(), Some(0));
+    // A rule's denial counts, with every card allowed.
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[[rules]]\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"rm\"]\n",
+    )
+    .unwrap();
+    let removal = json!([
+        {"tool_calls": [{"name": "run", "arguments": {"argv": ["rm", "-rf", "src"]}}]},
+        {"text": "done"}
+    ]);
+    assert_eq!(
+        fail_on_deny_code(&f, removal, "allow_once"),
+        3,
+        "a deny rule"
+    );
+}
