@@ -119,14 +119,17 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     drop(backlog);
 
     manager.send(&id, &options.ask)?;
-    let mut denied = false;
+    let mut denials = Denials::default();
     while let Some(event) = events.blocking_next()? {
         printer.print(&event);
-        denied |= was_denied(&event.body);
+        denials.see(&event.body);
         if let Some(code) = react(&event, &asks, &interrupted) {
             // A Ctrl-C stays 130; a result or a failure after a denial is 3.
             let code = match code {
-                0 | 1 if denied && options.fail_on_deny => DENIED_EXIT,
+                0 | 1 if !denials.calls.is_empty() && options.fail_on_deny => {
+                    denials.tell(options.json);
+                    DENIED_EXIT
+                }
                 code => code,
             };
             // `turn_ended` is written once the session is idle: nothing
@@ -198,19 +201,68 @@ fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> O
     }
 }
 
-/// Whether `body` says a call of the turn was denied: by the person or a
-/// fixed policy at a card, by a rule, or by a hook (a withdrawn card is a
-/// cancel, not a denial).
-fn was_denied(body: &EventBody) -> bool {
-    match body {
-        EventBody::Answer(answer) => answer.answer == Answer::Deny,
-        EventBody::ToolResult(ToolResultEvent {
-            result: Err(error), ..
-        }) => {
-            error.kind == wicket_protocol::ErrorKind::Denied
-                && !error.message.starts_with("the card was withdrawn")
+/// The calls of the turn that were denied: by the person or a fixed policy
+/// at a card, by a rule, or by a hook (a withdrawn card is a cancel, not a
+/// denial).
+#[derive(Default)]
+struct Denials {
+    /// Each card's call.
+    cards: std::collections::HashMap<String, String>,
+    /// Each denied call once, with why.
+    calls: Vec<(String, String)>,
+}
+
+impl Denials {
+    fn see(&mut self, body: &EventBody) {
+        let (call, why) = match body {
+            EventBody::Card(CardEvent { call_id, card, .. }) => {
+                self.cards.insert(card.id.to_string(), call_id.to_string());
+                return;
+            }
+            EventBody::Answer(answer) if answer.answer == Answer::Deny => {
+                let Some(call) = self.cards.get(answer.card.as_str()) else {
+                    return;
+                };
+                (call.clone(), format!("card {} denied", answer.card))
+            }
+            EventBody::ToolResult(ToolResultEvent {
+                call_id,
+                result: Err(error),
+            }) if error.kind == wicket_protocol::ErrorKind::Denied
+                && !error.message.starts_with("the card was withdrawn") =>
+            {
+                (call_id.to_string(), error.message.clone())
+            }
+            _ => return,
+        };
+        match self.calls.iter_mut().find(|(seen, _)| *seen == call) {
+            // The result says more than the answer did.
+            Some(seen) => seen.1 = why,
+            None => self.calls.push((call, why)),
         }
-        _ => false,
+    }
+
+    /// The last line: which calls were denied (`{"type": "denied", "calls":
+    /// [{"call_id", "why"}]}` with `--json`, a line on stderr without).
+    fn tell(&self, json: bool) {
+        if json {
+            let calls: Vec<serde_json::Value> = self
+                .calls
+                .iter()
+                .map(|(call, why)| serde_json::json!({"call_id": call, "why": why}))
+                .collect();
+            let line = serde_json::json!({"type": "denied", "calls": calls});
+            let mut out = std::io::stdout().lock();
+            // Stdout closed: the exit code still says a call was denied.
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        } else {
+            let calls: Vec<&str> = self.calls.iter().map(|(call, _)| call.as_str()).collect();
+            show::say(format!(
+                "exit {DENIED_EXIT}: denied calls (--fail-on-deny): {}",
+                calls.join(", ")
+            ));
+        }
     }
 }
 
