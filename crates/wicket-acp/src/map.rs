@@ -216,7 +216,7 @@ impl Mapper {
                     _ => Vec::new(),
                 }
             }
-            EventBody::UserMessage(UserMessageEvent { text })
+            EventBody::UserMessage(UserMessageEvent { text, .. })
             | EventBody::Queued(QueuedEvent { text })
                 if self.replay =>
             {
@@ -410,6 +410,10 @@ impl Mapper {
             }
             CardKind::Net(net) => fields = net_fields(net, fields, &mut content),
             CardKind::Effects(effects) => fields = effects_fields(effects, fields, &mut content),
+            CardKind::Plan(plan) => {
+                content.push(visible(&plan.plan).into());
+                fields = fields.title("Approve this plan (then every tool is offered)");
+            }
         }
         card_notes(card, &mut content);
         if !content.is_empty() {
@@ -621,6 +625,7 @@ fn output_text(output: &ToolOutput) -> String {
         }
         ToolOutput::Mcp(mcp) => mcp.model_text(),
         ToolOutput::Preview(_)
+        | ToolOutput::Plan(_)
         | ToolOutput::Grep(_)
         | ToolOutput::ListDir(_)
         | ToolOutput::Write(_)
@@ -797,6 +802,7 @@ mod tests {
             event(
                 1,
                 EventBody::UserMessage(UserMessageEvent {
+                    plan: Default::default(),
                     text: "fix it".into(),
                 }),
             ),
@@ -915,6 +921,7 @@ mod tests {
             event(
                 1,
                 EventBody::UserMessage(UserMessageEvent {
+                    plan: Default::default(),
                     text: "fix it".into(),
                 }),
             ),

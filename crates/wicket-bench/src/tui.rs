@@ -19,6 +19,7 @@ use wicket_protocol::event::{AssistantMessageEvent, ToolCallEvent, UserMessageEv
 fn turn_events(i: u64) -> [EventBody; 4] {
     [
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: format!("Step {i}: look at src/module_{i}.rs"),
         }),
         EventBody::AssistantMessage(AssistantMessageEvent {

@@ -55,6 +55,8 @@ pub(crate) struct Options {
     pub mode: Option<Mode>,
     /// Exit 3 when any call of the turn was denied.
     pub fail_on_deny: bool,
+    /// The turn starts in plan mode.
+    pub plan: bool,
 }
 
 /// `exec`'s exit code when `--fail-on-deny` is given and a call was denied.
@@ -118,7 +120,7 @@ pub(crate) fn exec(options: Options) -> anyhow::Result<ExitCode> {
     let mut events = manager.follow(&id, backlog.last().map_or(0, |event| event.seq))?;
     drop(backlog);
 
-    manager.send(&id, &options.ask)?;
+    manager.send_with(&id, &options.ask, options.plan)?;
     let mut denials = Denials::default();
     while let Some(event) = events.blocking_next()? {
         printer.print(&event);

@@ -119,6 +119,10 @@ enum Command {
         /// that never happened.
         #[arg(long)]
         fail_on_deny: bool,
+        /// Plan mode: the model may only read, ask and propose a plan until
+        /// you approve one (a `plan` card), then every tool.
+        #[arg(long)]
+        plan: bool,
     },
     /// Run one tool call through the gate and print its cards and result as JSON lines.
     Tool {
@@ -313,7 +317,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             answers,
             fail_on_deny,
+            plan,
         } => exec::exec(exec::Options {
+            plan,
             ask,
             workspace,
             model,

@@ -48,6 +48,18 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         CardKind::Mcp(mcp) => mcp_card(&tool, mcp, color),
         CardKind::Net(net) => net_card(net, color),
         CardKind::Effects(effects) => effects_card(effects, color),
+        CardKind::Plan(plan) => {
+            let mut out = paint(
+                "the model proposes this plan (approve it once, and every tool is offered):",
+                BOLD,
+                color,
+            );
+            out.push('\n');
+            for line in plan.plan.lines() {
+                out.push_str(&format!("  {}\n", visible_line(line)));
+            }
+            out
+        }
     };
     if let Some(walking) = &card.checkpointing {
         if !shown.ends_with('\n') {
@@ -399,6 +411,7 @@ fn output_summary(output: &ToolOutput) -> String {
             mcp.content.len(),
             visible_line(&mcp.server)
         ),
+        ToolOutput::Plan(_) => "plan approved".to_string(),
         ToolOutput::Preview(preview) => format!(
             "previewed, exit {}, {} change(s) {}",
             preview
@@ -439,6 +452,7 @@ pub(crate) fn card_summary(card: &Card) -> String {
             visible_line(&card.tool)
         ),
         CardKind::Net(net) => format!("net {}", net.target()),
+        CardKind::Plan(_) => "a plan".to_string(),
         CardKind::Effects(effects) => format!(
             "effects of {}: {} change(s)",
             visible_line(&effects.argv.join(" ")),
@@ -458,7 +472,11 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 /// for events a person need not see there.
 pub(crate) fn transcript_line(event: &Event) -> Option<String> {
     Some(match &event.body {
-        EventBody::UserMessage(UserMessageEvent { text }) => format!("> {}", visible(text)),
+        EventBody::UserMessage(UserMessageEvent { text, plan }) => format!(
+            "> {}{}",
+            if *plan { "(plan mode) " } else { "" },
+            visible(text)
+        ),
         EventBody::AssistantMessage(AssistantMessageEvent { text, .. })
             if !text.trim().is_empty() =>
         {
@@ -583,7 +601,11 @@ pub(crate) fn event_line(event: &Event) -> String {
                 .map(|reason| format!(": {}", short(reason, 400)))
                 .unwrap_or_default()
         ),
-        EventBody::UserMessage(UserMessageEvent { text }) => format!("user {}", short(text, 400)),
+        EventBody::UserMessage(UserMessageEvent { text, plan }) => format!(
+            "user {}{}",
+            if *plan { "(plan mode) " } else { "" },
+            short(text, 400)
+        ),
         EventBody::AssistantMessage(AssistantMessageEvent {
             text,
             tool_calls,

@@ -191,6 +191,7 @@ impl Open {
                     CardKind::Mcp(mcp) => format!("{} {}", mcp.server, card.tool),
                     CardKind::Net(net) => net.target(),
                     CardKind::Effects(effects) => format!("preview of {}", effects.argv.join(" ")),
+                    CardKind::Plan(_) => "a plan".to_string(),
                 };
                 format!("card {} ({} {what})", card.id, card.tool)
             }
@@ -267,7 +268,8 @@ struct State {
     running: bool,
     /// A rewind is changing the files: no turn may start.
     rewinding: bool,
-    queue: VecDeque<String>,
+    /// Messages waiting behind the running turn, each with whether it starts in plan mode.
+    queue: VecDeque<(String, bool)>,
     open: Option<Open>,
     given: Option<Given>,
     cancelled: bool,
@@ -565,6 +567,13 @@ impl Manager {
     /// Sends a message: it starts a turn, or queues behind the running one.
     /// Refused while a card or question is open.
     pub fn send(&self, id: &SessionId, text: &str) -> Result<Sent, ManagerError> {
+        self.send_with(id, text, false)
+    }
+
+    /// Sends `text` as [`Manager::send`] does; `plan`: its turn starts in
+    /// plan mode (only reads, ask, finish and propose_plan until the person
+    /// approves a plan).
+    pub fn send_with(&self, id: &SessionId, text: &str, plan: bool) -> Result<Sent, ManagerError> {
         let live = self.live(id)?;
         let mut state = live.state();
         if let Some(open) = &state.open {
@@ -584,7 +593,7 @@ impl Manager {
             // is refused, never run unrecorded.
             live.session
                 .append(EventBody::Queued(QueuedEvent { text: text.into() }))?;
-            state.queue.push_back(text.to_string());
+            state.queue.push_back((text.to_string(), plan));
             return Ok(Sent::Queued);
         }
         state.running = true;
@@ -598,7 +607,15 @@ impl Manager {
         let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{id}"))
-            .spawn(move || run_turns(turn_live, setup, runtime, First::Message(text), closing));
+            .spawn(move || {
+                run_turns(
+                    turn_live,
+                    setup,
+                    runtime,
+                    First::Message(text, plan),
+                    closing,
+                )
+            });
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
@@ -981,6 +998,7 @@ impl Manager {
             return;
         }
         let runner = Runner {
+            plan: false,
             tools: &live.tools,
             session: &live.session,
             chat: chat.as_ref(),

@@ -143,7 +143,7 @@ fn cut_keeping(events: &[Event], window: u64, keep_exchanges: usize) -> Option<(
 /// About how much of a request an event becomes.
 fn event_bytes(body: &EventBody) -> usize {
     match body {
-        EventBody::UserMessage(UserMessageEvent { text }) => text.len(),
+        EventBody::UserMessage(UserMessageEvent { text, .. }) => text.len(),
         EventBody::AssistantMessage(AssistantMessageEvent {
             text, tool_calls, ..
         }) => {
@@ -201,7 +201,7 @@ impl Rebuild {
     // One flat match with an arm per event kind, what each puts in the model's conversation; past 80 lines because the match is exhaustive.
     fn event(&mut self, body: &EventBody) {
         match body {
-            EventBody::UserMessage(UserMessageEvent { text }) => self.user(text.clone()),
+            EventBody::UserMessage(UserMessageEvent { text, .. }) => self.user(text.clone()),
             EventBody::AssistantMessage(AssistantMessageEvent {
                 text,
                 tool_calls,

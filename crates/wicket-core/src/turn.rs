@@ -10,6 +10,7 @@ mod mcp;
 mod prompt;
 
 pub use prompt::system_prompt;
+use std::ops::ControlFlow;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -167,6 +168,8 @@ enum Flow {
 
 /// What a turn carries from step to step.
 struct Turn {
+    /// In plan mode: only [`PLAN_TOOLS`] until a plan is approved.
+    plan: bool,
     /// The next request: the system prompt, the conversation and the tools,
     /// built once and grown step by step, never copied to be sent.
     request: Request,
@@ -212,7 +215,20 @@ pub struct Runner<'a> {
     pub on_text: Option<&'a (dyn Fn(&str) + Send + Sync)>,
     /// The session's checkpoints (`None`: this runner takes none).
     pub checkpoints: Option<&'a wicket_checkpoints::Store>,
+    /// The turn starts in plan mode: only reads, ask, finish and
+    /// propose_plan, until the person approves a plan.
+    pub plan: bool,
 }
+
+/// What the model may call in plan mode.
+const PLAN_TOOLS: [&str; 6] = [
+    "read_file",
+    "grep",
+    "list_dir",
+    "ask",
+    "finish",
+    "propose_plan",
+];
 
 impl Runner<'_> {
     fn log(&self, body: EventBody) {
@@ -458,6 +474,7 @@ impl Runner<'_> {
             Err(outcome) => return outcome,
         };
         self.log(EventBody::UserMessage(UserMessageEvent {
+            plan: self.plan,
             text: ask.into(),
         }));
         for notice in &self.settings.notices {
@@ -715,6 +732,7 @@ impl Runner<'_> {
     }
 
     /// The reply's calls, in order.
+    // One arm per kind of call, each saying how the loop goes on after it; past 80 lines because the match is exhaustive.
     fn calls(
         &self,
         turn: &mut Turn,
@@ -745,21 +763,27 @@ impl Runner<'_> {
                     .map(|offered| (offered.server, offered.tool))
             };
             let mut notes = Vec::new();
-            let result = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
+            let parsed = match Call::parse(&call.name, &call.arguments, &mcp_tool) {
                 Err((arguments, error)) => {
                     let error = offered_instead(error, &call.name, &turn.request.tools);
-                    self.refused(call, arguments, error)
+                    ControlFlow::Break(self.refused(call, arguments, error))
                 }
-                Ok(Call::Tool(tool_call)) => {
+                Ok(parsed) => self.planned(turn, call, parsed, person),
+            };
+            let result = match parsed {
+                ControlFlow::Break(result) => result,
+                ControlFlow::Continue(Call::Tool(tool_call)) => {
                     let (result, said) = self.caller().call(call, &tool_call, person, cancel);
                     notes = said;
                     result
                 }
-                Ok(Call::Core(CoreCall::Ask(args))) => match self.ask(call, &args, person) {
-                    Some(result) => result,
-                    None => return Flow::End(self.cancelled(&calls[index..])),
-                },
-                Ok(Call::Core(CoreCall::Finish(args))) => {
+                ControlFlow::Continue(Call::Core(CoreCall::Ask(args))) => {
+                    match self.ask(call, &args, person) {
+                        Some(result) => result,
+                        None => return Flow::End(self.cancelled(&calls[index..])),
+                    }
+                }
+                ControlFlow::Continue(Call::Core(CoreCall::Finish(args))) => {
                     let result = self.finish(call, &args, person, cancel);
                     match &result {
                         Ok(_) => finished = Some(args.result.clone()),
@@ -768,8 +792,14 @@ impl Runner<'_> {
                     }
                     result
                 }
-                Ok(Call::Core(CoreCall::UseSkill(args))) => self.use_skill(call, &args),
-                Ok(Call::Mcp(mcp)) => {
+                ControlFlow::Continue(Call::Core(CoreCall::UseSkill(args))) => {
+                    self.use_skill(call, &args)
+                }
+                // Taken by `planned`, which never gives it back.
+                ControlFlow::Continue(Call::Core(CoreCall::ProposePlan(_))) => {
+                    Err(plan_refusal(&call.name, false))
+                }
+                ControlFlow::Continue(Call::Mcp(mcp)) => {
                     let (result, said) = self.mcp_call(call, &mcp, person, cancel);
                     notes = said;
                     result
@@ -794,6 +824,38 @@ impl Runner<'_> {
             Some(text) => Flow::End(self.finished(text, turn.usage)),
             None => Flow::Continue,
         }
+    }
+
+    /// Plan mode's part of a call: a call it does not offer is refused
+    /// before the gate (and `propose_plan` outside it); `propose_plan` puts
+    /// the plan on a card, and an approved one offers every tool from then
+    /// on. Anything else comes back to be made.
+    fn planned(
+        &self,
+        turn: &mut Turn,
+        call: &ToolCallRequest,
+        parsed: Call,
+        person: &mut dyn Answerer,
+    ) -> ControlFlow<Result<ToolOutput, WireError>, Call> {
+        let proposal = matches!(parsed, Call::Core(CoreCall::ProposePlan(_)));
+        if (turn.plan && !plan_call(&parsed)) || (!turn.plan && proposal) {
+            let arguments = serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+            return ControlFlow::Break(self.refused(
+                call,
+                arguments,
+                plan_refusal(&call.name, turn.plan),
+            ));
+        }
+        let Call::Core(CoreCall::ProposePlan(args)) = parsed else {
+            return ControlFlow::Continue(parsed);
+        };
+        let result = self.propose_plan(call, &args, person);
+        if result.is_ok() {
+            turn.plan = false;
+            turn.request.tools = self.tool_specs(false);
+        }
+        ControlFlow::Break(result)
     }
 
     fn too_many_blocks(&self, blocks: usize) -> Outcome {
@@ -845,10 +907,11 @@ impl Runner<'_> {
     /// A turn over `history` that has sent nothing yet.
     fn new_turn(&self, history: Vec<Message>, system: String) -> Turn {
         Turn {
+            plan: self.plan,
             request: Request {
                 system,
                 messages: history,
-                tools: self.tool_specs(),
+                tools: self.tool_specs(self.plan),
                 max_tokens: self.settings.max_tokens,
             },
             usage: None,
@@ -861,9 +924,14 @@ impl Runner<'_> {
     }
 
     /// The six tools, ask, finish, use_skill (when there is a skill to
-    /// load), and the MCP servers' tools.
-    fn tool_specs(&self) -> Vec<ToolSpec> {
+    /// load), and the MCP servers' tools; in plan mode only [`PLAN_TOOLS`].
+    fn tool_specs(&self, plan: bool) -> Vec<ToolSpec> {
         let mut specs = tool_specs();
+        if plan {
+            specs.retain(|spec| PLAN_TOOLS.contains(&spec.name.as_str()));
+            return specs;
+        }
+        specs.retain(|spec| spec.name != "propose_plan");
         if self.settings.skills.is_empty() {
             specs.retain(|spec| spec.name != "use_skill");
         }
@@ -871,6 +939,35 @@ impl Runner<'_> {
             specs.extend(crate::mcp::tool_specs(hub));
         }
         specs
+    }
+}
+
+/// Whether `call` is one plan mode offers (and, for `propose_plan`, only plan mode).
+fn plan_call(call: &Call) -> bool {
+    match call {
+        Call::Tool(
+            wicket_protocol::ToolCall::ReadFile(_)
+            | wicket_protocol::ToolCall::Grep(_)
+            | wicket_protocol::ToolCall::ListDir(_),
+        )
+        | Call::Core(CoreCall::Ask(_) | CoreCall::Finish(_) | CoreCall::ProposePlan(_)) => true,
+        Call::Tool(_) | Call::Core(CoreCall::UseSkill(_)) | Call::Mcp(_) => false,
+    }
+}
+
+/// Why a call was refused before the gate: a tool plan mode does not offer,
+/// or `propose_plan` outside plan mode.
+fn plan_refusal(name: &str, plan: bool) -> WireError {
+    if plan {
+        WireError::new(
+            ErrorKind::Denied,
+            format!(
+                "plan mode: {name} is not offered until the person approves a plan; nothing ran. Read \
+                 what you need, then call propose_plan with your plan"
+            ),
+        )
+    } else {
+        WireError::invalid("propose_plan is for plan mode; this turn may use every tool")
     }
 }
 

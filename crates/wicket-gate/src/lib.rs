@@ -920,6 +920,33 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// A plan the model proposes in plan mode, on a `plan` card: `Ok`
+    /// when the person approved it (`allow_once`), else the denial the
+    /// model reads, with the person's reason.
+    pub fn propose_plan(
+        &self,
+        call_id: &CallId,
+        plan: &str,
+        answerer: &mut dyn Answerer,
+    ) -> Result<(), WireError> {
+        self.attended.set(answerer.attended());
+        let card = Card {
+            id: CardId::default(),
+            tool: "propose_plan".to_string(),
+            kind: CardKind::Plan(wicket_protocol::PlanCard {
+                plan: plan.to_string(),
+            }),
+            always: None,
+            no_checkpoint: None,
+            checkpointing: None,
+        };
+        let answered = self.ask(call_id, card, answerer)?;
+        match answered.answer {
+            Answer::AllowOnce | Answer::AllowSession => Ok(()),
+            _ => Err(answered.denied("the plan; plan mode goes on")),
+        }
+    }
+
     /// Logs a card (under a fresh random id), asks, logs the answer (an
     /// `allow_always` saves the card's rule first).
     fn ask(

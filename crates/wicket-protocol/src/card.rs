@@ -48,6 +48,8 @@ impl Answer {
         match (self, card) {
             (Answer::Apply | Answer::Discard, CardKind::Effects(_)) => true,
             (_, CardKind::Effects(_)) | (Answer::Apply | Answer::Discard, _) => false,
+            (Answer::AllowOnce | Answer::AllowSession | Answer::Deny, CardKind::Plan(_)) => true,
+            (_, CardKind::Plan(_)) => false,
             (Answer::Preview, CardKind::Run(run)) => run.no_preview.is_none(),
             (Answer::Preview, _) => false,
             (Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways | Answer::Deny, _) => {
@@ -118,6 +120,15 @@ pub enum CardKind {
     Net(NetCard),
     /// What a previewed command changed: apply it, or discard it.
     Effects(EffectsCard),
+    /// A plan the model proposes in plan mode: `allow_once` approves it.
+    Plan(PlanCard),
+}
+
+/// A plan card: the model's plan, in Markdown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanCard {
+    /// The plan.
+    pub plan: String,
 }
 
 impl CardKind {
@@ -130,6 +141,7 @@ impl CardKind {
             CardKind::Mcp(_) => "mcp",
             CardKind::Net(_) => "net",
             CardKind::Effects(_) => "effects",
+            CardKind::Plan(_) => "plan",
         }
     }
 }

@@ -489,6 +489,9 @@ pub struct AnswerEvent {
 pub struct UserMessageEvent {
     /// The message.
     pub text: String,
+    /// Its turn started in plan mode: only reads, ask, finish and propose_plan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan: bool,
 }
 
 /// One model reply: its text and the tool calls it made, with their raw

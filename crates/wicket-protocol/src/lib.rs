@@ -22,7 +22,8 @@ pub mod tools;
 
 pub use card::{
     Answer, Card, CardKind, Effect, EffectKind, EffectsCard, GIT_WRITE_WARNING, McpCard, NetCard,
-    OUTSIDE_WORKSPACE, OutsideReadCard, RunCard, RunSource, SandboxMode, SandboxSummary, WriteCard,
+    OUTSIDE_WORKSPACE, OutsideReadCard, PlanCard, RunCard, RunSource, SandboxMode, SandboxSummary,
+    WriteCard,
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{

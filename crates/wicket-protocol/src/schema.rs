@@ -9,8 +9,8 @@ use crate::limits::{
     RUN_MAX_TIMEOUT_S, RUN_STREAM_MAX_BYTES, WRITE_MAX_BYTES,
 };
 use crate::tools::{
-    AskArgs, FinishArgs, GrepArgs, ListDirArgs, ReadFileArgs, RunArgs, SearchReplaceArgs,
-    UseSkillArgs, WriteFileArgs,
+    AskArgs, FinishArgs, GrepArgs, ListDirArgs, ProposePlanArgs, ReadFileArgs, RunArgs,
+    SearchReplaceArgs, UseSkillArgs, WriteFileArgs,
 };
 
 /// A tool the model may call: its name, what it is for, and the JSON Schema
@@ -143,6 +143,15 @@ pub fn tool_specs() -> Vec<ToolSpec> {
             ),
         ),
         run,
+    ]
+    .into_iter()
+    .chain(core_specs())
+    .collect()
+}
+
+/// The core tools' specs: ask, finish, use_skill, propose_plan.
+fn core_specs() -> Vec<ToolSpec> {
+    vec![
         spec::<AskArgs>(
             "ask",
             "Ask the person a question and wait for the reply. Use it when you need a decision only they can make."
@@ -157,6 +166,12 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         spec::<UseSkillArgs>(
             "use_skill",
             "Load the instructions of one of the skills the system prompt lists.".into(),
+        ),
+        spec::<ProposePlanArgs>(
+            "propose_plan",
+            "Plan mode: propose your plan to the person. Once they approve it, every tool is offered and \
+             you carry it out; if they deny it, you read why and propose another."
+                .into(),
         ),
     ]
 }

@@ -254,7 +254,11 @@ mod tests {
                 .ends_with("card card-1 can no longer be answered")
         );
         assert_eq!(
-            EventBody::UserMessage(UserMessageEvent { text: "hi".into() }).summary(),
+            EventBody::UserMessage(UserMessageEvent {
+                plan: Default::default(),
+                text: "hi".into()
+            })
+            .summary(),
             None
         );
     }

@@ -236,7 +236,7 @@ pub const TOOL_NAMES: [&str; 6] = [
 ];
 
 /// The core tools beside the six: they act on the turn, not the workspace.
-pub const CORE_TOOL_NAMES: [&str; 3] = ["ask", "finish", "use_skill"];
+pub const CORE_TOOL_NAMES: [&str; 4] = ["ask", "finish", "use_skill", "propose_plan"];
 
 /// How deep a JSON value nests (a scalar is 0).
 pub fn depth(value: &serde_json::Value) -> usize {
@@ -377,6 +377,15 @@ pub struct UseSkillArgs {
     pub name: String,
 }
 
+/// `propose_plan`: in plan mode, the plan the person approves before any
+/// write or command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposePlanArgs {
+    /// The plan, in Markdown: what you will change and run, step by step.
+    pub plan: String,
+}
+
 /// One call of a core tool: it acts on the turn, not the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoreCall {
@@ -386,6 +395,8 @@ pub enum CoreCall {
     Finish(FinishArgs),
     /// use_skill
     UseSkill(UseSkillArgs),
+    /// propose_plan
+    ProposePlan(ProposePlanArgs),
 }
 
 /// A call of a tool an MCP server offers, named `mcp__SERVER__TOOL` to the model.
@@ -446,6 +457,9 @@ impl Call {
                 parse_args(name, value).map_err(fail)?,
             ))),
             "use_skill" => Ok(Call::Core(CoreCall::UseSkill(
+                parse_args(name, value).map_err(fail)?,
+            ))),
+            "propose_plan" => Ok(Call::Core(CoreCall::ProposePlan(
                 parse_args(name, value).map_err(fail)?,
             ))),
             _ if name.starts_with(MCP_PREFIX) => {
@@ -740,6 +754,17 @@ pub enum ToolOutput {
     Mcp(McpOutput),
     /// run, previewed: what it changed, and whether that was applied
     Preview(PreviewOutput),
+    /// propose_plan, approved
+    Plan(PlanOutput),
+}
+
+/// An approved plan: the turn goes on with every tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanOutput {
+    /// Always `approved` (a denied plan is an error the model reads).
+    pub plan: String,
+    /// What to do now.
+    pub next: String,
 }
 
 /// A previewed command's result: how it ended, what it changed over the

@@ -231,6 +231,20 @@ pub async fn session_detail(
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
     text: String,
+    /// `"plan"`: the turn starts in plan mode; `"default"` (or none): it does not.
+    #[serde(default)]
+    mode: MessageMode,
+}
+
+/// How a message's turn starts.
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageMode {
+    /// Every tool.
+    #[default]
+    Default,
+    /// Only reads, ask, finish and propose_plan until a plan is approved.
+    Plan,
 }
 
 /// `POST /api/sessions/{id}/messages`.
@@ -243,7 +257,7 @@ pub async fn send_message(
         return Err(ApiError::invalid("the message is empty"));
     }
     let sent = blocking(&server.manager, move |manager| {
-        manager.send(&id, &body.text)
+        manager.send_with(&id, &body.text, body.mode == MessageMode::Plan)
     })
     .await?;
     let state = match sent {

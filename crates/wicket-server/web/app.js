@@ -603,6 +603,9 @@ function renderCard(item) {
     if ((event.addresses || []).length) card.append(el("div", "note", "address: " + visible(event.addresses.join(", "))));
     if ((event.argv || []).length) card.append(el("div", "note", "command: " + visible(JSON.stringify(event.argv))));
     card.append(el("div", "note", "Allow once lets this host for the rest of the command; the connection waits."));
+  } else if (event.kind === "plan") {
+    card.append(el("h3", "", "the model proposes this plan: Allow once approves it, and every tool is offered"));
+    card.append(el("pre", "args", visible(event.plan)));
   } else if (event.kind === "effects") {
     const end = event.exit_code === null || event.exit_code === undefined ? "a signal ended it" : `exit ${event.exit_code}`;
     card.append(el("h3", "", `the preview of ${visible(JSON.stringify(event.argv))} changed ${event.changes.length} path(s) (${end}); nothing is in the workspace yet`));

@@ -888,6 +888,7 @@ mod tests {
                 Session::open_or_create(home.path(), "s", home.path(), None).unwrap();
             session
                 .append(EventBody::UserMessage(UserMessageEvent {
+                    plan: Default::default(),
                     text: "go".into(),
                 }))
                 .unwrap();
@@ -960,6 +961,7 @@ mod tests {
             let (session, _) = Session::open_or_create(home.path(), "s", ws.path(), None).unwrap();
             session
                 .append(EventBody::UserMessage(UserMessageEvent {
+                    plan: Default::default(),
                     text: "hi".into(),
                 }))
                 .unwrap();

@@ -30,6 +30,7 @@ fn turn(name: &'static str, middle: Vec<EventBody>, outcome: TurnOutcome) -> End
         _ => None,
     });
     let mut bodies = vec![EventBody::UserMessage(UserMessageEvent {
+        plan: Default::default(),
         text: "do it".into(),
     })];
     bodies.extend(middle);

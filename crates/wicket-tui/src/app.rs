@@ -192,6 +192,8 @@ pub struct App {
     focus: Focus,
     running: bool,
     queued: usize,
+    /// `/plan`: the next messages start their turns in plan mode.
+    plan: bool,
     totals: Totals,
     streaming: String,
     spinner: usize,
@@ -203,9 +205,14 @@ pub struct App {
 }
 
 const SPINNER: [&str; 4] = ["⠋", "⠙", "⠸", "⠴"];
-const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /grants · /grants revoke ID · /rewind · /rewind undo · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny · r deny with a reason the model reads";
+const HELP: &str = "Enter sends · Shift+Enter, Alt+Enter or Ctrl+J: new line · Up/Down: earlier messages · PgUp/PgDn, Home/End, wheel: scroll · Ctrl+O: expand calls · Esc or Ctrl+C: cancel the turn · Ctrl+D on an empty line, or /quit: leave\n/new · /sessions · /model PROVIDER:NAME · /compact · /plan · /grants · /grants revoke ID · /rewind · /rewind undo · /help · /quit\nOn a card: o once · s session · a always (saves a rule; < widens a command to fewer words, > narrows it) · d deny · r deny with a reason the model reads";
 
 impl App {
+    /// Whether `/plan` is on: a message sent now starts its turn in plan mode.
+    pub fn plan(&self) -> bool {
+        self.plan
+    }
+
     /// The UI for `session` in `workspace`.
     pub fn new(
         session: &str,
@@ -226,6 +233,7 @@ impl App {
             focus: Focus::Input,
             running: false,
             queued: 0,
+            plan: false,
             totals: Totals::default(),
             streaming: String::new(),
             spinner: 0,
@@ -721,6 +729,16 @@ impl App {
                 (Some("new"), _) => Action::NewSession,
                 (Some("sessions"), _) => Action::ListSessions,
                 (Some("compact"), _) => Action::Compact,
+                (Some("plan"), _) => {
+                    self.plan = !self.plan;
+                    let said = if self.plan {
+                        "plan mode: the next turns may only read, ask and propose a plan until you approve one; /plan again to leave it"
+                    } else {
+                        "plan mode is off: every tool"
+                    };
+                    self.say(said, Color::Gray);
+                    Action::None
+                }
                 (Some("rewind"), None) => Action::RewindList,
                 (Some("rewind"), Some("undo")) => Action::RewindPlan(RewindTo::Undo),
                 (Some("rewind"), Some(seq)) => match seq.parse() {
@@ -785,12 +803,13 @@ impl App {
             false => format!("{} in / {} out", self.totals.input, self.totals.output),
         };
         let mut text = format!(
-            " {} · {} · {} · {tokens}",
+            " {} · {} · {}{} · {tokens}",
             visible_line(&self.session),
             self.model
                 .as_deref()
                 .map_or("no model".to_string(), visible_line),
             self.state(),
+            if self.plan { " · plan mode" } else { "" },
         );
         if let Some(cost) = self.totals.cost {
             text.push_str(&format!(" · ${cost:.4}"));

@@ -219,7 +219,7 @@ impl Ui {
         let done = match action {
             Action::None => Ok(()),
             Action::Quit => return Some(0),
-            Action::Send(text) => manager.send(id, &text).map(drop),
+            Action::Send(text) => manager.send_with(id, &text, self.app.plan()).map(drop),
             Action::Answer {
                 card,
                 answer,
@@ -485,7 +485,7 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
     let mut turn: Option<(u64, String)> = None;
     let mut checkpoint = checkpoints.iter().peekable();
     for event in &events {
-        if let EventBody::UserMessage(UserMessageEvent { text }) = &event.body {
+        if let EventBody::UserMessage(UserMessageEvent { text, .. }) = &event.body {
             let first: String = text.lines().next().unwrap_or("").chars().take(60).collect();
             turn = Some((event.seq, first));
         }

@@ -162,9 +162,9 @@ impl Transcript {
     // One flat match with an arm per event kind, the chat's item for each; past 80 lines because the match is exhaustive.
     pub fn add(&mut self, event: &Event) {
         match &event.body {
-            EventBody::UserMessage(UserMessageEvent { text }) => {
+            EventBody::UserMessage(UserMessageEvent { text, plan }) => {
                 let mut lines = vec![Line::from(Span::styled(
-                    "you",
+                    if *plan { "you (plan mode)" } else { "you" },
                     Style::new().fg(Color::Green).add_modifier(Modifier::BOLD),
                 ))];
                 lines.extend(markdown::render(text));
@@ -400,6 +400,7 @@ pub fn card_summary(card: &Card) -> String {
             visible_line(&card.tool)
         ),
         CardKind::Net(net) => format!("net {}", net.target()),
+        CardKind::Plan(_) => "a plan to approve".to_string(),
         CardKind::Effects(effects) => format!(
             "preview of {}: {} change(s)",
             first_line(&effects.argv.join(" "), 120),
@@ -579,6 +580,13 @@ fn result_lines(
                 ),
             )
         }
+        Ok(ToolOutput::Plan(_)) => (
+            tail(
+                " — approved: every tool is offered now".into(),
+                Color::Green,
+            ),
+            (Vec::new(), Vec::new()),
+        ),
         Ok(ToolOutput::Reply(_) | ToolOutput::Finish(_)) => {
             (Line::default(), (Vec::new(), Vec::new()))
         }

@@ -594,3 +594,65 @@ fn fail_on_deny_exits_3_when_a_card_or_a_rule_denied_a_call_and_0_otherwise() {
         "a deny rule"
     );
 }
+
+#[test]
+fn plan_mode_refuses_a_write_before_any_card_until_a_plan_is_approved() {
+    let f = Fixture::new();
+    let write = json!({"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}});
+    let plan = |text: &str| json!({"name": "propose_plan", "arguments": {"plan": text}});
+    let model = script(
+        &f,
+        "plan.json",
+        json!([
+            {"tool_calls": [write.clone()]},
+            {"tool_calls": [plan("1. write n.txt")]},
+            {"tool_calls": [plan("1. write n.txt, with a test")]},
+            {"tool_calls": [write]},
+            {"text": "done"}
+        ]),
+    );
+    let (events, code) = converse(
+        exec(&f, "add n.txt", &["--model", &model, "--plan"]),
+        &[
+            r#"{"answer": "deny", "reason": "add a test too"}"#,
+            "allow_once",
+            "allow_once",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(events[1]["type"], "user_message");
+    assert_eq!(events[1]["plan"], true);
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "tool_result")
+        .collect();
+    // The first write: refused before any card.
+    assert_eq!(results[0]["error"]["kind"], "denied", "{:#?}", results[0]);
+    assert!(
+        results[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("plan mode: write_file is not offered"),
+        "{:#?}",
+        results[0]
+    );
+    // The first plan: denied, with the reason the model reads.
+    assert!(
+        results[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"Their reason: "add a test too""#),
+        "{:#?}",
+        results[1]
+    );
+    assert_eq!(results[2]["output"]["plan"], "approved");
+    assert_eq!(results[3]["ok"], true, "{:#?}", results[3]);
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "card")
+        .map(|event| event["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["plan", "plan", "write"]);
+    assert_eq!(f.read("n.txt"), "n\n");
+}

@@ -718,3 +718,40 @@ fn a_deny_over_the_api_carries_the_persons_reason_to_the_log_and_the_model() {
     assert_eq!(answered["reason"], "not in this folder");
     assert!(!f.ws.join("made").exists());
 }
+
+#[test]
+fn a_message_in_plan_mode_starts_a_turn_that_offers_only_reads_and_a_plan() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "planned.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["touch", "made"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let s = serve(&f);
+    let id = new_session(&s, &f, &model);
+    let (status, body) = post(
+        &s,
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "plan it", "mode": "plan"}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let seen = events(&s, &id, 0, None, is("turn_ended"));
+    let user = seen
+        .iter()
+        .find(|event| event["type"] == "user_message")
+        .unwrap();
+    assert_eq!(user["plan"], true);
+    let result = seen
+        .iter()
+        .find(|event| event["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["error"]["kind"], "denied", "{result}");
+    assert!(
+        !seen.iter().any(|event| event["type"] == "card"),
+        "no card: refused before the gate"
+    );
+    assert!(!f.ws.join("made").exists());
+}

@@ -7,8 +7,9 @@ use wicket_protocol::event::{NoticeEvent, UserMessageEvent};
 
 /// What a turn thread runs first.
 pub(super) enum First {
-    /// A message: a turn, then whatever was queued meanwhile.
-    Message(String),
+    /// A message (and whether it starts in plan mode): a turn, then
+    /// whatever was queued meanwhile.
+    Message(String, bool),
     /// A compaction asked for by the person, then whatever was queued.
     Compaction,
 }
@@ -26,11 +27,11 @@ pub(super) fn run_turns(
     loop {
         let cancel = live.state().cancel.clone();
         let outcome = match next {
-            First::Message(text) => turn(&live, &setup, &runtime, &text, &cancel),
+            First::Message(text, plan) => turn(&live, &setup, &runtime, (&text, plan), &cancel),
             First::Compaction => compaction(&live, &setup, &runtime, &cancel),
         };
         match end_turn(&live, outcome, &closing) {
-            Some(text) => next = First::Message(text),
+            Some((text, plan)) => next = First::Message(text, plan),
             None => return,
         }
     }
@@ -56,7 +57,7 @@ fn turn(
     live: &Arc<Live>,
     setup: &TurnSetup,
     runtime: &tokio::runtime::Handle,
-    text: &str,
+    (text, plan): (&str, bool),
     cancel: &Cancel,
 ) -> TurnOutcome {
     let fresh = live.session.meta().title.is_empty();
@@ -72,6 +73,7 @@ fn turn(
         Err(error) => {
             live.session
                 .append_or_announce(EventBody::UserMessage(UserMessageEvent {
+                    plan,
                     text: text.to_string(),
                 }));
             record_failure(&live.session, error.to_string());
@@ -88,6 +90,7 @@ fn turn(
     let runner = Runner {
         on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
         checkpoints: Some(&live.checkpoints),
+        plan,
         ..live.runner(chat.as_ref(), &settings, runtime)
     };
     guarded(live, || {
@@ -126,6 +129,7 @@ impl Live {
         runtime: &'a tokio::runtime::Handle,
     ) -> Runner<'a> {
         Runner {
+            plan: false,
             tools: &self.tools,
             session: &self.session,
             chat,
@@ -151,7 +155,7 @@ fn guarded(live: &Live, body: impl FnOnce() -> TurnOutcome) -> TurnOutcome {
 /// to the next queued message, which is returned; then `turn_ended`,
 /// written under the state's lock so that no next turn's first event can
 /// come before it.
-fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<String> {
+fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<(String, bool)> {
     let mut state = live.state();
     state.open = None;
     state.given = None;

@@ -4,6 +4,7 @@
 
 use super::*;
 use wicket_protocol::event::{QuestionEvent, ReplyEvent};
+use wicket_protocol::tools::{PlanOutput, ProposePlanArgs};
 
 impl Runner<'_> {
     pub(super) fn ask(
@@ -45,6 +46,35 @@ impl Runner<'_> {
         self.log_result(call, &result);
         self.session.recorded().sync();
         Some(result)
+    }
+
+    /// `propose_plan`: the plan on a `plan` card through the gate; approved,
+    /// the model reads that every tool is offered now.
+    pub(super) fn propose_plan(
+        &self,
+        call: &ToolCallRequest,
+        args: &ProposePlanArgs,
+        person: &mut dyn Answerer,
+    ) -> Result<ToolOutput, WireError> {
+        self.log_call(call, Self::arguments(args));
+        let mut person = crate::hooked::Notifying {
+            caller: self.caller(),
+            person,
+            cancel: &Cancel::default(),
+        };
+        let result = self
+            .gate()
+            .propose_plan(&call.id, &args.plan, &mut person)
+            .map(|()| {
+                ToolOutput::Plan(PlanOutput {
+                    plan: "approved".into(),
+                    next: "The person approved the plan: every tool is offered now. Carry it out, \
+                           then call finish."
+                        .into(),
+                })
+            });
+        self.log_result(call, &result);
+        result
     }
 
     pub(super) fn finish(

@@ -413,7 +413,7 @@ fn a_message_during_a_running_turn_is_queued_and_runs_after() {
     let order: Vec<String> = bodies
         .iter()
         .filter_map(|e| match e {
-            EventBody::UserMessage(UserMessageEvent { text }) => Some(format!("user {text}")),
+            EventBody::UserMessage(UserMessageEvent { text, .. }) => Some(format!("user {text}")),
             EventBody::Queued(QueuedEvent { text }) => Some(format!("queued {text}")),
             EventBody::Result(ResultEvent { text, .. }) => Some(format!("result {text}")),
             _ => None,

@@ -28,6 +28,14 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         CardKind::Mcp(mcp) => mcp_lines(&tool, mcp, bold),
         CardKind::Net(net) => net_lines(net, bold),
         CardKind::Effects(effects) => effects_lines(effects, bold),
+        CardKind::Plan(plan) => {
+            let mut lines = vec![Line::styled(
+                "the model proposes this plan: [o]nce approves it (then every tool is offered)",
+                bold,
+            )];
+            lines.extend(crate::markdown::render(&plan.plan));
+            lines
+        }
     };
     let warn = Style::new().fg(Color::Yellow);
     if let Some(walking) = &card.checkpointing {

@@ -126,6 +126,7 @@ fn a_transcript_with_every_event_kind() {
         event(
             2,
             EventBody::UserMessage(UserMessageEvent {
+                plan: Default::default(),
                 text: "Fix the **failing** test".into(),
             }),
         ),
@@ -351,6 +352,7 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
     app.on_event(&event(
         1,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "rewrite big.txt".into(),
         }),
     ));
@@ -406,6 +408,7 @@ fn a_run_card() {
     app.on_event(&event(
         1,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "test it".into(),
         }),
     ));
@@ -588,6 +591,7 @@ fn a_question_takes_the_input() {
     app.on_event(&event(
         1,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "rename it".into(),
         }),
     ));
@@ -618,6 +622,7 @@ fn a_queued_message_and_a_cancelled_turn() {
     app.on_event(&event(
         1,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "first".into(),
         }),
     ));
@@ -636,6 +641,7 @@ fn a_queued_message_and_a_cancelled_turn() {
     app.on_event(&event(
         5,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "second, when you can".into(),
         }),
     ));
@@ -669,6 +675,7 @@ fn eighty_columns_wrap_and_keys_edit() {
     app.on_event(&event(
         1,
         EventBody::UserMessage(UserMessageEvent {
+            plan: Default::default(),
             text: "a long request ".repeat(12),
         }),
     ));
@@ -877,4 +884,27 @@ fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
             reason: None,
         }
     );
+}
+
+#[test]
+fn slash_plan_turns_plan_mode_on_and_off_and_the_status_line_says_so() {
+    let mut app = app();
+    let send = |app: &mut App, text: &str| {
+        for c in text.chars() {
+            app.on_key(key(KeyCode::Char(c)));
+        }
+        app.on_key(key(KeyCode::Enter))
+    };
+    assert!(!app.plan());
+    assert_eq!(send(&mut app, "/plan"), Action::None);
+    assert!(app.plan());
+    assert!(screen(&mut app, 100, 24).contains("plan mode"));
+    assert_eq!(
+        send(&mut app, "look around"),
+        Action::Send("look around".into())
+    );
+    assert_eq!(send(&mut app, "/plan"), Action::None);
+    assert!(!app.plan());
+    let shown = screen(&mut app, 100, 24);
+    assert!(shown.contains("plan mode is off"), "{shown}");
 }
