@@ -48,8 +48,12 @@ await first.app.connectWith(first.stream, async (agent) => {
   assert.equal(init.protocolVersion, 1);
   assert.equal(init.agentCapabilities.loadSession, true);
   assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
-  ({ sessionId } = await agent.request(methods.agent.session.new, { cwd: WORKSPACE, mcpServers: [] }));
+  const opened = await agent.request(methods.agent.session.new, { cwd: WORKSPACE, mcpServers: [] });
+  ({ sessionId } = opened);
   assert.ok(sessionId);
+  // The mode picker: default and plan.
+  assert.equal(opened.modes.currentModeId, "default");
+  assert.deepEqual(opened.modes.availableModes.map((m) => m.id), ["default", "plan"]);
   const { seen } = first;
 
   // 1. A write, allowed once: the file is written, the update carries the diff.
@@ -111,6 +115,21 @@ await first.app.connectWith(first.stream, async (agent) => {
   assert.equal(r.stopReason, "end_turn");
   assert.ok(since(seen, mark).some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text === "named Bob"));
 
+  // 4b. Plan mode from the picker: a write is refused before any permission request.
+  await agent.request(methods.agent.session.setMode, { sessionId, modeId: "plan" });
+  const asks = seen.permissions.length;
+  mark = seen.updates.length;
+  r = await agent.request(methods.agent.session.prompt, { sessionId, prompt: text("plan c") });
+  assert.equal(r.stopReason, "end_turn");
+  assert.equal(seen.permissions.length, asks, "plan mode asked nothing");
+  assert.ok(!fs.existsSync(path.join(WORKSPACE, "c.txt")));
+  assert.ok(since(seen, mark).some((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed"));
+  await agent.request(methods.agent.session.setMode, { sessionId, modeId: "default" });
+  await assert.rejects(
+    agent.request(methods.agent.session.setMode, { sessionId, modeId: "yolo" }),
+    (e) => e.code === -32602,
+  );
+
   // 5. Cancel during a long run: cancelled, and nothing left running.
   seen.choose = "allow_once";
   let runStarted;
@@ -146,7 +165,7 @@ await second.app.connectWith(second.stream, async (agent) => {
   await agent.request(methods.agent.session.load, { sessionId, cwd: WORKSPACE, mcpServers: [] });
   const replay = second.seen.updates;
   const users = replay.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
-  assert.deepEqual(users, ["write one", "write two", "write b twice", "ask me", "Bob", "run long"]);
+  assert.deepEqual(users, ["write one", "write two", "write b twice", "ask me", "Bob", "plan c", "run long"]);
   const calls = replay.filter((u) => u.sessionUpdate === "tool_call");
   assert.ok(calls.length >= 5, `${calls.length} tool calls replayed`);
   assert.ok(replay.some((u) => u.sessionUpdate === "agent_message_chunk" && u.content.text === "named Bob"));

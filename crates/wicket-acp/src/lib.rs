@@ -20,8 +20,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, EmbeddedResourceResource,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, SessionId, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -41,6 +42,27 @@ struct Known {
     seen: u64,
     /// Wakes a prompt waiting on a permission request when the editor cancels.
     cancelled: Arc<tokio::sync::Notify>,
+    /// The editor's mode picker chose `plan`: prompts start in plan mode.
+    plan: bool,
+}
+
+/// The session modes an editor's picker offers: `default` and `plan`.
+const DEFAULT_MODE: &str = "default";
+/// See [`DEFAULT_MODE`].
+const PLAN_MODE: &str = "plan";
+
+/// The modes, the current one first named.
+fn modes(plan: bool) -> SessionModeState {
+    SessionModeState::new(
+        if plan { PLAN_MODE } else { DEFAULT_MODE },
+        vec![
+            SessionMode::new(DEFAULT_MODE, "Default")
+                .description("Every tool; each write and command asks you first."),
+            SessionMode::new(PLAN_MODE, "Plan").description(
+                "The model reads and proposes a plan; once you approve it, every tool.",
+            ),
+        ],
+    )
 }
 
 /// The agent's state: the manager and the sessions this editor opened.
@@ -81,8 +103,29 @@ impl Acp {
                 workspace,
                 seen,
                 cancelled: Arc::new(tokio::sync::Notify::new()),
+                plan: false,
             },
         );
+    }
+
+    /// `session/set_mode`: `plan` or `default`, for the session's next prompts.
+    fn set_mode(&self, request: &SetSessionModeRequest) -> Result<(), Error> {
+        let plan = match &*request.mode_id.0 {
+            PLAN_MODE => true,
+            DEFAULT_MODE => false,
+            other => {
+                return Err(invalid(format!(
+                    "there is no mode '{other}'; the modes are {DEFAULT_MODE} and {PLAN_MODE}"
+                )));
+            }
+        };
+        match self.known().get_mut(&*request.session_id.0) {
+            Some(known) => {
+                known.plan = plan;
+                Ok(())
+            }
+            None => Err(session_not_found(&request.session_id)),
+        }
     }
 
     fn new_session(&self, request: &NewSessionRequest) -> Result<SessionId, Error> {
@@ -249,7 +292,7 @@ fn current_text(workspace: &Path, card: &Card) -> Option<String> {
 
 /// Hands a prompt's text to the session: the reply to its open question,
 /// or a new message. An open card or a running prompt refuses it.
-fn begin(manager: &Manager, id: &Id, text: &str) -> Result<(), Error> {
+fn begin(manager: &Manager, id: &Id, text: &str, plan: bool) -> Result<(), Error> {
     let refuse =
         |message: String| Err(Error::invalid_request().data(serde_json::Value::String(message)));
     match manager.open_item(id).map_err(failed)? {
@@ -263,7 +306,7 @@ fn begin(manager: &Manager, id: &Id, text: &str) -> Result<(), Error> {
         None if manager.is_running(id).map_err(failed)? => refuse(
             "a prompt is already running in this session; wait for its end, or cancel it".into(),
         ),
-        None => match manager.send(id, text) {
+        None => match manager.send_with(id, text, plan) {
             Ok(Sent::Started | Sent::Queued) => Ok(()),
             Err(error @ ManagerError::Blocked { .. }) => refuse(error.to_string()),
             Err(error) => Err(failed(error)),
@@ -388,8 +431,13 @@ async fn prompt(
 ) -> Result<StopReason, Error> {
     let session = request.session_id.clone();
     let id = Id::from(&*session.0);
-    let (workspace, mut seen, cancelled) = match acp.known().get(id.as_str()) {
-        Some(known) => (known.workspace.clone(), known.seen, known.cancelled.clone()),
+    let (workspace, mut seen, cancelled, plan) = match acp.known().get(id.as_str()) {
+        Some(known) => (
+            known.workspace.clone(),
+            known.seen,
+            known.cancelled.clone(),
+            known.plan,
+        ),
         None => return Err(session_not_found(&session)),
     };
     let text = prompt_text(&request.prompt);
@@ -401,7 +449,7 @@ async fn prompt(
     let manager = acp.manager.clone();
     let mut events = manager.follow(&id, seen).map_err(failed)?;
     let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
-    begin(&manager, &id, &text)?;
+    begin(&manager, &id, &text, plan)?;
     let mut mapper = Mapper::new(&workspace, false);
     let mut last_error = String::new();
     loop {
@@ -473,8 +521,13 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
         model,
         sessions: Mutex::new(HashMap::new()),
     });
-    let (for_new, for_load, for_prompt, for_cancel) =
-        (acp.clone(), acp.clone(), acp.clone(), acp.clone());
+    let (for_new, for_load, for_prompt, for_cancel, for_mode) = (
+        acp.clone(),
+        acp.clone(),
+        acp.clone(),
+        acp.clone(),
+        acp.clone(),
+    );
     let served = Agent
         .v1()
         .name("wicket")
@@ -490,7 +543,8 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         cx: ConnectionTo<Client>| {
                 match for_new.new_session(&request) {
                     Ok(id) => {
-                        responder.respond(NewSessionResponse::new(id.clone()))?;
+                        responder
+                            .respond(NewSessionResponse::new(id.clone()).modes(modes(false)))?;
                         cx.send_notification(SessionNotification::new(id, map::commands()))
                     }
                     Err(error) => responder.respond_with_error(error),
@@ -512,7 +566,7 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                             request.session_id.clone(),
                             map::commands(),
                         ))?;
-                        responder.respond(LoadSessionResponse::new())
+                        responder.respond(LoadSessionResponse::new().modes(modes(false)))
                     }
                     Err(error) => responder.respond_with_error(error),
                 }
@@ -534,6 +588,17 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                     };
                 });
                 Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest,
+                        responder: Responder<SetSessionModeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                match for_mode.set_mode(&request) {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(error) => responder.respond_with_error(error),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -36,6 +36,8 @@ fn the_sdk_client_drives_wicket_acp() {
             {"tool_calls": [{"name": "finish", "arguments": {"result": "b.txt twice"}}]},
             {"tool_calls": [{"name": "ask", "arguments": {"question": "Which name?"}}]},
             {"tool_calls": [{"name": "finish", "arguments": {"result": "named Bob"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "c.txt", "content": "c\n"}}]},
+            {"text": "planned"},
             {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", format!("sleep 60; : {tag}")]}}]},
             {"text": "resumed"}
         ]),
