@@ -286,24 +286,14 @@ impl Reader<'_> {
             Some(Content::File(_)) => EffectKind::Modified,
             _ => EffectKind::Created,
         };
-        if let Err(error) = self.objects.put(&hash, &bytes) {
-            self.preview
-                .unread
-                .push(io(path, format!("the store could not take it: {error}")));
+        let entry = Entry {
+            content: Content::File(hash),
+            mode,
+            key: StatKey::default(),
+        };
+        if !self.put(path, before, &hash, &bytes, entry) {
             return;
         }
-        self.preview.started.insert(path.to_vec(), before.cloned());
-        if before.is_some_and(|before| matches!(before.content, Content::Dir)) {
-            self.removed_below(path);
-        }
-        self.preview.changes.insert(
-            path.to_vec(),
-            Some(Entry {
-                content: Content::File(hash),
-                mode,
-                key: StatKey::default(),
-            }),
-        );
         let size = bytes.len() as u64;
         bytes.truncate(SHOWN_BYTES);
         self.preview.seen.push(Effected {
@@ -335,24 +325,14 @@ impl Reader<'_> {
         if before.is_some_and(|before| before.content == Content::Link(hash)) {
             return;
         }
-        if let Err(error) = self.objects.put(&hash, &target) {
-            self.preview
-                .unread
-                .push(io(path, format!("the store could not take it: {error}")));
+        let entry = Entry {
+            content: Content::Link(hash),
+            mode: 0o777,
+            key: StatKey::default(),
+        };
+        if !self.put(path, before, &hash, &target, entry) {
             return;
         }
-        self.preview.started.insert(path.to_vec(), before.cloned());
-        if before.is_some_and(|before| matches!(before.content, Content::Dir)) {
-            self.removed_below(path);
-        }
-        self.preview.changes.insert(
-            path.to_vec(),
-            Some(Entry {
-                content: Content::Link(hash),
-                mode: 0o777,
-                key: StatKey::default(),
-            }),
-        );
         self.preview.seen.push(Effected {
             path: path.to_vec(),
             kind: EffectKind::Link,
@@ -362,6 +342,31 @@ impl Reader<'_> {
             bytes: 0,
             dir: false,
         });
+    }
+
+    /// Stores `bytes` (a file's, a link's target) and records `path`'s
+    /// change to `entry`, and what it replaces (a folder: what was in it
+    /// too); false, and said, when the store could not take them.
+    fn put(
+        &mut self,
+        path: &[u8],
+        before: Option<&Entry>,
+        hash: &crate::state::Hash,
+        bytes: &[u8],
+        entry: Entry,
+    ) -> bool {
+        if let Err(error) = self.objects.put(hash, bytes) {
+            self.preview
+                .unread
+                .push(io(path, format!("the store could not take it: {error}")));
+            return false;
+        }
+        self.preview.started.insert(path.to_vec(), before.cloned());
+        if before.is_some_and(|before| matches!(before.content, Content::Dir)) {
+            self.removed_below(path);
+        }
+        self.preview.changes.insert(path.to_vec(), Some(entry));
+        true
     }
 
     /// A file's bytes as they were, from the store, for the diff.

@@ -502,28 +502,21 @@ impl App {
                 if !view.armed {
                     return Action::None;
                 }
-                if let CardKind::Effects(_) = view.card.kind {
-                    let answer = match key.code {
-                        KeyCode::Char('a') => Answer::Apply,
-                        KeyCode::Char('d') => Answer::Discard,
-                        KeyCode::Up | KeyCode::Char('k') => {
-                            view.scroll = view.scroll.saturating_sub(1);
-                            return Action::None;
-                        }
-                        KeyCode::Down | KeyCode::Char('j') => {
-                            view.scroll = view.scroll.saturating_add(1);
-                            return Action::None;
-                        }
-                        _ => return Action::None,
-                    };
-                    return Action::Answer {
-                        card: view.card.id.clone(),
-                        answer,
-                        widened: None,
-                        reason: None,
-                    };
-                }
+                // An effects card takes a and d, and scrolls; nothing else.
+                let effects = matches!(view.card.kind, CardKind::Effects(_));
                 let answer = match key.code {
+                    KeyCode::Char('a') if effects => Answer::Apply,
+                    KeyCode::Char('d') if effects => Answer::Discard,
+                    KeyCode::Up | KeyCode::Down | KeyCode::Char('k' | 'j') => {
+                        let up = matches!(key.code, KeyCode::Up | KeyCode::Char('k'));
+                        view.scroll = if up {
+                            view.scroll.saturating_sub(1)
+                        } else {
+                            view.scroll.saturating_add(1)
+                        };
+                        return Action::None;
+                    }
+                    _ if effects => return Action::None,
                     KeyCode::Char('p') if Answer::Preview.fits(&view.card.kind) => Answer::Preview,
                     KeyCode::Char('o') => Answer::AllowOnce,
                     KeyCode::Char('s') => Answer::AllowSession,
@@ -541,14 +534,6 @@ impl App {
                     }
                     KeyCode::Char('?') => {
                         view.details = !view.details;
-                        return Action::None;
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => {
-                        view.scroll = view.scroll.saturating_sub(1);
-                        return Action::None;
-                    }
-                    KeyCode::Down | KeyCode::Char('j') => {
-                        view.scroll = view.scroll.saturating_add(1);
                         return Action::None;
                     }
                     _ => return Action::None,
