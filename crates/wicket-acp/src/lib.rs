@@ -36,6 +36,7 @@ use crate::map::Mapper;
 use wicket_protocol::event::{CardEvent, ErrorEvent, QuestionEvent};
 
 /// A session opened over this connection.
+#[derive(Clone)]
 struct Known {
     workspace: PathBuf,
     /// The last event the editor was shown.
@@ -431,15 +432,10 @@ async fn prompt(
 ) -> Result<StopReason, Error> {
     let session = request.session_id.clone();
     let id = Id::from(&*session.0);
-    let (workspace, mut seen, cancelled, plan) = match acp.known().get(id.as_str()) {
-        Some(known) => (
-            known.workspace.clone(),
-            known.seen,
-            known.cancelled.clone(),
-            known.plan,
-        ),
-        None => return Err(session_not_found(&session)),
+    let Some(known) = acp.known().get(id.as_str()).cloned() else {
+        return Err(session_not_found(&session));
     };
+    let (cancelled, mut seen) = (known.cancelled, known.seen);
     let text = prompt_text(&request.prompt);
     if let Some(argument) = text.trim().strip_prefix("/rewind")
         && (argument.is_empty() || argument.starts_with(char::is_whitespace))
@@ -449,8 +445,8 @@ async fn prompt(
     let manager = acp.manager.clone();
     let mut events = manager.follow(&id, seen).map_err(failed)?;
     let mut pieces = manager.subscribe_text(&id).map_err(failed)?;
-    begin(&manager, &id, &text, plan)?;
-    let mut mapper = Mapper::new(&workspace, false);
+    begin(&manager, &id, &text, known.plan)?;
+    let mut mapper = Mapper::new(&known.workspace, false);
     let mut last_error = String::new();
     loop {
         // Pieces of text first: each was sent before its reply's event.
@@ -488,7 +484,7 @@ async fn prompt(
                 proposed,
             }) = &event.body
             {
-                let old = current_text(&workspace, card);
+                let old = current_text(&known.workspace, card);
                 let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
                 let answer = tokio::select! {
                     response = cx.send_request(ask).block_task() => match response {

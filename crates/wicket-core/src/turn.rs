@@ -9,7 +9,7 @@ mod core_calls;
 mod mcp;
 mod prompt;
 
-pub use prompt::system_prompt;
+pub use prompt::{INSTRUCTIONS_MAX_BYTES, Instructions, system_prompt};
 use std::ops::ControlFlow;
 
 use std::path::Path;
@@ -59,6 +59,9 @@ pub struct Settings {
     pub max_tokens: u32,
     /// The skills the system prompt lists.
     pub skills: Vec<Skill>,
+    /// The person's own instruction files, each with the name it is shown
+    /// by (`$WICKET_HOME/AGENTS.md`, `~/.codex/AGENTS.md`, `~/.claude/CLAUDE.md`).
+    pub instructions: Vec<(String, std::path::PathBuf)>,
     /// The sandbox and the home its commands may not read.
     pub confinement: Confinement,
     /// The person's rules (and the workspace's asks and denies).
@@ -507,15 +510,14 @@ impl Runner<'_> {
         if let Some(outcome) = self.broken() {
             return outcome;
         }
-        let (system, warning) = system_prompt(
+        let (system, instructions) = system_prompt(
             self.tools.workspace(),
             &self.settings.skills,
             &self.settings.confinement.sandbox.prompt_sentence(),
             person.attended(),
+            &self.settings.instructions,
         );
-        if let Some(warning) = warning {
-            self.log(EventBody::error(warning));
-        }
+        self.tell_instructions(&instructions);
         self.start_servers(person);
         let mut turn = self.new_turn(history, system);
         for _ in 0..self.settings.step_limit {
@@ -856,6 +858,21 @@ impl Runner<'_> {
             turn.request.tools = self.tool_specs(false);
         }
         ControlFlow::Break(result)
+    }
+
+    /// Each instruction file refused, as an error; on the session's first
+    /// turn in this process, a notice naming every file read.
+    fn tell_instructions(&self, instructions: &Instructions) {
+        for refused in &instructions.refused {
+            self.log(EventBody::error(refused.clone()));
+        }
+        if self.settings.session_start.is_some() && !instructions.read.is_empty() {
+            self.log(EventBody::Notice(NoticeEvent {
+                message: format!("instructions read: {}", instructions.read.join(", ")),
+                file: None,
+                key: Some("instructions".into()),
+            }));
+        }
     }
 
     fn too_many_blocks(&self, blocks: usize) -> Outcome {

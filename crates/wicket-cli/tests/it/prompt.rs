@@ -28,7 +28,7 @@ fn prompt_in(mode: SandboxMode, available: &Availability) -> String {
         ..SandboxSettings::default()
     };
     let sentence = sandbox.prompt_sentence_with(available);
-    let (prompt, _) = wicket_core::turn::system_prompt(&workspace, &[], &sentence, true);
+    let (prompt, _) = wicket_core::turn::system_prompt(&workspace, &[], &sentence, true, &[]);
     prompt.replace(&workspace.root().display().to_string(), "[WORKSPACE]")
 }
 

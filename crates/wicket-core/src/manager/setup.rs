@@ -62,6 +62,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 .unwrap_or(DEFAULT_MAX_TOKENS)
                 .min(info.max_output_tokens),
             skills: find_skills(&opened, &home, &config.skill_dirs),
+            instructions: personal_instructions(&home),
             confinement: Confinement {
                 sandbox: config.sandbox.clone(),
                 home: home.clone(),
@@ -90,4 +91,15 @@ pub fn no_model_message() -> String {
      Anthropic reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL), Ollama needs no key and reads OLLAMA_HOST \
      (default http://127.0.0.1:11434)"
         .to_string()
+}
+
+/// The person's own instruction files, in the order the prompt reads them:
+/// Wicket's, then Codex's and Claude Code's, from their home folders.
+pub(crate) fn personal_instructions(home: &Path) -> Vec<(String, PathBuf)> {
+    let mut files = vec![("$WICKET_HOME/AGENTS.md".to_string(), home.join("AGENTS.md"))];
+    if let Some(user) = std::env::var_os("HOME").map(PathBuf::from) {
+        files.push(("~/.codex/AGENTS.md".into(), user.join(".codex/AGENTS.md")));
+        files.push(("~/.claude/CLAUDE.md".into(), user.join(".claude/CLAUDE.md")));
+    }
+    files
 }

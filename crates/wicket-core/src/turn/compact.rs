@@ -25,6 +25,7 @@ impl Runner<'_> {
             &self.settings.confinement.sandbox.prompt_sentence(),
             // A compaction asks nothing of anyone: the prompt as a person's turn reads it.
             true,
+            &self.settings.instructions,
         );
         let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn);

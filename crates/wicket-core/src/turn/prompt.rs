@@ -2,10 +2,26 @@
 
 use super::*;
 
-/// The system prompt: the tools, the workspace, the skills, and AGENTS.md
-/// (read through the resolver: a link out or a FIFO is not read). The
-/// same bytes for the same files, so a provider's prompt cache holds. The
-/// second value says why AGENTS.md was not read, when it was there but refused.
+/// The instruction files a prompt read, and those it refused, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Instructions {
+    /// As the notice names them: `AGENTS.md`, `docs/style.md (imported by CLAUDE.md)`, `~/.claude/CLAUDE.md`.
+    pub read: Vec<String>,
+    /// `NAME was not read: why`.
+    pub refused: Vec<String>,
+}
+
+/// All the instruction files of one prompt together read at most this much.
+pub const INSTRUCTIONS_MAX_BYTES: usize = 4 * PROMPT_FILE_MAX_BYTES as usize;
+
+/// How deep `@path` imports of a CLAUDE.md are followed.
+const IMPORT_DEPTH: usize = 2;
+
+/// The system prompt: the tools, the workspace, the skills, the person's
+/// own instruction files (`personal`, each with the name it is shown by),
+/// and the workspace's AGENTS.md and CLAUDE.md with the files CLAUDE.md
+/// imports (read through the resolver: a link out or a FIFO is not read).
+/// The same bytes for the same files, so a provider's prompt cache holds.
 /// `attended`: a person answers the cards (not a fixed `--answers` policy),
 /// so a denial can be followed by `ask`.
 pub fn system_prompt(
@@ -13,7 +29,8 @@ pub fn system_prompt(
     skills: &[Skill],
     sandbox: &str,
     attended: bool,
-) -> (String, Option<String>) {
+    personal: &[(String, std::path::PathBuf)],
+) -> (String, Instructions) {
     let gate = if attended {
         "every write, every command and every read outside the workspace waits for the person to allow it, \
          and a denial is final: do not repeat the call or get the same effect another way; \
@@ -38,15 +55,148 @@ pub fn system_prompt(
             prompt.push_str(&format!("- {}: {}\n", skill.name, skill.description));
         }
     }
-    let mut warning = None;
-    match workspace.read_runtime_file(Path::new("AGENTS.md"), PROMPT_FILE_MAX_BYTES) {
-        Ok(Some(bytes)) => {
-            prompt.push_str("\nThe workspace's AGENTS.md (it applies to the whole workspace):\n\n");
-            prompt.push_str(String::from_utf8_lossy(&bytes).trim_end());
-            prompt.push('\n');
+    let mut reader = Reader {
+        prompt,
+        found: Instructions::default(),
+        budget: INSTRUCTIONS_MAX_BYTES,
+    };
+    for (shown, path) in personal {
+        match wicket_os::files::read_regular(path, PROMPT_FILE_MAX_BYTES) {
+            Ok(Some(bytes)) => {
+                reader.add(
+                    &format!("Your own instructions ({shown}; they apply everywhere)"),
+                    shown,
+                    &bytes,
+                );
+            }
+            Ok(None) => {}
+            Err(error) => reader
+                .found
+                .refused
+                .push(format!("{shown} was not read: {error}")),
         }
-        Ok(None) => {}
-        Err(error) => warning = Some(format!("AGENTS.md was not read: {}", error.message)),
     }
-    (prompt, warning)
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        reader.workspace_file(workspace, name, None, 0);
+    }
+    (reader.prompt, reader.found)
+}
+
+/// Reads instruction files into the prompt, within [`INSTRUCTIONS_MAX_BYTES`].
+struct Reader {
+    prompt: String,
+    found: Instructions,
+    budget: usize,
+}
+
+impl Reader {
+    /// `bytes` under `heading`, if the budget holds them.
+    fn add(&mut self, heading: &str, shown: &str, bytes: &[u8]) -> bool {
+        if bytes.len() > self.budget {
+            self.found.refused.push(format!(
+                "{shown} was not read: the instruction files together are past {INSTRUCTIONS_MAX_BYTES} bytes"
+            ));
+            return false;
+        }
+        self.budget -= bytes.len();
+        self.prompt.push_str(&format!("\n{heading}:\n\n"));
+        self.prompt
+            .push_str(String::from_utf8_lossy(bytes).trim_end());
+        self.prompt.push('\n');
+        self.found.read.push(shown.to_string());
+        true
+    }
+
+    /// A workspace file (`relative` to the root), and, for a CLAUDE.md or
+    /// what it imports, the `@path` files it names, `depth` imports down.
+    fn workspace_file(
+        &mut self,
+        workspace: &Workspace,
+        relative: &str,
+        imported_by: Option<&str>,
+        depth: usize,
+    ) {
+        let bytes = match workspace.read_runtime_file(Path::new(relative), PROMPT_FILE_MAX_BYTES) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) if imported_by.is_none() => return,
+            Ok(None) => {
+                self.found
+                    .refused
+                    .push(format!("{relative} was not read: it does not exist"));
+                return;
+            }
+            Err(error) => {
+                self.found
+                    .refused
+                    .push(format!("{relative} was not read: {}", error.message));
+                return;
+            }
+        };
+        let (heading, shown) = match imported_by {
+            None => (
+                format!("The workspace's {relative} (it applies to the whole workspace)"),
+                relative.to_string(),
+            ),
+            Some(by) => (
+                format!("{relative}, which {by} imports"),
+                format!("{relative} (imported by {by})"),
+            ),
+        };
+        if !self.add(&heading, &shown, &bytes) {
+            return;
+        }
+        let follows = relative.ends_with("CLAUDE.md") || imported_by.is_some();
+        if !follows || depth >= IMPORT_DEPTH {
+            return;
+        }
+        for target in imports(&String::from_utf8_lossy(&bytes)) {
+            let inside = !target.starts_with('/')
+                && !target.starts_with('~')
+                && !Path::new(&target)
+                    .components()
+                    .any(|part| part == std::path::Component::ParentDir);
+            if !inside {
+                self.found.refused.push(format!(
+                    "@{target} (imported by {relative}) was not read: imports are read inside the workspace only"
+                ));
+                continue;
+            }
+            self.workspace_file(workspace, &target, Some(relative), depth + 1);
+        }
+    }
+}
+
+/// The `@path` imports a CLAUDE.md names: a word starting with `@` and
+/// holding a `/` or a `.`, outside code spans and fences, each once.
+fn imports(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (index, part) in line.split('`').enumerate() {
+            // Odd parts are inside `code`.
+            if index % 2 == 1 {
+                continue;
+            }
+            for word in part.split_whitespace() {
+                let Some(target) = word.strip_prefix('@') else {
+                    continue;
+                };
+                let target = target.trim_end_matches(['.', ',', ';', ':', ')']);
+                let plausible = !target.is_empty()
+                    && (target.contains('/') || target.contains('.'))
+                    && !target.contains('@');
+                if plausible && !found.iter().any(|seen| seen == target) {
+                    found.push(target.to_string());
+                }
+            }
+        }
+    }
+    found
 }

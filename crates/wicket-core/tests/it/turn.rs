@@ -14,8 +14,8 @@ use wicket_gate::Confinement;
 use wicket_gate::sandbox::{SandboxMode, SandboxSettings};
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CompactedEvent, ErrorEvent,
-    HookRunEvent, InterruptedEvent, QueuedEvent, ReplyEvent, ResultEvent, ToolResultEvent,
-    TurnEndedEvent, UserMessageEvent,
+    HookRunEvent, InterruptedEvent, NoticeEvent, QueuedEvent, ReplyEvent, ResultEvent,
+    ToolResultEvent, TurnEndedEvent, UserMessageEvent,
 };
 use wicket_protocol::{Answer, CardKind, EventBody, HookEvent, RunSource, SessionId, TurnOutcome};
 use wicket_session as session;
@@ -24,6 +24,7 @@ use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 
 fn settings() -> Settings {
     Settings {
+        instructions: Default::default(),
         step_limit: 20,
         max_stop_blocks: 3,
         hooks: Vec::new(),
@@ -1227,4 +1228,54 @@ fn a_command_runs_at_the_processs_priority_not_the_turns() {
         })
         .unwrap();
     assert_eq!(ran, String::from_utf8(ours).unwrap());
+}
+
+/// CLAUDE.md beside AGENTS.md, its `@path` imports two levels down (inside
+/// the workspace only), and the person's own file first; the first turn's
+/// notice names every file read.
+#[test]
+fn claude_md_and_its_imports_and_the_persons_own_file_are_read_and_named() {
+    let f = Fixture::new();
+    f.write(
+        "CLAUDE.md",
+        "Read @docs/style.md and @../escape.md. Not `@docs/code.md`.\n",
+    );
+    f.write("docs/style.md", "Style: tabs. See @docs/deep.md\n");
+    f.write("docs/deep.md", "Deep rule. @docs/deeper.md\n");
+    f.write("docs/deeper.md", "TOO DEEP\n");
+    f.write("docs/code.md", "IN CODE\n");
+    std::fs::write(f.root.join("escape.md"), "ESCAPED\n").unwrap();
+    let mine = f.root.join("my-claude.md");
+    std::fs::write(&mine, "MY RULE\n").unwrap();
+    let mut with_mine = settings();
+    with_mine.instructions = vec![("~/.claude/CLAUDE.md".into(), mine)];
+    let w = world_in(f, vec![text("done")], with_mine);
+    let id = w.open("s");
+    w.manager.send(&id, "hi").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let system = &w.replay.requests()[0].system;
+    for read in ["MY RULE", "Style: tabs", "Deep rule"] {
+        assert!(system.contains(read), "{read}: {system}");
+    }
+    for not in ["TOO DEEP", "ESCAPED", "IN CODE"] {
+        assert!(!system.contains(not), "{not}: {system}");
+    }
+    let events = w.events(&id);
+    let named = events
+        .iter()
+        .find_map(|e| match e {
+            EventBody::Notice(NoticeEvent { message, .. })
+                if message.starts_with("instructions read") =>
+            {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        named,
+        "instructions read: ~/.claude/CLAUDE.md, CLAUDE.md, docs/style.md (imported by CLAUDE.md), docs/deep.md (imported by docs/style.md)"
+    );
+    assert!(events.iter().any(|e| matches!(e, EventBody::Error(ErrorEvent { message, .. })
+        if message.contains("@../escape.md (imported by CLAUDE.md) was not read: imports are read inside the workspace only"))));
 }
