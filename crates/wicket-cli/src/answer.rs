@@ -33,11 +33,7 @@ impl<A: Answerer> Answerer for Printing<A> {
         if let Some(map) = line.as_object_mut() {
             map.insert("type".into(), "card".into());
         }
-        let mut out = std::io::stdout().lock();
-        // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
-        drop(out);
+        show::line_out(&line.to_string());
         self.inner.answer(card)
     }
 
@@ -179,14 +175,11 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
     }
     let preview = Answer::Preview.fits(&card.kind);
     loop {
-        if preview {
-            eprint!("[o]nce / [s]ession / [a]lways / [p]review / [d]eny / [r]eason, deny: ");
+        let line = show::ask_line(if preview {
+            "[o]nce / [s]ession / [a]lways / [p]review / [d]eny / [r]eason, deny: "
         } else {
-            eprint!("[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: ");
-        }
-        // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
-        let _ = std::io::stderr().flush();
-        let line = read_terminal_line()?;
+            "[o]nce / [s]ession / [a]lways / [d]eny / [r]eason, deny: "
+        })?;
         let answer = match line.trim() {
             "o" | "once" => Answer::AllowOnce,
             "s" | "session" => Answer::AllowSession,
@@ -194,10 +187,7 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
             "d" | "deny" => Answer::Deny,
             "p" | "preview" if preview => Answer::Preview,
             "r" | "reason" => {
-                eprint!("why you deny it (the model reads it): ");
-                // Stderr closed: the prompt cannot be shown; the reason is still read.
-                let _ = std::io::stderr().flush();
-                let reason = read_terminal_line()?;
+                let reason = show::ask_line("why you deny it (the model reads it): ")?;
                 return Some(Answered {
                     answer: Answer::Deny,
                     widened: None,
@@ -216,10 +206,7 @@ pub(crate) fn prompt_card(card: &Card) -> Option<Answered> {
 /// Asks `[a]pply / [d]iscard` of an effects card. `None` at end of input.
 fn prompt_effects() -> Option<Answered> {
     loop {
-        eprint!("[a]pply / [d]iscard: ");
-        // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
-        let _ = std::io::stderr().flush();
-        match read_terminal_line()?.trim() {
+        match show::ask_line("[a]pply / [d]iscard: ")?.trim() {
             "a" | "apply" => return Some(Answer::Apply.into()),
             "d" | "discard" => return Some(Answer::Discard.into()),
             _ => eprintln!("type a or d"),
@@ -230,8 +217,5 @@ fn prompt_effects() -> Option<Answered> {
 /// Asks a question on the terminal; `None` at end of input.
 pub(crate) fn prompt_reply(question: &str) -> Option<String> {
     eprintln!("\n? {}", wicket_protocol::text::visible(question));
-    eprint!("reply: ");
-    // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
-    let _ = std::io::stderr().flush();
-    read_terminal_line().map(|line| line.trim_end_matches('\r').to_string())
+    show::ask_line("reply: ").map(|line| line.trim_end_matches('\r').to_string())
 }

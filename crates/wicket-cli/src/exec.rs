@@ -254,10 +254,7 @@ impl Denials {
                 .map(|(call, why)| serde_json::json!({"call_id": call, "why": why}))
                 .collect();
             let line = serde_json::json!({"type": "denied", "calls": calls});
-            let mut out = std::io::stdout().lock();
-            // Stdout closed: the exit code still says a call was denied.
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
+            show::line_out(&line.to_string());
         } else {
             let calls: Vec<&str> = self.calls.iter().map(|(call, _)| call.as_str()).collect();
             show::say(format!(
@@ -402,10 +399,7 @@ impl Printer {
         }
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                show::line_out(&line);
             }
             return;
         }
@@ -420,10 +414,7 @@ impl Printer {
             spinner.set(thinking);
         }
         if let Some(text) = show::transcript_line(event) {
-            let mut out = std::io::stdout().lock();
-            // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
-            let _ = writeln!(out, "{text}");
-            let _ = out.flush();
+            show::line_out(&text);
         }
     }
 }
@@ -448,8 +439,10 @@ impl Spinner {
                     eprint!("\r\x1b[K");
                     shown = false;
                 }
-                // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
-                let _ = std::io::stderr().flush();
+                // Stderr closed: no one sees the spinner any more.
+                if std::io::stderr().flush().is_err() {
+                    return;
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
         });

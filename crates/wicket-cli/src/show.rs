@@ -468,6 +468,26 @@ pub(crate) fn say(message: impl std::fmt::Display) {
     eprintln!("wicket: {}", visible(&message.to_string()));
 }
 
+/// Writes `line` and a newline to stdout, at once: the one place a line
+/// for a script (an event, a card, exec's last word) or a transcript goes.
+pub(crate) fn line_out(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // Stdout closed (a pipe gone): there is no one left to tell; the exit code still says how it ended.
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+/// Shows `prompt` on stderr at once, then reads a line from the terminal
+/// (`None` at end of input): every question exec and `wicket tool` put to
+/// a person goes through here.
+pub(crate) fn ask_line(prompt: &str) -> Option<String> {
+    use std::io::Write;
+    eprint!("{prompt}");
+    // Stderr closed: the prompt cannot be shown, and the read that follows finds no terminal either.
+    let _ = std::io::stderr().flush();
+    crate::answer::read_terminal_line()
+}
+
 /// One event as a line of the readable transcript of `wicket exec`; `None`
 /// for events a person need not see there.
 pub(crate) fn transcript_line(event: &Event) -> Option<String> {
