@@ -24,7 +24,9 @@ use wicket_tools::tools::search_replace::replaced;
 use wicket_tools::tools::write_file::check_content_size;
 use wicket_tools::{Cancel, Location, Tools};
 
+mod checkpoint;
 pub mod commands;
+mod denial;
 pub mod diff;
 mod net;
 mod preview;
@@ -38,6 +40,10 @@ pub use write::guarded_write;
 
 use crate::rules::{Rules, Subject};
 use crate::sandbox::SandboxSettings;
+pub use checkpoint::CHECKPOINT_PROGRESS_AFTER;
+use checkpoint::Pending;
+pub use denial::{AFTER_A_DENIAL, AFTER_A_DENIAL_UNATTENDED, after_a_denial};
+use denial::{Answered, denied_by_hook, denied_by_rule, fitted, withdrawn};
 use wicket_protocol::guarded;
 use wicket_protocol::rules::{Matcher, WriteTool};
 use wicket_protocol::{AllowedBy, GrantId, Network, Rule, RuleAction, RuleId, RuleSpec};
@@ -140,93 +146,6 @@ pub fn digest(bytes: Option<&[u8]>) -> String {
     }
 }
 
-/// What the model reads after a denial, the same everywhere: what was
-/// denied, that nothing happened, and what to do instead.
-pub const AFTER_A_DENIAL: &str = "Do not repeat it or get the same effect another way. If you still \
-     need it, say why with ask; otherwise carry on without it.";
-
-/// [`AFTER_A_DENIAL`] when no person answers (a fixed `--answers`
-/// policy): there is no one to ask.
-pub const AFTER_A_DENIAL_UNATTENDED: &str = "Do not repeat it or get the same effect another \
-     way; no person is answering in this run, so carry on without it.";
-
-/// What to do after a denial, as the answerer can take it.
-pub fn after_a_denial(attended: bool) -> &'static str {
-    if attended {
-        AFTER_A_DENIAL
-    } else {
-        AFTER_A_DENIAL_UNATTENDED
-    }
-}
-
-/// The answer as the card can take it: an effects card reads an allow as
-/// `apply` and anything else as `discard` (a fixed `--answers` policy
-/// answers it so); any other card reads an answer it does not offer as a
-/// deny (a front end refuses one first).
-fn fitted(answer: Answer, card: &CardKind) -> Answer {
-    match card {
-        CardKind::Effects(_) => match answer {
-            Answer::Apply | Answer::AllowOnce | Answer::AllowSession | Answer::AllowAlways => {
-                Answer::Apply
-            }
-            Answer::Discard | Answer::Deny | Answer::Preview => Answer::Discard,
-        },
-        _ if answer.fits(card) => answer,
-        _ => Answer::Deny,
-    }
-}
-
-/// A card's answer, with what came with it.
-struct Answered {
-    /// The card as asked (an `allow_always` widened).
-    card: Card,
-    answer: Answer,
-    /// A deny's reason.
-    reason: Option<String>,
-    /// Whether a person gave it.
-    attended: bool,
-}
-
-impl Answered {
-    /// The error the model reads when this answer was a deny of `what`.
-    fn denied(&self, what: &str) -> WireError {
-        let who = if self.attended {
-            "The person"
-        } else {
-            "The --answers policy"
-        };
-        let said = match &self.reason {
-            Some(reason) => format!(" Their reason: {}.", serde_json::json!(reason)),
-            None => String::new(),
-        };
-        WireError::new(
-            ErrorKind::Denied,
-            format!(
-                "{who} denied {what}; nothing happened.{said} {}",
-                after_a_denial(self.attended)
-            ),
-        )
-    }
-}
-
-fn withdrawn() -> WireError {
-    WireError::new(
-        ErrorKind::Denied,
-        "the card was withdrawn (the turn was cancelled)",
-    )
-}
-
-fn denied_by_rule(rule: &str, attended: bool) -> WireError {
-    WireError::new(
-        ErrorKind::Denied,
-        format!(
-            "A rule of the person's ({rule}) denied this call without asking; nothing happened. \
-             {}",
-            after_a_denial(attended)
-        ),
-    )
-}
-
 /// What the PreToolUse hooks said of a call, before the gate decides.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Hooked {
@@ -248,20 +167,6 @@ pub enum Hooked {
         /// The hook's name.
         hook: String,
     },
-}
-
-fn denied_by_hook(hook: &str, reason: &str) -> WireError {
-    WireError::new(
-        ErrorKind::Denied,
-        format!(
-            "the hook {hook} refused this call: {}; the workspace is as it was",
-            if reason.trim().is_empty() {
-                "it gave no reason"
-            } else {
-                reason.trim()
-            }
-        ),
-    )
 }
 
 /// What the gate would do with a call (see [`Gate::check`]).
@@ -390,12 +295,6 @@ pub struct Gate<'a> {
     pending: std::cell::RefCell<Option<Pending>>,
 }
 
-/// A checkpoint being taken while the call goes on to its card.
-struct Pending {
-    call_id: CallId,
-    done: std::sync::mpsc::Receiver<wicket_checkpoints::Result<wicket_checkpoints::Taken>>,
-}
-
 /// Where a gate records a checkpoint before each write and command.
 #[derive(Clone, Copy)]
 pub struct Checkpointing<'a> {
@@ -403,53 +302,6 @@ pub struct Checkpointing<'a> {
     pub store: &'a wicket_checkpoints::Store,
     /// `[checkpoints]` of the person's config.
     pub settings: &'a wicket_checkpoints::Settings,
-}
-
-/// A checkpoint that takes longer than this says how far its walk has got.
-pub const CHECKPOINT_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// And says it again this often until it is done.
-const CHECKPOINT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// What `done` brings (`None` if its sender went without a word), telling
-/// `progress` through `tell` after `first` and then every `every`, while
-/// there is progress to tell.
-fn waited<T>(
-    done: &std::sync::mpsc::Receiver<T>,
-    first: std::time::Duration,
-    every: std::time::Duration,
-    progress: impl Fn() -> Option<u64>,
-    mut tell: impl FnMut(u64),
-) -> Option<T> {
-    let mut wait = first;
-    loop {
-        match done.recv_timeout(wait) {
-            Ok(value) => return Some(value),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Some(met) = progress() {
-                    tell(met);
-                }
-                wait = every;
-            }
-        }
-    }
-}
-
-/// Gaps of a checkpoint named on a card: this many paths, then a count.
-const GAPS_NAMED: usize = 5;
-
-/// What a checkpoint has no copy of, in one line.
-fn gaps_line(gaps: &[(String, String)]) -> String {
-    let mut line: Vec<String> = gaps
-        .iter()
-        .take(GAPS_NAMED)
-        .map(|(path, why)| format!("{path} ({why})"))
-        .collect();
-    if gaps.len() > GAPS_NAMED {
-        line.push(format!("and {} more", gaps.len() - GAPS_NAMED));
-    }
-    format!("{}; a rewind cannot bring these back", line.join("; "))
 }
 
 impl<'a> Gate<'a> {
@@ -478,99 +330,6 @@ impl<'a> Gate<'a> {
     pub fn checkpointed(mut self, checkpointing: Option<Checkpointing<'a>>) -> Gate<'a> {
         self.checkpoints = checkpointing;
         self
-    }
-
-    /// Starts the checkpoint before call `seq` on a thread of `scope`: a
-    /// card may go up while it is taken (a large workspace's first walk
-    /// takes seconds), and [`Gate::settle`] waits for it before the call
-    /// changes anything.
-    fn start_checkpoint<'scope>(
-        &'scope self,
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        call_id: &CallId,
-        seq: u64,
-        tool: &'scope str,
-    ) {
-        let Some(checkpointing) = self.checkpoints else {
-            return;
-        };
-        let workspace = self.tools.workspace();
-        let (done, taken) = std::sync::mpsc::channel();
-        scope.spawn(move || {
-            let taken = checkpointing
-                .store
-                .take(workspace, checkpointing.settings, seq, tool);
-            // The gate stopped waiting only if it is gone: no one to tell.
-            let _ = done.send(taken);
-        });
-        *self.pending.borrow_mut() = Some(Pending {
-            call_id: call_id.clone(),
-            done: taken,
-        });
-    }
-
-    /// Waits for the checkpoint being taken, if one is, saying how far its
-    /// walk got while it takes long; what it has no copy of (or why there
-    /// is none) is a `checkpoint` event.
-    pub(crate) fn settle(&self) -> Result<(), WireError> {
-        self.settle_within(None).map(drop)
-    }
-
-    /// [`Gate::settle`], giving up after `limit` (the walk's count so far
-    /// when it did).
-    fn settle_within(&self, limit: Option<std::time::Duration>) -> Result<Option<u64>, WireError> {
-        let mut pending = self.pending.borrow_mut();
-        let Some(Pending { call_id, done }) = pending.as_ref() else {
-            return Ok(None);
-        };
-        let walking = || self.checkpoints.and_then(|c| c.store.walking());
-        let taken = match limit {
-            Some(limit) => match done.recv_timeout(limit) {
-                Ok(taken) => Some(taken),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    return Ok(Some(walking().unwrap_or(0)));
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
-            },
-            None => waited(
-                done,
-                CHECKPOINT_PROGRESS_AFTER,
-                CHECKPOINT_PROGRESS_EVERY,
-                walking,
-                |met| self.walk_notice(met),
-            ),
-        };
-        let call_id = call_id.clone();
-        *pending = None;
-        drop(pending);
-        let missed = match taken {
-            Some(Ok(taken)) if taken.gaps.is_empty() => return Ok(None),
-            Some(Ok(taken)) => gaps_line(&taken.gaps),
-            Some(Err(error)) => format!("{error}; a rewind cannot go back to before this call"),
-            None => "the checkpoint's thread failed; a rewind cannot go back to before this call"
-                .to_string(),
-        };
-        self.session
-            .append(EventBody::Checkpoint(CheckpointEvent {
-                call_id,
-                message: missed.clone(),
-            }))
-            .map_err(internal)?;
-        *self.no_checkpoint.borrow_mut() = Some(missed);
-        Ok(None)
-    }
-
-    /// Says in the log (every front end shows it) how far the whole walk
-    /// a checkpoint waits on has got: a large workspace's first one takes seconds.
-    fn walk_notice(&self, met: u64) {
-        self.session.recorded().append(EventBody::Notice(NoticeEvent {
-            message: format!(
-                "walking the whole workspace for the checkpoint before this call: {met} files and \
-                 folders so far; the call waits for it, so that a rewind can go back to before it"
-            ),
-            file: None,
-            key: Some("checkpoint_walk".into()),
-        }));
     }
 
     /// The gate for one call, with what its PreToolUse hooks said.
@@ -1133,57 +892,5 @@ impl<'a> Gate<'a> {
                 })
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn a_long_wait_tells_its_progress_until_the_value_comes() {
-        let (send, done) = std::sync::mpsc::channel();
-        let mut told = Vec::new();
-        let met = std::cell::Cell::new(0u64);
-        let value = waited(
-            &done,
-            Duration::ZERO,
-            Duration::ZERO,
-            || {
-                met.set(met.get() + 1024);
-                Some(met.get())
-            },
-            |met| {
-                told.push(met);
-                if told.len() == 3 {
-                    send.send("taken").unwrap();
-                }
-            },
-        );
-        assert_eq!(value, Some("taken"));
-        assert_eq!(told, vec![1024, 2048, 3072]);
-    }
-
-    #[test]
-    fn a_wait_with_nothing_to_tell_says_nothing_and_a_sender_gone_is_none() {
-        let (send, done) = std::sync::mpsc::channel::<u8>();
-        let waits = std::cell::Cell::new(0);
-        let sender = std::cell::RefCell::new(Some(send));
-        let value = waited(
-            &done,
-            Duration::ZERO,
-            Duration::ZERO,
-            || {
-                waits.set(waits.get() + 1);
-                // The sender goes without a word on the second wait.
-                if waits.get() == 2 {
-                    sender.borrow_mut().take();
-                }
-                None
-            },
-            |_| panic!("nothing to tell"),
-        );
-        assert_eq!(value, None);
     }
 }
