@@ -9,7 +9,8 @@ use wicket_tools::tree::Kind;
 
 use crate::objects::Objects;
 use crate::scan::heard_at;
-use crate::state::{Content, Entry, State};
+use crate::state::{self, Content, Entry, State};
+use crate::{Error, Info, Keep, Record, Result, Rewound, Settings, Store, scan};
 
 /// What a rewind will change (paths below the workspace root, as text).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -295,4 +296,134 @@ impl Plan {
         }
         Applied { plan: self, failed }
     }
+}
+
+/// Reading the journal back: what each checkpoint held, the list, and a
+/// rewind to one of them.
+impl Store {
+    /// The state at checkpoint `id`.
+    pub(crate) fn state_at(records: &[Record], id: u64) -> Result<State> {
+        let mut state = State::new();
+        for record in records {
+            state::apply(&mut state, &record.changes);
+            if record.info.id == id {
+                return Ok(state);
+            }
+        }
+        Err(Error::Gone)
+    }
+
+    /// The paths checkpoint `id` may not hold as they were: what a full
+    /// walk after it found changed with nothing heard of it. Each doubt is
+    /// the last full walk before it, its paths, and its line's id.
+    pub(crate) fn doubts<'d>(
+        found: impl IntoIterator<Item = (u64, &'d [Vec<u8>], u64)>,
+        id: u64,
+    ) -> BTreeSet<Vec<u8>> {
+        found
+            .into_iter()
+            .filter(|(since, _, line)| *since < id && id < *line)
+            .flat_map(|(_, paths, _)| paths.iter().cloned())
+            .collect()
+    }
+
+    /// The doubts the journal's lines carry, for [`Store::doubts`].
+    pub(crate) fn recorded(records: &[Record]) -> impl Iterator<Item = (u64, &[Vec<u8>], u64)> {
+        records.iter().filter_map(|record| {
+            let (since, paths) = record.doubt.as_ref()?;
+            Some((*since, paths.as_slice(), record.info.id))
+        })
+    }
+
+    /// Every checkpoint, oldest first.
+    pub fn list(&self) -> Result<Vec<Info>> {
+        let _guard = self.lock();
+        Ok(self
+            .records()?
+            .into_iter()
+            .map(|record| record.info)
+            .collect())
+    }
+
+    /// The first checkpoint at or after event `seq`: the files as they
+    /// were just before that event.
+    pub fn find(&self, seq: u64) -> Result<Info> {
+        first_at(&self.list()?, seq).cloned()
+    }
+
+    /// What a rewind to the checkpoint `to` would change now (nothing is
+    /// recorded, stored or changed; what the tracker heard is kept for the
+    /// next checkpoint).
+    pub fn plan(&self, workspace: &Workspace, settings: &Settings, to: &Info) -> Result<Plan> {
+        let mut guard = self.lock();
+        let cache = self.cache(&mut guard, settings)?;
+        let records = self.records()?;
+        let then = Self::state_at(&records, to.id)?;
+        let mut doubts = Self::doubts(Self::recorded(&records), to.id);
+        let home = self.home_below(workspace);
+        let mut maker = self.maker(workspace, settings)?;
+        maker.home = home.as_deref();
+        maker.keep = Keep::HashOnly;
+        let now = self.scan_full(workspace, &mut maker, &cache.journaled, None, None)?;
+        if let Some(tracker) = cache.tracker.as_mut() {
+            let heard = tracker.drain();
+            if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)
+                && since < to.id
+            {
+                let missed = scan::unheard(&cache.journaled, &now.state, &heard.paths, tracker);
+                doubts.extend(missed);
+            }
+            tracker.keep(heard);
+        }
+        Ok(Plan::between(&then, &now.state, &doubts))
+    }
+
+    /// Rewinds the workspace to the checkpoint `to`: records the files as
+    /// they are (before event `seq`, the `rewound` to come) with a full
+    /// walk, then changes what differs. Refused, with nothing changed,
+    /// when that record cannot be written: a rewind that could not be
+    /// undone is not made. What that record has no copy of, and what the
+    /// checkpoint may not hold as it was, is left as it is (the plan's `kept`).
+    pub fn rewind(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        to: &Info,
+        seq: u64,
+    ) -> Result<Rewound> {
+        let mut guard = self.lock();
+        let cache = self.cache(&mut guard, settings)?;
+        let records = self.records()?;
+        let then = Self::state_at(&records, to.id)?;
+        let before = self.take_in(cache, workspace, settings, seq, "rewind", true);
+        let before = match before {
+            Ok(before) => before,
+            Err(error) => {
+                *guard = None;
+                return Err(error);
+            }
+        };
+        // The walk just made may have found doubts of its own.
+        let made =
+            (before.doubt.as_ref()).map(|(since, paths)| (*since, paths.as_slice(), before.id));
+        let doubts = Self::doubts(Self::recorded(&records).chain(made), to.id);
+        let plan = Plan::between(&then, &cache.journaled, &doubts);
+        let Some(objects) = self.objects(Some(workspace))? else {
+            return Err(Error::Gone);
+        };
+        let applied = plan.apply(workspace, objects);
+        Ok(Rewound {
+            to: to.clone(),
+            before,
+            applied,
+        })
+    }
+}
+
+/// In a list of checkpoints, the first at or after event `seq`.
+pub fn first_at(checkpoints: &[Info], seq: u64) -> Result<&Info> {
+    checkpoints
+        .iter()
+        .find(|info| info.seq >= seq)
+        .ok_or(Error::NoCheckpoint(seq))
 }
