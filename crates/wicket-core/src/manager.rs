@@ -9,12 +9,15 @@
 //! session's listener records it before the event is broadcast, so no client
 //! can see a card and still get a message queued behind it.
 
+mod answers;
 mod follow;
 mod refusal;
 mod rewind;
 mod setup;
 mod turns;
 
+pub use answers::Answered;
+use answers::{Given, LivePerson};
 pub use follow::Follower;
 use follow::Ring;
 pub use refusal::Refusal;
@@ -235,34 +238,6 @@ pub struct Summary {
     pub updated: String,
 }
 
-enum Given {
-    /// An answer to the open card.
-    Answer(Answered),
-    Reply(String),
-}
-
-/// An answer as a front end gives it: for an `allow_always`, the argv
-/// prefix its rule was widened to; for a `deny`, the person's reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answered {
-    /// The answer.
-    pub answer: Answer,
-    /// The first words of the card's argv an `allow_always` saves.
-    pub widened: Option<Vec<String>>,
-    /// Why the person denied (the model reads it).
-    pub reason: Option<String>,
-}
-
-impl From<Answer> for Answered {
-    fn from(answer: Answer) -> Answered {
-        Answered {
-            answer,
-            widened: None,
-            reason: None,
-        }
-    }
-}
-
 #[derive(Default)]
 struct State {
     running: bool,
@@ -359,51 +334,6 @@ impl Live {
             }
             state = wicket_os::sync::wait(&self.changed, state);
         }
-    }
-}
-
-/// The person behind a session's front ends: each card waits for what one of them gives.
-struct LivePerson {
-    live: Arc<Live>,
-    /// What came with the last answer.
-    last: Option<Answered>,
-}
-
-impl LivePerson {
-    fn new(live: Arc<Live>) -> LivePerson {
-        LivePerson { live, last: None }
-    }
-}
-
-impl Answerer for LivePerson {
-    fn answer(&mut self, card: &Card) -> Option<Answer> {
-        match self.live.wait_for(&card.id)? {
-            Given::Answer(answered) => {
-                let answer = answered.answer;
-                self.last = Some(answered);
-                Some(answer)
-            }
-            Given::Reply(_) => None,
-        }
-    }
-
-    fn reply(&mut self, id: &QuestionId, _question: &str) -> Option<String> {
-        match self.live.wait_for(id)? {
-            Given::Reply(reply) => Some(reply),
-            Given::Answer(..) => None,
-        }
-    }
-
-    fn widened(&mut self) -> Option<Vec<String>> {
-        self.last.as_mut()?.widened.take()
-    }
-
-    fn reason(&mut self) -> Option<String> {
-        self.last.as_mut()?.reason.take()
-    }
-
-    fn attended(&self) -> bool {
-        !self.live.state().unattended
     }
 }
 
@@ -644,122 +574,6 @@ impl Manager {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
         }
-        Ok(())
-    }
-
-    /// Answers the open card.
-    pub fn answer(
-        &self,
-        id: &SessionId,
-        card: &CardId,
-        answer: Answer,
-    ) -> Result<(), ManagerError> {
-        self.answer_with(id, card, answer.into())
-    }
-
-    /// Answers the open card with what came with the answer: an
-    /// `allow_always` widened to an argv prefix (the card's own first
-    /// words), a deny's reason.
-    pub fn answer_with(
-        &self,
-        id: &SessionId,
-        card: &CardId,
-        answered: Answered,
-    ) -> Result<(), ManagerError> {
-        self.give(id, card, Given::Answer(answered))
-    }
-
-    /// Says that no person answers the session's cards from now on (a
-    /// fixed policy answers them), or that one does again.
-    pub fn set_unattended(&self, id: &SessionId, unattended: bool) -> Result<(), ManagerError> {
-        self.live(id)?.state().unattended = unattended;
-        Ok(())
-    }
-
-    /// Replies to the open question.
-    pub fn reply(
-        &self,
-        id: &SessionId,
-        question: &QuestionId,
-        reply: &str,
-    ) -> Result<(), ManagerError> {
-        self.give(id, question, Given::Reply(reply.to_string()))
-    }
-
-    /// Never blocks on the disk: a card or question is open only in a
-    /// session that is open, so one that is not gets `NotOpen` without
-    /// being opened (the HTTP answer path calls this on its async task).
-    fn give(&self, id: &str, item: &str, given: Given) -> Result<(), ManagerError> {
-        let Some(live) = self.sessions().get(id).cloned() else {
-            return Err(match self.on_disk(id) {
-                Err(missing @ ManagerError::NoSuchSession(_)) => missing,
-                _ => ManagerError::NotOpen {
-                    session: id.to_string(),
-                    item: item.to_string(),
-                },
-            });
-        };
-        let mut state = live.state();
-        let fits = match (&state.open, &given) {
-            (Some(Open::Card(card)), Given::Answer(..)) => card.id == item,
-            (Some(Open::Question { id: open, .. }), Given::Reply(_)) => open == item,
-            _ => false,
-        };
-        if !fits || state.given.is_some() {
-            return Err(ManagerError::NotOpen {
-                session: id.to_string(),
-                item: item.to_string(),
-            });
-        }
-        if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) =
-            (&state.open, &given)
-        {
-            let offered = match card.kind {
-                // An allow applies and a deny discards, as a fixed policy answers.
-                CardKind::Effects(_) => *answer != Answer::Preview,
-                _ => answer.fits(&card.kind),
-            };
-            if !offered {
-                return Err(ManagerError::BadAnswer(format!(
-                    "{} is not an answer card {} offers",
-                    answer.as_str(),
-                    card.id
-                )));
-            }
-        }
-        if let Given::Answer(Answered {
-            answer,
-            reason: Some(_),
-            ..
-        }) = &given
-            && *answer != Answer::Deny
-        {
-            return Err(ManagerError::BadAnswer(
-                "a reason goes with a deny only".into(),
-            ));
-        }
-        if let (
-            Some(Open::Card(card)),
-            Given::Answer(Answered {
-                answer,
-                widened: Some(prefix),
-                ..
-            }),
-        ) = (&state.open, &given)
-        {
-            if *answer != Answer::AllowAlways {
-                return Err(ManagerError::BadAnswer(
-                    "argv_prefix widens an allow_always answer only".into(),
-                ));
-            }
-            wicket_gate::widen(&mut (**card).clone(), prefix.clone())
-                .map_err(|error| ManagerError::BadAnswer(error.message))?;
-        }
-        // Closed at once: a second answer to it is refused, and what is open
-        // next is the next card.
-        state.given = Some(given);
-        state.open = None;
-        live.changed.notify_all();
         Ok(())
     }
 
