@@ -7,8 +7,10 @@
 mod compact;
 mod core_calls;
 mod mcp;
+mod plan;
 mod prompt;
 
+use plan::{PLAN_TOOLS, plan_refusal};
 pub use prompt::{INSTRUCTIONS_MAX_BYTES, Instructions, system_prompt};
 use std::ops::ControlFlow;
 
@@ -222,16 +224,6 @@ pub struct Runner<'a> {
     /// propose_plan, until the person approves a plan.
     pub plan: bool,
 }
-
-/// What the model may call in plan mode.
-const PLAN_TOOLS: [&str; 6] = [
-    "read_file",
-    "grep",
-    "list_dir",
-    "ask",
-    "finish",
-    "propose_plan",
-];
 
 impl Runner<'_> {
     fn log(&self, body: EventBody) {
@@ -828,38 +820,6 @@ impl Runner<'_> {
         }
     }
 
-    /// Plan mode's part of a call: a call it does not offer is refused
-    /// before the gate (and `propose_plan` outside it); `propose_plan` puts
-    /// the plan on a card, and an approved one offers every tool from then
-    /// on. Anything else comes back to be made.
-    fn planned(
-        &self,
-        turn: &mut Turn,
-        call: &ToolCallRequest,
-        parsed: Call,
-        person: &mut dyn Answerer,
-    ) -> ControlFlow<Result<ToolOutput, WireError>, Call> {
-        let proposal = matches!(parsed, Call::Core(CoreCall::ProposePlan(_)));
-        if (turn.plan && !plan_call(&parsed)) || (!turn.plan && proposal) {
-            let arguments = serde_json::from_str(&call.arguments)
-                .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
-            return ControlFlow::Break(self.refused(
-                call,
-                arguments,
-                plan_refusal(&call.name, turn.plan),
-            ));
-        }
-        let Call::Core(CoreCall::ProposePlan(args)) = parsed else {
-            return ControlFlow::Continue(parsed);
-        };
-        let result = self.propose_plan(call, &args, person);
-        if result.is_ok() {
-            turn.plan = false;
-            turn.request.tools = self.tool_specs(false);
-        }
-        ControlFlow::Break(result)
-    }
-
     /// Each instruction file refused, as an error; on the session's first
     /// turn in this process, a notice naming every file read.
     fn tell_instructions(&self, instructions: &Instructions) {
@@ -956,35 +916,6 @@ impl Runner<'_> {
             specs.extend(crate::mcp::tool_specs(hub));
         }
         specs
-    }
-}
-
-/// Whether `call` is one plan mode offers (and, for `propose_plan`, only plan mode).
-fn plan_call(call: &Call) -> bool {
-    match call {
-        Call::Tool(
-            wicket_protocol::ToolCall::ReadFile(_)
-            | wicket_protocol::ToolCall::Grep(_)
-            | wicket_protocol::ToolCall::ListDir(_),
-        )
-        | Call::Core(CoreCall::Ask(_) | CoreCall::Finish(_) | CoreCall::ProposePlan(_)) => true,
-        Call::Tool(_) | Call::Core(CoreCall::UseSkill(_)) | Call::Mcp(_) => false,
-    }
-}
-
-/// Why a call was refused before the gate: a tool plan mode does not offer,
-/// or `propose_plan` outside plan mode.
-fn plan_refusal(name: &str, plan: bool) -> WireError {
-    if plan {
-        WireError::new(
-            ErrorKind::Denied,
-            format!(
-                "plan mode: {name} is not offered until the person approves a plan; nothing ran. Read \
-                 what you need, then call propose_plan with your plan"
-            ),
-        )
-    } else {
-        WireError::invalid("propose_plan is for plan mode; this turn may use every tool")
     }
 }
 
