@@ -20,7 +20,9 @@ use wicket_tools::Workspace;
 
 use crate::objects::hash_of;
 use crate::rewind::{Applied, Plan};
+use crate::scan::remove_below;
 use crate::state::{Content, Entry, StatKey, State};
+use crate::tracker::within;
 use crate::{Error, Result, Settings, Store};
 
 /// The most bytes of one file a preview keeps beside its hash for the
@@ -166,19 +168,47 @@ impl Reader<'_> {
 
     /// Records what `path` and everything below it held at the start.
     fn note_below(&mut self, path: &[u8]) {
-        let below = [path, b"/"].concat();
         self.preview
             .started
             .insert(path.to_vec(), self.before.get(path).cloned());
-        for (inner, entry) in self
-            .before
-            .range(below.clone()..)
-            .take_while(|(inner, _)| inner.starts_with(&below))
-        {
-            self.preview
-                .started
-                .insert(inner.clone(), Some(entry.clone()));
+        for inner in self.inner(path) {
+            let entry = self.before.get(&inner).cloned();
+            self.preview.started.insert(inner, entry);
         }
+    }
+
+    /// `name` in `parent`, opened to read (`flags` besides), never through
+    /// a link; what fails is said as not read.
+    fn open_in(
+        &mut self,
+        parent: &OwnedFd,
+        name: &std::ffi::OsStr,
+        path: &[u8],
+        flags: OFlags,
+    ) -> Option<OwnedFd> {
+        let opened = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | flags,
+            Mode::empty(),
+        );
+        match opened {
+            Ok(fd) => Some(fd),
+            Err(error) => {
+                self.preview.unread.push(io(path, error));
+                None
+            }
+        }
+    }
+
+    /// The paths the workspace held below `path` when the preview started.
+    fn inner(&self, path: &[u8]) -> Vec<Vec<u8>> {
+        self.before
+            .range(path.to_vec()..)
+            .take_while(|(inner, _)| inner.starts_with(path))
+            .filter(|(inner, _)| inner.len() > path.len() && within(inner, path))
+            .map(|(inner, _)| inner.clone())
+            .collect()
     }
 
     fn dir(
@@ -189,18 +219,8 @@ impl Reader<'_> {
         mode: u32,
         before: Option<&Entry>,
     ) {
-        let opened = rustix::fs::openat(
-            parent,
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        );
-        let dir = match opened {
-            Ok(dir) => dir,
-            Err(error) => {
-                self.preview.unread.push(io(path, error));
-                return;
-            }
+        let Some(dir) = self.open_in(parent, name, path, OFlags::DIRECTORY) else {
+            return;
         };
         let was_dir = before.is_some_and(|before| matches!(before.content, Content::Dir));
         let opaque = was_dir && opaque(&dir);
@@ -237,17 +257,9 @@ impl Reader<'_> {
     /// Everything below an opaque folder, removed (entries the upper layer
     /// has are put back by their own change, read after this).
     fn removed_below(&mut self, path: &[u8]) {
-        let below = [path, b"/"].concat();
-        let inner: Vec<Vec<u8>> = self
-            .before
-            .range(below.clone()..)
-            .take_while(|(inner, _)| inner.starts_with(&below))
-            .map(|(inner, _)| inner.clone())
-            .collect();
-        for inner in inner {
-            self.preview
-                .started
-                .insert(inner.clone(), self.before.get(&inner).cloned());
+        for inner in self.inner(path) {
+            let entry = self.before.get(&inner).cloned();
+            self.preview.started.insert(inner.clone(), entry);
             self.preview.changes.insert(inner, None);
         }
     }
@@ -260,17 +272,11 @@ impl Reader<'_> {
         mode: u32,
         before: Option<&Entry>,
     ) {
-        let opened = rustix::fs::openat(
-            parent,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        );
+        let Some(fd) = self.open_in(parent, name, path, OFlags::NONBLOCK) else {
+            return;
+        };
         let mut bytes = Vec::new();
-        let read = opened
-            .map_err(std::io::Error::from)
-            .and_then(|fd| std::fs::File::from(fd).read_to_end(&mut bytes));
-        if let Err(error) = read {
+        if let Err(error) = std::fs::File::from(fd).read_to_end(&mut bytes) {
             self.preview.unread.push(io(path, error));
             return;
         }
@@ -458,18 +464,7 @@ impl Store {
                 Some(entry) => {
                     then.insert(path.clone(), entry.clone());
                 }
-                None => {
-                    let below = [path.as_slice(), b"/"].concat();
-                    then.remove(path);
-                    let inner: Vec<Vec<u8>> = then
-                        .range(below.clone()..)
-                        .take_while(|(inner, _)| inner.starts_with(&below))
-                        .map(|(inner, _)| inner.clone())
-                        .collect();
-                    for inner in inner {
-                        then.remove(&inner);
-                    }
-                }
+                None => remove_below(&mut then, &mut BTreeMap::new(), path, true),
             }
         }
         let Some(objects) = self.objects(Some(workspace))? else {

@@ -271,7 +271,7 @@ struct Tracked<'a, 'm> {
 }
 
 /// Removes `path` and all below it from `state`, keeping what each was.
-fn remove_below(
+pub(crate) fn remove_below(
     state: &mut State,
     touched: &mut BTreeMap<Vec<u8>, Option<Entry>>,
     path: &[u8],
