@@ -41,6 +41,16 @@ impl Answer {
         }
     }
 
+    /// Whether a front end may give it to `card`: what the card offers
+    /// ([`Answer::fits`]), and on an effects card an allow (read as
+    /// `apply`) or a deny (`discard`), as a fixed `--answers` policy gives them.
+    pub fn taken_by(self, card: &CardKind) -> bool {
+        match card {
+            CardKind::Effects(_) => self != Answer::Preview,
+            _ => self.fits(card),
+        }
+    }
+
     /// Whether it may answer `card`: `preview` only a run card that offers
     /// it, `apply` and `discard` only an effects card (and only they), the
     /// rest any other card.

@@ -144,19 +144,13 @@ impl Manager {
         }
         if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) =
             (&state.open, &given)
+            && !answer.taken_by(&card.kind)
         {
-            let offered = match card.kind {
-                // An allow applies and a deny discards, as a fixed policy answers.
-                CardKind::Effects(_) => *answer != Answer::Preview,
-                _ => answer.fits(&card.kind),
-            };
-            if !offered {
-                return Err(ManagerError::BadAnswer(format!(
-                    "{} is not an answer card {} offers",
-                    answer.as_str(),
-                    card.id
-                )));
-            }
+            return Err(ManagerError::BadAnswer(format!(
+                "{} is not an answer card {} offers",
+                answer.as_str(),
+                card.id
+            )));
         }
         if let Given::Answer(Answered {
             answer,
