@@ -624,6 +624,12 @@ fn output_text(output: &ToolOutput) -> String {
             format!("{text}[{end}, {} ms]", run.duration_ms)
         }
         ToolOutput::Mcp(mcp) => mcp.model_text(),
+        ToolOutput::Task(task) => format!(
+            "{}\n[sub-task {}: {}]",
+            task.result,
+            task.task.session,
+            wicket_protocol::Usage::line(task.usage.as_ref())
+        ),
         ToolOutput::Preview(_)
         | ToolOutput::Plan(_)
         | ToolOutput::Grep(_)
@@ -658,6 +664,7 @@ mod tests {
 
     fn write_card() -> Card {
         Card {
+            task: None,
             id: "card-1".into(),
             tool: "write_file".into(),
             kind: CardKind::Write(WriteCard {
@@ -694,6 +701,7 @@ mod tests {
         let session = SessionId::new("s1");
         let run = run_card("card-2", &["cargo", "test"], true);
         let outside = Card {
+            task: None,
             id: "card-3".into(),
             tool: "read_file".into(),
             kind: CardKind::OutsideRead(OutsideReadCard {
@@ -705,6 +713,7 @@ mod tests {
             always: None,
         };
         let mcp = Card {
+            task: None,
             id: "card-4".into(),
             tool: "read_text_file".into(),
             kind: CardKind::Mcp(McpCard {
@@ -735,6 +744,7 @@ mod tests {
 
     fn run_card(id: &str, argv: &[&str], network: bool) -> Card {
         Card {
+            task: None,
             id: id.into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {

@@ -7,6 +7,11 @@
 //! `[{"text": "…"}, {"tool_calls": [{"name": "read_file", "arguments": {…}}]}, …]`.
 //! `arguments` may be an object or a JSON string (to replay arguments a
 //! model got wrong). Call ids are `script-N-M`.
+//!
+//! Sub-tasks run at once, so their requests come in no fixed order: the
+//! file may instead be an object, `{"replies": […], "tasks": {"TEXT": […]}}`,
+//! where a conversation whose first message holds TEXT (a sub-task's
+//! prompt) is answered from that array, any other from `replies`.
 
 use std::path::Path;
 
@@ -72,6 +77,22 @@ pub(crate) struct Replay {
     model: String,
     path: String,
     entries: Vec<Entry>,
+    /// Conversations whose first message holds the text, and their replies.
+    tasks: Vec<(String, Vec<Entry>)>,
+}
+
+/// A script file: the replies alone, or with each sub-task's.
+enum Script {
+    Replies(Vec<Entry>),
+    WithTasks(WithTasks),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WithTasks {
+    replies: Vec<Entry>,
+    #[serde(default)]
+    tasks: std::collections::BTreeMap<String, Vec<Entry>>,
 }
 
 impl Replay {
@@ -80,18 +101,47 @@ impl Replay {
         let text = read_script(path).map_err(|why| {
             config_error(format!("cannot read the script {}: {why}", path.display()))
         })?;
-        let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|error| {
+        // Told apart by their first byte, so that a mistake in either is
+        // named as serde finds it.
+        let parsed = if text.trim_start().starts_with('{') {
+            serde_json::from_str::<WithTasks>(&text).map(Script::WithTasks)
+        } else {
+            serde_json::from_str::<Vec<Entry>>(&text).map(Script::Replies)
+        };
+        let script = parsed.map_err(|error| {
             config_error(format!(
                 "the script {} is not a JSON array of replies like \
-                 [{{\"text\": \"…\"}}, {{\"tool_calls\": [{{\"name\": \"read_file\", \"arguments\": {{…}}}}]}}]: {error}",
+                 [{{\"text\": \"…\"}}, {{\"tool_calls\": [{{\"name\": \"read_file\", \"arguments\": {{…}}}}]}}] \
+                 (or an object {{\"replies\": […], \"tasks\": {{\"PROMPT\": […]}}}}): {error}",
                 path.display()
             ))
         })?;
+        let (entries, tasks) = match script {
+            Script::Replies(entries) => (entries, Vec::new()),
+            Script::WithTasks(with) => (with.replies, with.tasks.into_iter().collect()),
+        };
         Ok(Replay {
             model: model.to_string(),
             path: path.display().to_string(),
             entries,
+            tasks,
         })
+    }
+
+    /// The replies for `req`'s conversation: a sub-task's, by its first
+    /// message, or the script's own.
+    fn entries_for(&self, req: &Request) -> &[Entry] {
+        let first = req.messages.iter().find_map(|message| match message {
+            Message::User { text } => Some(text.as_str()),
+            _ => None,
+        });
+        first
+            .and_then(|first| {
+                self.tasks
+                    .iter()
+                    .find(|(key, _)| first.contains(key.as_str()))
+            })
+            .map_or(&self.entries, |(_, entries)| entries)
     }
 
     fn reply(&self, req: &Request) -> Result<Completion, ChatError> {
@@ -100,14 +150,15 @@ impl Replay {
             .iter()
             .filter(|message| matches!(message, Message::Assistant { .. }))
             .count();
-        let Some(entry) = self.entries.get(index) else {
+        let entries = self.entries_for(req);
+        let Some(entry) = entries.get(index) else {
             return Err(ChatError::new(
                 ChatErrorKind::Script,
                 format!(
                     "the script {} has {} replies and the conversation asks for reply {}; \
                      add entries to the script or start a new session",
                     self.path,
-                    self.entries.len(),
+                    entries.len(),
                     index + 1
                 ),
             ));

@@ -563,6 +563,7 @@ fn tool(
     let mut answerer = answerer_for(answers);
     // The same hooks as a turn's, around the same gate.
     let caller = Caller {
+        parent: None,
         tools: &tools,
         session: &session,
         hooks: &config.hooks,

@@ -7,7 +7,7 @@ use wicket_protocol::Usage;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
-    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, TaskEvent,
     ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use wicket_protocol::summary::Tone;
@@ -90,7 +90,31 @@ pub(crate) fn card(card: &Card, color: bool) -> String {
         ));
         shown.push('\n');
     }
-    shown
+    match &card.task {
+        Some(task) => under_task(task, &shown, color),
+        None => shown,
+    }
+}
+
+/// A sub-task's card, shown under its parent: a line naming it, then the
+/// card indented.
+fn under_task(task: &wicket_protocol::TaskRef, shown: &str, color: bool) -> String {
+    let mut out = paint(
+        &format!(
+            "sub-task: {} (session {})",
+            visible_line(&task.description),
+            visible_line(&task.session)
+        ),
+        CYAN,
+        color,
+    );
+    out.push('\n');
+    for line in shown.lines() {
+        out.push_str("  ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// A diff's lines, coloured, each made visible.
@@ -405,6 +429,12 @@ fn output_summary(output: &ToolOutput) -> String {
         }
         ToolOutput::Reply(reply) => format!("reply: {}", short(&reply.reply, 100)),
         ToolOutput::Finish(_) => "finished".to_string(),
+        ToolOutput::Task(task) => format!(
+            "sub-task {} finished: {} ({})",
+            visible_line(&task.task.session),
+            short(&task.result, 200),
+            Usage::line(task.usage.as_ref())
+        ),
         ToolOutput::Skill(skill) => format!("skill {}", visible_line(&skill.name)),
         ToolOutput::Mcp(mcp) => format!(
             "{} item(s) from {}",
@@ -428,6 +458,14 @@ fn output_summary(output: &ToolOutput) -> String {
 
 /// A card in a few words, for transcripts.
 pub(crate) fn card_summary(card: &Card) -> String {
+    let what = kind_summary(card);
+    match &card.task {
+        Some(task) => format!("sub-task: {}: {what}", visible_line(&task.description)),
+        None => what,
+    }
+}
+
+fn kind_summary(card: &Card) -> String {
     match &card.kind {
         CardKind::Write(write) => format!("write {}", visible_line(&write.path)),
         CardKind::OutsideRead(read) => {
@@ -680,6 +718,7 @@ pub(crate) fn event_line(event: &Event) -> String {
             short(stderr.trim(), 400)
         ),
         EventBody::Queued(QueuedEvent { text }) => format!("queued {}", short(text, 400)),
+        EventBody::Task(TaskEvent { .. }) => format!("task {}", body_summary(&event.body)),
         EventBody::Retry(RetryEvent {
             attempt,
             delay_ms,
@@ -736,6 +775,7 @@ mod tests {
 
     fn write_card_of(path: &str, diff: String, bytes: u64, truncated: bool, tool: &str) -> Card {
         Card {
+            task: None,
             id: "card-1".into(),
             tool: tool.into(),
             kind: CardKind::Write(WriteCard {
@@ -770,6 +810,7 @@ mod tests {
 
     fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: Network) -> Card {
         Card {
+            task: None,
             id: "card-2".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {
@@ -902,6 +943,7 @@ mod tests {
     #[test]
     fn an_outside_read_card() {
         let read = Card {
+            task: None,
             id: "card-3".into(),
             tool: "grep".into(),
             kind: CardKind::OutsideRead(OutsideReadCard {
@@ -919,6 +961,7 @@ mod tests {
     fn an_mcp_card_shows_the_arguments_and_the_servers_claim() {
         let arguments = serde_json::json!({"path": "/srv/notes\u{1b}[2Jx.txt", "head": 3});
         let mcp = Card {
+            task: None,
             id: "card-4".into(),
             tool: "read_text_file".into(),
             kind: CardKind::Mcp(McpCard {

@@ -107,6 +107,8 @@ pub struct Caller<'a> {
     pub rules: &'a wicket_gate::rules::Rules,
     /// Where a checkpoint goes before each write and command (`None`: none).
     pub checkpoints: Option<wicket_gate::Checkpointing<'a>>,
+    /// A sub-task's parent, whose grants and checkpoints it shares.
+    pub parent: Option<wicket_gate::Parent<'a>>,
 }
 
 impl<'a> Caller<'a> {
@@ -114,6 +116,7 @@ impl<'a> Caller<'a> {
     pub fn gate(&self) -> Gate<'a> {
         Gate::new(self.tools, self.session, self.confinement, self.rules)
             .checkpointed(self.checkpoints)
+            .parented(self.parent)
     }
 
     fn log(&self, body: EventBody) {

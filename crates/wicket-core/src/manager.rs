@@ -14,6 +14,7 @@ mod follow;
 mod refusal;
 mod rewind;
 mod setup;
+mod tasks;
 mod turns;
 
 pub use answers::Answered;
@@ -274,6 +275,8 @@ struct Live {
     started: AtomicBool,
     /// Its checkpoints.
     checkpoints: wicket_checkpoints::Store,
+    /// Its sub-tasks' cards, waiting to be shown one at a time.
+    cards: tasks::Turnstile,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -318,9 +321,15 @@ impl Live {
     /// Waits for what is given for the open card or question (the session's
     /// listener opened it when its event was appended), or for cancel (`None`).
     fn wait_for(&self, id: &str) -> Option<Given> {
+        self.wait_for_unless(id, None)
+    }
+
+    /// [`Live::wait_for`], giving up also when `stop` is cancelled (a
+    /// sub-task's card shown here, whose sub-task was cancelled alone).
+    fn wait_for_unless(&self, id: &str, stop: Option<&Cancel>) -> Option<Given> {
         let mut state = self.state();
         loop {
-            if state.cancelled {
+            if state.cancelled || stop.is_some_and(Cancel::is_cancelled) {
                 state.open = None;
                 return None;
             }
@@ -337,31 +346,27 @@ impl Live {
     }
 }
 
+/// The sessions open in this process: the manager's, and a turn's that
+/// opens sub-tasks.
+struct Lives {
+    home: PathBuf,
+    runtime: tokio::runtime::Handle,
+    sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// Ticks once per use of a session.
+    clock: AtomicU64,
+}
+
 /// Many sessions, their turns and their event streams.
 pub struct Manager {
     home: PathBuf,
     runtime: tokio::runtime::Handle,
     setup: TurnSetup,
-    sessions: Mutex<HashMap<String, Arc<Live>>>,
-    /// Ticks once per use of a session.
-    clock: AtomicU64,
+    lives: Arc<Lives>,
     /// Set by [`Manager::close`]: no turn starts, queued or new.
     closing: Arc<AtomicBool>,
 }
 
-impl Manager {
-    /// A manager of the sessions in `home`; turns run their chat clients on `runtime`.
-    pub fn new(home: &Path, runtime: tokio::runtime::Handle, setup: TurnSetup) -> Manager {
-        Manager {
-            home: home.to_path_buf(),
-            runtime,
-            setup,
-            sessions: Mutex::new(HashMap::new()),
-            clock: AtomicU64::new(0),
-            closing: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
+impl Lives {
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
         wicket_os::sync::lock(&self.sessions)
     }
@@ -372,39 +377,6 @@ impl Manager {
             Ordering::Relaxed,
         );
         live.clone()
-    }
-
-    /// The meta.json of a session on disk (open here or not).
-    fn on_disk(&self, id: &str) -> Result<Meta, ManagerError> {
-        Session::meta_of(&self.home, id).map_err(|error| match error {
-            wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
-                ManagerError::NoSuchSession(id.to_string())
-            }
-            other => ManagerError::Session(other),
-        })
-    }
-
-    fn live(&self, id: &str) -> Result<Arc<Live>, ManagerError> {
-        if let Some(live) = self.sessions().get(id) {
-            return Ok(self.used(live));
-        }
-        // A session on disk that this manager has not opened yet (or closed
-        // while it was idle).
-        let meta = self.on_disk(id)?;
-        self.open_live(id.to_string(), Path::new(&meta.workspace), None)
-    }
-
-    /// Opens (creating when absent) a session; `None` makes a new id.
-    /// Returns the id.
-    pub fn open(
-        &self,
-        id: Option<&SessionId>,
-        workspace: &Path,
-        model: Option<&str>,
-    ) -> Result<SessionId, ManagerError> {
-        let id = id.map_or_else(session::new_id, SessionId::to_string);
-        self.open_live(id.clone(), workspace, model)?;
-        Ok(SessionId::from(id))
     }
 
     /// Closes idle sessions past the first [`KEPT_OPEN`] (their log, lock
@@ -486,12 +458,81 @@ impl Manager {
             used: AtomicU64::new(0),
             started: AtomicBool::new(false),
             checkpoints,
+            cards: tasks::Turnstile::default(),
         });
         let mut sessions = self.sessions();
         // Two opens of one id at once: the first one in wins.
         let live = self.used(sessions.entry(id.clone()).or_insert(live));
         Self::close_idle(&mut sessions, &id);
         Ok(live)
+    }
+}
+
+impl Manager {
+    /// A manager of the sessions in `home`; turns run their chat clients on `runtime`.
+    pub fn new(home: &Path, runtime: tokio::runtime::Handle, setup: TurnSetup) -> Manager {
+        Manager {
+            home: home.to_path_buf(),
+            runtime: runtime.clone(),
+            setup,
+            lives: Arc::new(Lives {
+                home: home.to_path_buf(),
+                runtime,
+                sessions: Mutex::new(HashMap::new()),
+                clock: AtomicU64::new(0),
+            }),
+            closing: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.lives.sessions()
+    }
+
+    fn used(&self, live: &Arc<Live>) -> Arc<Live> {
+        self.lives.used(live)
+    }
+
+    fn open_live(
+        &self,
+        id: String,
+        workspace: &Path,
+        model: Option<&str>,
+    ) -> Result<Arc<Live>, ManagerError> {
+        self.lives.open_live(id, workspace, model)
+    }
+
+    /// The meta.json of a session on disk (open here or not).
+    fn on_disk(&self, id: &str) -> Result<Meta, ManagerError> {
+        Session::meta_of(&self.home, id).map_err(|error| match error {
+            wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
+                ManagerError::NoSuchSession(id.to_string())
+            }
+            other => ManagerError::Session(other),
+        })
+    }
+
+    fn live(&self, id: &str) -> Result<Arc<Live>, ManagerError> {
+        if let Some(live) = self.sessions().get(id) {
+            return Ok(self.used(live));
+        }
+        // A session on disk that this manager has not opened yet (or closed
+        // while it was idle).
+        let meta = self.on_disk(id)?;
+        self.open_live(id.to_string(), Path::new(&meta.workspace), None)
+    }
+
+    /// Opens (creating when absent) a session; `None` makes a new id.
+    /// Returns the id.
+    pub fn open(
+        &self,
+        id: Option<&SessionId>,
+        workspace: &Path,
+        model: Option<&str>,
+    ) -> Result<SessionId, ManagerError> {
+        let id = id.map_or_else(session::new_id, SessionId::to_string);
+        self.open_live(id.clone(), workspace, model)?;
+        Ok(SessionId::from(id))
     }
 
     /// Sends a message: it starts a turn, or queues behind the running one.
@@ -531,21 +572,13 @@ impl Manager {
         state.cancel = Cancel::default();
         drop(state);
         let setup = self.setup.clone();
-        let runtime = self.runtime.clone();
+        let lives = self.lives.clone();
         let text = text.to_string();
         let turn_live = live.clone();
         let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("turn-{id}"))
-            .spawn(move || {
-                run_turns(
-                    turn_live,
-                    setup,
-                    runtime,
-                    First::Message(text, plan),
-                    closing,
-                )
-            });
+            .spawn(move || run_turns(turn_live, setup, lives, First::Message(text, plan), closing));
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
@@ -565,11 +598,11 @@ impl Manager {
         state.cancelled = false;
         state.cancel = Cancel::default();
         drop(state);
-        let (setup, runtime, turn_live) = (self.setup.clone(), self.runtime.clone(), live.clone());
+        let (setup, lives, turn_live) = (self.setup.clone(), self.lives.clone(), live.clone());
         let closing = self.closing.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("compact-{id}"))
-            .spawn(move || run_turns(turn_live, setup, runtime, First::Compaction, closing));
+            .spawn(move || run_turns(turn_live, setup, lives, First::Compaction, closing));
         if let Err(error) = spawned {
             live.state().running = false;
             return Err(ManagerError::Thread(error));
@@ -821,6 +854,8 @@ impl Manager {
             mcp: None,
             on_text: None,
             checkpoints: None,
+            tasks: None,
+            child: None,
         };
         runner.session_end(reason);
     }

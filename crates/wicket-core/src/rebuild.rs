@@ -15,7 +15,7 @@ use crate::models::estimate_tokens;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
-    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, TaskEvent,
     ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 
@@ -291,6 +291,7 @@ impl Rebuild {
             | EventBody::Reply(ReplyEvent { .. })
             | EventBody::Result(ResultEvent { .. })
             | EventBody::Queued(QueuedEvent { .. })
+            | EventBody::Task(TaskEvent { .. })
             | EventBody::Retry(RetryEvent { .. })
             | EventBody::Cancelled(CancelledEvent {})
             | EventBody::Interrupted(InterruptedEvent { .. })

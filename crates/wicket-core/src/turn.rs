@@ -9,10 +9,12 @@ mod core_calls;
 mod mcp;
 mod plan;
 mod prompt;
+mod task;
 
 use plan::{PLAN_TOOLS, plan_refusal};
 pub use prompt::{INSTRUCTIONS_MAX_BYTES, Instructions, system_prompt};
 use std::ops::ControlFlow;
+pub use task::{Child, Tasks};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -223,6 +225,10 @@ pub struct Runner<'a> {
     /// The turn starts in plan mode: only reads, ask, finish and
     /// propose_plan, until the person approves a plan.
     pub plan: bool,
+    /// What starts this turn's sub-tasks (`None`: `task` is not offered).
+    pub tasks: Option<&'a dyn Tasks>,
+    /// This runner's turn is a sub-task's: its tools and its parent.
+    pub child: Option<Child<'a>>,
 }
 
 impl Runner<'_> {
@@ -257,6 +263,7 @@ impl Runner<'_> {
                 store,
                 settings: &self.settings.checkpoints,
             }),
+            parent: self.child.map(|child| child.parent),
         }
     }
 
@@ -509,6 +516,10 @@ impl Runner<'_> {
             person.attended(),
             &self.settings.instructions,
         );
+        let system = match self.child {
+            Some(_) => format!("{system}\n\n{}", task::CHILD_PROMPT),
+            None => system,
+        };
         self.tell_instructions(&instructions);
         self.start_servers(person);
         let mut turn = self.new_turn(history, system);
@@ -735,7 +746,12 @@ impl Runner<'_> {
         cancel: &Cancel,
     ) -> Flow {
         let mut finished: Option<String> = None;
+        let mut ran_until = 0;
         for (index, call) in calls.iter().enumerate() {
+            if index < ran_until {
+                // Ran with the sub-tasks of its group.
+                continue;
+            }
             if cancel.is_cancelled() {
                 return Flow::End(self.cancelled(&calls[index..]));
             }
@@ -751,6 +767,14 @@ impl Runner<'_> {
                 );
                 continue;
             }
+            if let Some(group) = self.task_group(turn, &calls[index..]) {
+                ran_until = index + group.len();
+                self.run_tasks(turn, group, cancel);
+                if cancel.is_cancelled() {
+                    return Flow::End(self.cancelled(&calls[ran_until..]));
+                }
+                continue;
+            }
             let mcp_tool = |name: &str| {
                 self.mcp
                     .and_then(|hub| hub.find(name))
@@ -762,7 +786,10 @@ impl Runner<'_> {
                     let error = offered_instead(error, &call.name, &turn.request.tools);
                     ControlFlow::Break(self.refused(call, arguments, error))
                 }
-                Ok(parsed) => self.planned(turn, call, parsed, person),
+                Ok(parsed) => match self.not_offered(turn, call) {
+                    Some(refusal) => ControlFlow::Break(refusal),
+                    None => self.planned(turn, call, parsed, person),
+                },
             };
             let result = match parsed {
                 ControlFlow::Break(result) => result,
@@ -792,6 +819,11 @@ impl Runner<'_> {
                 // Taken by `planned`, which never gives it back.
                 ControlFlow::Continue(Call::Core(CoreCall::ProposePlan(_))) => {
                     Err(plan_refusal(&call.name, false))
+                }
+                // Taken by `task_group` where tasks are offered, refused by
+                // `not_offered` where they are not.
+                ControlFlow::Continue(Call::Core(CoreCall::Task(_))) => {
+                    Err(task::not_here(self.child.is_some()))
                 }
                 ControlFlow::Continue(Call::Mcp(mcp)) => {
                     let (result, said) = self.mcp_call(call, &mcp, person, cancel);
@@ -901,7 +933,8 @@ impl Runner<'_> {
     }
 
     /// The six tools, ask, finish, use_skill (when there is a skill to
-    /// load), and the MCP servers' tools; in plan mode only [`PLAN_TOOLS`].
+    /// load), task (where sub-tasks may start), and the MCP servers' tools;
+    /// in plan mode only [`PLAN_TOOLS`], in a sub-task what its `tools` offer.
     fn tool_specs(&self, plan: bool) -> Vec<ToolSpec> {
         let mut specs = tool_specs();
         if plan {
@@ -909,6 +942,12 @@ impl Runner<'_> {
             return specs;
         }
         specs.retain(|spec| spec.name != "propose_plan");
+        if self.tasks.is_none() {
+            specs.retain(|spec| spec.name != "task");
+        }
+        if let Some(child) = self.child {
+            specs.retain(|spec| child.offers(&spec.name));
+        }
         if self.settings.skills.is_empty() {
             specs.retain(|spec| spec.name != "use_skill");
         }

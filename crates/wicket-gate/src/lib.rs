@@ -293,6 +293,19 @@ pub struct Gate<'a> {
     /// The checkpoint before this call, while a thread of its own takes it:
     /// settled before the call changes anything.
     pending: std::cell::RefCell<Option<Pending>>,
+    /// A sub-task's gate: the parent whose grants and checkpoints it shares.
+    parent: Option<Parent<'a>>,
+}
+
+/// The session a sub-task's gate shares with: one person, one trust, one
+/// checkpoint store.
+#[derive(Clone, Copy)]
+pub struct Parent<'a> {
+    /// Whose `allow_session` grants the sub-task's calls use and add to.
+    pub session: &'a Session,
+    /// The seq in the parent's log its checkpoints are taken at (the
+    /// sub-task's start), so a rewind of the parent covers them.
+    pub seq: u64,
 }
 
 /// Where a gate records a checkpoint before each write and command.
@@ -323,7 +336,24 @@ impl<'a> Gate<'a> {
             no_checkpoint: std::cell::RefCell::new(None),
             attended: std::cell::Cell::new(true),
             pending: std::cell::RefCell::new(None),
+            parent: None,
         }
+    }
+
+    /// The gate of a sub-task: grants and checkpoints are `parent`'s.
+    pub fn parented(mut self, parent: Option<Parent<'a>>) -> Gate<'a> {
+        self.parent = parent;
+        self
+    }
+
+    /// The session whose grants hold here: the parent's, for a sub-task.
+    fn grants(&self) -> &'a Session {
+        self.parent.map_or(self.session, |parent| parent.session)
+    }
+
+    /// The seq a checkpoint before this session's event `own` is taken at.
+    pub(crate) fn checkpoint_seq(&self, own: u64) -> u64 {
+        self.parent.map_or(own, |parent| parent.seq)
     }
 
     /// The gate records a checkpoint in `checkpointing` before each write and command.
@@ -377,7 +407,7 @@ impl<'a> Gate<'a> {
                 return self.dispatch(call_id, call, answerer, cancel);
             }
             std::thread::scope(|scope| {
-                self.start_checkpoint(scope, call_id, logged.seq, call.name());
+                self.start_checkpoint(scope, call_id, self.checkpoint_seq(logged.seq), call.name());
                 let result = self.dispatch(call_id, call, answerer, cancel);
                 // A call that ended before it changed anything (denied,
                 // refused) still records the checkpoint's gaps.
@@ -495,7 +525,7 @@ impl<'a> Gate<'a> {
         key: &K,
         held: impl FnOnce(&wicket_session::Allowed) -> bool,
     ) -> Option<GrantId> {
-        held(&self.session.meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
+        held(&self.grants().meta().allowed).then(|| grant_id(kind, &serde_json::json!(key)))
     }
 
     /// `guarded`: what [`guarded_write`] says of `absolute`.
@@ -653,6 +683,7 @@ impl<'a> Gate<'a> {
         });
         let shown = diff::for_card(wicket_protocol::json::pretty(&arguments));
         let card = Card {
+            task: None,
             id: CardId::default(),
             tool: request.tool.to_string(),
             kind: CardKind::Mcp(McpCard {
@@ -690,6 +721,7 @@ impl<'a> Gate<'a> {
     ) -> Result<(), WireError> {
         self.attended.set(answerer.attended());
         let card = Card {
+            task: None,
             id: CardId::default(),
             tool: "propose_plan".to_string(),
             kind: CardKind::Plan(wicket_protocol::PlanCard {
@@ -728,7 +760,7 @@ impl<'a> Gate<'a> {
         insert: impl FnOnce(&mut wicket_session::Allowed),
     ) -> Result<(), WireError> {
         let id = grant_id(kind, &serde_json::json!(key));
-        self.session
+        self.grants()
             .update_meta(|meta| {
                 insert(&mut meta.allowed);
                 meta.allowed.note_origin(id, &card.id);
@@ -869,6 +901,7 @@ impl<'a> Gate<'a> {
             reach: Some(reach),
         });
         let card = Card {
+            task: None,
             id: CardId::default(),
             tool: tool.to_string(),
             kind: CardKind::OutsideRead(OutsideReadCard {

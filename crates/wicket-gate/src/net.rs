@@ -505,6 +505,7 @@ impl Gate<'_> {
             port: Some(net.port),
         });
         Card {
+            task: None,
             id: CardId::default(),
             tool: "net".to_string(),
             kind: CardKind::Net(net),

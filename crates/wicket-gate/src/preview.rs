@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use wicket_checkpoints::{Effected, Preview};
 use wicket_protocol::tools::{PreviewOutcome, PreviewOutput, RunArgs, RunOutput};
 use wicket_protocol::{
-    Answer, CallId, Card, CardId, CardKind, Effect, EffectKind, EffectsCard, ErrorKind, Network,
-    RunSource, SandboxMode, ToolOutput, WireError,
+    Answer, CallId, Card, CardKind, Effect, EffectKind, EffectsCard, ErrorKind, Network, RunSource,
+    SandboxMode, ToolOutput, WireError,
 };
 use wicket_tools::Cancel;
 use wicket_tools::tools::run::RunDir;
@@ -88,10 +88,9 @@ impl Gate<'_> {
             .preview(workspace, checkpointing.settings, &layer.root.join("upper"))
             .map_err(|error| WireError::new(ErrorKind::Io, error.to_string()))?;
         let changes = effects(&preview);
-        let card = Card {
-            id: CardId::default(),
-            tool: "run".to_string(),
-            kind: CardKind::Effects(EffectsCard {
+        let card = Card::new(
+            "run",
+            CardKind::Effects(EffectsCard {
                 argv: args.argv.clone(),
                 exit_code: output.exit_code,
                 stdout: output.stdout.clone(),
@@ -100,10 +99,7 @@ impl Gate<'_> {
                 note: note(&preview, &output, args.network),
                 wanted_hosts: wanted,
             }),
-            always: None,
-            no_checkpoint: None,
-            checkpointing: None,
-        };
+        );
         let answered = self.ask(call_id, card, answerer)?;
         let outcome = match answered.answer {
             Answer::Apply => PreviewOutcome::Applied,
@@ -117,7 +113,7 @@ impl Gate<'_> {
                     workspace,
                     checkpointing.settings,
                     &preview,
-                    self.session.last_seq(),
+                    self.checkpoint_seq(self.session.last_seq()),
                     "preview",
                 )
                 .map_err(|error| WireError::new(ErrorKind::Stale, error.to_string()))?;

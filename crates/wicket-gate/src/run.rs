@@ -116,6 +116,7 @@ impl Gate<'_> {
             read: (!request.read.is_empty()).then(|| request.read.to_vec()),
         });
         let card = Card {
+            task: None,
             id: CardId::default(),
             tool: request.tool.to_string(),
             kind: CardKind::Run(RunCard {

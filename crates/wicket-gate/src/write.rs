@@ -162,6 +162,7 @@ impl Gate<'_> {
         });
         let cut = diff::for_card(diff::unified(&label, current, content));
         Card {
+            task: None,
             id: CardId::default(),
             tool: tool.to_string(),
             kind: CardKind::Write(WriteCard {

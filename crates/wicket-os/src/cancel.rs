@@ -63,6 +63,20 @@ impl Cancel {
         id
     }
 
+    /// A cancel of its own that cancelling this one cancels too (a
+    /// sub-task's: cancelling it alone leaves this one going); the link
+    /// goes when the [`Link`] drops.
+    pub fn linked(&self) -> (Cancel, Link) {
+        let child = Cancel::default();
+        let inner = child.clone();
+        let id = self.on_cancel(Box::new(move || inner.cancel()));
+        let link = Link {
+            parent: self.clone(),
+            id,
+        };
+        (child, link)
+    }
+
     /// Removes a listener.
     pub fn remove(&self, id: u64) {
         if let Ok(mut state) = self.inner.state.lock() {
@@ -70,5 +84,46 @@ impl Cancel {
                 .listeners
                 .retain(|(listener_id, _)| *listener_id != id);
         }
+    }
+}
+
+/// A [`Cancel::linked`] cancel's tie to the one it follows.
+pub struct Link {
+    parent: Cancel,
+    id: u64,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.parent.remove(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linked_cancel_follows_its_parent_but_not_the_other_way() {
+        let parent = Cancel::default();
+        let (child, link) = parent.linked();
+        child.cancel();
+        assert!(!parent.is_cancelled(), "a child's cancel stays its own");
+        let (second, _link) = parent.linked();
+        parent.cancel();
+        assert!(
+            second.is_cancelled(),
+            "the parent's cancel reaches its children"
+        );
+        drop(link);
+        let late = Cancel::default();
+        let (already, _) = {
+            late.cancel();
+            late.linked()
+        };
+        assert!(
+            already.is_cancelled(),
+            "linked to a cancelled one: cancelled at once"
+        );
     }
 }

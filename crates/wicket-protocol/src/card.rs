@@ -112,6 +112,34 @@ pub struct Card {
     /// call waits for it after the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpointing: Option<String>,
+    /// The sub-task that raised it, shown as the parent's ("sub-task: DESCRIPTION").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Box<TaskRef>>,
+}
+
+impl Card {
+    /// A card of `kind` for `tool`, with nothing beside it yet (the gate
+    /// gives it its id when it goes up).
+    pub fn new(tool: impl Into<String>, kind: CardKind) -> Card {
+        Card {
+            id: CardId::default(),
+            tool: tool.into(),
+            kind,
+            always: None,
+            no_checkpoint: None,
+            checkpointing: None,
+            task: None,
+        }
+    }
+}
+
+/// A sub-task as its parent's log and front ends name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// The sub-task's own session.
+    pub session: String,
+    /// What it is for, as the model described it.
+    pub description: String,
 }
 
 /// What a card asks, by kind.
@@ -483,6 +511,7 @@ mod tests {
     #[test]
     fn a_card_keeps_the_flat_wire_shape() {
         let card = Card {
+            task: None,
             id: "card-1".into(),
             tool: "run".into(),
             kind: CardKind::Run(RunCard {

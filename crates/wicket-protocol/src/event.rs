@@ -377,6 +377,9 @@ pub enum EventBody {
     Hook(HookRunEvent),
     /// A message sent while a turn ran; it starts when the turn ends.
     Queued(QueuedEvent),
+    /// A `task` call started a sub-task: its own session, whose log holds
+    /// its calls; its cards come here too, marked with the sub-task.
+    Task(TaskEvent),
     /// The chat client is retrying a request.
     Retry(RetryEvent),
     /// The turn was cancelled; every call without a result has a synthetic one before this.
@@ -587,6 +590,19 @@ pub struct HookRunEvent {
 pub struct QueuedEvent {
     /// The message.
     pub text: String,
+}
+
+/// A sub-task started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEvent {
+    /// The `task` call that started it.
+    pub call_id: CallId,
+    /// Its session.
+    pub session: String,
+    /// What it is for.
+    pub description: String,
+    /// The tools it is offered.
+    pub tools: crate::tools::TaskTools,
 }
 
 /// The chat client is retrying a request.
@@ -815,7 +831,7 @@ mod call_result {
 
 impl EventBody {
     /// Every kind of event, by its `type` on the wire, in declaration order.
-    pub const KINDS: [&'static str; 24] = [
+    pub const KINDS: [&'static str; 25] = [
         "session_started",
         "tool_call",
         "tool_result",
@@ -840,6 +856,7 @@ impl EventBody {
         "error",
         "turn_ended",
         "unreadable",
+        "task",
     ];
 
     /// Its `type` on the wire; the match is exhaustive, so a new kind is
@@ -858,6 +875,7 @@ impl EventBody {
             EventBody::Result(ResultEvent { .. }) => "result",
             EventBody::Hook(HookRunEvent { .. }) => "hook",
             EventBody::Queued(QueuedEvent { .. }) => "queued",
+            EventBody::Task(TaskEvent { .. }) => "task",
             EventBody::Retry(RetryEvent { .. }) => "retry",
             EventBody::Cancelled(CancelledEvent { .. }) => "cancelled",
             EventBody::Interrupted(InterruptedEvent { .. }) => "interrupted",

@@ -23,7 +23,7 @@ pub mod tools;
 pub use card::{
     Answer, Card, CardKind, Effect, EffectKind, EffectsCard, GIT_WRITE_WARNING, McpCard, NetCard,
     OUTSIDE_WORKSPACE, OutsideReadCard, PlanCard, RunCard, RunSource, SandboxMode, SandboxSummary,
-    WriteCard,
+    TaskRef, WriteCard,
 };
 pub use error::{ErrorKind, WireError};
 pub use event::{
@@ -38,6 +38,6 @@ pub use tools::{
     AskArgs, CORE_TOOL_NAMES, Call, CoreCall, FinishArgs, FinishOutput, GrepArgs, GrepOutput,
     ListDirArgs, ListDirOutput, MCP_PREFIX, McpCall, McpContent, McpOutput, NetUse, Network,
     ReadFileArgs, ReadFileOutput, ReplyOutput, RunArgs, RunOutput, SearchReplaceArgs, SkillOutput,
-    TOOL_NAMES, ToolCall, ToolOutput, UseSkillArgs, WriteFileArgs, WriteOutput, call_summary,
-    result_line,
+    TOOL_NAMES, TaskArgs, TaskDenial, TaskOutput, TaskTools, ToolCall, ToolOutput, UseSkillArgs,
+    WriteFileArgs, WriteOutput, call_summary, result_line,
 };

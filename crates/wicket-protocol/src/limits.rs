@@ -92,3 +92,6 @@ pub const LOG_SEQ_MAX: u64 = (1 << 53) - 1;
 /// stream is broken (a server that streams forever), a protocol error, so
 /// the parser and the reply never grow without end.
 pub const REPLY_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Sub-tasks one turn runs at once unless `[limits] max_tasks` says otherwise.
+pub const DEFAULT_MAX_TASKS: usize = 4;

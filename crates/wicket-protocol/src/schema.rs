@@ -5,12 +5,12 @@
 use schemars::JsonSchema;
 
 use crate::limits::{
-    GREP_MAX_MATCHES, LIST_DIR_MAX_ENTRIES, READ_FILE_MAX_BYTES, RUN_DEFAULT_TIMEOUT_S,
-    RUN_MAX_TIMEOUT_S, RUN_STREAM_MAX_BYTES, WRITE_MAX_BYTES,
+    DEFAULT_MAX_TASKS, GREP_MAX_MATCHES, LIST_DIR_MAX_ENTRIES, READ_FILE_MAX_BYTES,
+    RUN_DEFAULT_TIMEOUT_S, RUN_MAX_TIMEOUT_S, RUN_STREAM_MAX_BYTES, WRITE_MAX_BYTES,
 };
 use crate::tools::{
     AskArgs, FinishArgs, GrepArgs, ListDirArgs, ProposePlanArgs, ReadFileArgs, RunArgs,
-    SearchReplaceArgs, UseSkillArgs, WriteFileArgs,
+    SearchReplaceArgs, TaskArgs, UseSkillArgs, WriteFileArgs,
 };
 
 /// A tool the model may call: its name, what it is for, and the JSON Schema
@@ -149,7 +149,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
     .collect()
 }
 
-/// The core tools' specs: ask, finish, use_skill, propose_plan.
+/// The core tools' specs: ask, finish, use_skill, propose_plan, task.
 fn core_specs() -> Vec<ToolSpec> {
     vec![
         spec::<AskArgs>(
@@ -172,6 +172,15 @@ fn core_specs() -> Vec<ToolSpec> {
             "Plan mode: propose your plan to the person. Once they approve it, every tool is offered and \
              you carry it out; if they deny it, you read why and propose another."
                 .into(),
+        ),
+        spec::<TaskArgs>(
+            "task",
+            format!(
+                "Start a sub-task: a helper session that works on its prompt alone and returns what its finish \
+                 says. It sees nothing of this conversation, so the prompt must say everything. Several task calls \
+                 in one reply run at once (at most {DEFAULT_MAX_TASKS} by default, the rest wait). \"read\" offers \
+                 read_file, grep and list_dir; \"all\" adds writes and commands, which raise cards as yours do."
+            ),
         ),
     ]
 }

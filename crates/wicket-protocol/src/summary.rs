@@ -7,7 +7,7 @@
 use crate::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
-    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, TaskEvent,
     ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use crate::event::{EventBody, Usage};
@@ -94,6 +94,18 @@ impl EventBody {
                 Summary::new(Tone::Quiet, format!("session {session} in {workspace}"))
             }
             EventBody::Queued(QueuedEvent { text }) => Summary::new(Tone::Heed, format!("queued: {text}")),
+            EventBody::Task(TaskEvent {
+                session,
+                description,
+                tools,
+                ..
+            }) => Summary::new(
+                Tone::Quiet,
+                format!(
+                    "sub-task: {description} (session {session}, tools {})",
+                    tools.as_str()
+                ),
+            ),
             EventBody::Hook(HookRunEvent {
                 event,
                 name,

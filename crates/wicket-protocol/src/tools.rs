@@ -236,7 +236,7 @@ pub const TOOL_NAMES: [&str; 6] = [
 ];
 
 /// The core tools beside the six: they act on the turn, not the workspace.
-pub const CORE_TOOL_NAMES: [&str; 4] = ["ask", "finish", "use_skill", "propose_plan"];
+pub const CORE_TOOL_NAMES: [&str; 5] = ["ask", "finish", "use_skill", "propose_plan", "task"];
 
 /// How deep a JSON value nests (a scalar is 0).
 pub fn depth(value: &serde_json::Value) -> usize {
@@ -386,6 +386,58 @@ pub struct ProposePlanArgs {
     pub plan: String,
 }
 
+/// Which tools a sub-task is offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskTools {
+    /// read_file, grep, list_dir and finish.
+    #[default]
+    Read,
+    /// Every tool but task, ask and propose_plan: its writes and commands
+    /// raise cards as the parent's do.
+    All,
+}
+
+/// One plain string enum, inline: what every provider's declarations take.
+impl JsonSchema for TaskTools {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskTools".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "enum": ["read", "all"]})
+    }
+}
+
+impl TaskTools {
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskTools::Read => "read",
+            TaskTools::All => "all",
+        }
+    }
+}
+
+/// `task`: a sub-task, a session of its own that works on `prompt` under
+/// the same rules, hooks, grants and jail, and whose finish is the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArgs {
+    /// A few words on what the sub-task is for; the person sees them on its cards.
+    pub description: String,
+    /// Everything the sub-task needs to know: it sees nothing of this conversation.
+    pub prompt: String,
+    /// `read` (read_file, grep, list_dir and finish; the default) or `all`
+    /// (every tool but task, ask and propose_plan).
+    #[serde(default)]
+    pub tools: TaskTools,
+}
+
 /// One call of a core tool: it acts on the turn, not the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoreCall {
@@ -397,6 +449,8 @@ pub enum CoreCall {
     UseSkill(UseSkillArgs),
     /// propose_plan
     ProposePlan(ProposePlanArgs),
+    /// task
+    Task(TaskArgs),
 }
 
 /// A call of a tool an MCP server offers, named `mcp__SERVER__TOOL` to the model.
@@ -460,6 +514,9 @@ impl Call {
                 parse_args(name, value).map_err(fail)?,
             ))),
             "propose_plan" => Ok(Call::Core(CoreCall::ProposePlan(
+                parse_args(name, value).map_err(fail)?,
+            ))),
+            "task" => Ok(Call::Core(CoreCall::Task(
                 parse_args(name, value).map_err(fail)?,
             ))),
             _ if name.starts_with(MCP_PREFIX) => {
@@ -731,7 +788,7 @@ impl McpOutput {
 
 /// What a call returns when it ran. The wire shape is the output's own
 /// fields, so the variants are told apart by the fields they require.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ToolOutput {
     /// read_file
@@ -746,6 +803,8 @@ pub enum ToolOutput {
     Run(RunOutput),
     /// ask
     Reply(ReplyOutput),
+    /// task: before finish, whose one field it also has
+    Task(TaskOutput),
     /// finish
     Finish(FinishOutput),
     /// use_skill
@@ -756,6 +815,31 @@ pub enum ToolOutput {
     Preview(PreviewOutput),
     /// propose_plan, approved
     Plan(PlanOutput),
+}
+
+/// A sub-task's end: its session, and what its finish said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskOutput {
+    /// The sub-task: its session and description.
+    pub task: crate::card::TaskRef,
+    /// What its finish said (or its last reply).
+    pub result: String,
+    /// Its tokens and cost, added to this turn's and shown apart here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::event::Usage>,
+    /// Its calls that were denied (by the person, a rule, a hook or a
+    /// policy): what `--fail-on-deny` counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<TaskDenial>,
+}
+
+/// A call of a sub-task that was denied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskDenial {
+    /// The call, in the sub-task's session.
+    pub call_id: crate::ids::CallId,
+    /// Why, as the sub-task's model read it.
+    pub why: String,
 }
 
 /// An approved plan: the turn goes on with every tool.

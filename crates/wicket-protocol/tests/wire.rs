@@ -7,7 +7,7 @@
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
-    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, TaskEvent,
     ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 use wicket_protocol::{Event, EventBody};
@@ -58,6 +58,7 @@ fn kind(body: &EventBody) -> usize {
         EventBody::TurnEnded(TurnEndedEvent { .. }) => 22,
         // Never written: the loader makes it in place of a line it cannot read.
         EventBody::Unreadable(UnreadableEvent { .. }) => 23,
+        EventBody::Task(TaskEvent { .. }) => 24,
     }
 }
 
@@ -74,7 +75,7 @@ fn each_line_names_its_kind_as_the_protocol_does() {
 
 #[test]
 fn the_file_holds_every_kind_of_event_but_unreadable() {
-    let mut seen = [false; 24];
+    let mut seen = [false; EventBody::KINDS.len()];
     seen[23] = true;
     for line in LOG.lines() {
         let event: Event = serde_json::from_str(line).unwrap();

@@ -313,7 +313,7 @@ function ingest(event) {
     case "session_started": case "tool_call": case "card": case "question": case "result":
     case "cancelled": case "error":
     case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "notice": case "unreadable":
-    case "checkpoint": case "rewound": case "net":
+    case "checkpoint": case "rewound": case "net": case "task":
       break;
     default:
       return;
@@ -402,6 +402,7 @@ function summary(name, args) {
   if (name === "ask") return args.question || "";
   if (name === "use_skill") return args.name || "";
   if (name === "finish") return "";
+  if (name === "task") return `${args.description || ""} (${args.tools || "read"})`;
   return args.path || ".";
 }
 
@@ -491,6 +492,9 @@ function row(item) {
       break;
     case "queued":
       node.append(el("div", "note", "queued: " + visible(event.text)));
+      break;
+    case "task":
+      node.append(el("div", "note", `sub-task: ${visible(event.description)} (session ${visible(event.session)}, tools ${visible(event.tools)})`));
       break;
     case "retry":
       node.append(el("div", "note", visible(`retry ${event.attempt} in ${event.delay_ms} ms: ${event.reason}`)));
@@ -585,6 +589,11 @@ function renderCard(item) {
   card.dataset.call = event.call_id;
   card.dataset.kind = event.kind;
   const tool = visible(event.tool);
+  if (event.task) {
+    // A sub-task's card, shown in its parent's view and answered here.
+    card.classList.add("subtask");
+    card.append(el("div", "note subtask", `sub-task: ${visible(event.task.description)} (session ${visible(event.task.session)})`));
+  }
   if (event.kind === "write") {
     card.append(el("h3", "", `${tool} wants to write${event.outside ? " outside the workspace" : ""}`), el("span", "path", visible(event.path)));
     if (event.git) card.append(el("div", "note warn", "git: may change .git: commits, branches, hooks, config that git runs later"));

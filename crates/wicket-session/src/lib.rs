@@ -135,6 +135,12 @@ pub struct Meta {
     /// the next change of status; the log keeps each reply's own count.
     #[serde(default)]
     pub usage: Usage,
+    /// The session whose `task` call started this one (a sub-task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// That `task` call, in the parent's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call: Option<String>,
 }
 
 struct LogWriter {
@@ -223,6 +229,8 @@ impl Session {
                 length: 0,
             }),
             meta: Mutex::new(Meta {
+                parent: None,
+                parent_call: None,
                 id: id.clone(),
                 title: String::new(),
                 workspace: workspace.display().to_string(),
@@ -533,6 +541,8 @@ fn meta_for(
     }
     let now = now_rfc3339();
     let meta = Meta {
+        parent: None,
+        parent_call: None,
         id: id.to_string(),
         title: String::new(),
         workspace: workspace_text,
@@ -908,6 +918,7 @@ mod tests {
                 .append(EventBody::Card(CardEvent {
                     call_id: "c1".into(),
                     card: Card {
+                        task: None,
                         id: "card-1".into(),
                         tool: "read_file".into(),
                         kind: CardKind::OutsideRead(OutsideReadCard {

@@ -5,7 +5,7 @@ use super::*;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
-    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent,
+    QueuedEvent, ReplyEvent, ResultEvent, RetryEvent, RewoundEvent, SessionStartedEvent, TaskEvent,
     ToolCallEvent, ToolResultEvent, TurnEndedEvent, UnreadableEvent, UserMessageEvent,
 };
 
@@ -217,6 +217,7 @@ impl Unfinished {
                 EventBody::SessionStarted(SessionStartedEvent { .. })
                 | EventBody::Hook(HookRunEvent { .. })
                 | EventBody::Queued(QueuedEvent { .. })
+                | EventBody::Task(TaskEvent { .. })
                 | EventBody::Retry(RetryEvent { .. })
                 | EventBody::Compacted(CompactedEvent { .. })
                 | EventBody::Mcp(McpEvent { .. })

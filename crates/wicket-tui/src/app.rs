@@ -293,6 +293,8 @@ impl App {
                 self.queued = self.queued.saturating_sub(1);
             }
             EventBody::Queued(QueuedEvent { .. }) => self.queued += 1,
+            // Its cards come as cards, marked with it; the transcript says it started.
+            EventBody::Task(_) => {}
             EventBody::AssistantMessage(AssistantMessageEvent { usage, .. }) => {
                 self.streaming.clear();
                 self.totals.unreported = usage.is_none();

@@ -587,6 +587,17 @@ fn result_lines(
             ),
             (Vec::new(), Vec::new()),
         ),
+        Ok(ToolOutput::Task(task)) => (
+            tail(
+                format!(
+                    " — sub-task {} finished ({})",
+                    visible_line(&task.task.session),
+                    wicket_protocol::Usage::line(task.usage.as_ref())
+                ),
+                Color::Green,
+            ),
+            (plain_lines(&task.result, dim(), RUN_HEAD_LINES), Vec::new()),
+        ),
         Ok(ToolOutput::Reply(_) | ToolOutput::Finish(_)) => {
             (Line::default(), (Vec::new(), Vec::new()))
         }

@@ -26,6 +26,7 @@ mod rewind;
 mod rules;
 mod sandbox;
 mod serve;
+mod tasks;
 mod terminal;
 
 use std::io::{BufRead, BufReader, Write};

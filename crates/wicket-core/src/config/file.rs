@@ -388,6 +388,7 @@ pub(super) struct FileCheckpoints {
 pub(super) struct FileLimits {
     pub(super) max_cost_usd_per_turn: Option<f64>,
     pub(super) max_tokens_per_turn: Option<u64>,
+    pub(super) max_tasks: Option<usize>,
 }
 
 /// A part of an untrusted file that is not obeyed: its key, why, and how

@@ -47,9 +47,17 @@ impl Config {
             self.prices.insert(model, prices);
         }
         if let Some(limits) = limits {
+            if limits.max_tasks == Some(0) {
+                return Err(config_error(
+                    path,
+                    "[limits] max_tasks = 0 would let no sub-task run; give 1 or more (the \
+                     default is 4)",
+                ));
+            }
             self.limits = Limits {
                 max_cost_usd_per_turn: limits.max_cost_usd_per_turn,
                 max_tokens_per_turn: limits.max_tokens_per_turn,
+                max_tasks: limits.max_tasks,
             };
         }
         if let Some(checkpoints) = checkpoints {

@@ -56,6 +56,16 @@ pub struct Limits {
     pub max_cost_usd_per_turn: Option<f64>,
     /// Tokens (in and out) a turn may use.
     pub max_tokens_per_turn: Option<u64>,
+    /// Sub-tasks a turn runs at once (`None`: [`DEFAULT_MAX_TASKS`]).
+    pub max_tasks: Option<usize>,
+}
+
+impl Limits {
+    /// Sub-tasks a turn runs at once.
+    pub fn max_tasks(&self) -> usize {
+        self.max_tasks
+            .unwrap_or(wicket_protocol::limits::DEFAULT_MAX_TASKS)
+    }
 }
 
 /// The settings a session runs with, all layers applied.

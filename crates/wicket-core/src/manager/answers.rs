@@ -130,6 +130,16 @@ impl Manager {
                 },
             });
         };
+        // A sub-task's card is shown and answered in its parent: an answer
+        // sent to the sub-task's own session goes there.
+        if let Some(parent) = live.session.meta().parent {
+            let parent_live = self.sessions().get(&parent).cloned();
+            if parent_live
+                .is_some_and(|parent| parent.state().open.as_ref().map(Open::id) == Some(item))
+            {
+                return self.give(&parent, item, given);
+            }
+        }
         let mut state = live.state();
         let fits = match (&state.open, &given) {
             (Some(Open::Card(card)), Given::Answer(..)) => card.id == item,

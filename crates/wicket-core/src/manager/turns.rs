@@ -18,16 +18,24 @@ pub(super) enum First {
 pub(super) fn run_turns(
     live: Arc<Live>,
     setup: TurnSetup,
-    runtime: tokio::runtime::Handle,
+    lives: Arc<Lives>,
     first: First,
     closing: Arc<AtomicBool>,
 ) {
     wicket_os::process::yield_to_front_ends();
+    let runtime = lives.runtime.clone();
     let mut next = first;
     loop {
         let cancel = live.state().cancel.clone();
         let outcome = match next {
-            First::Message(text, plan) => turn(&live, &setup, &runtime, (&text, plan), &cancel),
+            First::Message(text, plan) => {
+                let around = Around {
+                    setup: &setup,
+                    lives: &lives,
+                    closing: &closing,
+                };
+                turn(&live, &around, (&text, plan), &cancel)
+            }
             First::Compaction => compaction(&live, &setup, &runtime, &cancel),
         };
         match end_turn(&live, outcome, &closing) {
@@ -52,14 +60,22 @@ fn warm_checkpoints(live: &Arc<Live>, settings: &wicket_checkpoints::Settings) {
     drop(spawned);
 }
 
+/// What a turn runs within: its setup, the sessions open beside it (for
+/// its sub-tasks), and whether the process is closing.
+struct Around<'a> {
+    setup: &'a TurnSetup,
+    lives: &'a Arc<Lives>,
+    closing: &'a Arc<AtomicBool>,
+}
+
 /// One turn on `text`; how it ended (its `turn_ended` is not written yet).
 fn turn(
     live: &Arc<Live>,
-    setup: &TurnSetup,
-    runtime: &tokio::runtime::Handle,
+    around: &Around<'_>,
     (text, plan): (&str, bool),
     cancel: &Cancel,
 ) -> TurnOutcome {
+    let (setup, runtime) = (around.setup, &around.lives.runtime);
     let fresh = live.session.meta().title.is_empty();
     if fresh {
         let title: String = text.chars().take(80).collect();
@@ -87,10 +103,19 @@ fn turn(
     }
     learn_window(&mut settings, runtime);
     warm_checkpoints(live, &settings.checkpoints);
+    let spawner = super::tasks::Spawner {
+        parent: live,
+        lives: around.lives,
+        chat: chat.as_ref(),
+        settings: &settings,
+        setup,
+        closing: around.closing,
+    };
     let runner = Runner {
         on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
         checkpoints: Some(&live.checkpoints),
         plan,
+        tasks: Some(&spawner),
         ..live.runner(chat.as_ref(), &settings, runtime)
     };
     guarded(live, || {
@@ -138,6 +163,8 @@ impl Live {
             mcp: Some(&self.mcp),
             on_text: None,
             checkpoints: None,
+            tasks: None,
+            child: None,
         }
     }
 }
@@ -155,7 +182,11 @@ fn guarded(live: &Live, body: impl FnOnce() -> TurnOutcome) -> TurnOutcome {
 /// to the next queued message, which is returned; then `turn_ended`,
 /// written under the state's lock so that no next turn's first event can
 /// come before it.
-fn end_turn(live: &Live, outcome: TurnOutcome, closing: &AtomicBool) -> Option<(String, bool)> {
+pub(super) fn end_turn(
+    live: &Live,
+    outcome: TurnOutcome,
+    closing: &AtomicBool,
+) -> Option<(String, bool)> {
     let mut state = live.state();
     state.open = None;
     state.given = None;

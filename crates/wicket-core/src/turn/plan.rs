@@ -56,7 +56,9 @@ fn plan_call(call: &Call) -> bool {
             | wicket_protocol::ToolCall::ListDir(_),
         )
         | Call::Core(CoreCall::Ask(_) | CoreCall::Finish(_) | CoreCall::ProposePlan(_)) => true,
-        Call::Tool(_) | Call::Core(CoreCall::UseSkill(_)) | Call::Mcp(_) => false,
+        Call::Tool(_) | Call::Core(CoreCall::UseSkill(_) | CoreCall::Task(_)) | Call::Mcp(_) => {
+            false
+        }
     }
 }
 

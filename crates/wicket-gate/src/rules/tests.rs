@@ -423,6 +423,7 @@ fn what_a_review_found_stays_closed() {
 #[test]
 fn a_card_widens_only_to_its_own_first_words_and_never_to_a_bare_shell() {
     let card = |argv: &[&str]| wicket_protocol::Card {
+        task: None,
         id: "card-1".into(),
         tool: "run".into(),
         kind: wicket_protocol::CardKind::Run(wicket_protocol::RunCard {

@@ -62,6 +62,7 @@ fn call(seq: u64, id: &str, name: &str, arguments: serde_json::Value) -> Event {
 
 fn run_card(id: &str) -> Card {
     Card {
+        task: None,
         id: id.into(),
         tool: "run".into(),
         kind: CardKind::Run(RunCard {
@@ -173,6 +174,7 @@ fn a_transcript_with_every_event_kind() {
             EventBody::Card(CardEvent {
                 call_id: "c2".into(),
                 card: Card {
+                    task: None,
                     id: "card-1".into(),
                     tool: "write_file".into(),
                     kind: CardKind::Write(WriteCard {
@@ -362,6 +364,7 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
         EventBody::Card(CardEvent {
             call_id: "c1".into(),
             card: Card {
+                task: None,
                 id: "card-1".into(),
                 tool: "write_file".into(),
                 kind: CardKind::Write(WriteCard {
@@ -526,6 +529,7 @@ fn spaced_write_card() -> Card {
         " ".repeat(150)
     );
     Card {
+        task: None,
         id: "card-8".into(),
         tool: "write_file".into(),
         kind: CardKind::Write(WriteCard {
@@ -840,6 +844,7 @@ fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
         bytes: None,
     };
     let card = Card {
+        task: None,
         id: "card-9".into(),
         tool: "run".into(),
         kind: CardKind::Effects(EffectsCard {
