@@ -12,7 +12,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use wicket_core::manager::{Manager, standard_setup};
-use wicket_protocol::{Answer, Card, Event, EventBody, SessionId, TurnOutcome};
+use wicket_protocol::{Answer, Card, Event, EventBody, SessionId, ToolOutput, TurnOutcome};
 use wicket_session::{self as session, Session};
 
 use crate::answer::{prompt_card, prompt_reply};
@@ -210,7 +210,8 @@ fn react(event: &Event, asks: &mpsc::Sender<Ask>, interrupted: &AtomicBool) -> O
 struct Denials {
     /// Each card's call.
     cards: std::collections::HashMap<String, String>,
-    /// Each denied call once, with why.
+    /// Each denied call once, with why (a sub-task's named
+    /// `SESSION/CALL`: its ids are its own session's).
     calls: Vec<(String, String)>,
 }
 
@@ -235,8 +236,26 @@ impl Denials {
             {
                 (call_id.to_string(), error.message.clone())
             }
+            // A sub-task's own denials (a rule's or a hook's never reach
+            // this stream as cards do).
+            EventBody::ToolResult(ToolResultEvent {
+                result: Ok(ToolOutput::Task(task)),
+                ..
+            }) => {
+                for denial in &task.denied {
+                    self.note(
+                        format!("{}/{}", task.task.session, denial.call_id),
+                        denial.why.clone(),
+                    );
+                }
+                return;
+            }
             _ => return,
         };
+        self.note(call, why);
+    }
+
+    fn note(&mut self, call: String, why: String) {
         match self.calls.iter_mut().find(|(seen, _)| *seen == call) {
             // The result says more than the answer did.
             Some(seen) => seen.1 = why,

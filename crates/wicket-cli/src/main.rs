@@ -458,9 +458,12 @@ fn sessions(json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `wicket log ID`: every event of a session, as a line or as JSON.
+/// `wicket log ID`: every event of a session, as a line or as JSON; each
+/// sub-task's events inline after the `task` event that started it
+/// (indented, or with JSON's `task` naming it).
 fn log(id: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let (_, loaded) = Session::load_existing(&session::home(), id)?;
+    let home = session::home();
+    let (_, loaded) = Session::load_existing(&home, id)?;
     let mut out = std::io::stdout().lock();
     for event in &loaded.events {
         if json {
@@ -468,11 +471,44 @@ fn log(id: &str, json: bool) -> anyhow::Result<ExitCode> {
         } else {
             writeln!(out, "{}", show::event_line(event))?;
         }
+        if let wicket_protocol::EventBody::Task(task) = &event.body {
+            log_task(&mut out, &home, task, json)?;
+        }
     }
     if loaded.torn_tail.is_some() {
         eprintln!("wicket: the log's last line was torn (a crash mid-write) and was skipped");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A sub-task's events, inline in its parent's log.
+fn log_task(
+    out: &mut impl Write,
+    home: &std::path::Path,
+    task: &wicket_protocol::event::TaskEvent,
+    json: bool,
+) -> anyhow::Result<()> {
+    let events = match Session::load_existing(home, &task.session) {
+        Ok((_, loaded)) => loaded.events,
+        Err(error) => {
+            writeln!(out, "  │ the sub-task's log cannot be read: {error}")?;
+            return Ok(());
+        }
+    };
+    let named = wicket_protocol::TaskRef {
+        session: task.session.clone(),
+        description: task.description.clone(),
+    };
+    for event in &events {
+        if json {
+            let mut value = serde_json::to_value(event)?;
+            value["task"] = serde_json::to_value(&named)?;
+            writeln!(out, "{value}")?;
+        } else {
+            writeln!(out, "  │ {}", show::event_line(event))?;
+        }
+    }
+    Ok(())
 }
 
 /// Arguments given as JSON, or as @PATH to a file of JSON; the inner error

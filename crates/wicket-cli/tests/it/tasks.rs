@@ -253,3 +253,92 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
     );
     one_story(&f, &events);
 }
+
+#[test]
+fn wicket_log_of_the_parent_shows_each_child_inline() {
+    let f = guarded();
+    let model = script(&f, "tasks.json", three_tasks());
+    let (events, code) = converse(
+        exec(&f, "go", &["--model", &model]),
+        &["allow_session", "allow_session"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let parent = events[0]["session"].as_str().unwrap();
+    let text = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["log", parent])
+        .succeeds();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let started = lines
+        .iter()
+        .position(|line| line.contains("sub-task: read a"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        lines[started + 1].starts_with("  │ ") && lines[started + 2].contains("TASK-A"),
+        "the child's events follow its start: {text}"
+    );
+    assert!(text.contains("  │ ") && text.contains("a says alpha"), "{text}");
+    let json = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["log", parent, "--json"])
+        .succeeds();
+    let inline: Vec<Value> = lines_of(&json)
+        .into_iter()
+        .filter(|event| event["task"]["description"] == "clean up" && event["type"] != "card")
+        .collect();
+    assert!(
+        inline.iter().any(|event| event["type"] == "turn_ended"),
+        "the child's own events, marked with it: {inline:#?}"
+    );
+}
+
+fn lines_of(output: &Output) -> Vec<Value> {
+    crate::lines(output)
+}
+
+#[test]
+fn fail_on_deny_counts_what_a_sub_task_was_denied() {
+    let f = guarded();
+    let denied = json!({
+        "replies": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "rm", "prompt": "TASK-RM", "tools": "all"}}]},
+            {"text": "done"}
+        ],
+        "tasks": {"TASK-RM": [
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["rm", "x.txt"]}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "rm was denied"}}]}
+        ]}
+    });
+    let model = script(&f, "denied.json", denied);
+    let (events, code) = converse(
+        exec(&f, "go", &["--model", &model, "--fail-on-deny"]),
+        &[],
+        &[],
+    );
+    assert_eq!(code, 3, "{events:#?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "denied", "{last}");
+    let child = children(&events)["rm"].clone();
+    assert_eq!(last["calls"][0]["call_id"], format!("{child}/script-1-1"), "{last}");
+    assert!(last["calls"][0]["why"].as_str().unwrap().contains("no-rm"), "{last}");
+
+    let reading = json!({
+        "replies": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "read", "prompt": "TASK-READ"}}]},
+            {"text": "done"}
+        ],
+        "tasks": {"TASK-READ": [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"text": "alpha"}
+        ]}
+    });
+    let model = script(&f, "reading.json", reading);
+    let (events, code) = converse(
+        exec(&f, "go", &["--model", &model, "--fail-on-deny"]),
+        &[],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+}
