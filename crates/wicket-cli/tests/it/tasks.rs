@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use std::time::Duration;
+
 use crate::exec::{converse, exec, script};
 use crate::*;
 
@@ -77,22 +79,6 @@ fn three_tasks() -> Value {
     })
 }
 
-/// A session's log on disk.
-pub(crate) fn log_of(f: &Fixture, session: &str) -> Vec<Value> {
-    std::fs::read_to_string(f.home.join("sessions").join(session).join("log.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-fn meta_of(f: &Fixture, session: &str) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(f.home.join("sessions").join(session).join("meta.json")).unwrap(),
-    )
-    .unwrap()
-}
-
 fn of_type<'e>(events: &'e [Value], kind: &str) -> Vec<&'e Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
@@ -121,7 +107,7 @@ fn one_story(f: &Fixture, parent: &[Value]) {
         let Some(child) = card["task"]["session"].as_str() else {
             continue;
         };
-        let log = log_of(f, child);
+        let log = f.log(child);
         let id = card["id"].as_str().unwrap();
         let own = of_type(&log, "card")
             .into_iter()
@@ -195,7 +181,7 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
         !f.ws.join("forbidden").exists(),
         "the hook's deny did not hold"
     );
-    let c = log_of(&f, &tasks["clean up"]);
+    let c = f.log(&tasks["clean up"]);
     let denied: Vec<&str> = of_type(&c, "tool_result")
         .into_iter()
         .filter(|result| result["error"]["kind"] == "denied")
@@ -216,7 +202,7 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
     ending(&c);
 
     // A read task is offered reads only, and no task starts a task.
-    let b = log_of(&f, &tasks["try to run"]);
+    let b = f.log(&tasks["try to run"]);
     let refused: Vec<&str> = of_type(&b, "tool_result")
         .into_iter()
         .filter_map(|result| result["error"]["message"].as_str())
@@ -232,7 +218,7 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
 
     // The children name their parent; the grants are the parent's.
     for child in tasks.values() {
-        let meta = meta_of(&f, child);
+        let meta = f.meta(child);
         assert_eq!(meta["parent"], parent.as_str(), "{meta}");
         let call = meta["parent_call"].as_str().unwrap();
         assert!(
@@ -246,7 +232,7 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
             "{meta}"
         );
     }
-    let granted = meta_of(&f, &parent)["allowed"]["run"].to_string();
+    let granted = f.meta(&parent)["allowed"]["run"].to_string();
     assert!(
         granted.contains("parent") && granted.contains("child"),
         "{granted}"
@@ -279,7 +265,10 @@ fn wicket_log_of_the_parent_shows_each_child_inline() {
         lines[started + 1].starts_with("  │ ") && lines[started + 2].contains("TASK-A"),
         "the child's events follow its start: {text}"
     );
-    assert!(text.contains("  │ ") && text.contains("a says alpha"), "{text}");
+    assert!(
+        text.contains("  │ ") && text.contains("a says alpha"),
+        "{text}"
+    );
     let json = wicket()
         .env("WICKET_HOME", &f.home)
         .args(["log", parent, "--json"])
@@ -321,8 +310,15 @@ fn fail_on_deny_counts_what_a_sub_task_was_denied() {
     let last = events.last().unwrap();
     assert_eq!(last["type"], "denied", "{last}");
     let child = children(&events)["rm"].clone();
-    assert_eq!(last["calls"][0]["call_id"], format!("{child}/script-1-1"), "{last}");
-    assert!(last["calls"][0]["why"].as_str().unwrap().contains("no-rm"), "{last}");
+    assert_eq!(
+        last["calls"][0]["call_id"],
+        format!("{child}/script-1-1"),
+        "{last}"
+    );
+    assert!(
+        last["calls"][0]["why"].as_str().unwrap().contains("no-rm"),
+        "{last}"
+    );
 
     let reading = json!({
         "replies": [
@@ -341,4 +337,201 @@ fn fail_on_deny_counts_what_a_sub_task_was_denied() {
         &[],
     );
     assert_eq!(code, 0, "{events:#?}");
+}
+
+/// A new session through the API; its id.
+fn api_session(api: &wicket_test_support::http::Api, f: &Fixture, model: &str) -> String {
+    let reply = api.post(
+        "/api/sessions",
+        json!({"workspace": f.ws.display().to_string(), "model": model}),
+    );
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.body["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_apis_event_stream_for_the_parent_carries_its_sub_tasks_cards() {
+    let f = guarded();
+    let model = script(&f, "tasks.json", three_tasks());
+    let served = crate::serve::serve(&f);
+    let api = &served.api;
+    let id = api_session(api, &f, &model);
+    let sent = api.post(
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    assert_eq!(sent.body["state"], "started", "{}", sent.body);
+    let mut seen = Vec::new();
+    for event in api.events(&id, 0, None) {
+        if event["type"] == "card" {
+            let card = event["id"].as_str().unwrap();
+            let answered = api.post(
+                &format!("/api/sessions/{id}/cards/{card}"),
+                json!({"answer": "allow_session"}),
+            );
+            assert_eq!(answered.status, 200, "{}", answered.body);
+        }
+        let over = event["type"] == "turn_ended";
+        seen.push(event);
+        if over {
+            break;
+        }
+    }
+    assert_eq!(ending(&seen)["text"], "all done", "{seen:#?}");
+    let cards = of_type(&seen, "card");
+    assert_eq!(cards.len(), 2, "{cards:#?}");
+    assert_eq!(cards[1]["task"]["description"], "clean up");
+    assert_eq!(of_type(&seen, "task").len(), 3);
+    one_story(&f, &seen);
+}
+
+/// A parent starts five sub-tasks on the fake provider: three of the
+/// first four stall, one finishes, and only then does the fifth start.
+#[test]
+fn a_fifth_sub_task_waits_for_one_of_four_and_cancel_ends_them_all() {
+    use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+    let f = Fixture::new();
+    let fake = FakeServer::start(Wire::OpenAi);
+    let five = (1..=5).fold(FakeReply::default(), |reply, n| {
+        reply.with_tool_call(
+            format!("call-{n}"),
+            "task",
+            json!({"description": format!("task {n}"), "prompt": format!("TASK-{n}")}).to_string(),
+        )
+    });
+    fake.push(Step::Reply(five));
+    for _ in 0..3 {
+        fake.push(Step::Stall {
+            reply: FakeReply::text("thinking"),
+            events: 1,
+        });
+    }
+    fake.push(Step::Reply(FakeReply::text("one of four is done")));
+    fake.push(Step::Reply(FakeReply::text("the fifth is done")));
+    let env = [
+        ("OPENAI_BASE_URL", fake.base_url()),
+        ("OPENAI_API_KEY", "test-key".to_string()),
+    ];
+    let served = crate::serve::serve_with(&f, &env);
+    let api = &served.api;
+    let id = api_session(api, &f, "openai:gpt-test");
+    api.post(
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    let mut seen = Vec::new();
+    for event in api.events(&id, 0, None) {
+        let fifth_done =
+            event["type"] == "tool_result" && event["output"]["result"] == "the fifth is done";
+        seen.push(event);
+        if fifth_done {
+            break;
+        }
+    }
+    // Four started; the fifth only after one of them ended.
+    let order: Vec<String> = seen
+        .iter()
+        .filter_map(|event| match event["type"].as_str() {
+            Some("task") => Some(format!("start {}", event["description"].as_str().unwrap())),
+            Some("tool_result") => Some("end".to_string()),
+            _ => None,
+        })
+        .collect();
+    let first_end = order.iter().position(|step| step == "end").unwrap();
+    assert_eq!(first_end, 4, "four start, then one ends: {order:?}");
+    assert_eq!(order[5], "start task 5", "{order:?}");
+    let posts: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|request| request.method == "POST")
+        .map(|request| format!("{} {}", request.path, request.body["messages"]))
+        .collect();
+    assert_eq!(
+        posts.len(),
+        6,
+        "the parent's, four, then the fifth's: {posts:#?}"
+    );
+    let cancelled = api.post(&format!("/api/sessions/{id}/cancel"), json!({}));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    let rest: Vec<Value> = api
+        .events(&id, seen.last().unwrap()["seq"].as_u64().unwrap(), None)
+        .take_while(|event| event["type"] != "turn_ended")
+        .collect();
+    let cancelled_tasks = of_type(&rest, "tool_result")
+        .into_iter()
+        .filter(|result| result["error"]["kind"] == "cancelled")
+        .count();
+    assert_eq!(cancelled_tasks, 3, "{rest:#?}");
+    let log = f.log(&id);
+    assert_eq!(log.last().unwrap()["outcome"], "cancelled");
+    for child in children(&seen).values() {
+        let ended = f.log(child).last().unwrap().clone();
+        assert_eq!(ended["type"], "turn_ended", "{child}");
+    }
+}
+
+#[test]
+fn cancelling_the_parent_stops_a_childs_command_and_ends_both_turns_cancelled() {
+    let f = Fixture::new();
+    let tag = wicket_test_support::process::marker("subtask-sleep");
+    let model = script(
+        &f,
+        "sleep.json",
+        json!({
+            "replies": [
+                {"tool_calls": [{"name": "task", "arguments": {"description": "wait", "prompt": "TASK-SLEEP", "tools": "all"}}]},
+                {"text": "never"}
+            ],
+            "tasks": {"TASK-SLEEP": [
+                {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", format!("sleep 30; echo {tag}")]}}]},
+                {"text": "never"}
+            ]}
+        }),
+    );
+    let served = crate::serve::serve(&f);
+    let api = &served.api;
+    let id = api_session(api, &f, &model);
+    api.post(
+        &format!("/api/sessions/{id}/messages"),
+        json!({"text": "go"}),
+    );
+    let mut seen = Vec::new();
+    for event in api.events(&id, 0, None) {
+        let card = (event["type"] == "card").then(|| event["id"].as_str().unwrap().to_string());
+        seen.push(event);
+        if let Some(card) = card {
+            api.post(
+                &format!("/api/sessions/{id}/cards/{card}"),
+                json!({"answer": "allow_once"}),
+            );
+            break;
+        }
+    }
+    assert!(
+        wicket_test_support::wait_until(Duration::from_secs(20), || {
+            wicket_test_support::process::alive(&tag)
+        }),
+        "the child's command started"
+    );
+    let cancelled = api.post(&format!("/api/sessions/{id}/cancel"), json!({}));
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    let ended = wicket_test_support::wait_until(Duration::from_secs(20), || {
+        f.log(&id)
+            .last()
+            .is_some_and(|event| event["type"] == "turn_ended")
+    });
+    assert!(ended, "{:#?}", f.log(&id));
+    assert!(
+        !wicket_test_support::process::alive(&tag),
+        "the child's command survived"
+    );
+    let child = children(&seen)["wait"].clone();
+    for session in [&id, &child] {
+        let log = f.log(session);
+        assert_eq!(
+            log.last().unwrap()["outcome"],
+            "cancelled",
+            "{session}: {log:#?}"
+        );
+    }
 }
