@@ -416,6 +416,14 @@ impl Mapper {
             }
         }
         card_notes(card, &mut content);
+        if let Some(task) = &card.task {
+            // A sub-task's card comes as its parent session's request.
+            let title = fields.title.take().unwrap_or_else(|| card.tool.clone());
+            fields = fields.title(visible_line(&format!(
+                "sub-task: {}: {title}",
+                task.description
+            )));
+        }
         if !content.is_empty() {
             fields = fields.content(content);
         }
