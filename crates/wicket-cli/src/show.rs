@@ -871,6 +871,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sub_tasks_card_is_shown_under_a_line_naming_it() {
+        let sandbox = SandboxSummary {
+            complete: Default::default(),
+            summary: Default::default(),
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            layers: Vec::new(),
+            note: None,
+        };
+        let mut shown = run_card_of(sandbox, RunSource::Tool, Network::Off);
+        shown.task = Some(Box::new(wicket_protocol::TaskRef {
+            session: "s-child".into(),
+            description: "clean up".into(),
+        }));
+        assert_eq!(
+            card_summary(&shown),
+            "sub-task: clean up: run cargo test -- a b"
+        );
+        insta::assert_snapshot!(card(&shown, false));
+    }
+
+    #[test]
     fn a_run_card_that_asks_for_git_names_each_layer() {
         let sandbox = SandboxSummary {
             complete: Default::default(),

@@ -907,6 +907,12 @@ pub fn call_summary(name: &str, arguments: &serde_json::Value) -> String {
         "ask" => field("question").unwrap_or("").to_string(),
         "finish" => String::new(),
         "use_skill" => field("name").unwrap_or("").to_string(),
+        "task" => format!(
+            "{} ({})",
+            field("description").unwrap_or(""),
+            field("tools").unwrap_or("read")
+        ),
+        "propose_plan" => String::new(),
         _ => field("path").unwrap_or(".").to_string(),
     }
 }

@@ -384,8 +384,16 @@ impl Transcript {
     }
 }
 
-/// What a card is about, in a few words.
+/// What a card is about, in a few words (a sub-task's named first).
 pub fn card_summary(card: &Card) -> String {
+    let what = kind_summary(card);
+    match &card.task {
+        Some(task) => format!("sub-task: {}: {what}", visible_line(&task.description)),
+        None => what,
+    }
+}
+
+fn kind_summary(card: &Card) -> String {
     match &card.kind {
         CardKind::Write(write) => format!("{} {}", card.tool, visible_line(&write.path)),
         CardKind::OutsideRead(read) => format!(

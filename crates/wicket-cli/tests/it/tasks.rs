@@ -561,5 +561,8 @@ fn sub_tasks_over_acp_ask_as_the_parent() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(f.ws.join("x.txt").exists(), "the deny rule held in the child");
+    assert!(
+        f.ws.join("x.txt").exists(),
+        "the deny rule held in the child"
+    );
 }

@@ -3,6 +3,23 @@
 
 use super::*;
 
+/// A sub-task's card, nested under a line that names it.
+fn under_task(task: &wicket_protocol::TaskRef, lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    let mut nested = vec![Line::styled(
+        format!(
+            "sub-task: {} (session {})",
+            visible_line(&task.description),
+            visible_line(&task.session)
+        ),
+        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+    )];
+    nested.extend(lines.into_iter().map(|mut line| {
+        line.spans.insert(0, Span::raw("  "));
+        line
+    }));
+    nested
+}
+
 /// Draws a card; the furthest it can scroll.
 pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) -> u16 {
     let card = &view.card;
@@ -62,6 +79,9 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         ));
     }
     lines.extend(preview_lines(card));
+    if let Some(task) = &card.task {
+        lines = under_task(task, lines);
+    }
     let keys = keys_line(view);
     // Every line whole: what does not fit the panel's width wraps onto the
     // next rows, never off the edge.

@@ -913,3 +913,54 @@ fn slash_plan_turns_plan_mode_on_and_off_and_the_status_line_says_so() {
     let shown = screen(&mut app, 100, 24);
     assert!(shown.contains("plan mode is off"), "{shown}");
 }
+
+#[test]
+fn a_sub_tasks_card_is_nested_under_a_line_naming_it() {
+    let mut app = app();
+    app.on_event(&call(
+        2,
+        "c1",
+        "task",
+        json!({"description": "clean up", "prompt": "tidy the notes", "tools": "all"}),
+    ));
+    app.on_event(&event(
+        3,
+        EventBody::Task(wicket_protocol::event::TaskEvent {
+            call_id: "c1".into(),
+            session: "s-child".into(),
+            description: "clean up".into(),
+            tools: wicket_protocol::TaskTools::All,
+        }),
+    ));
+    let mut card = run_card("card-4");
+    card.task = Some(Box::new(wicket_protocol::TaskRef {
+        session: "s-child".into(),
+        description: "clean up".into(),
+    }));
+    app.on_event(&event(
+        4,
+        EventBody::Card(CardEvent {
+            call_id: "c1".into(),
+            card,
+            proposed: None,
+        }),
+    ));
+    let epoch = app.flush_needed().unwrap();
+    app.flushed(epoch);
+    let shown = screen(&mut app, 100, 24);
+    assert!(
+        shown.contains("sub-task: clean up (session s-child)"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("sub_task_card", shown);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('o'))),
+        Action::Answer {
+            card: "card-4".into(),
+            answer: Answer::AllowOnce,
+            widened: None,
+            reason: None,
+        },
+        "answered in the parent like any card"
+    );
+}
