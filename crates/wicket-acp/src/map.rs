@@ -416,14 +416,7 @@ impl Mapper {
             }
         }
         card_notes(card, &mut content);
-        if let Some(task) = &card.task {
-            // A sub-task's card comes as its parent session's request.
-            let title = fields.title.take().unwrap_or_else(|| card.tool.clone());
-            fields = fields.title(visible_line(&format!(
-                "sub-task: {}: {title}",
-                task.description
-            )));
-        }
+        fields = task_title(card, fields);
         if !content.is_empty() {
             fields = fields.content(content);
         }
@@ -433,6 +426,19 @@ impl Mapper {
             options(card),
         )
     }
+}
+
+/// A sub-task's card comes as its parent session's request, its title
+/// naming the sub-task first.
+fn task_title(card: &Card, mut fields: ToolCallUpdateFields) -> ToolCallUpdateFields {
+    let Some(task) = &card.task else {
+        return fields;
+    };
+    let title = fields.title.take().unwrap_or_else(|| card.tool.clone());
+    fields.title(visible_line(&format!(
+        "sub-task: {}: {title}",
+        task.description
+    )))
 }
 
 /// An effects card's title (what ran, how many changes) and each change with its diff.

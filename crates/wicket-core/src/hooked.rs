@@ -89,6 +89,10 @@ impl Answerer for Notifying<'_, '_> {
     fn attended(&self) -> bool {
         self.person.attended()
     }
+
+    fn asks(&self) -> bool {
+        self.person.asks()
+    }
 }
 
 /// One session's calls with their hooks: what a call needs of the session

@@ -14,12 +14,39 @@ pub const AFTER_A_DENIAL: &str = "Do not repeat it or get the same effect anothe
 pub const AFTER_A_DENIAL_UNATTENDED: &str = "Do not repeat it or get the same effect another \
      way; no person is answering in this run, so carry on without it.";
 
+/// [`AFTER_A_DENIAL`] in a sub-task, which has no ask: its finish is its
+/// only word back.
+pub const AFTER_A_DENIAL_IN_A_TASK: &str = "Do not repeat it or get the same effect another \
+     way. If you still need it, say why in your finish; otherwise carry on without it.";
+
+/// Who hears a call's denial: whether a person answers its cards, and
+/// whether the model can ask them anything (a sub-task cannot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Audience {
+    /// A person answers (not a fixed `--answers` policy).
+    pub attended: bool,
+    /// The model has `ask`.
+    pub asks: bool,
+}
+
+impl Audience {
+    /// The answerer's.
+    pub fn of(answerer: &dyn Answerer) -> Audience {
+        Audience {
+            attended: answerer.attended(),
+            asks: answerer.asks(),
+        }
+    }
+}
+
 /// What to do after a denial, as the answerer can take it.
-pub fn after_a_denial(attended: bool) -> &'static str {
-    if attended {
-        AFTER_A_DENIAL
-    } else {
-        AFTER_A_DENIAL_UNATTENDED
+pub fn after_a_denial(audience: Audience) -> &'static str {
+    match audience {
+        Audience { asks: false, .. } => AFTER_A_DENIAL_IN_A_TASK,
+        Audience { attended: true, .. } => AFTER_A_DENIAL,
+        Audience {
+            attended: false, ..
+        } => AFTER_A_DENIAL_UNATTENDED,
     }
 }
 
@@ -47,14 +74,14 @@ pub(crate) struct Answered {
     pub(crate) answer: Answer,
     /// A deny's reason.
     pub(crate) reason: Option<String>,
-    /// Whether a person gave it.
-    pub(crate) attended: bool,
+    /// Whether a person gave it, and whether the model can ask them.
+    pub(crate) audience: Audience,
 }
 
 impl Answered {
     /// The error the model reads when this answer was a deny of `what`.
     pub(crate) fn denied(&self, what: &str) -> WireError {
-        let who = if self.attended {
+        let who = if self.audience.attended {
             "The person"
         } else {
             "The --answers policy"
@@ -67,7 +94,7 @@ impl Answered {
             ErrorKind::Denied,
             format!(
                 "{who} denied {what}; nothing happened.{said} {}",
-                after_a_denial(self.attended)
+                after_a_denial(self.audience)
             ),
         )
     }
@@ -80,13 +107,13 @@ pub(crate) fn withdrawn() -> WireError {
     )
 }
 
-pub(crate) fn denied_by_rule(rule: &str, attended: bool) -> WireError {
+pub(crate) fn denied_by_rule(rule: &str, audience: Audience) -> WireError {
     WireError::new(
         ErrorKind::Denied,
         format!(
             "A rule of the person's ({rule}) denied this call without asking; nothing happened. \
              {}",
-            after_a_denial(attended)
+            after_a_denial(audience)
         ),
     )
 }

@@ -42,7 +42,9 @@ use crate::rules::{Rules, Subject};
 use crate::sandbox::SandboxSettings;
 pub use checkpoint::CHECKPOINT_PROGRESS_AFTER;
 use checkpoint::Pending;
-pub use denial::{AFTER_A_DENIAL, AFTER_A_DENIAL_UNATTENDED, after_a_denial};
+pub use denial::{
+    AFTER_A_DENIAL, AFTER_A_DENIAL_IN_A_TASK, AFTER_A_DENIAL_UNATTENDED, Audience, after_a_denial,
+};
 use denial::{Answered, denied_by_hook, denied_by_rule, fitted, withdrawn};
 use wicket_protocol::guarded;
 use wicket_protocol::rules::{Matcher, WriteTool};
@@ -79,6 +81,12 @@ pub trait Answerer {
     /// Whether a person stands behind the answers: false for a fixed
     /// policy, whose denials do not tell the model to ask.
     fn attended(&self) -> bool {
+        true
+    }
+
+    /// Whether the model can ask the person anything: false in a
+    /// sub-task, whose denials tell it to say why in its finish.
+    fn asks(&self) -> bool {
         true
     }
 }
@@ -289,7 +297,7 @@ pub struct Gate<'a> {
     no_checkpoint: std::cell::RefCell<Option<String>>,
     /// Whether a person answers this call's cards (a rule's denial says
     /// to ask only then): set from the answerer where a call comes in.
-    attended: std::cell::Cell<bool>,
+    audience: std::cell::Cell<Audience>,
     /// The checkpoint before this call, while a thread of its own takes it:
     /// settled before the call changes anything.
     pending: std::cell::RefCell<Option<Pending>>,
@@ -334,7 +342,10 @@ impl<'a> Gate<'a> {
             hooked: Hooked::Nothing,
             checkpoints: None,
             no_checkpoint: std::cell::RefCell::new(None),
-            attended: std::cell::Cell::new(true),
+            audience: std::cell::Cell::new(Audience {
+                attended: true,
+                asks: true,
+            }),
             pending: std::cell::RefCell::new(None),
             parent: None,
         }
@@ -385,7 +396,7 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
-        self.attended.set(answerer.attended());
+        self.audience.set(Audience::of(answerer));
         // Why it will go through without a card, said on the call's own
         // line; the call decides again (the same way) where it is made.
         let allowed_by = match self.preview(call) {
@@ -496,7 +507,7 @@ impl<'a> Gate<'a> {
         let in_force = self.rules_in_force()?;
         let verdict = rules::verdict(in_force, self.tools.workspace().root(), subject);
         if let Some(rule) = verdict.deny {
-            return Err(denied_by_rule(&rule, self.attended.get()));
+            return Err(denied_by_rule(&rule, self.audience.get()));
         }
         self.hook_denied()?;
         if verdict.ask.is_some() || self.hooked == Hooked::Ask {
@@ -665,7 +676,7 @@ impl<'a> Gate<'a> {
         request: &McpRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
-        self.attended.set(answerer.attended());
+        self.audience.set(Audience::of(answerer));
         let arguments = serde_json::Value::Object(request.arguments.clone());
         let key = Self::mcp_key(request);
         self.hook_denied()?;
@@ -719,7 +730,7 @@ impl<'a> Gate<'a> {
         plan: &str,
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
-        self.attended.set(answerer.attended());
+        self.audience.set(Audience::of(answerer));
         let card = Card {
             task: None,
             id: CardId::default(),
@@ -847,7 +858,7 @@ impl<'a> Gate<'a> {
             card,
             answer,
             reason,
-            attended: answerer.attended(),
+            audience: Audience::of(answerer),
         })
     }
 

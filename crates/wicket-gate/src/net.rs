@@ -180,7 +180,12 @@ impl Tally {
 
     /// The run's `net`, and a note that names what was refused (unless
     /// the run's own note says more).
-    pub(crate) fn into_output(self, output: &mut RunOutput, said: &Said, attended: bool) {
+    pub(crate) fn into_output(
+        self,
+        output: &mut RunOutput,
+        said: &Said,
+        audience: crate::Audience,
+    ) {
         output.net = summed(self.used);
         if output.note.is_none() && !self.refused.is_empty() {
             let reasons = if said.reasons.is_empty() {
@@ -191,7 +196,7 @@ impl Tally {
             output.note = Some(format!(
                 "Wicket refused {} (the person or a rule denied it); nothing was sent there.{reasons} {}",
                 self.refused.join(", "),
-                crate::after_a_denial(attended)
+                crate::after_a_denial(audience)
             ));
         }
     }
@@ -372,7 +377,9 @@ impl Gate<'_> {
             return Err(error);
         }
         match deciding {
-            Deciding::Ask(answerer) => tally.into_output(&mut output, &said, answerer.attended()),
+            Deciding::Ask(answerer) => {
+                tally.into_output(&mut output, &said, crate::Audience::of(&*answerer))
+            }
             // What was wanted is said on the effects card, not as a refusal.
             Deciding::Refuse(_) => output.net = summed(tally.used),
         }

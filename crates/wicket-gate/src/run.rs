@@ -86,7 +86,7 @@ impl Gate<'_> {
         request: &CommandRequest<'_>,
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
-        self.attended.set(answerer.attended());
+        self.audience.set(crate::Audience::of(answerer));
         let (access, read) = self.access(request.network, request.git, request.read)?;
         let key = Self::run_key(request.argv, request.dir, &access);
         let sandbox = self.confinement.sandbox.summary(&access);

@@ -190,6 +190,10 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
     assert_eq!(denied.len(), 2, "{c:#?}");
     assert!(denied[0].contains("no-rm"), "{denied:?}");
     assert!(
+        denied[0].contains("say why in your finish") && !denied[0].contains("with ask"),
+        "a sub-task has no ask: {denied:?}"
+    );
+    assert!(
         denied[1].contains("forbidden is not to be touched"),
         "{denied:?}"
     );

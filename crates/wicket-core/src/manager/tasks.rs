@@ -349,4 +349,8 @@ impl Answerer for TaskPerson {
     fn attended(&self) -> bool {
         !self.parent.state().unattended
     }
+
+    fn asks(&self) -> bool {
+        false
+    }
 }

@@ -3,8 +3,14 @@
 
 use super::*;
 
-/// A sub-task's card, nested under a line that names it.
-fn under_task(task: &wicket_protocol::TaskRef, lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
+/// A sub-task's card, nested under a line that names it (any other as it is).
+fn under_task(
+    task: Option<&wicket_protocol::TaskRef>,
+    lines: Vec<Line<'static>>,
+) -> Vec<Line<'static>> {
+    let Some(task) = task else {
+        return lines;
+    };
     let mut nested = vec![Line::styled(
         format!(
             "sub-task: {} (session {})",
@@ -79,9 +85,7 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
         ));
     }
     lines.extend(preview_lines(card));
-    if let Some(task) = &card.task {
-        lines = under_task(task, lines);
-    }
+    let lines = under_task(card.task.as_deref(), lines);
     let keys = keys_line(view);
     // Every line whole: what does not fit the panel's width wraps onto the
     // next rows, never off the edge.
