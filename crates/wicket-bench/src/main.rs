@@ -16,6 +16,7 @@ mod load;
 mod mcp;
 mod preview;
 mod proxy;
+mod tasks;
 mod tui;
 use wicket_gate::diff;
 use wicket_protocol::EventBody;
@@ -1106,11 +1107,12 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 18] = [
+    let workloads: [(&str, Workload); 19] = [
         ("checkpoints", checkpoints::checkpoint_rows),
         ("preview", preview::preview_rows),
         ("load", load::load_rows),
         ("hooks", hook_rows),
+        ("tasks", tasks::task_rows),
         ("tui", tui::tui_rows),
         ("mcp", mcp::mcp_rows),
         ("rebuild", rebuild_rows),
