@@ -570,3 +570,53 @@ fn sub_tasks_over_acp_ask_as_the_parent() {
         "the deny rule held in the child"
     );
 }
+
+#[test]
+fn rewinding_the_parent_takes_back_what_a_child_wrote() {
+    let f = Fixture::new();
+    f.write("a.txt", "alpha\n");
+    let model = script(
+        &f,
+        "writes.json",
+        json!({
+            "replies": [
+                {"tool_calls": [{"name": "task", "arguments": {"description": "edit", "prompt": "TASK-EDIT", "tools": "all"}}]},
+                {"text": "edited"}
+            ],
+            "tasks": {"TASK-EDIT": [
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "changed\n"}}]},
+                {"tool_calls": [{"name": "run", "arguments": {"argv": ["touch", "made.txt"]}}]},
+                {"tool_calls": [{"name": "finish", "arguments": {"result": "done"}}]}
+            ]}
+        }),
+    );
+    let (events, code) = converse(
+        exec(&f, "go", &["--model", &model, "--session", "rw"]),
+        &["allow_once", "allow_once"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(f.read("a.txt"), "changed\n");
+    assert!(f.ws.join("made.txt").exists());
+    let rewound = wicket()
+        .env("WICKET_HOME", &f.home)
+        .env("NO_COLOR", "1")
+        .args(["rewind", "rw", "--yes"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        rewound.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rewound.stderr)
+    );
+    assert_eq!(
+        f.read("a.txt"),
+        "alpha\n",
+        "the child's write is taken back"
+    );
+    assert!(
+        !f.ws.join("made.txt").exists(),
+        "the child's command's file is gone"
+    );
+}
