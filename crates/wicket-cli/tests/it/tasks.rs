@@ -324,6 +324,39 @@ fn fail_on_deny_counts_what_a_sub_task_was_denied() {
         "{last}"
     );
 
+    // A fixed policy answers a sub-task's card in the parent like any other.
+    let writing = json!({
+        "replies": [
+            {"tool_calls": [{"name": "task", "arguments": {"description": "write", "prompt": "TASK-WRITE", "tools": "all"}}]},
+            {"text": "done"}
+        ],
+        "tasks": {"TASK-WRITE": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"result": "the write was denied"}}]}
+        ]}
+    });
+    let model = script(&f, "writing.json", writing);
+    let output = exec(
+        &f,
+        "go",
+        &[
+            "--model",
+            &model,
+            "--fail-on-deny",
+            "--json",
+            "--answers",
+            "deny",
+        ],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    let events = lines(&output);
+    assert_eq!(output.status.code(), Some(3), "{events:#?}");
+    assert!(!f.ws.join("new.txt").exists());
+    let card = of_type(&events, "card")[0];
+    assert_eq!(card["task"]["description"], "write", "{card}");
+
     let reading = json!({
         "replies": [
             {"tool_calls": [{"name": "task", "arguments": {"description": "read", "prompt": "TASK-READ"}}]},

@@ -111,11 +111,13 @@ fn turn(
         setup,
         closing: around.closing,
     };
+    // A sub-task's session, sent a message of its own later, still starts no task.
+    let is_child = live.session.meta().parent.is_some();
     let runner = Runner {
         on_text: Some(&|delta: &str| live.text.send(|| delta.to_string())),
         checkpoints: Some(&live.checkpoints),
         plan,
-        tasks: Some(&spawner),
+        tasks: (!is_child).then_some(&spawner as &dyn crate::turn::Tasks),
         ..live.runner(chat.as_ref(), &settings, runtime)
     };
     guarded(live, || {
