@@ -48,13 +48,16 @@ enum Folder {
 
 /// The folders skills are found in, first match of a name wins:
 /// `<workspace>/.wicket/skills`, `<workspace>/.claude/skills`, `$WICKET_HOME/skills`,
-/// then the config's `skill_dirs`.
+/// the person's Claude Code skills (`~/.claude/skills`), then the config's `skill_dirs`.
 fn folders(home: &Path, extra: &[SkillDir]) -> Vec<Folder> {
     let mut folders = vec![
         Folder::Workspace(PathBuf::from(".wicket/skills")),
         Folder::Workspace(PathBuf::from(".claude/skills")),
         Folder::Home(home.join("skills")),
     ];
+    if let Some(user) = std::env::var_os("HOME").filter(|user| !user.is_empty()) {
+        folders.push(Folder::Home(PathBuf::from(user).join(".claude/skills")));
+    }
     folders.extend(extra.iter().map(|dir| match dir {
         SkillDir::Home(path) => Folder::Home(path.clone()),
         SkillDir::Workspace(path) => Folder::Workspace(path.clone()),

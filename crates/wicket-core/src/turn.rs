@@ -66,6 +66,10 @@ pub struct Settings {
     /// The person's own instruction files, each with the name it is shown
     /// by (`$WICKET_HOME/AGENTS.md`, `~/.codex/AGENTS.md`, `~/.claude/CLAUDE.md`).
     pub instructions: Vec<(String, std::path::PathBuf)>,
+    /// Where the model works, relative to the workspace's root: the
+    /// AGENTS.md and CLAUDE.md of each folder from the root down to it are
+    /// read too (empty: the root's alone).
+    pub instructions_below: std::path::PathBuf,
     /// The sandbox and the home its commands may not read.
     pub confinement: Confinement,
     /// The person's rules (and the workspace's asks and denies).
@@ -515,6 +519,7 @@ impl Runner<'_> {
             &self.settings.confinement.sandbox.prompt_sentence(),
             person.attended(),
             &self.settings.instructions,
+            &self.settings.instructions_below,
         );
         let system = match self.child {
             Some(_) => format!("{system}\n\n{}", task::CHILD_PROMPT),

@@ -28,7 +28,14 @@ fn prompt_in(mode: SandboxMode, available: &Availability) -> String {
         ..SandboxSettings::default()
     };
     let sentence = sandbox.prompt_sentence_with(available);
-    let (prompt, _) = wicket_core::turn::system_prompt(&workspace, &[], &sentence, true, &[]);
+    let (prompt, _) = wicket_core::turn::system_prompt(
+        &workspace,
+        &[],
+        &sentence,
+        true,
+        &[],
+        std::path::Path::new(""),
+    );
     prompt.replace(&workspace.root().display().to_string(), "[WORKSPACE]")
 }
 
@@ -264,5 +271,60 @@ fn the_request_after_a_failed_curl_carries_the_network_note() {
     assert!(
         last.contains(r#"the command has no network; if it needs one, run it again with \\\"network\\\": true"#),
         "{last}"
+    );
+}
+
+/// Started in a subfolder of the workspace, exec reads the AGENTS.md and
+/// CLAUDE.md of each folder from the root down to it; the person's Claude
+/// Code skills (`~/.claude/skills`) are offered beside Wicket's.
+#[test]
+fn exec_in_a_subfolder_reads_its_instructions_and_the_persons_claude_skills() {
+    let f = crate::Fixture::new();
+    f.write("CLAUDE.md", "root rule\n");
+    f.write("sub/CLAUDE.md", "sub rule\n");
+    f.write("other/AGENTS.md", "other rule\n");
+    let user = f.home.join("user");
+    let skill = user.join(".claude/skills/notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Keep notes\n---\nWrite notes in NOTES.md.\n",
+    )
+    .unwrap();
+    let model = crate::exec::script(
+        &f,
+        "skill.json",
+        serde_json::json!([
+            {"tool_calls": [{"name": "use_skill", "arguments": {"name": "notes"}}]},
+            {"text": "done"}
+        ]),
+    );
+    let output = crate::exec::exec(
+        &f,
+        "go",
+        &["--model", &model, "--json", "--answers", "deny"],
+    )
+    .current_dir(f.ws.join("sub"))
+    .env("HOME", &user)
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    let events = crate::lines(&output);
+    assert_eq!(output.status.code(), Some(0), "{events:#?}");
+    let read = events
+        .iter()
+        .find(|event| event["type"] == "notice" && event["key"] == "instructions")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(
+        read["message"],
+        "instructions read: CLAUDE.md, sub/CLAUDE.md"
+    );
+    let skill = events
+        .iter()
+        .find(|event| event["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(
+        skill["output"]["instructions"], "Write notes in NOTES.md.\n",
+        "{skill}"
     );
 }

@@ -63,6 +63,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 .min(info.max_output_tokens),
             skills: find_skills(&opened, &home, &config.skill_dirs),
             instructions: personal_instructions(&home),
+            instructions_below: working_folder(opened.root()),
             confinement: Confinement {
                 sandbox: config.sandbox.clone(),
                 home: home.clone(),
@@ -78,6 +79,17 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
         };
         Ok((chat, settings))
     })
+}
+
+/// Where the person started Wicket, relative to the workspace's root, when
+/// that is inside it (`cd src/api && wicket exec --workspace ../..`): the
+/// folder whose AGENTS.md and CLAUDE.md, and those above it, apply.
+fn working_folder(root: &Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| std::fs::canonicalize(cwd).ok())
+        .and_then(|cwd| cwd.strip_prefix(root).ok().map(Path::to_path_buf))
+        .unwrap_or_default()
 }
 
 /// Output tokens a reply may use when the config sets none.

@@ -26,6 +26,7 @@ impl Runner<'_> {
             // A compaction asks nothing of anyone: the prompt as a person's turn reads it.
             true,
             &self.settings.instructions,
+            &self.settings.instructions_below,
         );
         let mut turn = self.new_turn(history, system);
         let before = self.estimate(&turn);

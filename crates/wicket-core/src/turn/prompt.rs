@@ -19,7 +19,9 @@ const IMPORT_DEPTH: usize = 2;
 
 /// The system prompt: the tools, the workspace, the skills, the person's
 /// own instruction files (`personal`, each with the name it is shown by),
-/// and the workspace's AGENTS.md and CLAUDE.md with the files CLAUDE.md
+/// and the workspace's AGENTS.md and CLAUDE.md at its root, then in each
+/// folder from the root down to `below` (where the model works, relative to
+/// the root, as Codex reads AGENTS.md), with the files each CLAUDE.md
 /// imports (read through the resolver: a link out or a FIFO is not read).
 /// The same bytes for the same files, so a provider's prompt cache holds.
 /// `attended`: a person answers the cards (not a fixed `--answers` policy),
@@ -30,6 +32,7 @@ pub fn system_prompt(
     sandbox: &str,
     attended: bool,
     personal: &[(String, std::path::PathBuf)],
+    below: &Path,
 ) -> (String, Instructions) {
     let gate = if attended {
         "every write, every command and every read outside the workspace waits for the person to allow it, \
@@ -76,10 +79,31 @@ pub fn system_prompt(
                 .push(format!("{shown} was not read: {error}")),
         }
     }
-    for name in ["AGENTS.md", "CLAUDE.md"] {
-        reader.workspace_file(workspace, name, None, 0);
+    for folder in folders_down_to(below) {
+        for name in ["AGENTS.md", "CLAUDE.md"] {
+            let relative = folder.join(name).to_string_lossy().into_owned();
+            reader.workspace_file(workspace, &relative, None, 0);
+        }
     }
     (reader.prompt, reader.found)
+}
+
+/// The root (empty), then each folder from it down to `below`; a `below`
+/// that is not a plain relative path (`..`, absolute) is the root alone.
+fn folders_down_to(below: &Path) -> Vec<std::path::PathBuf> {
+    let mut folders = vec![std::path::PathBuf::new()];
+    let plain = below
+        .components()
+        .all(|part| matches!(part, std::path::Component::Normal(_)));
+    if !plain {
+        return folders;
+    }
+    let mut folder = std::path::PathBuf::new();
+    for part in below.components() {
+        folder.push(part);
+        folders.push(folder.clone());
+    }
+    folders
 }
 
 /// Reads instruction files into the prompt, within [`INSTRUCTIONS_MAX_BYTES`].
@@ -132,9 +156,17 @@ impl Reader {
                 return;
             }
         };
+        let folder = Path::new(relative).parent().unwrap_or(Path::new(""));
         let (heading, shown) = match imported_by {
-            None => (
+            None if folder.as_os_str().is_empty() => (
                 format!("The workspace's {relative} (it applies to the whole workspace)"),
+                relative.to_string(),
+            ),
+            None => (
+                format!(
+                    "The workspace's {relative} (it applies to {}/ and below)",
+                    folder.display()
+                ),
                 relative.to_string(),
             ),
             Some(by) => (
@@ -161,6 +193,18 @@ impl Reader {
                 ));
                 continue;
             }
+            // Relative to the file that names it, as Claude Code reads
+            // them; a path that is not there is read from the root.
+            let beside = folder.join(&target);
+            let absent = matches!(
+                workspace.read_runtime_file(&beside, PROMPT_FILE_MAX_BYTES),
+                Ok(None)
+            );
+            let target = if absent {
+                target
+            } else {
+                beside.to_string_lossy().into_owned()
+            };
             self.workspace_file(workspace, &target, Some(relative), depth + 1);
         }
     }

@@ -24,6 +24,7 @@ use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 
 fn settings() -> Settings {
     Settings {
+        instructions_below: Default::default(),
         instructions: Default::default(),
         step_limit: 20,
         max_stop_blocks: 3,
@@ -1278,4 +1279,39 @@ fn claude_md_and_its_imports_and_the_persons_own_file_are_read_and_named() {
     );
     assert!(events.iter().any(|e| matches!(e, EventBody::Error(ErrorEvent { message, .. })
         if message.contains("@../escape.md (imported by CLAUDE.md) was not read: imports are read inside the workspace only"))));
+}
+
+/// Where the model works below the root (`instructions_below`), the
+/// AGENTS.md and CLAUDE.md of each folder down to it are read after the
+/// root's, and a nested CLAUDE.md's imports are relative to its folder.
+#[test]
+fn the_instructions_of_each_folder_down_to_where_the_model_works_are_read() {
+    let f = Fixture::new();
+    f.write("CLAUDE.md", "ROOT RULE\n");
+    f.write("api/AGENTS.md", "API RULE\n");
+    f.write("api/v2/CLAUDE.md", "V2 RULE, see @notes.md\n");
+    f.write("api/v2/notes.md", "V2 NOTES\n");
+    f.write("web/AGENTS.md", "WEB RULE\n");
+    let mut below = settings();
+    below.instructions_below = "api/v2".into();
+    let w = world_in(f, vec![text("done")], below);
+    let id = w.open("s");
+    w.manager.send(&id, "hi").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let system = &w.replay.requests()[0].system;
+    let at = |rule: &str| {
+        system
+            .find(rule)
+            .unwrap_or_else(|| panic!("{rule}: {system}"))
+    };
+    assert!(at("ROOT RULE") < at("API RULE") && at("API RULE") < at("V2 RULE"));
+    assert!(system.contains("V2 NOTES"), "{system}");
+    assert!(
+        system.contains("api/v2/CLAUDE.md (it applies to api/v2/ and below)"),
+        "{system}"
+    );
+    assert!(
+        !system.contains("WEB RULE"),
+        "a folder off the way is not read: {system}"
+    );
 }
