@@ -4,6 +4,7 @@
 //! Below it: the gate (`wicket_gate`, which knows nothing of turns) and the
 //! session store (`wicket_session`).
 
+pub mod claude;
 pub mod config;
 pub mod error;
 pub mod hooked;
