@@ -143,7 +143,9 @@ fn place(path: &str) -> Option<Place> {
     if let Some(below) = path.strip_prefix("~/") {
         let home = std::env::var_os("HOME").filter(|home| !home.is_empty())?;
         let home = std::path::PathBuf::from(home);
-        return Some(Place::Outside(home.join(below).to_string_lossy().into_owned()));
+        return Some(Place::Outside(
+            home.join(below).to_string_lossy().into_owned(),
+        ));
     }
     let relative = path
         .strip_prefix("./")
@@ -224,7 +226,9 @@ fn quoted(text: &str) -> String {
 }
 
 fn list(words: &[String]) -> String {
-    serde_json::json!(words).to_string().replace("\",\"", "\", \"")
+    serde_json::json!(words)
+        .to_string()
+        .replace("\",\"", "\", \"")
 }
 
 #[cfg(test)]
@@ -245,7 +249,11 @@ mod tests {
     fn each_kind_of_claude_code_rule_reads_as_wicket_s_or_says_why_not() {
         use RuleAction::{Allow, Ask, Deny};
         let table = [
-            ("Bash(npm run test:*)", Allow, "argv_prefix [\"npm\", \"run\", \"test\"]"),
+            (
+                "Bash(npm run test:*)",
+                Allow,
+                "argv_prefix [\"npm\", \"run\", \"test\"]",
+            ),
             ("Bash(git diff *)", Allow, "argv_prefix [\"git\", \"diff\"]"),
             ("Bash(git push)", Ask, "argv [\"git\", \"push\"]"),
             ("Bash(cat .env)", Deny, "argv [\"cat\", \".env\"]"),
@@ -253,7 +261,11 @@ mod tests {
             ("Edit(src/**)", Allow, "write path \"src/**\""),
             ("Write(./docs/*.md)", Allow, "write path \"docs/*.md\""),
             ("WebFetch(domain:docs.rs)", Allow, "net host \"docs.rs\""),
-            ("mcp__github__create_issue", Ask, "mcp server \"github\" tool \"create_issue\""),
+            (
+                "mcp__github__create_issue",
+                Ask,
+                "mcp server \"github\" tool \"create_issue\"",
+            ),
             ("mcp__github", Deny, "mcp server \"github\" (every tool)"),
             ("Bash(rm -rf *)", Deny, "argv_prefix [\"rm\", \"-rf\"]"),
         ];
@@ -274,7 +286,10 @@ mod tests {
             ("Edit(../x)", Allow, "cannot place"),
         ] {
             let got = said(entry, action);
-            assert!(got.starts_with("not: ") && got.contains(why), "{entry}: {got}");
+            assert!(
+                got.starts_with("not: ") && got.contains(why),
+                "{entry}: {got}"
+            );
         }
     }
 }

@@ -26,6 +26,7 @@ mod rewind;
 mod rules;
 mod sandbox;
 mod serve;
+mod setup;
 mod tasks;
 mod terminal;
 

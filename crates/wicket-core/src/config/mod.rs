@@ -12,6 +12,8 @@
 //! person's own may (`file::HomeKeys`), and a file's `layer::Layer` decides
 //! which it is, in one place.
 
+mod claude_settings;
+pub use claude_settings::CLAUDE_SETTINGS;
 mod file;
 mod home;
 mod hook;
@@ -215,6 +217,7 @@ impl Config {
         let mut config = Config::load_home(home)?;
         let path = workspace.join(WORKSPACE_CONFIG);
         config.layer(Layer::Workspace, &path, read_workspace(workspace))?;
+        config.apply_claude_settings(workspace);
         Ok(config)
     }
 
