@@ -5,6 +5,7 @@
 mod answer;
 mod exec;
 mod grants;
+mod import;
 mod mcp;
 mod rewind;
 mod serve;
@@ -220,6 +221,18 @@ enum Command {
         #[command(subcommand)]
         action: PolicyAction,
     },
+    /// Read your own Claude Code or Codex settings and write Wicket's
+    /// (rules, hooks, MCP servers), printing what each entry became.
+    Import {
+        /// Whose settings: claude-code or codex.
+        from: import::From,
+        /// The workspace whose .mcp.json is read (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Print the table, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -365,6 +378,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policy {
             action: PolicyAction::Check { session },
         } => grants::check(&session),
+        Command::Import {
+            from,
+            workspace,
+            dry_run,
+        } => import::run(from, workspace, dry_run),
         Command::Rewind {
             session,
             to,

@@ -177,6 +177,11 @@ fn read(path: &str, action: RuleAction) -> Carried {
             rule.path = Some(glob);
             Carried::Rule(Box::new(rule), said)
         }
+        Some(Place::Inside(_)) if action == RuleAction::Deny => not(format!(
+            "`Read({path})`: Wicket does not gate reads inside the workspace, so this deny has no \
+             counterpart and the model can read it; keep secrets outside the workspace (or hide them \
+             from commands with [sandbox] deny_read)"
+        )),
         Some(Place::Inside(_)) => not(format!(
             "`Read({path})`: reads inside the workspace need no card in Wicket, so there is nothing to {}",
             action.as_str()

@@ -67,10 +67,204 @@ fn a_repositorys_claude_settings_deny_holds_and_its_allow_does_not() {
         "{notices:#?}"
     );
     assert!(
-        notices
-            .iter()
-            .any(|n| n.contains("Read(./.env)") && n.contains("need no card")),
+        notices.iter().any(|n| n.contains("Read(./.env)")
+            && n.contains("does not gate reads inside the workspace")),
         "{notices:#?}"
     );
     assert!(!f.ws.join("denied").exists() && !f.ws.join("allowed").exists());
+}
+
+fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import")
+}
+
+/// The MCP test server's entry point (installed by scripts/test.sh).
+fn everything() -> String {
+    let index = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        index.exists(),
+        "the MCP test servers are not installed: run `npm ci` in tests/mcp"
+    );
+    index.canonicalize().unwrap().display().to_string()
+}
+
+/// A person's home holding the fixtures where each tool keeps them.
+fn person(f: &Fixture) -> std::path::PathBuf {
+    let user = f.root.join("user");
+    let copy = |from: &str, to: &str| {
+        let text = std::fs::read_to_string(fixtures().join(from))
+            .unwrap()
+            .replace("@EVERYTHING@", &everything());
+        let to = user.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, text).unwrap();
+    };
+    copy("claude/settings.json", ".claude/settings.json");
+    copy("claude/claude.json", ".claude.json");
+    copy("codex/config.toml", ".codex/config.toml");
+    copy("codex/rules/default.rules", ".codex/rules/default.rules");
+    user
+}
+
+fn import(f: &Fixture, user: &std::path::Path, args: &[&str]) -> String {
+    let output = wicket()
+        .env("WICKET_HOME", &f.home)
+        .env("HOME", user)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .arg("import")
+        .args(args)
+        .arg("--workspace")
+        .arg(&f.ws)
+        .succeeds();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn an_imported_claude_code_setup_allows_asks_and_denies_as_it_did() {
+    let f = Fixture::new();
+    let user = person(&f);
+    let dry = import(&f, &user, &["claude-code", "--dry-run"]);
+    assert!(dry.contains("dry run: nothing was written"), "{dry}");
+    assert!(
+        !f.home.join("rules.toml").exists(),
+        "a dry run writes nothing"
+    );
+    let table = import(&f, &user, &["claude-code"]);
+    for said in [
+        "Bash(npm run test:*)",
+        "allow argv_prefix [\"npm\", \"run\", \"test\"]",
+        "ask argv_prefix [\"git\", \"push\"]",
+        "deny argv [\"cat\", \".env\"]",
+        "read_outside path \"/**/.env\"",
+        "WebSearch has no counterpart",
+        "a pattern with a leading wildcard cannot be an argv prefix; kept as a card",
+        "the PreCompact event has no counterpart",
+        "[[hooks.pre_tool_use]]",
+        "[mcp_servers.everything]",
+        "env_pass \"NODE_ENV\"",
+    ] {
+        assert!(table.contains(said), "{said}: {table}");
+    }
+    let rules = std::fs::read_to_string(f.home.join("rules.toml")).unwrap();
+    assert!(
+        rules.contains(
+            "# imported from ~/.claude/settings.json permissions.allow: Bash(npm run test:*)"
+        ),
+        "{rules}"
+    );
+    let config = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
+    // Twice is once.
+    let again = import(&f, &user, &["claude-code"]);
+    assert!(
+        again.contains("(already imported)") && again.contains("(already there)"),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.home.join("rules.toml")).unwrap(),
+        rules
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.home.join("config.toml")).unwrap(),
+        config
+    );
+
+    // npm run test goes without a card, git push asks, cat .env is denied;
+    // the imported hook ran before each command.
+    let model = script(
+        &f,
+        "imported.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["npm", "run", "test"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["git", "push"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["cat", ".env"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let output = exec(
+        &f,
+        "go",
+        &["--model", &model, "--json", "--answers", "deny"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    let events = lines(&output);
+    let calls: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call").collect();
+    assert!(
+        calls[0]["allowed_by"]["rule"]
+            .as_str()
+            .unwrap()
+            .starts_with("imp-"),
+        "{:#?}",
+        calls[0]
+    );
+    let cards: Vec<&Value> = events.iter().filter(|e| e["type"] == "card").collect();
+    assert_eq!(cards.len(), 1, "{cards:#?}");
+    assert_eq!(cards[0]["argv"], json!(["git", "push"]));
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    let denied = results[2]["error"]["message"].as_str().unwrap();
+    assert!(denied.contains("A rule of the person's (imp-"), "{denied}");
+    let hooks: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "hook" && e["event"] == "PreToolUse")
+        .collect();
+    assert_eq!(
+        hooks.len(),
+        3,
+        "the imported hook runs before each command: {hooks:#?}"
+    );
+    assert!(f.ws.join("hook-ran").exists(), "the hook's command ran");
+
+    // The imported MCP server starts and lists its tools.
+    let listed = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["mcp", "list", "--json", "--workspace"])
+        .arg(&f.ws)
+        .succeeds();
+    let listed = lines(&listed);
+    let server = listed
+        .iter()
+        .find(|line| line["type"] == "server" && line["name"] == "everything")
+        .unwrap_or_else(|| panic!("{listed:#?}"));
+    assert_eq!(server["state"], "started", "{server}");
+}
+
+#[test]
+fn an_imported_codex_setup_keeps_its_prefix_rules_and_servers() {
+    let f = Fixture::new();
+    let user = person(&f);
+    let table = import(&f, &user, &["codex"]);
+    for said in [
+        "allow argv_prefix [\"npm\", \"test\"]",
+        "allow argv_prefix [\"npm\", \"run\"]",
+        "ask argv_prefix [\"git\", \"push\"]",
+        "deny argv_prefix [\"rm\", \"-rf\"]",
+        "[mcp_servers.docs]",
+        "[mcp_servers.remote]",
+    ] {
+        assert!(table.contains(said), "{said}: {table}");
+    }
+    let config = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
+    assert!(
+        config.contains("Authorization = \"Bearer ${EXAMPLE_TOKEN}\""),
+        "{config}"
+    );
+    assert!(
+        config.contains("# imported from ~/.codex/config.toml mcp_servers"),
+        "{config}"
+    );
+    let again = import(&f, &user, &["codex"]);
+    assert!(
+        !again.contains("rule imp-") || again.contains("(already imported)"),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.home.join("config.toml")).unwrap(),
+        config
+    );
 }

@@ -113,6 +113,58 @@ pub fn save(path: &Path, mut spec: RuleSpec) -> Result<RuleId> {
     Ok(id)
 }
 
+/// Appends each rule of `specs` (each with its own id, and a comment line
+/// saying where it came from) whose id the file at `path` does not hold
+/// yet, in one replacement of the file, under the lock: importing the same
+/// rules twice adds nothing the second time. Which were added.
+pub fn save_named(path: &Path, specs: &[(RuleSpec, String)]) -> Result<Vec<bool>> {
+    let _lock = locked(path)?;
+    let existing = read_saved(path)?;
+    let mut text = match rules_text(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(file_error(path, error.to_string())),
+    };
+    let mut added = Vec::with_capacity(specs.len());
+    for (spec, comment) in specs {
+        let Some(id) = spec.id.clone() else {
+            return Err(file_error(path, "an imported rule has no id".into()));
+        };
+        let fresh = !existing.iter().any(|rule| rule.id == id)
+            && !added
+                .iter()
+                .zip(specs)
+                .any(|(was, (other, _))| *was && other.id == spec.id);
+        added.push(fresh);
+        if !fresh {
+            continue;
+        }
+        spec.check(&id)
+            .map_err(|message| file_error(path, message))?;
+        #[derive(serde::Serialize)]
+        struct File<'a> {
+            rules: [&'a RuleSpec; 1],
+        }
+        let block = toml::to_string(&File { rules: [spec] })
+            .map_err(|error| file_error(path, error.to_string()))?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push('\n');
+        for line in comment.lines() {
+            text.push_str(&format!("# {line}\n"));
+        }
+        text.push_str(&block);
+    }
+    if !added.contains(&true) {
+        return Ok(added);
+    }
+    parse(&text, "saved").map_err(|message| file_error(path, message))?;
+    wicket_os::files::write_atomically(path, text.as_bytes(), true)
+        .map_err(|error| file_error(path, error.to_string()))?;
+    Ok(added)
+}
+
 /// Takes the saved rule `id` out of the file at `path`, keeping the rest of
 /// the file (comments included) as it was.
 pub fn revoke(path: &Path, id: &str) -> Result<Rule> {

@@ -1,0 +1,474 @@
+//! `wicket import claude-code|codex [--dry-run]`: a person's own Claude
+//! Code or Codex settings written as Wicket's, each item with its origin:
+//! permission rules into `$WICKET_HOME/rules.toml`, hooks, MCP servers and
+//! environment names into `$WICKET_HOME/config.toml` (a workspace's
+//! `.mcp.json` into its `.wicket/config.toml`, where each server asks before
+//! it starts), with `toml_edit`, keeping what is there and its comments.
+//! A table says what each entry became, or why it could not be carried
+//! over. An import never widens (see [`wicket_core::claude`]), `--dry-run`
+//! writes nothing, and importing twice changes nothing the second time.
+
+mod claude;
+mod codex;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sha2::Digest;
+use wicket_protocol::RuleSpec;
+
+use crate::show;
+
+/// Whose settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum From {
+    /// Claude Code: ~/.claude/settings.json, ~/.claude.json, the workspace's .mcp.json.
+    ClaudeCode,
+    /// Codex: ~/.codex/config.toml and ~/.codex/rules/*.rules.
+    Codex,
+}
+
+/// A hook as `[[hooks.EVENT]]` holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HookItem {
+    event: &'static str,
+    matcher: Option<String>,
+    command: Vec<String>,
+    timeout_s: Option<u64>,
+}
+
+/// What one source entry becomes.
+#[derive(Debug, Clone)]
+pub(crate) enum Becomes {
+    /// A rule of rules.toml, and a few words on it.
+    Rule(Box<RuleSpec>, String),
+    /// A `[[hooks.EVENT]]` table of config.toml.
+    Hook(HookItem),
+    /// An `[mcp_servers.NAME]` table, in the home's config or (`in_workspace`) the workspace's.
+    Mcp {
+        name: String,
+        table: toml_edit::Table,
+        in_workspace: bool,
+    },
+    /// A name for `[sandbox] env_pass`.
+    EnvPass(String),
+    /// Nothing, and why.
+    Not(String),
+}
+
+/// One entry of the person's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    /// Where: `~/.claude/settings.json permissions.allow`.
+    from: String,
+    /// The entry as written: `Bash(npm run test:*)`.
+    entry: String,
+    becomes: Becomes,
+}
+
+impl Item {
+    pub(crate) fn new(from: impl Into<String>, entry: impl Into<String>, becomes: Becomes) -> Item {
+        Item {
+            from: from.into(),
+            entry: entry.into(),
+            becomes,
+        }
+    }
+}
+
+/// The folder a tool keeps its settings in: `$VAR`, else `~/NAME`.
+pub(crate) fn tool_home(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(var).filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let user = std::env::var_os("HOME").filter(|home| !home.is_empty())?;
+    Some(PathBuf::from(user).join(name))
+}
+
+/// The text of one of the person's own files (not a workspace's: read
+/// directly, bounded); `None` when it is not there.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn own_file(path: &Path) -> Result<Option<String>> {
+    match wicket_os::files::read_regular(path, wicket_core::config::CONFIG_MAX_BYTES) {
+        Ok(Some(bytes)) => {
+            Ok(Some(String::from_utf8(bytes).with_context(|| {
+                format!("{} is not UTF-8", path.display())
+            })?))
+        }
+        Ok(None) => Ok(None),
+        Err(error) => Err(anyhow::anyhow!(
+            "{} cannot be read: {error}",
+            path.display()
+        )),
+    }
+}
+
+/// An id for an imported rule that is the same each time the same entry
+/// is imported: `imp-` and the first hex of a hash of its origin and rule.
+fn rule_id(item: &Item, spec: &RuleSpec) -> String {
+    let mut hash = sha2::Sha256::new();
+    hash.update(item.from.as_bytes());
+    hash.update([0]);
+    hash.update(item.entry.as_bytes());
+    hash.update([0]);
+    hash.update(spec.action.as_str().as_bytes());
+    let digest = hash.finalize();
+    let hex: String = digest[..5]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("imp-{hex}")
+}
+
+/// `wicket import`.
+pub(crate) fn run(
+    from: From,
+    workspace: Option<PathBuf>,
+    dry_run: bool,
+) -> Result<std::process::ExitCode> {
+    let home = wicket_session::home();
+    let workspace = match workspace {
+        Some(workspace) => workspace,
+        None => std::env::current_dir()?,
+    };
+    let items = match from {
+        From::ClaudeCode => claude::items(&workspace)?,
+        From::Codex => codex::items()?,
+    };
+    if items.is_empty() {
+        show::say(format!(
+            "found nothing to import from {}; its settings files are not there",
+            match from {
+                From::ClaudeCode => "Claude Code",
+                From::Codex => "Codex",
+            }
+        ));
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let results = write(&home, &workspace, &items, dry_run)?;
+    print_table(&items, &results, dry_run);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// What became of each item: the words of the table's last column.
+fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result<Vec<String>> {
+    let mut results = vec![String::new(); items.len()];
+    // Rules: rules.toml, each under its own id.
+    let mut rules = Vec::new();
+    let mut rule_rows = Vec::new();
+    for (row, item) in items.iter().enumerate() {
+        if let Becomes::Rule(spec, said) = &item.becomes {
+            let mut spec = (**spec).clone();
+            let id = rule_id(item, &spec);
+            spec.id = Some(id.clone().into());
+            let comment = format!("imported from {}: {}", item.from, item.entry);
+            results[row] = format!("rule {id}: {} {said}", spec.action.as_str());
+            rules.push((spec, comment));
+            rule_rows.push(row);
+        }
+    }
+    let rules_file = home.join(wicket_gate::rules::RULES_FILE);
+    let added = if dry_run {
+        let existing = wicket_gate::rules::read_saved(&rules_file)?;
+        rules
+            .iter()
+            .map(|(spec, _)| {
+                !existing
+                    .iter()
+                    .any(|rule| Some(&rule.id) == spec.id.as_ref())
+            })
+            .collect()
+    } else {
+        wicket_gate::rules::save_named(&rules_file, &rules)?
+    };
+    for (row, fresh) in rule_rows.into_iter().zip(added) {
+        if !fresh {
+            results[row].push_str(" (already imported)");
+        }
+    }
+    // Hooks, MCP servers and env names: config.toml, the home's or the workspace's.
+    let mut configs = Configs::default();
+    for (row, item) in items.iter().enumerate() {
+        let said = match &item.becomes {
+            Becomes::Rule(..) => continue,
+            Becomes::Not(why) => format!("not carried over: {why}"),
+            Becomes::Hook(hook) => configs.home(home)?.hook(hook, item)?,
+            Becomes::Mcp {
+                name,
+                table,
+                in_workspace: false,
+            } => configs.home(home)?.mcp(name, table, item)?,
+            Becomes::Mcp {
+                name,
+                table,
+                in_workspace: true,
+            } => configs.workspace(workspace)?.mcp(name, table, item)?,
+            Becomes::EnvPass(name) => configs.home(home)?.env_pass(name, item)?,
+        };
+        results[row] = said;
+    }
+    if !dry_run {
+        configs.save()?;
+    }
+    Ok(results)
+}
+
+/// The config files an import edits, each read once and written once.
+#[derive(Default)]
+struct Configs {
+    home: Option<Edited>,
+    workspace: Option<Edited>,
+}
+
+impl Configs {
+    fn home(&mut self, home: &Path) -> Result<&mut Edited> {
+        if self.home.is_none() {
+            self.home = Some(Edited::open(
+                home.join("config.toml"),
+                "$WICKET_HOME/config.toml",
+            )?);
+        }
+        self.home.as_mut().context("the home config was not opened")
+    }
+
+    fn workspace(&mut self, workspace: &Path) -> Result<&mut Edited> {
+        if self.workspace.is_none() {
+            self.workspace = Some(Edited::open_in(workspace)?);
+        }
+        self.workspace
+            .as_mut()
+            .context("the workspace config was not opened")
+    }
+
+    fn save(self) -> Result<()> {
+        for edited in [self.home, self.workspace].into_iter().flatten() {
+            edited.save()?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a config file being edited lives.
+enum Target {
+    /// The person's own: written directly.
+    Own(PathBuf),
+    /// A workspace's `.wicket/config.toml`: read and written through the
+    /// resolver (a `.wicket` that is a link out is refused), and not
+    /// replaced if it changed meanwhile.
+    Workspace(Box<wicket_tools::Workspace>, Option<Vec<u8>>),
+}
+
+/// One config file being edited.
+struct Edited {
+    target: Target,
+    shown: &'static str,
+    document: toml_edit::DocumentMut,
+    changed: bool,
+}
+
+impl Edited {
+    fn open(path: PathBuf, shown: &'static str) -> Result<Edited> {
+        let text = own_file(&path)?.unwrap_or_default();
+        Edited::parsed(Target::Own(path), shown, &text)
+    }
+
+    fn open_in(workspace: &Path) -> Result<Edited> {
+        let opened = wicket_tools::Workspace::open(workspace)
+            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        let relative = Path::new(wicket_core::config::WORKSPACE_CONFIG);
+        let bytes = opened
+            .read_runtime_file(relative, wicket_core::config::CONFIG_MAX_BYTES)
+            .map_err(|error| anyhow::anyhow!("{}", error.message))?;
+        let text = String::from_utf8(bytes.clone().unwrap_or_default())
+            .context(".wicket/config.toml is not UTF-8")?;
+        Edited::parsed(
+            Target::Workspace(Box::new(opened), bytes),
+            ".wicket/config.toml",
+            &text,
+        )
+    }
+
+    fn parsed(target: Target, shown: &'static str, text: &str) -> Result<Edited> {
+        let document = text
+            .parse::<toml_edit::DocumentMut>()
+            .with_context(|| format!("{shown} is not valid TOML"))?;
+        Ok(Edited {
+            target,
+            shown,
+            document,
+            changed: false,
+        })
+    }
+
+    fn hook(&mut self, hook: &HookItem, item: &Item) -> Result<String> {
+        let hooks = table_in(self.document.as_table_mut(), "hooks")?;
+        let list = hooks
+            .entry(hook.event)
+            .or_insert_with(|| toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()))
+            .as_array_of_tables_mut()
+            .with_context(|| {
+                format!(
+                    "[hooks] {} in {} is not a list of tables",
+                    hook.event, self.shown
+                )
+            })?;
+        let command: toml_edit::Array = hook.command.iter().map(String::as_str).collect();
+        let same = list.iter().any(|table| {
+            let words: Option<Vec<&str>> = table
+                .get("command")
+                .and_then(|command| command.as_array())
+                .map(|command| command.iter().filter_map(|word| word.as_str()).collect());
+            words.is_some_and(|words| words == hook.command)
+                && table.get("matcher").and_then(|m| m.as_str()) == hook.matcher.as_deref()
+        });
+        let said = format!(
+            "[[hooks.{}]] command {}",
+            hook.event,
+            command.to_string().trim()
+        );
+        if same {
+            return Ok(format!("{said} in {} (already there)", self.shown));
+        }
+        let mut table = toml_edit::Table::new();
+        table.decor_mut().set_prefix(format!(
+            "\n# imported from {}: {}\n",
+            item.from,
+            one_line(&item.entry)
+        ));
+        if let Some(matcher) = &hook.matcher {
+            table.insert("matcher", toml_edit::value(matcher.as_str()));
+        }
+        table.insert("command", toml_edit::value(command));
+        if let Some(timeout) = hook.timeout_s {
+            table.insert("timeout_s", toml_edit::value(timeout as i64));
+        }
+        list.push(table);
+        self.changed = true;
+        Ok(format!("{said} in {}", self.shown))
+    }
+
+    fn mcp(&mut self, name: &str, server: &toml_edit::Table, item: &Item) -> Result<String> {
+        let servers = table_in(self.document.as_table_mut(), "mcp_servers")?;
+        if let Some(existing) = servers.get(name) {
+            let same = existing.as_table().map(|table| strip(table).to_string())
+                == Some(strip(server).to_string());
+            return Ok(if same {
+                format!("[mcp_servers.{name}] in {} (already there)", self.shown)
+            } else {
+                format!(
+                    "not carried over: {} already has a server named {name}; yours is kept as it is",
+                    self.shown
+                )
+            });
+        }
+        let mut table = server.clone();
+        table
+            .decor_mut()
+            .set_prefix(format!("\n# imported from {}\n", item.from));
+        servers.insert(name, toml_edit::Item::Table(table));
+        self.changed = true;
+        Ok(format!("[mcp_servers.{name}] in {}", self.shown))
+    }
+
+    fn env_pass(&mut self, name: &str, _item: &Item) -> Result<String> {
+        let sandbox = table_in(self.document.as_table_mut(), "sandbox")?;
+        let list = sandbox
+            .entry("env_pass")
+            .or_insert_with(|| toml_edit::value(toml_edit::Array::new()))
+            .as_array_mut()
+            .with_context(|| format!("[sandbox] env_pass in {} is not a list", self.shown))?;
+        if list.iter().any(|value| value.as_str() == Some(name)) {
+            return Ok(format!("[sandbox] env_pass {name:?} (already there)"));
+        }
+        list.push(name);
+        self.changed = true;
+        Ok(format!(
+            "[sandbox] env_pass {name:?} in {} (its value comes from your environment)",
+            self.shown
+        ))
+    }
+
+    fn save(self) -> Result<()> {
+        if !self.changed {
+            return Ok(());
+        }
+        let text = self.document.to_string();
+        match self.target {
+            Target::Own(path) => {
+                if let Some(dir) = path.parent() {
+                    wicket_os::files::private_dir(dir)
+                        .with_context(|| format!("making {}", dir.display()))?;
+                }
+                wicket_os::files::write_atomically(&path, text.as_bytes(), true)
+                    .with_context(|| format!("writing {}", path.display()))
+            }
+            Target::Workspace(workspace, read) => {
+                let location = wicket_tools::Location::Inside(PathBuf::from(
+                    wicket_core::config::WORKSPACE_CONFIG,
+                ));
+                let refused = |error: wicket_tools::Error| {
+                    anyhow::anyhow!("{} was not written: {}", self.shown, error.message)
+                };
+                let planned =
+                    wicket_tools::tools::write_file::plan_write(&workspace, &location, self.shown)
+                        .map_err(refused)?;
+                wicket_tools::tools::write_file::commit_write(
+                    &workspace,
+                    &location,
+                    &planned.absolute,
+                    text.as_bytes(),
+                    &|now| now == read.as_deref(),
+                )
+                .map(drop)
+                .map_err(refused)
+            }
+        }
+    }
+}
+
+/// A table of `table` (made when absent, implicit so it adds no empty header).
+fn table_in<'t>(table: &'t mut toml_edit::Table, key: &str) -> Result<&'t mut toml_edit::Table> {
+    let item = table.entry(key).or_insert_with(|| {
+        let mut made = toml_edit::Table::new();
+        made.set_implicit(true);
+        toml_edit::Item::Table(made)
+    });
+    item.as_table_mut()
+        .with_context(|| format!("{key} in the config is not a table"))
+}
+
+/// A table without its comments, to compare.
+fn strip(table: &toml_edit::Table) -> toml_edit::Table {
+    let mut bare = table.clone();
+    bare.decor_mut().clear();
+    bare
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The table: each source entry, and what became of it.
+fn print_table(items: &[Item], results: &[String], dry_run: bool) {
+    let wide = items
+        .iter()
+        .map(|item| item.entry.chars().count().min(48))
+        .max()
+        .unwrap_or(0);
+    let mut from = "";
+    for (item, result) in items.iter().zip(results) {
+        if item.from != from {
+            from = &item.from;
+            show::line_out(&wicket_protocol::text::visible_line(from));
+        }
+        let entry: String = item.entry.chars().take(48).collect();
+        show::line_out(&format!(
+            "  {:wide$}  →  {}",
+            wicket_protocol::text::visible_line(&entry),
+            wicket_protocol::text::visible_line(result)
+        ));
+    }
+    if dry_run {
+        show::line_out("dry run: nothing was written");
+    }
+}
