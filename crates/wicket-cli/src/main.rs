@@ -7,6 +7,7 @@ mod exec;
 mod grants;
 mod import;
 mod mcp;
+mod policy;
 mod rewind;
 mod serve;
 mod show;
@@ -250,6 +251,16 @@ enum GrantsAction {
 enum PolicyAction {
     /// Replay every call of SESSION against today's rules: card, allowed (by what) or denied.
     Check { session: String },
+    /// The settings and rules in force, each with the file it came from
+    /// (the managed policy, your config, rules.toml, the workspace's).
+    Show {
+        /// The workspace whose config is read too (default: the current folder).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// One JSON object per line, each with its `source`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The launcher every command starts through: `wicket-launch` beside this
@@ -339,12 +350,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session,
             json,
             fail_on_deny,
-            mode: answers.map(|answers| match answers {
-                ExecAnswers::Deny => exec::Mode::Policy(Answer::Deny),
-                ExecAnswers::AllowOnce => exec::Mode::Policy(Answer::AllowOnce),
-                ExecAnswers::AllowAlways => exec::Mode::Policy(Answer::AllowAlways),
-                ExecAnswers::Stdin => exec::Mode::Stdin,
-            }),
+            mode: match answers {
+                Some(ExecAnswers::AllowAlways) => {
+                    allow_always_allowed()?;
+                    Some(exec::Mode::Policy(Answer::AllowAlways))
+                }
+                other => other.map(|answers| match answers {
+                    ExecAnswers::Deny => exec::Mode::Policy(Answer::Deny),
+                    ExecAnswers::AllowOnce => exec::Mode::Policy(Answer::AllowOnce),
+                    ExecAnswers::AllowAlways => exec::Mode::Policy(Answer::AllowAlways),
+                    ExecAnswers::Stdin => exec::Mode::Stdin,
+                }),
+            },
         }),
         Command::Tool {
             name,
@@ -352,7 +369,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workspace,
             session,
             answers,
-        } => tool(&name, &args, workspace, session, answers),
+        } => {
+            if matches!(answers, Some(Answers::AllowAlways)) {
+                allow_always_allowed()?;
+            }
+            tool(&name, &args, workspace, session, answers)
+        }
         Command::Serve {
             port,
             workspace,
@@ -378,6 +400,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policy {
             action: PolicyAction::Check { session },
         } => grants::check(&session),
+        Command::Policy {
+            action: PolicyAction::Show { workspace, json },
+        } => policy::show(workspace, json),
         Command::Import {
             from,
             workspace,
@@ -656,6 +681,19 @@ fn tool_session(home: &Path, session_id: Option<String>, root: &Path) -> anyhow:
         ));
     }
     Ok(session)
+}
+
+/// `--answers allow_always` is refused under a managed policy that sets
+/// `allow_always = false`: the fourth answer is hidden everywhere.
+fn allow_always_allowed() -> anyhow::Result<()> {
+    let managed = wicket_core::config::Managed::load()?;
+    anyhow::ensure!(
+        !managed.no_allow_always,
+        "--answers allow_always is not allowed: the managed policy ({}) sets allow_always = false; \
+         use --answers allow_once, or stdin",
+        managed.named()
+    );
+    Ok(())
 }
 
 /// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.

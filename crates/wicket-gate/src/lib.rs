@@ -782,10 +782,16 @@ impl<'a> Gate<'a> {
     /// Saves the rule an `allow_always` answer chose: the card's own.
     fn save_always(&self, card: &Card) -> Result<RuleId, WireError> {
         let Some(mut spec) = card.always.as_deref().cloned() else {
-            return Err(WireError::new(
-                ErrorKind::InvalidArgs,
-                "this card cannot be allowed always; answer allow_once or allow_session",
-            ));
+            let floor = &self.confinement.sandbox.floor;
+            let why = if floor.no_allow_always {
+                format!(
+                    "the managed policy ({}) sets allow_always = false; answer allow_once or allow_session",
+                    floor.named()
+                )
+            } else {
+                "this card cannot be allowed always; answer allow_once or allow_session".into()
+            };
+            return Err(WireError::new(ErrorKind::InvalidArgs, why));
         };
         spec.origin = Some(wicket_protocol::rules::Origin {
             session: self.session.meta().id.into(),
@@ -810,6 +816,10 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
     ) -> Result<Answered, WireError> {
         card.id = wicket_os::ids::new_id("card").into();
+        if self.confinement.sandbox.floor.no_allow_always {
+            // The managed policy hides the fourth answer everywhere.
+            card.always = None;
+        }
         // A checkpoint that takes longer than a second is finished while
         // the person reads the card; the card says so.
         let walking = self.settle_within(Some(CHECKPOINT_PROGRESS_AFTER))?;

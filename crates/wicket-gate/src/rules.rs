@@ -111,6 +111,9 @@ pub struct Verdict {
 /// Where a rule was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// `[[rules]]` of the managed policy (`/etc/wicket/managed.toml`):
+    /// first, and final.
+    Managed,
     /// `[[rules]]` of `$WICKET_HOME/config.toml`.
     HomeConfig,
     /// `$WICKET_HOME/rules.toml`: saved by `allow_always`, revocable.
@@ -134,6 +137,7 @@ impl Source {
     /// How listings name it.
     pub fn as_str(self) -> &'static str {
         match self {
+            Source::Managed => "managed",
             Source::HomeConfig => "config",
             Source::Saved => "rules.toml",
             Source::Workspace => "workspace",

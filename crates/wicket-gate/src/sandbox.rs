@@ -36,6 +36,32 @@ pub struct SandboxSettings {
     /// How much a preview may write into its layer, in MiB: past it the
     /// command is stopped and its effects card says so.
     pub preview_max_mb: u64,
+    /// What a managed policy holds beyond these settings.
+    pub floor: Floor,
+}
+
+/// What a managed policy (`/etc/wicket/managed.toml`) holds the gate to,
+/// beyond the sandbox's settings, which no other config can lower.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Floor {
+    /// The managed files: every command sees them read-only, and a refusal names them.
+    pub files: Vec<PathBuf>,
+    /// No command may ask for the machine's own network (`"network": "direct"`).
+    pub forbid_direct_network: bool,
+    /// No card offers `allow_always`.
+    pub no_allow_always: bool,
+}
+
+impl Floor {
+    /// The managed files, for a message: `/etc/wicket/managed.toml`.
+    pub fn named(&self) -> String {
+        let names: Vec<String> = self
+            .files
+            .iter()
+            .map(|file| file.display().to_string())
+            .collect();
+        names.join(" and ")
+    }
 }
 
 /// The default `[sandbox] preview_max_mb`: 1 GiB.
@@ -108,6 +134,7 @@ impl Default for SandboxSettings {
             max_processes: DEFAULT_MAX_PROCESSES,
             max_memory_mb: half_the_memory_mb(),
             preview_max_mb: DEFAULT_PREVIEW_MAX_MB,
+            floor: Floor::default(),
         }
     }
 }
@@ -355,9 +382,12 @@ impl SandboxSettings {
         summary: &SandboxSummary,
         access: &Access,
     ) -> Result<Confine, WireError> {
+        // The managed policy is read-only to every command, sandboxed or not.
+        let mut protect = vec![home.to_path_buf()];
+        protect.extend(self.floor.files.iter().cloned());
         let unconfined = Confine {
             env_pass: self.env_pass.clone(),
-            protect: vec![home.to_path_buf()],
+            protect,
             sandbox: None,
         };
         match summary.mode {

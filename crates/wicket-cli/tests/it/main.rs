@@ -18,6 +18,7 @@ mod exec;
 mod hooks;
 mod hostile;
 mod jail;
+mod managed;
 mod mcp;
 mod output;
 mod preview;

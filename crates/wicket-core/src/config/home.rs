@@ -271,7 +271,7 @@ fn extra_read(
 
 /// `[sandbox] home_read`: `~/…` (that place in every home folder) or an
 /// absolute path; it replaces the default list.
-fn home_read(entries: Vec<String>, path: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn home_read(entries: Vec<String>, path: &Path) -> Result<Vec<PathBuf>> {
     entries
         .into_iter()
         .map(|entry| {

@@ -13,7 +13,9 @@
 //! which it is, in one place.
 
 mod claude_settings;
+mod managed;
 pub use claude_settings::CLAUDE_SETTINGS;
+pub use managed::{AllowedHook, AllowedServer, MANAGED_ENV, MANAGED_FILE, Managed};
 mod file;
 mod home;
 mod hook;
@@ -120,6 +122,8 @@ pub struct Config {
     /// What of the workspace's config was ignored, and why: a repository's
     /// config never stops Wicket, it is only not obeyed.
     pub notices: Vec<ConfigNotice>,
+    /// The managed policy over it all (empty when there is none).
+    pub managed: Managed,
 }
 
 /// A part of a workspace's config that was ignored.
@@ -166,6 +170,7 @@ impl Default for Config {
             mcp_servers: Vec::new(),
             rules: Vec::new(),
             notices: Vec::new(),
+            managed: Managed::default(),
         }
     }
 }
@@ -204,20 +209,32 @@ fn read_workspace(workspace: &Path) -> Result<Option<FileConfig>> {
 }
 
 impl Config {
-    /// The home config alone (for what holds in every workspace).
+    /// The home config alone (for what holds in every workspace), under
+    /// the managed policy.
     pub fn load_home(home: &Path) -> Result<Config> {
+        let managed = Managed::load()?;
+        let mut config = Config::home_layer(home)?;
+        config.apply_managed(&managed, home);
+        config.managed = managed;
+        Ok(config)
+    }
+
+    fn home_layer(home: &Path) -> Result<Config> {
         let mut config = Config::default();
         let path = home.join("config.toml");
         config.layer(Layer::Home, &path, read_home(&path))?;
         Ok(config)
     }
 
-    /// The home config, then the workspace's.
+    /// The home config, then the workspace's, then the managed policy over both.
     pub fn load(home: &Path, workspace: &Path) -> Result<Config> {
-        let mut config = Config::load_home(home)?;
+        let managed = Managed::load()?;
+        let mut config = Config::home_layer(home)?;
         let path = workspace.join(WORKSPACE_CONFIG);
         config.layer(Layer::Workspace, &path, read_workspace(workspace))?;
         config.apply_claude_settings(workspace);
+        config.apply_managed(&managed, home);
+        config.managed = managed;
         Ok(config)
     }
 
