@@ -43,13 +43,22 @@ pub(crate) fn show(workspace: Option<PathBuf>, json: bool) -> Result<std::proces
         None => std::env::current_dir()?,
     };
     let config = Config::load(&home, &workspace)?;
+    let mut lines = settings(&config, &home, &workspace);
+    lines.extend(rules(&config, &home, &workspace)?);
+    print(&lines, json);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The settings in force, each with where it came from.
+// One entry per setting, a flat list; past 80 lines because each names its source.
+fn settings(config: &Config, home: &Path, workspace: &Path) -> Vec<Line> {
     let managed = &config.managed;
     let policy = managed.named();
     let home_config = home.join("config.toml").display().to_string();
     let from = |managed_sets: bool, table: &str, key: &str| -> String {
         if managed_sets {
             policy.clone()
-        } else if home_sets(&home, table, key) {
+        } else if home_sets(home, table, key) {
             home_config.clone()
         } else {
             "default".into()
@@ -71,8 +80,8 @@ pub(crate) fn show(workspace: Option<PathBuf>, json: bool) -> Result<std::proces
                 managed
                     .forbid_modes
                     .iter()
-                    .any(|_| !home_mode_kept(&home, sandbox.mode))
-                    && (home_sets(&home, "sandbox", "mode")
+                    .any(|_| !home_mode_kept(home, sandbox.mode))
+                    && (home_sets(home, "sandbox", "mode")
                         || sandbox.mode != wicket_protocol::card::SandboxMode::WorkspaceWrite),
                 "sandbox",
                 "mode",
@@ -147,12 +156,21 @@ pub(crate) fn show(workspace: Option<PathBuf>, json: bool) -> Result<std::proces
             },
         });
     }
+    lines
+}
+
+/// The rules in force, in the order the gate reads them, each with its file.
+fn rules(config: &Config, home: &Path, workspace: &Path) -> Result<Vec<Line>> {
+    let managed = &config.managed;
+    let policy = managed.named();
+    let home_config = home.join("config.toml").display().to_string();
+    let mut lines = Vec::new();
     let managed_files: std::collections::HashMap<String, String> = managed
         .rules
         .iter()
         .map(|(file, rule)| (rule.id.to_string(), file.display().to_string()))
         .collect();
-    for (source, rule) in config.gate_rules(&home).all()? {
+    for (source, rule) in config.gate_rules(home).all()? {
         let file = match source {
             Source::Managed => managed_files
                 .get(rule.id.as_str())
@@ -180,7 +198,11 @@ pub(crate) fn show(workspace: Option<PathBuf>, json: bool) -> Result<std::proces
             source: file,
         });
     }
-    for line in &lines {
+    Ok(lines)
+}
+
+fn print(lines: &[Line], json: bool) {
+    for line in lines {
         if json {
             show::line_out(
                 &json!({"kind": line.kind, "key": line.key, "value": line.value, "source": line.source})
@@ -197,7 +219,6 @@ pub(crate) fn show(workspace: Option<PathBuf>, json: bool) -> Result<std::proces
             )));
         }
     }
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Whether the person's own `[sandbox] mode` is the one in force.

@@ -19,6 +19,23 @@ use crate::sandbox::{Access, ReadPath};
 use crate::{Allowed, Answerer, CommandRequest, Gate, Pass, net, withdrawn};
 
 impl Gate<'_> {
+    /// Refuses the machine's own network where the managed policy forbids it.
+    fn network_allowed(&self, network: Network) -> Result<(), WireError> {
+        let floor = &self.confinement.sandbox.floor;
+        if network != Network::Direct || !floor.forbid_direct_network {
+            return Ok(());
+        }
+        Err(WireError::new(
+            wicket_protocol::ErrorKind::Denied,
+            format!(
+                "the managed policy ({}) forbids the machine's own network (\"network\": \"direct\"); \
+                 nothing ran. Ask for \"network\": true instead: each host then goes through Wicket's \
+                 proxy, and the person approves it",
+                floor.named()
+            ),
+        ))
+    }
+
     pub(crate) fn run(
         &self,
         call_id: &CallId,
@@ -87,18 +104,7 @@ impl Gate<'_> {
         answerer: &mut dyn Answerer,
     ) -> Result<Allowed, WireError> {
         self.audience.set(crate::Audience::of(answerer));
-        let floor = &self.confinement.sandbox.floor;
-        if request.network == Network::Direct && floor.forbid_direct_network {
-            return Err(WireError::new(
-                wicket_protocol::ErrorKind::Denied,
-                format!(
-                    "the managed policy ({}) forbids the machine's own network (\"network\": \"direct\"); \
-                     nothing ran. Ask for \"network\": true instead: each host then goes through Wicket's \
-                     proxy, and the person approves it",
-                    floor.named()
-                ),
-            ));
-        }
+        self.network_allowed(request.network)?;
         let (access, read) = self.access(request.network, request.git, request.read)?;
         let key = Self::run_key(request.argv, request.dir, &access);
         let sandbox = self.confinement.sandbox.summary(&access);

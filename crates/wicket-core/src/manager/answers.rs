@@ -152,44 +152,7 @@ impl Manager {
                 item: item.to_string(),
             });
         }
-        if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) =
-            (&state.open, &given)
-            && !answer.taken_by(&card.kind)
-        {
-            return Err(ManagerError::BadAnswer(format!(
-                "{} is not an answer card {} offers",
-                answer.as_str(),
-                card.id
-            )));
-        }
-        if let Given::Answer(Answered {
-            answer,
-            reason: Some(_),
-            ..
-        }) = &given
-            && *answer != Answer::Deny
-        {
-            return Err(ManagerError::BadAnswer(
-                "a reason goes with a deny only".into(),
-            ));
-        }
-        if let (
-            Some(Open::Card(card)),
-            Given::Answer(Answered {
-                answer,
-                widened: Some(prefix),
-                ..
-            }),
-        ) = (&state.open, &given)
-        {
-            if *answer != Answer::AllowAlways {
-                return Err(ManagerError::BadAnswer(
-                    "argv_prefix widens an allow_always answer only".into(),
-                ));
-            }
-            wicket_gate::widen(&mut (**card).clone(), prefix.clone())
-                .map_err(|error| ManagerError::BadAnswer(error.message))?;
-        }
+        fitting(state.open.as_ref(), &given)?;
         // Closed at once: a second answer to it is refused, and what is open
         // next is the next card.
         state.given = Some(given);
@@ -197,4 +160,58 @@ impl Manager {
         live.changed.notify_all();
         Ok(())
     }
+}
+
+/// Whether what is given fits the open card: an answer it takes (an
+/// `allow_always` only where it offers one), a reason with a deny only, a
+/// widening that is the card's own argv prefix.
+fn fitting(open: Option<&Open>, given: &Given) -> Result<(), ManagerError> {
+    if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) = (open, given)
+        && !answer.taken_by(&card.kind)
+    {
+        return Err(ManagerError::BadAnswer(format!(
+            "{} is not an answer card {} offers",
+            answer.as_str(),
+            card.id
+        )));
+    }
+    if let (Some(Open::Card(card)), Given::Answer(Answered { answer, .. })) = (open, given)
+        && *answer == Answer::AllowAlways
+        && card.always.is_none()
+    {
+        return Err(ManagerError::BadAnswer(format!(
+            "card {} offers no allow_always (a managed policy can turn it off); answer \
+                 allow_once or allow_session",
+            card.id
+        )));
+    }
+    if let Given::Answer(Answered {
+        answer,
+        reason: Some(_),
+        ..
+    }) = given
+        && *answer != Answer::Deny
+    {
+        return Err(ManagerError::BadAnswer(
+            "a reason goes with a deny only".into(),
+        ));
+    }
+    if let (
+        Some(Open::Card(card)),
+        Given::Answer(Answered {
+            answer,
+            widened: Some(prefix),
+            ..
+        }),
+    ) = (open, given)
+    {
+        if *answer != Answer::AllowAlways {
+            return Err(ManagerError::BadAnswer(
+                "argv_prefix widens an allow_always answer only".into(),
+            ));
+        }
+        wicket_gate::widen(&mut (**card).clone(), prefix.clone())
+            .map_err(|error| ManagerError::BadAnswer(error.message))?;
+    }
+    Ok(())
 }
