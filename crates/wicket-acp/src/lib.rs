@@ -449,14 +449,16 @@ async fn prompt(
     let mut mapper = Mapper::new(&known.workspace, false);
     let mut last_error = String::new();
     loop {
-        // Pieces of text first: each was sent before its reply's event.
+        // The log's events first: those of a reply's calls were logged
+        // before the next reply's first piece was streamed, so a piece
+        // never overtakes them (text, call, call's end, next text).
         let next = tokio::select! {
             biased;
+            next = events.next() => next,
             Ok(delta) = pieces.recv() => {
                 cx.send_notification(SessionNotification::new(session.clone(), mapper.delta(&delta)))?;
                 continue;
             }
-            next = events.next() => next,
         };
         let Some(event) = next.map_err(failed)? else {
             return Err(Error::internal_error().data(serde_json::Value::String(
@@ -467,6 +469,20 @@ async fn prompt(
             seen = event.seq;
             if let Some(known) = acp.known().get_mut(id.as_str()) {
                 known.seen = seen;
+            }
+            if let EventBody::AssistantMessage(reply) = &event.body {
+                // Its pieces were all streamed before it was logged: those
+                // not sent yet go now (and no further: the next ones are
+                // the next reply's), so its text comes once.
+                while mapper.streamed_bytes() < reply.text.len() {
+                    let Ok(delta) = pieces.try_recv() else {
+                        break;
+                    };
+                    cx.send_notification(SessionNotification::new(
+                        session.clone(),
+                        mapper.delta(&delta),
+                    ))?;
+                }
             }
             for update in mapper.updates(&event) {
                 cx.send_notification(SessionNotification::new(session.clone(), update))?;

@@ -141,8 +141,8 @@ pub struct Mapper {
     /// new text live, the card's diff in a replay (the old text is gone).
     diffs: HashMap<CallId, ToolCallContent>,
     last_text: String,
-    /// The reply being streamed was already sent in pieces.
-    streamed: bool,
+    /// How much of the reply being streamed was sent in pieces.
+    streamed: usize,
     /// The call each open card is for.
     cards: HashMap<CardId, CallId>,
 }
@@ -157,7 +157,7 @@ impl Mapper {
             calls: HashSet::new(),
             diffs: HashMap::new(),
             last_text: String::new(),
-            streamed: false,
+            streamed: 0,
             cards: HashMap::new(),
         }
     }
@@ -188,8 +188,13 @@ impl Mapper {
     /// A piece of the reply as it streams in; the reply's whole text is
     /// then not sent again.
     pub fn delta(&mut self, text: &str) -> SessionUpdate {
-        self.streamed = true;
+        self.streamed += text.len();
         SessionUpdate::AgentMessageChunk(ContentChunk::new(text.to_string().into()))
+    }
+
+    /// How many bytes of the reply being streamed were sent in pieces.
+    pub fn streamed_bytes(&self) -> usize {
+        self.streamed
     }
 
     /// The updates `event` becomes.
@@ -232,10 +237,12 @@ impl Mapper {
                     return Vec::new();
                 }
                 self.last_text = text.clone();
-                if streamed {
-                    return Vec::new();
+                // What the pieces did not bring (a piece lost to a slow
+                // reader), else nothing: the text comes once.
+                match text.get(streamed..) {
+                    Some(rest) if !rest.is_empty() => vec![message(rest.to_string())],
+                    _ => Vec::new(),
                 }
-                vec![message(text.clone())]
             }
             EventBody::ToolCall(ToolCallEvent {
                 call_id,

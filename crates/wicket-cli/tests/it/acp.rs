@@ -352,3 +352,36 @@ fn rewind_is_a_slash_command_that_asks_with_the_plan() {
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
 }
+
+#[test]
+fn thirty_reads_arrive_in_the_logs_order() {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp");
+    assert!(
+        tests.join("node_modules/@agentclientprotocol/sdk").exists(),
+        "the ACP client is not installed: run `npm ci` in tests/acp (scripts/test.sh does)"
+    );
+    let f = Fixture::new();
+    let mut replies: Vec<Value> = (1..=30)
+        .map(|n| {
+            json!({"text": format!("step {n}"), "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]})
+        })
+        .collect();
+    replies.push(json!({"text": "all read"}));
+    let model = script(&f, "reads.json", Value::Array(replies));
+    let output = Command::new("node")
+        .arg(tests.join("order.test.mjs"))
+        .current_dir(&tests)
+        .env("WICKET_BIN", env!("CARGO_BIN_EXE_wicket"))
+        .env("WICKET_HOME", &f.home)
+        .env("WORKSPACE", &f.ws)
+        .env("MODEL", &model)
+        .env_remove("WICKET_MODEL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
