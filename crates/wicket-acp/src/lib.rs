@@ -423,6 +423,44 @@ async fn rewind(
     Ok(StopReason::EndTurn)
 }
 
+/// A reply's pieces were all streamed before it was logged: those not sent
+/// yet go now (and no further: the next ones are the next reply's), so its
+/// text comes once.
+fn rest_of_reply(
+    text: &str,
+    pieces: &mut tokio::sync::broadcast::Receiver<String>,
+    mapper: &mut Mapper,
+    cx: &ConnectionTo<Client>,
+    session: &SessionId,
+) -> Result<(), Error> {
+    while mapper.streamed_bytes() < text.len() {
+        let Ok(delta) = pieces.try_recv() else {
+            break;
+        };
+        cx.send_notification(SessionNotification::new(
+            session.clone(),
+            mapper.delta(&delta),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The editor's answer to a card: a deny when it cannot say, or when the
+/// turn was cancelled first.
+async fn ask_editor(
+    cx: &ConnectionTo<Client>,
+    ask: agent_client_protocol::v1::schema::RequestPermissionRequest,
+    cancelled: &tokio::sync::Notify,
+) -> Answer {
+    tokio::select! {
+        response = cx.send_request(ask).block_task() => match response {
+            Ok(response) => map::answer(&response.outcome),
+            Err(_) => Answer::Deny,
+        },
+        () = cancelled.notified() => Answer::Deny,
+    }
+}
+
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
 /// ends with a question).
 async fn prompt(
@@ -471,18 +509,7 @@ async fn prompt(
                 known.seen = seen;
             }
             if let EventBody::AssistantMessage(reply) = &event.body {
-                // Its pieces were all streamed before it was logged: those
-                // not sent yet go now (and no further: the next ones are
-                // the next reply's), so its text comes once.
-                while mapper.streamed_bytes() < reply.text.len() {
-                    let Ok(delta) = pieces.try_recv() else {
-                        break;
-                    };
-                    cx.send_notification(SessionNotification::new(
-                        session.clone(),
-                        mapper.delta(&delta),
-                    ))?;
-                }
+                rest_of_reply(&reply.text, &mut pieces, &mut mapper, &cx, &session)?;
             }
             for update in mapper.updates(&event) {
                 cx.send_notification(SessionNotification::new(session.clone(), update))?;
@@ -502,13 +529,7 @@ async fn prompt(
             {
                 let old = current_text(&known.workspace, card);
                 let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
-                let answer = tokio::select! {
-                    response = cx.send_request(ask).block_task() => match response {
-                        Ok(response) => map::answer(&response.outcome),
-                        Err(_) => Answer::Deny,
-                    },
-                    () = cancelled.notified() => Answer::Deny,
-                };
+                let answer = ask_editor(&cx, ask, &cancelled).await;
                 // Not open any more (the turn was cancelled): nothing to answer.
                 let _ = manager.answer(&id, &card.id, answer);
             } else if let Some(end) = stop_at(&event.body, &last_error) {

@@ -198,6 +198,26 @@ impl Rebuild {
         }
     }
 
+    /// `note` after the result of call `call_id`, as the model read it then.
+    fn add_to_result(&mut self, call_id: &CallId, note: &str) {
+        let result = self
+            .messages
+            .iter_mut()
+            .rev()
+            .find_map(|message| match message {
+                Message::ToolResult {
+                    call_id: id,
+                    content,
+                    ..
+                } if id == call_id => Some(content),
+                _ => None,
+            });
+        if let Some(content) = result {
+            content.push_str("\n\n");
+            content.push_str(note);
+        }
+    }
+
     // One flat match with an arm per event kind, what each puts in the model's conversation; past 80 lines because the match is exhaustive.
     fn event(&mut self, body: &EventBody) {
         match body {
@@ -262,23 +282,16 @@ impl Rebuild {
                     stderr,
                     context.as_deref(),
                 );
-                let result = self
-                    .messages
-                    .iter_mut()
-                    .rev()
-                    .find_map(|message| match message {
-                        Message::ToolResult {
-                            call_id: id,
-                            content,
-                            ..
-                        } if id == call_id => Some(content),
-                        _ => None,
-                    });
-                if let (Some(note), Some(content)) = (note, result) {
-                    content.push_str("\n\n");
-                    content.push_str(&note);
+                if let Some(note) = note {
+                    self.add_to_result(call_id, &note);
                 }
             }
+            EventBody::Notice(NoticeEvent {
+                key: Some(key),
+                call_id: Some(call_id),
+                text: Some(text),
+                ..
+            }) if key == crate::turn::FOLDER_INSTRUCTIONS => self.add_to_result(call_id, text),
             EventBody::Rewound(RewoundEvent { to, files }) => self.user(rewound_note(*to, files)),
             EventBody::Hook(HookRunEvent { .. })
             | EventBody::Checkpoint(CheckpointEvent { .. })

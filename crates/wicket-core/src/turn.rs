@@ -6,11 +6,13 @@
 
 mod compact;
 mod core_calls;
+mod folders;
 mod mcp;
 mod plan;
 mod prompt;
 mod task;
 
+pub(crate) use folders::FOLDER_INSTRUCTIONS;
 use plan::{PLAN_TOOLS, plan_refusal};
 pub use prompt::{INSTRUCTIONS_MAX_BYTES, Instructions, system_prompt};
 use std::ops::ControlFlow;
@@ -197,6 +199,8 @@ struct Turn {
     added_bytes: usize,
     /// A "prompt too long" was already answered with a compaction.
     compacted_for_error: bool,
+    /// The folders whose AGENTS.md and CLAUDE.md the model has (or that hold none).
+    folders: std::collections::BTreeSet<std::path::PathBuf>,
 }
 
 impl Turn {
@@ -469,10 +473,17 @@ impl Runner<'_> {
         self.session
             .recorded()
             .update_meta(|meta| meta.status = Status::Running);
-        let (mut history, unreadable) = match load_for_conversation(self.session.log_path()) {
-            Ok(events) => (conversation(&events), unreadable_notice(&events)),
-            Err(error) => return self.fail(format!("the session's log cannot be read: {error}")),
-        };
+        let (mut history, unreadable, folders) =
+            match load_for_conversation(self.session.log_path()) {
+                Ok(events) => (
+                    conversation(&events),
+                    unreadable_notice(&events),
+                    folders::folders_read(&self.settings.instructions_below, &events),
+                ),
+                Err(error) => {
+                    return self.fail(format!("the session's log cannot be read: {error}"));
+                }
+            };
         // The hooks first: a message a hook blocks is never the model's
         // (its words stay in the error that says so).
         let mut said = match self.prompt_hooks(ask, person, cancel) {
@@ -483,27 +494,7 @@ impl Runner<'_> {
             plan: self.plan,
             text: ask.into(),
         }));
-        for notice in &self.settings.notices {
-            self.log(EventBody::Notice(NoticeEvent {
-                message: notice.message.clone(),
-                file: Some(notice.file.clone()),
-                key: notice.key.clone(),
-            }));
-        }
-        if let Some(message) = unreadable {
-            self.log(EventBody::Notice(NoticeEvent {
-                message,
-                file: Some(self.session.log_path().display().to_string()),
-                key: None,
-            }));
-        }
-        if let Some(note) = &self.settings.window_note {
-            self.log(EventBody::Notice(NoticeEvent {
-                message: note.clone(),
-                file: None,
-                key: Some("context_window".into()),
-            }));
-        }
+        self.log_notices(unreadable);
         // As the log rebuilds it: the hooks' notes, then the message.
         said.push(ask.to_string());
         history.push(Message::User {
@@ -528,6 +519,7 @@ impl Runner<'_> {
         self.tell_instructions(&instructions);
         self.start_servers(person);
         let mut turn = self.new_turn(history, system);
+        turn.folders = folders;
         for _ in 0..self.settings.step_limit {
             if let Flow::End(outcome) = self.step(&mut turn, person, cancel) {
                 return outcome;
@@ -540,6 +532,38 @@ impl Runner<'_> {
                 self.settings.step_limit
             ),
         )
+    }
+
+    /// The config's notices, the log's unreadable lines, the window's source:
+    /// what the person should know as the turn starts.
+    fn log_notices(&self, unreadable: Option<String>) {
+        for notice in &self.settings.notices {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message: notice.message.clone(),
+                file: Some(notice.file.clone()),
+                key: notice.key.clone(),
+            }));
+        }
+        if let Some(message) = unreadable {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message,
+                file: Some(self.session.log_path().display().to_string()),
+                key: None,
+            }));
+        }
+        if let Some(note) = &self.settings.window_note {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message: note.clone(),
+                file: None,
+                key: Some("context_window".into()),
+            }));
+        }
     }
 
     /// One model reply and what it asks for.
@@ -801,6 +825,9 @@ impl Runner<'_> {
                 ControlFlow::Continue(Call::Tool(tool_call)) => {
                     let (result, said) = self.caller().call(call, &tool_call, person, cancel);
                     notes = said;
+                    if result.is_ok() {
+                        notes.extend(self.reach_folders(turn, call, &tool_call));
+                    }
                     result
                 }
                 ControlFlow::Continue(Call::Core(CoreCall::Ask(args))) => {
@@ -865,6 +892,8 @@ impl Runner<'_> {
         }
         if self.settings.session_start.is_some() && !instructions.read.is_empty() {
             self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
                 message: format!("instructions read: {}", instructions.read.join(", ")),
                 file: None,
                 key: Some("instructions".into()),
@@ -934,6 +963,7 @@ impl Runner<'_> {
             counted: 0,
             added_bytes: 0,
             compacted_for_error: false,
+            folders: std::collections::BTreeSet::new(),
         }
     }
 

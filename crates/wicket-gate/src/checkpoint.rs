@@ -145,7 +145,7 @@ impl Gate<'_> {
     /// Says in the log (every front end shows it) how far the whole walk
     /// a checkpoint waits on has got: a large workspace's first one takes seconds.
     fn walk_notice(&self, met: u64) {
-        self.session.recorded().append(EventBody::Notice(NoticeEvent {
+        self.session.recorded().append(EventBody::Notice(NoticeEvent { call_id: None, text: None,
             message: format!(
                 "walking the whole workspace for the checkpoint before this call: {met} files and \
                  folders so far; the call waits for it, so that a rewind can go back to before it"

@@ -733,6 +733,14 @@ pub struct NoticeEvent {
     /// The key or table it is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// The call whose result it adds to (a folder's instructions, read
+    /// when a call first reached that folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<CallId>,
+    /// What the model reads with that result (the notice's own words are
+    /// for the person).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// Something went wrong.

@@ -125,6 +125,20 @@ fn import(f: &Fixture, user: &std::path::Path, args: &[&str]) -> String {
 fn an_imported_claude_code_setup_allows_asks_and_denies_as_it_did() {
     let f = Fixture::new();
     let user = person(&f);
+    // The person's own config, which the import keeps: the MCP test
+    // servers' folder shown to the jail (a clone may live under /tmp).
+    let servers = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp")
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!(
+            "# my own settings\n[sandbox]\nextra_read = [{:?}]\n",
+            servers.display().to_string()
+        ),
+    )
+    .unwrap();
     let dry = import(&f, &user, &["claude-code", "--dry-run"]);
     assert!(dry.contains("dry run: nothing was written"), "{dry}");
     assert!(
@@ -155,6 +169,10 @@ fn an_imported_claude_code_setup_allows_asks_and_denies_as_it_did() {
         "{rules}"
     );
     let config = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
+    assert!(
+        config.starts_with("# my own settings\n[sandbox]\nextra_read"),
+        "{config}"
+    );
     // Twice is once.
     let again = import(&f, &user, &["claude-code"]);
     assert!(
@@ -226,6 +244,7 @@ fn an_imported_claude_code_setup_allows_asks_and_denies_as_it_did() {
         .args(["mcp", "list", "--json", "--workspace"])
         .arg(&f.ws)
         .succeeds();
+    // (an unlisted server would have made it exit 1)
     let listed = lines(&listed);
     let server = listed
         .iter()

@@ -196,7 +196,7 @@ pub(super) fn end_turn(
         // Shutting down starts nothing: the queued messages stay in the
         // log as `queued`, and the log says they did not run.
         let dropped = std::mem::take(&mut state.queue).len();
-        live.session.append_or_announce(EventBody::Notice(NoticeEvent {
+        live.session.append_or_announce(EventBody::Notice(NoticeEvent { call_id: None, text: None,
             message: format!(
                 "{dropped} queued message(s) did not run: wicket shut down first; send them again"
             ),

@@ -88,9 +88,25 @@ pub fn system_prompt(
     (reader.prompt, reader.found)
 }
 
+/// The AGENTS.md and CLAUDE.md of one folder below the root (with what its
+/// CLAUDE.md imports), as the model reads them beside the result of the
+/// call that first reached the folder: the text, and what was read or refused.
+pub(super) fn folder_instructions(workspace: &Workspace, folder: &Path) -> (String, Instructions) {
+    let mut reader = Reader {
+        prompt: String::new(),
+        found: Instructions::default(),
+        budget: INSTRUCTIONS_MAX_BYTES,
+    };
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        let relative = folder.join(name).to_string_lossy().into_owned();
+        reader.workspace_file(workspace, &relative, None, 0);
+    }
+    (reader.prompt.trim_start().to_string(), reader.found)
+}
+
 /// The root (empty), then each folder from it down to `below`; a `below`
 /// that is not a plain relative path (`..`, absolute) is the root alone.
-fn folders_down_to(below: &Path) -> Vec<std::path::PathBuf> {
+pub(super) fn folders_down_to(below: &Path) -> Vec<std::path::PathBuf> {
     let mut folders = vec![std::path::PathBuf::new()];
     let plain = below
         .components()

@@ -1315,3 +1315,62 @@ fn the_instructions_of_each_folder_down_to_where_the_model_works_are_read() {
         "a folder off the way is not read: {system}"
     );
 }
+
+/// The first call that reaches a folder below the root brings the
+/// instructions of each folder down to it, beside its result (once), and a
+/// later turn's rebuilt conversation holds them in the same place.
+#[test]
+fn a_call_into_a_subfolder_brings_its_instructions_beside_its_result_once() {
+    let f = Fixture::new();
+    f.write("CLAUDE.md", "ROOT RULE\n");
+    f.write("api/AGENTS.md", "API RULE\n");
+    f.write("api/v2/x.txt", "x\n");
+    let w = world_in(
+        f,
+        vec![
+            calls(&[("read_file", json!({"path": "api/v2/x.txt"}))]),
+            calls(&[("list_dir", json!({"path": "api"}))]),
+            text("done"),
+            text("again"),
+        ],
+        settings(),
+    );
+    let id = w.open("s");
+    w.manager.send(&id, "look").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let requests = w.replay.requests();
+    assert!(
+        !requests[0].system.contains("API RULE"),
+        "{}",
+        requests[0].system
+    );
+    let results = |request: &wicket_chat::Request| -> Vec<String> {
+        request
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::ToolResult { content, .. } => Some(content.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let second = results(&requests[1]);
+    assert!(
+        second[0].contains("api/AGENTS.md (it applies to api/ and below):\n\nAPI RULE"),
+        "{second:?}"
+    );
+    let third = results(&requests[2]);
+    assert!(!third[1].contains("API RULE"), "once: {third:?}");
+    let events = w.events(&id);
+    assert!(events.iter().any(
+        |e| matches!(e, EventBody::Notice(NoticeEvent { message, .. })
+        if message == "instructions read: api/AGENTS.md")
+    ));
+    w.manager.send(&id, "more").unwrap();
+    w.manager.wait_idle(&id).unwrap();
+    let rebuilt = results(&w.replay.requests()[3]);
+    assert!(
+        rebuilt[0].contains("API RULE"),
+        "the log holds it: {rebuilt:?}"
+    );
+}
