@@ -330,6 +330,29 @@ pub(crate) fn wicket_binary() -> Result<std::path::PathBuf> {
     Ok(exe.with_file_name("wicket"))
 }
 
+/// One `wicket exec` turn of the script model at `script`, cards denied.
+pub(crate) fn exec_script(
+    wicket: &std::path::Path,
+    home: &std::path::Path,
+    ws: &std::path::Path,
+    script: &std::path::Path,
+) -> Result<()> {
+    let out = Command::new(wicket)
+        .env("WICKET_HOME", home)
+        .args(["exec", "go", "--answers", "deny", "--model"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--workspace")
+        .arg(ws)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "wicket exec failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
 /// What a PreToolUse hook costs a call: `wicket exec` of a script of
 /// `CALLS` writes (each through the gate: allowed by a rule, so no card),
 /// with no hook, a hook whose matcher never matches, and a matched no-op
@@ -355,22 +378,7 @@ fn hook_rows(rows: &mut Vec<Row>) -> Result<()> {
         "step_limit = 1000\n[[rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"*.txt\"\n";
     let turn = |hooks: &str| -> Result<Duration> {
         std::fs::write(home.join("config.toml"), format!("{rules}{hooks}"))?;
-        median(5, || {
-            let out = Command::new(&wicket_exe)
-                .env("WICKET_HOME", &home)
-                .args(["exec", "go", "--answers", "deny", "--model"])
-                .arg(format!("script:{}", script.display()))
-                .arg("--workspace")
-                .arg(&ws)
-                .stdin(std::process::Stdio::null())
-                .output()?;
-            anyhow::ensure!(
-                out.status.success(),
-                "wicket exec failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Ok(())
-        })
+        median(5, || exec_script(&wicket_exe, &home, &ws, &script))
     };
     let none = turn("")?;
     let unmatched = turn("[[hooks.pre_tool_use]]\nmatcher = \"run\"\ncommand = [\"true\"]\n")?;

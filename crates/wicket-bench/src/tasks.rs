@@ -7,13 +7,12 @@
 //! to its child's first reply, so the child's session, log, prompt and
 //! first request) against a `read_file` call (its `tool_call` to its result).
 
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
 
-use crate::{Row, median, wicket_binary};
+use crate::{Row, exec_script, median, wicket_binary};
 
 /// Calls a turn: enough that the process's start is not counted as a task's.
 const CALLS: usize = 100;
@@ -46,22 +45,7 @@ pub(crate) fn task_rows(rows: &mut Vec<Row>) -> Result<()> {
     let plain = script(&read, "reads.json")?;
     let tasks = script(&task, "tasks.json")?;
     let turn = |script: &std::path::Path| -> Result<Duration> {
-        median(5, || {
-            let out = Command::new(&wicket_exe)
-                .env("WICKET_HOME", &home)
-                .args(["exec", "go", "--answers", "deny", "--model"])
-                .arg(format!("script:{}", script.display()))
-                .arg("--workspace")
-                .arg(&ws)
-                .stdin(std::process::Stdio::null())
-                .output()?;
-            anyhow::ensure!(
-                out.status.success(),
-                "wicket exec failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Ok(())
-        })
+        median(5, || exec_script(&wicket_exe, &home, &ws, script))
     };
     let reads = turn(&plain)?;
     let started = turn(&tasks)?;

@@ -9,30 +9,6 @@
 
 use wicket_protocol::{RuleAction, RuleSpec};
 
-/// A rule with nothing set but its action and tool.
-pub fn empty_rule(action: RuleAction, tool: &str) -> RuleSpec {
-    RuleSpec {
-        id: None,
-        action,
-        tool: tool.to_string(),
-        argv: None,
-        argv_prefix: None,
-        cwd: None,
-        network: None,
-        git: None,
-        read: None,
-        path: None,
-        reach: None,
-        server: None,
-        mcp_tool: None,
-        arguments: None,
-        host: None,
-        port: None,
-        workspace: None,
-        origin: None,
-    }
-}
-
 /// What a Claude Code permission entry became: Wicket's rule and a few
 /// words on it, or why it could not be carried over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +66,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
                 return not(format!("`Bash({pattern})`: its words cannot be read"));
             };
             let said = format!("argv_prefix {}", list(&argv));
-            let mut rule = empty_rule(action, "run");
+            let mut rule = RuleSpec::new(action, "run");
             rule.argv_prefix = Some(argv);
             Carried::Rule(Box::new(rule), said)
         }
@@ -107,7 +83,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
                         "argv_prefix {} (wider than Claude Code's: the words before the wildcard)",
                         list(&argv)
                     );
-                    let mut rule = empty_rule(action, "run");
+                    let mut rule = RuleSpec::new(action, "run");
                     rule.argv_prefix = Some(argv);
                     Carried::Rule(Box::new(rule), said)
                 }
@@ -121,7 +97,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
                 return not(format!("`Bash({pattern})`: its words cannot be read"));
             };
             let said = format!("argv {}", list(&argv));
-            let mut rule = empty_rule(action, "run");
+            let mut rule = RuleSpec::new(action, "run");
             rule.argv = Some(argv);
             Carried::Rule(Box::new(rule), said)
         }
@@ -161,7 +137,7 @@ fn write(tool: &str, path: &str, action: RuleAction) -> Carried {
     match place(path) {
         Some(Place::Inside(glob) | Place::Outside(glob)) => {
             let said = format!("write path {}", quoted(&glob));
-            let mut rule = empty_rule(action, "write");
+            let mut rule = RuleSpec::new(action, "write");
             rule.path = Some(glob);
             Carried::Rule(Box::new(rule), said)
         }
@@ -173,7 +149,7 @@ fn read(path: &str, action: RuleAction) -> Carried {
     match place(path) {
         Some(Place::Outside(glob)) => {
             let said = format!("read_outside path {}", quoted(&glob));
-            let mut rule = empty_rule(action, "read_outside");
+            let mut rule = RuleSpec::new(action, "read_outside");
             rule.path = Some(glob);
             Carried::Rule(Box::new(rule), said)
         }
@@ -201,7 +177,7 @@ fn web_fetch(domain: &str, action: RuleAction) -> Carried {
     }
     let host = host.to_ascii_lowercase();
     let said = format!("net host {}", quoted(&host));
-    let mut rule = empty_rule(action, "net");
+    let mut rule = RuleSpec::new(action, "net");
     rule.host = Some(host);
     Carried::Rule(Box::new(rule), said)
 }
@@ -220,7 +196,7 @@ fn mcp(name: &str, action: RuleAction) -> Carried {
         Some(tool) => format!("mcp server {} tool {}", quoted(server), quoted(tool)),
         None => format!("mcp server {} (every tool)", quoted(server)),
     };
-    let mut rule = empty_rule(action, "mcp");
+    let mut rule = RuleSpec::new(action, "mcp");
     rule.server = Some(server.to_string());
     rule.mcp_tool = tool.map(str::to_string);
     Carried::Rule(Box::new(rule), said)

@@ -430,13 +430,13 @@ impl RuleSpec {
     }
 }
 
-impl Rule {
-    /// The rule as written.
-    pub fn spec(&self) -> RuleSpec {
-        let mut spec = RuleSpec {
-            id: Some(self.id.clone()),
-            action: self.action,
-            tool: String::new(),
+impl RuleSpec {
+    /// A rule of `action` for `tool` with nothing else set yet.
+    pub fn new(action: RuleAction, tool: &str) -> RuleSpec {
+        RuleSpec {
+            id: None,
+            action,
+            tool: tool.to_string(),
             argv: None,
             argv_prefix: None,
             cwd: None,
@@ -450,8 +450,20 @@ impl Rule {
             arguments: None,
             host: None,
             port: None,
+            workspace: None,
+            origin: None,
+        }
+    }
+}
+
+impl Rule {
+    /// The rule as written.
+    pub fn spec(&self) -> RuleSpec {
+        let mut spec = RuleSpec {
+            id: Some(self.id.clone()),
             workspace: self.workspace.clone(),
             origin: self.origin.clone(),
+            ..RuleSpec::new(self.action, "")
         };
         match &self.matcher {
             Matcher::Run {

@@ -5,8 +5,7 @@
 //! literals as keyword arguments. Anything else is listed as not carried over.
 
 use anyhow::{Context, Result};
-use wicket_core::claude::empty_rule;
-use wicket_protocol::RuleAction;
+use wicket_protocol::{RuleAction, RuleSpec};
 
 use super::{Becomes, Item, own_file, tool_home};
 
@@ -212,7 +211,7 @@ fn prefix_rule(args: &[(String, Literal)]) -> Vec<Becomes> {
         .map(|prefix| {
             let said =
                 format!("argv_prefix {}", serde_json::json!(prefix)).replace("\",\"", "\", \"");
-            let mut rule = empty_rule(action, "run");
+            let mut rule = RuleSpec::new(action, "run");
             rule.argv_prefix = Some(prefix);
             Becomes::Rule(Box::new(rule), said)
         })

@@ -15,11 +15,6 @@ use crate::*;
 
 #[test]
 fn the_sdk_client_drives_wicket_acp() {
-    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp");
-    assert!(
-        tests.join("node_modules/@agentclientprotocol/sdk").exists(),
-        "the ACP client is not installed: run `npm ci` in tests/acp (scripts/test.sh does)"
-    );
     let f = Fixture::new();
     std::fs::remove_file(f.ws.join("a.txt")).unwrap();
     let tag = marker("acp-run");
@@ -42,23 +37,7 @@ fn the_sdk_client_drives_wicket_acp() {
             {"text": "resumed"}
         ]),
     );
-    let output = Command::new("node")
-        .arg(tests.join("acp.test.mjs"))
-        .current_dir(&tests)
-        .env("WICKET_BIN", env!("CARGO_BIN_EXE_wicket"))
-        .env("WICKET_HOME", &f.home)
-        .env("WORKSPACE", &f.ws)
-        .env("MODEL", &model)
-        .env("MARKER", &tag)
-        .env_remove("WICKET_MODEL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    sdk_test("acp.test.mjs", &f, &model, &[("MARKER", &tag)]);
     assert!(!alive(&tag));
     // An ordinary session: `wicket sessions` and `wicket log` show it.
     let log = f.log(&only_session(&f));
@@ -66,6 +45,36 @@ fn the_sdk_client_drives_wicket_acp() {
     assert!(
         log.iter()
             .any(|e| e["type"] == "reply" && e["reply"] == "Bob")
+    );
+}
+
+/// Runs `script` of tests/acp (the protocol's own TypeScript client)
+/// against the binary, with the fixture's home and workspace, `model`, and
+/// `env`; it must pass.
+pub(crate) fn sdk_test(script: &str, f: &Fixture, model: &str, env: &[(&str, &str)]) {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp");
+    assert!(
+        tests.join("node_modules/@agentclientprotocol/sdk").exists(),
+        "the ACP client is not installed: run `npm ci` in tests/acp (scripts/test.sh does)"
+    );
+    let mut command = Command::new("node");
+    command
+        .arg(tests.join(script))
+        .current_dir(&tests)
+        .env("WICKET_BIN", env!("CARGO_BIN_EXE_wicket"))
+        .env("WICKET_HOME", &f.home)
+        .env("WORKSPACE", &f.ws)
+        .env("MODEL", model)
+        .env_remove("WICKET_MODEL");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 
@@ -355,11 +364,6 @@ fn rewind_is_a_slash_command_that_asks_with_the_plan() {
 
 #[test]
 fn thirty_reads_arrive_in_the_logs_order() {
-    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp");
-    assert!(
-        tests.join("node_modules/@agentclientprotocol/sdk").exists(),
-        "the ACP client is not installed: run `npm ci` in tests/acp (scripts/test.sh does)"
-    );
     let f = Fixture::new();
     let mut replies: Vec<Value> = (1..=30)
         .map(|n| {
@@ -368,20 +372,5 @@ fn thirty_reads_arrive_in_the_logs_order() {
         .collect();
     replies.push(json!({"text": "all read"}));
     let model = script(&f, "reads.json", Value::Array(replies));
-    let output = Command::new("node")
-        .arg(tests.join("order.test.mjs"))
-        .current_dir(&tests)
-        .env("WICKET_BIN", env!("CARGO_BIN_EXE_wicket"))
-        .env("WICKET_HOME", &f.home)
-        .env("WORKSPACE", &f.ws)
-        .env("MODEL", &model)
-        .env_remove("WICKET_MODEL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    sdk_test("order.test.mjs", &f, &model, &[]);
 }

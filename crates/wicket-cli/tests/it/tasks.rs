@@ -575,29 +575,9 @@ fn cancelling_the_parent_stops_a_childs_command_and_ends_both_turns_cancelled() 
 
 #[test]
 fn sub_tasks_over_acp_ask_as_the_parent() {
-    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp");
-    assert!(
-        tests.join("node_modules/@agentclientprotocol/sdk").exists(),
-        "the ACP client is not installed: run `npm ci` in tests/acp (scripts/test.sh does)"
-    );
     let f = guarded();
     let model = script(&f, "tasks.json", three_tasks());
-    let output = std::process::Command::new("node")
-        .arg(tests.join("tasks.test.mjs"))
-        .current_dir(&tests)
-        .env("WICKET_BIN", env!("CARGO_BIN_EXE_wicket"))
-        .env("WICKET_HOME", &f.home)
-        .env("WORKSPACE", &f.ws)
-        .env("MODEL", &model)
-        .env_remove("WICKET_MODEL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::acp::sdk_test("tasks.test.mjs", &f, &model, &[]);
     assert!(
         f.ws.join("x.txt").exists(),
         "the deny rule held in the child"
