@@ -55,13 +55,17 @@ pub struct Floor {
 impl Floor {
     /// The managed files, for a message: `/etc/wicket/managed.toml`.
     pub fn named(&self) -> String {
-        let names: Vec<String> = self
-            .files
-            .iter()
-            .map(|file| file.display().to_string())
-            .collect();
-        names.join(" and ")
+        named(&self.files)
     }
+}
+
+/// Files for a message: `/etc/wicket/managed.toml and /tmp/more.toml`.
+pub fn named(files: &[PathBuf]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|file| file.display().to_string())
+        .collect();
+    names.join(" and ")
 }
 
 /// The default `[sandbox] preview_max_mb`: 1 GiB.

@@ -204,12 +204,7 @@ impl Managed {
 
     /// The files, for a message.
     pub fn named(&self) -> String {
-        let names: Vec<String> = self
-            .files
-            .iter()
-            .map(|file| file.display().to_string())
-            .collect();
-        names.join(" and ")
+        wicket_gate::sandbox::named(&self.files)
     }
 }
 
