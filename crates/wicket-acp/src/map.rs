@@ -6,11 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use agent_client_protocol::v1::schema::Cost;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentChunk, Diff,
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput, UsageUpdate,
 };
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, ErrorEvent, QuestionEvent,
@@ -143,6 +144,8 @@ pub struct Mapper {
     last_text: String,
     /// How much of the reply being streamed was sent in pieces.
     streamed: usize,
+    /// What the session's replies cost so far, where prices are known.
+    spent: Option<f64>,
     /// The call each open card is for.
     cards: HashMap<CardId, CallId>,
 }
@@ -158,6 +161,7 @@ impl Mapper {
             diffs: HashMap::new(),
             last_text: String::new(),
             streamed: 0,
+            spent: None,
             cards: HashMap::new(),
         }
     }
@@ -190,6 +194,24 @@ impl Mapper {
     pub fn delta(&mut self, text: &str) -> SessionUpdate {
         self.streamed += text.len();
         SessionUpdate::AgentMessageChunk(ContentChunk::new(text.to_string().into()))
+    }
+
+    /// The window's use after a reply, and what the session has cost so
+    /// far (where prices are known): `None` when the window is not known.
+    fn usage_update(&mut self, usage: &wicket_protocol::Usage) -> Option<SessionUpdate> {
+        if let Some(cost) = usage.cost_usd {
+            *self.spent.get_or_insert(0.0) += cost;
+        }
+        let used = usage.input_tokens.saturating_add(usage.output_tokens);
+        let percent = usage
+            .context_used_percent
+            .filter(|percent| *percent > 0.0)?;
+        let size = (used as f64 * 100.0 / percent).round() as u64;
+        let mut update = UsageUpdate::new(used, size);
+        if let Some(spent) = self.spent {
+            update = update.cost(Cost::new(spent, "USD"));
+        }
+        Some(SessionUpdate::UsageUpdate(update))
     }
 
     /// How many bytes of the reply being streamed were sent in pieces.
@@ -231,18 +253,23 @@ impl Mapper {
             }
             EventBody::UserMessage(UserMessageEvent { .. })
             | EventBody::Queued(QueuedEvent { .. }) => Vec::new(),
-            EventBody::AssistantMessage(AssistantMessageEvent { text, .. }) => {
+            EventBody::AssistantMessage(AssistantMessageEvent { text, usage, .. }) => {
                 let streamed = std::mem::take(&mut self.streamed);
+                let mut updates: Vec<SessionUpdate> = usage
+                    .as_ref()
+                    .and_then(|usage| self.usage_update(usage))
+                    .into_iter()
+                    .collect();
                 if text.is_empty() {
-                    return Vec::new();
+                    return updates;
                 }
                 self.last_text = text.clone();
                 // What the pieces did not bring (a piece lost to a slow
                 // reader), else nothing: the text comes once.
-                match text.get(streamed..) {
-                    Some(rest) if !rest.is_empty() => vec![message(rest.to_string())],
-                    _ => Vec::new(),
+                if let Some(rest) = text.get(streamed..).filter(|rest| !rest.is_empty()) {
+                    updates.insert(0, message(rest.to_string()));
                 }
+                updates
             }
             EventBody::ToolCall(ToolCallEvent {
                 call_id,
@@ -1014,5 +1041,57 @@ mod tests {
         ];
         let updates: Vec<SessionUpdate> = events.iter().flat_map(|e| mapper.updates(e)).collect();
         insta::assert_json_snapshot!(updates);
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    fn reply(usage: wicket_protocol::Usage) -> Event {
+        Event {
+            seq: 1,
+            ts: String::new(),
+            body: EventBody::AssistantMessage(AssistantMessageEvent {
+                text: "hi".into(),
+                tool_calls: Vec::new(),
+                usage: Some(usage),
+                stop_reason: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn each_reply_says_how_full_the_window_is_and_what_the_session_cost() {
+        let mut mapper = Mapper::new(Path::new("/ws"), false);
+        let usage = wicket_protocol::Usage {
+            input_tokens: 900,
+            output_tokens: 100,
+            cost_usd: Some(0.01),
+            context_used_percent: Some(10.0),
+            ..wicket_protocol::Usage::default()
+        };
+        let first = serde_json::to_value(mapper.updates(&reply(usage))).unwrap();
+        assert_eq!(first[0]["sessionUpdate"], "agent_message_chunk", "{first}");
+        assert_eq!(first[1]["sessionUpdate"], "usage_update", "{first}");
+        assert_eq!(first[1]["used"], 1000);
+        assert_eq!(first[1]["size"], 10000);
+        assert_eq!(first[1]["cost"]["currency"], "USD");
+        let second = serde_json::to_value(mapper.updates(&reply(usage))).unwrap();
+        let spent = second[1]["cost"]["amount"].as_f64().unwrap();
+        assert!(
+            (spent - 0.02).abs() < 1e-9,
+            "the cost is the session's so far: {second}"
+        );
+        let unknown = wicket_protocol::Usage {
+            context_used_percent: None,
+            ..usage
+        };
+        let quiet = serde_json::to_value(mapper.updates(&reply(unknown))).unwrap();
+        assert_eq!(
+            quiet.as_array().unwrap().len(),
+            1,
+            "no window, no usage update: {quiet}"
+        );
     }
 }
