@@ -1,7 +1,7 @@
 // A 30-read turn over ACP, driven by the protocol's own TypeScript client:
 // every update follows the log's order (a reply's text, its call, the
 // call's end, the next reply's text) and each reply's text comes exactly
-// once. Run by the Rust test acp::thirty_reads_arrive_in_the_logs_order
+// once; the model is picked through the session's config options. Run by the Rust test acp::thirty_reads_arrive_in_the_logs_order
 // with WICKET_BIN, WICKET_HOME, WORKSPACE and MODEL set; exits 1 on the
 // first failed check.
 import { spawn } from "node:child_process";
@@ -27,7 +27,24 @@ await app.connectWith(stream, async (agent) => {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
   });
-  const { sessionId } = await agent.request(methods.agent.session.new, { cwd: WORKSPACE, mcpServers: [] });
+  const opened = await agent.request(methods.agent.session.new, { cwd: WORKSPACE, mcpServers: [] });
+  const { sessionId } = opened;
+  // The model picker a harness (Harbor's -m) uses: one select of category model.
+  const model = opened.configOptions.find((option) => option.category === "model");
+  assert.ok(model, JSON.stringify(opened.configOptions));
+  assert.equal(model.currentValue, MODEL);
+  // A harness's provider/name is read as provider:name.
+  const picked = await agent.request(methods.agent.session.setConfigOption, {
+    sessionId,
+    configId: model.id,
+    value: MODEL.replace(":", "/"),
+  });
+  assert.equal(picked.configOptions[0].currentValue, MODEL);
+  await assert.rejects(agent.request(methods.agent.session.setConfigOption, {
+    sessionId,
+    configId: model.id,
+    value: "nosuch:model",
+  }));
   const r = await agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "read" }] });
   assert.equal(r.stopReason, "end_turn");
 });

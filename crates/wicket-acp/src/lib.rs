@@ -20,9 +20,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, EmbeddedResourceResource,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, SessionId, SessionMode,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionId, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -51,6 +52,34 @@ struct Known {
 const DEFAULT_MODE: &str = "default";
 /// See [`DEFAULT_MODE`].
 const PLAN_MODE: &str = "plan";
+
+/// The one session option: the model, as Harbor and editors pick it.
+const MODEL_OPTION: &str = "model";
+
+/// A harness's `provider/name` as Wicket's `provider:name`.
+fn model_string(value: &str) -> String {
+    if value.contains(':') {
+        return value.to_string();
+    }
+    match value.split_once('/') {
+        Some((provider, name)) => format!("{provider}:{name}"),
+        None => value.to_string(),
+    }
+}
+
+/// The session's options: its model.
+fn model_options(model: Option<&str>) -> Vec<SessionConfigOption> {
+    let current = model.unwrap_or("none").to_string();
+    vec![
+        SessionConfigOption::select(
+            MODEL_OPTION,
+            "Model",
+            current.clone(),
+            vec![SessionConfigSelectOption::new(current.clone(), current)],
+        )
+        .category(SessionConfigOptionCategory::Model),
+    ]
+}
 
 /// The modes, the current one first named.
 fn modes(plan: bool) -> SessionModeState {
@@ -127,6 +156,42 @@ impl Acp {
             }
             None => Err(session_not_found(&request.session_id)),
         }
+    }
+
+    /// The model a session runs with (its own, else `--model`'s).
+    fn model_of(&self, id: &SessionId) -> Option<String> {
+        let id = Id::from(&*id.0);
+        self.manager
+            .meta(&id)
+            .ok()
+            .and_then(|meta| meta.model)
+            .or_else(|| self.model.clone())
+    }
+
+    /// `session/set_config_option`: `model` (`provider:name`, or a harness's
+    /// `provider/name`), for the session's next prompts; the options as they are now.
+    fn set_config(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<Vec<SessionConfigOption>, Error> {
+        if &*request.config_id.0 != MODEL_OPTION {
+            return Err(invalid(format!(
+                "there is no option '{}'; the one option is {MODEL_OPTION}",
+                request.config_id.0
+            )));
+        }
+        let Some(value) = request.value.as_value_id() else {
+            return Err(invalid(
+                "the model is a name, like anthropic:claude-sonnet-4-5",
+            ));
+        };
+        let model = model_string(&value.0);
+        // A model no client can be made for is refused now, not at the next prompt.
+        let id = Id::from(&*request.session_id.0);
+        self.manager
+            .set_model(&id, &model)
+            .map_err(|error| invalid(error.to_string()))?;
+        Ok(model_options(Some(&model)))
     }
 
     fn new_session(&self, request: &NewSessionRequest) -> Result<SessionId, Error> {
@@ -554,7 +619,8 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
         model,
         sessions: Mutex::new(HashMap::new()),
     });
-    let (for_new, for_load, for_prompt, for_cancel, for_mode) = (
+    let (for_new, for_load, for_prompt, for_cancel, for_mode, for_config) = (
+        acp.clone(),
         acp.clone(),
         acp.clone(),
         acp.clone(),
@@ -576,8 +642,11 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         cx: ConnectionTo<Client>| {
                 match for_new.new_session(&request) {
                     Ok(id) => {
-                        responder
-                            .respond(NewSessionResponse::new(id.clone()).modes(modes(false)))?;
+                        responder.respond(
+                            NewSessionResponse::new(id.clone())
+                                .modes(modes(false))
+                                .config_options(model_options(for_new.model_of(&id).as_deref())),
+                        )?;
                         cx.send_notification(SessionNotification::new(id, map::commands()))
                     }
                     Err(error) => responder.respond_with_error(error),
@@ -630,6 +699,17 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         _cx: ConnectionTo<Client>| {
                 match for_mode.set_mode(&request) {
                     Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(error) => responder.respond_with_error(error),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        _cx: ConnectionTo<Client>| {
+                match for_config.set_config(&request) {
+                    Ok(options) => responder.respond(SetSessionConfigOptionResponse::new(options)),
                     Err(error) => responder.respond_with_error(error),
                 }
             },

@@ -156,6 +156,9 @@ pub enum ManagerError {
     /// No grant or rule has that id.
     #[error("{0}")]
     NoSuchGrant(String),
+    /// A model no chat client can be made for.
+    #[error("{0}")]
+    BadModel(String),
     /// The rules file cannot be read or written.
     #[error(transparent)]
     Rules(#[from] wicket_gate::rules::Error),
@@ -677,6 +680,17 @@ impl Manager {
     /// The session's meta.json as it is now.
     pub fn meta(&self, id: &SessionId) -> Result<Meta, ManagerError> {
         Ok(self.live(id)?.session.meta())
+    }
+
+    /// The model the session's next turns run with; one no client can be
+    /// made for (an unknown provider, a missing key or script) is refused.
+    pub fn set_model(&self, id: &SessionId, model: &str) -> Result<(), ManagerError> {
+        let live = self.live(id)?;
+        (self.setup)(&live.workspace, Some(model))
+            .map_err(|error| ManagerError::BadModel(error.to_string()))?;
+        let model = model.to_string();
+        live.session.update_meta(|meta| meta.model = Some(model))?;
+        Ok(())
     }
 
     /// The session's grants, each with its id and the card it came from.

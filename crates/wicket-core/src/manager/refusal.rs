@@ -66,9 +66,9 @@ impl ManagerError {
                     | Store::SeqExhausted { .. } => Refusal::Io,
                 }
             }
-            ManagerError::Config(crate::Error::Config { .. }) | ManagerError::BadAnswer(_) => {
-                Refusal::Invalid("invalid_args")
-            }
+            ManagerError::Config(crate::Error::Config { .. })
+            | ManagerError::BadAnswer(_)
+            | ManagerError::BadModel(_) => Refusal::Invalid("invalid_args"),
             ManagerError::Config(crate::Error::Tool(_)) => Refusal::Io,
             ManagerError::Workspace(wire) => Refusal::Invalid(wire.kind.as_str()),
             ManagerError::Thread(_) => Refusal::Internal,
