@@ -890,11 +890,19 @@ impl Runner<'_> {
         for refused in &instructions.refused {
             self.log(EventBody::error(refused.clone()));
         }
-        if self.settings.session_start.is_some() && !instructions.read.is_empty() {
+        let told = !instructions.read.is_empty() || !instructions.refused.is_empty();
+        if self.settings.session_start.is_some() && told {
+            let mut message = format!("instructions read: {}", instructions.read.join(", "));
+            if instructions.read.is_empty() {
+                message = "instructions read: none".into();
+            }
+            if !instructions.refused.is_empty() {
+                message.push_str(&format!("; refused: {}", instructions.refused.join("; ")));
+            }
             self.log(EventBody::Notice(NoticeEvent {
                 call_id: None,
                 text: None,
-                message: format!("instructions read: {}", instructions.read.join(", ")),
+                message,
                 file: None,
                 key: Some("instructions".into()),
             }));

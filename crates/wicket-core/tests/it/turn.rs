@@ -1275,7 +1275,8 @@ fn claude_md_and_its_imports_and_the_persons_own_file_are_read_and_named() {
         .unwrap();
     assert_eq!(
         named,
-        "instructions read: ~/.claude/CLAUDE.md, CLAUDE.md, docs/style.md (imported by CLAUDE.md), docs/deep.md (imported by docs/style.md)"
+        "instructions read: ~/.claude/CLAUDE.md, CLAUDE.md, docs/style.md (imported by CLAUDE.md), docs/deep.md (imported by docs/style.md); \
+         refused: @../escape.md (imported by CLAUDE.md) was not read: imports are read inside the workspace only"
     );
     assert!(events.iter().any(|e| matches!(e, EventBody::Error(ErrorEvent { message, .. })
         if message.contains("@../escape.md (imported by CLAUDE.md) was not read: imports are read inside the workspace only"))));
