@@ -260,3 +260,64 @@ fn imports(text: &str) -> Vec<String> {
     }
     found
 }
+
+/// What the person reads as a turn starts: the notices of the config and
+/// the log, and the instruction files read.
+impl Runner<'_> {
+    /// The config's notices, the log's unreadable lines, the window's source:
+    /// what the person should know as the turn starts.
+    pub(super) fn log_notices(&self, unreadable: Option<String>) {
+        for notice in &self.settings.notices {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message: notice.message.clone(),
+                file: Some(notice.file.clone()),
+                key: notice.key.clone(),
+            }));
+        }
+        if let Some(message) = unreadable {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message,
+                file: Some(self.session.log_path().display().to_string()),
+                key: None,
+            }));
+        }
+        if let Some(note) = &self.settings.window_note {
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message: note.clone(),
+                file: None,
+                key: Some("context_window".into()),
+            }));
+        }
+    }
+
+    /// Each instruction file refused, as an error; on the session's first
+    /// turn in this process, a notice naming every file read.
+    pub(super) fn tell_instructions(&self, instructions: &Instructions) {
+        for refused in &instructions.refused {
+            self.log(EventBody::error(refused.clone()));
+        }
+        let told = !instructions.read.is_empty() || !instructions.refused.is_empty();
+        if self.settings.session_start.is_some() && told {
+            let mut message = format!("instructions read: {}", instructions.read.join(", "));
+            if instructions.read.is_empty() {
+                message = "instructions read: none".into();
+            }
+            if !instructions.refused.is_empty() {
+                message.push_str(&format!("; refused: {}", instructions.refused.join("; ")));
+            }
+            self.log(EventBody::Notice(NoticeEvent {
+                call_id: None,
+                text: None,
+                message,
+                file: None,
+                key: Some("instructions".into()),
+            }));
+        }
+    }
+}
