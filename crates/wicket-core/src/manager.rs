@@ -361,8 +361,6 @@ struct Lives {
 
 /// Many sessions, their turns and their event streams.
 pub struct Manager {
-    home: PathBuf,
-    runtime: tokio::runtime::Handle,
     setup: TurnSetup,
     lives: Arc<Lives>,
     /// Set by [`Manager::close`]: no turn starts, queued or new.
@@ -475,8 +473,6 @@ impl Manager {
     /// A manager of the sessions in `home`; turns run their chat clients on `runtime`.
     pub fn new(home: &Path, runtime: tokio::runtime::Handle, setup: TurnSetup) -> Manager {
         Manager {
-            home: home.to_path_buf(),
-            runtime: runtime.clone(),
             setup,
             lives: Arc::new(Lives {
                 home: home.to_path_buf(),
@@ -507,7 +503,7 @@ impl Manager {
 
     /// The meta.json of a session on disk (open here or not).
     fn on_disk(&self, id: &str) -> Result<Meta, ManagerError> {
-        Session::meta_of(&self.home, id).map_err(|error| match error {
+        Session::meta_of(&self.lives.home, id).map_err(|error| match error {
             wicket_session::Error::NoSuchSession(_) | wicket_session::Error::BadSessionId(_) => {
                 ManagerError::NoSuchSession(id.to_string())
             }
@@ -720,8 +716,8 @@ impl Manager {
     pub fn rules(
         &self,
     ) -> Result<Vec<(wicket_gate::rules::Source, wicket_protocol::Rule)>, ManagerError> {
-        Ok(Config::load_home(&self.home)?
-            .gate_rules(&self.home)
+        Ok(Config::load_home(&self.lives.home)?
+            .gate_rules(&self.lives.home)
             .all()?)
     }
 
@@ -731,7 +727,7 @@ impl Manager {
         spec: wicket_protocol::RuleSpec,
     ) -> Result<wicket_protocol::RuleId, ManagerError> {
         Ok(wicket_gate::rules::save(
-            &self.home.join(wicket_gate::rules::RULES_FILE),
+            &self.lives.home.join(wicket_gate::rules::RULES_FILE),
             spec,
         )?)
     }
@@ -739,7 +735,7 @@ impl Manager {
     /// Takes a saved rule out of rules.toml.
     pub fn revoke_rule(&self, id: &str) -> Result<wicket_protocol::Rule, ManagerError> {
         Ok(wicket_gate::rules::revoke(
-            &self.home.join(wicket_gate::rules::RULES_FILE),
+            &self.lives.home.join(wicket_gate::rules::RULES_FILE),
             id,
         )?)
     }
@@ -747,7 +743,7 @@ impl Manager {
     /// Every session on disk, with the queue lengths of the live ones.
     pub fn list(&self) -> Vec<Summary> {
         let live: HashMap<String, Arc<Live>> = self.sessions().clone();
-        session::list(&self.home)
+        session::list(&self.lives.home)
             .into_iter()
             .map(|meta| {
                 let live = live.get(&meta.id);
@@ -864,7 +860,7 @@ impl Manager {
             session: &live.session,
             chat: chat.as_ref(),
             settings: &settings,
-            runtime: &self.runtime,
+            runtime: &self.lives.runtime,
             mcp: None,
             on_text: None,
             checkpoints: None,

@@ -91,7 +91,7 @@ impl Manager {
         state.rewinding = true;
         drop(state);
         let hold = RewindHold(live);
-        let settings = Config::load_home(&self.home)?.checkpoints;
+        let settings = Config::load_home(&self.lives.home)?.checkpoints;
         hold.0.checkpoints.ready(&settings)?;
         Ok((hold, settings))
     }
@@ -160,8 +160,8 @@ impl Manager {
     /// session no process holds (one in use prunes its own when it first
     /// takes a checkpoint). Returns how many sessions were looked at.
     pub fn prune_checkpoints(&self) -> Result<usize, ManagerError> {
-        let keep_days = Config::load_home(&self.home)?.checkpoints.keep_days;
-        let Ok(folders) = std::fs::read_dir(self.home.join("sessions")) else {
+        let keep_days = Config::load_home(&self.lives.home)?.checkpoints.keep_days;
+        let Ok(folders) = std::fs::read_dir(self.lives.home.join("sessions")) else {
             return Ok(0);
         };
         let mut looked = 0;
@@ -177,7 +177,7 @@ impl Manager {
             };
             looked += 1;
             // A store that cannot be pruned now is pruned when its session is next used.
-            let _ = wicket_checkpoints::Store::new(&dir, &self.home.join("checkpoints"))
+            let _ = wicket_checkpoints::Store::new(&dir, &self.lives.home.join("checkpoints"))
                 .prune(keep_days);
         }
         Ok(looked)
