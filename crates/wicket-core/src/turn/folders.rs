@@ -36,20 +36,18 @@ pub(super) fn folders_read(below: &Path, events: &[Event]) -> BTreeSet<PathBuf> 
 /// The folder a call works in, relative to the workspace's root, when it
 /// names one inside it.
 fn folder_of(workspace: &Workspace, call: &wicket_protocol::ToolCall) -> Option<PathBuf> {
-    let value = wicket_protocol::json::value(call);
-    let arguments = &value["arguments"];
-    let text = |key: &str| arguments[key].as_str().map(str::to_string);
+    use wicket_protocol::ToolCall;
+    // The typed arguments, never the call serialised: a write's content can be a MiB.
     let (path, is_folder) = match call {
-        wicket_protocol::ToolCall::ReadFile(_)
-        | wicket_protocol::ToolCall::WriteFile(_)
-        | wicket_protocol::ToolCall::SearchReplace(_) => (text("path")?, false),
-        wicket_protocol::ToolCall::ListDir(_) | wicket_protocol::ToolCall::Grep(_) => {
-            (text("path").unwrap_or_else(|| ".".into()), true)
-        }
-        wicket_protocol::ToolCall::Run(_) => (text("cwd").unwrap_or_else(|| ".".into()), true),
+        ToolCall::ReadFile(args) => (args.path.as_str(), false),
+        ToolCall::WriteFile(args) => (args.path.as_str(), false),
+        ToolCall::SearchReplace(args) => (args.path.as_str(), false),
+        ToolCall::ListDir(args) => (args.path.as_deref().unwrap_or("."), true),
+        ToolCall::Grep(args) => (args.path.as_deref().unwrap_or("."), true),
+        ToolCall::Run(args) => (args.cwd.as_deref().unwrap_or("."), true),
     };
     let root = workspace.root();
-    let path = Path::new(&path);
+    let path = Path::new(path);
     let relative = match path.strip_prefix(root) {
         Ok(inside) => inside.to_path_buf(),
         Err(_) if path.is_absolute() => return None,
@@ -61,14 +59,14 @@ fn folder_of(workspace: &Workspace, call: &wicket_protocol::ToolCall) -> Option<
     } else {
         relative.parent().map(Path::to_path_buf).unwrap_or_default()
     };
-    let plain: PathBuf = folder
-        .components()
-        .filter(|part| !matches!(part, std::path::Component::CurDir))
-        .collect();
-    plain
-        .components()
-        .all(|part| matches!(part, std::path::Component::Normal(_)))
-        .then_some(plain)
+    // `./api` is `api`; a folder out (`../x`) reaches no folder below the
+    // root (`folders_down_to` reads it as the root alone).
+    Some(
+        folder
+            .components()
+            .filter(|part| !matches!(part, std::path::Component::CurDir))
+            .collect(),
+    )
 }
 
 impl Runner<'_> {
