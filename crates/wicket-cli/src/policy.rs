@@ -20,18 +20,20 @@ struct Line {
     source: String,
 }
 
-/// Whether the person's config.toml writes `[table] key`.
-fn home_sets(home: &Path, table: &str, key: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(home.join("config.toml")) else {
-        return false;
-    };
-    let Ok(parsed) = text.parse::<toml::Table>() else {
-        return false;
-    };
-    let table = if table.is_empty() {
-        Some(&parsed)
-    } else {
-        parsed.get(table).and_then(|value| value.as_table())
+/// The person's config.toml as written (`None`: absent or unreadable),
+/// read once for every setting's source.
+fn written(home: &Path) -> Option<toml::Table> {
+    std::fs::read_to_string(home.join("config.toml"))
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Whether `written` sets `[table] key` (`table` empty: a top-level key).
+fn sets(written: Option<&toml::Table>, table: &str, key: &str) -> bool {
+    let table = match table {
+        "" => written,
+        table => written.and_then(|written| written.get(table)?.as_table()),
     };
     table.is_some_and(|table| table.contains_key(key))
 }
@@ -55,16 +57,29 @@ fn settings(config: &Config, home: &Path, workspace: &Path) -> Vec<Line> {
     let managed = &config.managed;
     let policy = managed.named();
     let home_config = home.join("config.toml").display().to_string();
+    let written = written(home);
     let from = |managed_sets: bool, table: &str, key: &str| -> String {
         if managed_sets {
             policy.clone()
-        } else if home_sets(home, table, key) {
+        } else if sets(written.as_ref(), table, key) {
             home_config.clone()
         } else {
             "default".into()
         }
     };
     let sandbox = &config.sandbox;
+    let written_mode = written
+        .as_ref()
+        .and_then(|written| written.get("sandbox")?.get("mode")?.as_str());
+    let mode_source = match written_mode {
+        Some(mode) if mode == sandbox.mode.as_str() => home_config.clone(),
+        // The person's mode, or the default, the managed policy forbade.
+        Some(_) => policy.clone(),
+        None if sandbox.mode != wicket_protocol::card::SandboxMode::WorkspaceWrite => {
+            policy.clone()
+        }
+        None => "default".into(),
+    };
     let mut lines = vec![
         Line {
             kind: "setting",
@@ -76,16 +91,7 @@ fn settings(config: &Config, home: &Path, workspace: &Path) -> Vec<Line> {
             kind: "setting",
             key: "sandbox.mode".into(),
             value: json!(sandbox.mode.as_str()),
-            source: from(
-                managed
-                    .forbid_modes
-                    .iter()
-                    .any(|_| !home_mode_kept(home, sandbox.mode))
-                    && (home_sets(home, "sandbox", "mode")
-                        || sandbox.mode != wicket_protocol::card::SandboxMode::WorkspaceWrite),
-                "sandbox",
-                "mode",
-            ),
+            source: mode_source,
         },
         Line {
             kind: "setting",
@@ -219,19 +225,4 @@ fn print(lines: &[Line], json: bool) {
             )));
         }
     }
-}
-
-/// Whether the person's own `[sandbox] mode` is the one in force.
-fn home_mode_kept(home: &Path, mode: wicket_protocol::card::SandboxMode) -> bool {
-    std::fs::read_to_string(home.join("config.toml"))
-        .ok()
-        .and_then(|text| text.parse::<toml::Table>().ok())
-        .and_then(|table| {
-            table
-                .get("sandbox")?
-                .get("mode")?
-                .as_str()
-                .map(|written| written == mode.as_str())
-        })
-        .unwrap_or(false)
 }
