@@ -7,6 +7,7 @@
 //! Claude Code did is refused (the call keeps its card); a deny that
 //! Wicket cannot read as covering at least as much says so.
 
+use wicket_protocol::rules::words_text;
 use wicket_protocol::{RuleAction, RuleSpec};
 
 /// What a Claude Code permission entry became: Wicket's rule and a few
@@ -65,7 +66,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
             let Some(argv) = words(prefix) else {
                 return not(format!("`Bash({pattern})`: its words cannot be read"));
             };
-            let said = format!("argv_prefix {}", list(&argv));
+            let said = format!("argv_prefix {}", words_text(&argv));
             let mut rule = RuleSpec::new(action, "run");
             rule.argv_prefix = Some(argv);
             Carried::Rule(Box::new(rule), said)
@@ -81,7 +82,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
                 (RuleAction::Deny, Some(argv)) if before.ends_with(' ') => {
                     let said = format!(
                         "argv_prefix {} (wider than Claude Code's: the words before the wildcard)",
-                        list(&argv)
+                        words_text(&argv)
                     );
                     let mut rule = RuleSpec::new(action, "run");
                     rule.argv_prefix = Some(argv);
@@ -96,7 +97,7 @@ fn bash(pattern: &str, action: RuleAction) -> Carried {
             let Some(argv) = words(pattern) else {
                 return not(format!("`Bash({pattern})`: its words cannot be read"));
             };
-            let said = format!("argv {}", list(&argv));
+            let said = format!("argv {}", words_text(&argv));
             let mut rule = RuleSpec::new(action, "run");
             rule.argv = Some(argv);
             Carried::Rule(Box::new(rule), said)
@@ -204,12 +205,6 @@ fn mcp(name: &str, action: RuleAction) -> Carried {
 
 fn quoted(text: &str) -> String {
     serde_json::json!(text).to_string()
-}
-
-fn list(words: &[String]) -> String {
-    serde_json::json!(words)
-        .to_string()
-        .replace("\",\"", "\", \"")
 }
 
 #[cfg(test)]

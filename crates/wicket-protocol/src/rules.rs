@@ -380,7 +380,7 @@ impl RuleSpec {
     /// The rule in one line, as every front end shows it:
     /// `allow run argv_prefix ["cargo", "test"] cwd "." in /w`.
     pub fn describe(&self) -> String {
-        let quoted = |words: &[String]| crate::json::text(&words).replace("\",\"", "\", \"");
+        let quoted = |words: &[String]| words_text(words);
         let mut out = format!("{} {}", self.action.as_str(), self.tool);
         let mut add = |key: &str, value: String| out.push_str(&format!(" {key} {value}"));
         if let Some(argv) = &self.argv {
@@ -428,6 +428,11 @@ impl RuleSpec {
         }
         out
     }
+}
+
+/// An argv as a rule's description shows it: `["cargo", "test"]`.
+pub fn words_text(words: &[String]) -> String {
+    crate::json::text(&words).replace("\",\"", "\", \"")
 }
 
 impl RuleSpec {

@@ -209,8 +209,10 @@ fn prefix_rule(args: &[(String, Literal)]) -> Vec<Becomes> {
         .into_iter()
         .filter(|prefix| !prefix.is_empty())
         .map(|prefix| {
-            let said =
-                format!("argv_prefix {}", serde_json::json!(prefix)).replace("\",\"", "\", \"");
+            let said = format!(
+                "argv_prefix {}",
+                wicket_protocol::rules::words_text(&prefix)
+            );
             let mut rule = RuleSpec::new(action, "run");
             rule.argv_prefix = Some(prefix);
             Becomes::Rule(Box::new(rule), said)
