@@ -54,28 +54,18 @@ impl Config {
                 let Some(entry) = entry.as_str() else {
                     continue;
                 };
-                match permission(entry, action) {
-                    Carried::Rule(mut spec, _) => {
-                        let id = format!("claude-{key}-{index}");
-                        spec.workspace = None;
-                        match spec.check(&id) {
-                            Ok(mut rule) => {
-                                rule.id = format!("workspace:{relative}:{key}:{index}")
-                                    .replace(['/', ' '], "_")
-                                    .into();
-                                self.rules.push((Source::Workspace, rule));
-                            }
-                            Err(why) => self.claude_notice(
-                                shown,
-                                format!("ignored permissions.{key} {entry:?}: {why}"),
-                            ),
+                let id = format!("workspace:{relative}:{key}:{index}").replace(['/', ' '], "_");
+                let why = match permission(entry, action) {
+                    Carried::Rule(spec, _) => match spec.check(&id) {
+                        Ok(rule) => {
+                            self.rules.push((Source::Workspace, rule));
+                            continue;
                         }
-                    }
-                    Carried::Not(why) => self.claude_notice(
-                        shown,
-                        format!("ignored permissions.{key} {entry:?}: {why}"),
-                    ),
-                }
+                        Err(why) => why,
+                    },
+                    Carried::Not(why) => why,
+                };
+                self.claude_notice(shown, format!("ignored permissions.{key} {entry:?}: {why}"));
             }
         }
         let allows = permissions["allow"].as_array().map_or(0, Vec::len);
