@@ -47,6 +47,22 @@ if [ ! -x tests/mcp/.venv/bin/mcp-server-git ]; then
   tests/mcp/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 fi
 
+# Harbor (Terminal-Bench's harness) and its ACP runner, for the test that
+# runs Wicket the way Harbor does, in a venv of its own (Harbor needs
+# Python >= 3.12: the first one found on PATH or under pyenv).
+if [ ! -x tests/harbor/.venv/bin/python ]; then
+  py=""
+  for candidate in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 \
+      && "$candidate" -c 'import sys; raise SystemExit(sys.version_info < (3, 12))' 2>/dev/null; then
+      py="$candidate"; break
+    fi
+  done
+  [ -n "$py" ] || need "the Harbor test needs Python 3.12 or later: install python3.12 (or pyenv install 3.12)"
+  "$py" -m venv tests/harbor/.venv
+  tests/harbor/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/harbor/requirements.txt
+fi
+
 cargo nextest run --workspace --locked --profile ci
 cargo build --locked -p wicket-cli
 # The binary is wherever cargo puts it (CARGO_TARGET_DIR may point elsewhere).

@@ -32,14 +32,16 @@ await app.connectWith(stream, async (agent) => {
   // The model picker a harness (Harbor's -m) uses: one select of category model.
   const model = opened.configOptions.find((option) => option.category === "model");
   assert.ok(model, JSON.stringify(opened.configOptions));
-  assert.equal(model.currentValue, MODEL);
-  // A harness's provider/name is read as provider:name.
+  // Values are a harness's provider/name; the built-in models are listed too.
+  assert.equal(model.currentValue, MODEL.replace(":", "/"));
+  assert.ok(model.options.some((o) => o.value === "openai/gpt-5"), JSON.stringify(model.options));
+  // Wicket's own provider:name is taken as well.
   const picked = await agent.request(methods.agent.session.setConfigOption, {
     sessionId,
     configId: model.id,
-    value: MODEL.replace(":", "/"),
+    value: MODEL,
   });
-  assert.equal(picked.configOptions[0].currentValue, MODEL);
+  assert.equal(picked.configOptions[0].currentValue, MODEL.replace(":", "/"));
   await assert.rejects(agent.request(methods.agent.session.setConfigOption, {
     sessionId,
     configId: model.id,

@@ -56,28 +56,46 @@ const PLAN_MODE: &str = "plan";
 /// The one session option: the model, as Harbor and editors pick it.
 const MODEL_OPTION: &str = "model";
 
-/// A harness's `provider/name` as Wicket's `provider:name`.
+/// A harness's `provider/name` as Wicket's `provider:name` (a name that is
+/// already `provider:name` is kept as it is).
 fn model_string(value: &str) -> String {
-    if value.contains(':') {
-        return value.to_string();
-    }
     match value.split_once('/') {
-        Some((provider, name)) => format!("{provider}:{name}"),
-        None => value.to_string(),
+        Some((provider, name)) if !provider.contains(':') => format!("{provider}:{name}"),
+        _ => value.to_string(),
     }
 }
 
-/// The session's options: its model.
-fn model_options(model: Option<&str>) -> Vec<SessionConfigOption> {
-    let current = model.unwrap_or("none").to_string();
+/// Wicket's `provider:name` as the `provider/name` a harness asks for
+/// (Harbor's `-m` matches the picker's values by that form).
+fn model_value(model: &str) -> String {
+    match model.split_once(':') {
+        Some((provider, name)) => format!("{provider}/{name}"),
+        None => model.to_string(),
+    }
+}
+
+/// The session's options: its model, picked from the session's own, those
+/// the person's config names, and the built-in table's (Harbor picks only
+/// among the listed).
+fn model_options(model: Option<&str>, listed: &[String]) -> Vec<SessionConfigOption> {
+    let current = model.unwrap_or("none");
+    let mut names = vec![current];
+    for name in listed
+        .iter()
+        .map(String::as_str)
+        .chain(wicket_core::models::BUILT_IN.iter().map(|(name, _)| *name))
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let choices = names
+        .iter()
+        .map(|name| SessionConfigSelectOption::new(model_value(name), name.to_string()))
+        .collect::<Vec<_>>();
     vec![
-        SessionConfigOption::select(
-            MODEL_OPTION,
-            "Model",
-            current.clone(),
-            vec![SessionConfigSelectOption::new(current.clone(), current)],
-        )
-        .category(SessionConfigOptionCategory::Model),
+        SessionConfigOption::select(MODEL_OPTION, "Model", model_value(current), choices)
+            .category(SessionConfigOptionCategory::Model),
     ]
 }
 
@@ -99,6 +117,8 @@ fn modes(plan: bool) -> SessionModeState {
 struct Acp {
     manager: Arc<Manager>,
     model: Option<String>,
+    /// The models the person's config names, offered beside the built-in ones.
+    listed: Vec<String>,
     sessions: Mutex<HashMap<String, Known>>,
 }
 
@@ -191,7 +211,7 @@ impl Acp {
         self.manager
             .set_model(&id, &model)
             .map_err(|error| invalid(error.to_string()))?;
-        Ok(model_options(Some(&model)))
+        Ok(model_options(Some(&model), &self.listed))
     }
 
     fn new_session(&self, request: &NewSessionRequest) -> Result<SessionId, Error> {
@@ -532,7 +552,7 @@ async fn prompt(
     acp: Arc<Acp>,
     cx: ConnectionTo<Client>,
     request: PromptRequest,
-) -> Result<StopReason, Error> {
+) -> Result<PromptResponse, Error> {
     let session = request.session_id.clone();
     let id = Id::from(&*session.0);
     let Some(known) = acp.known().get(id.as_str()).cloned() else {
@@ -543,7 +563,9 @@ async fn prompt(
     if let Some(argument) = text.trim().strip_prefix("/rewind")
         && (argument.is_empty() || argument.starts_with(char::is_whitespace))
     {
-        return rewind(acp, cx, session, id, argument.trim()).await;
+        return rewind(acp, cx, session, id, argument.trim())
+            .await
+            .map(PromptResponse::new);
     }
     let manager = acp.manager.clone();
     let mut events = manager.follow(&id, seen).map_err(failed)?;
@@ -600,9 +622,11 @@ async fn prompt(
             } else if let Some(end) = stop_at(&event.body, &last_error) {
                 // `turn_ended` is written once the session is idle: the
                 // editor's next prompt finds it free.
-                return end.map_err(|message| {
-                    Error::internal_error().data(serde_json::Value::String(message))
-                });
+                return end
+                    .map(|stop| PromptResponse::new(stop).usage(mapper.turn_usage()))
+                    .map_err(|message| {
+                        Error::internal_error().data(serde_json::Value::String(message))
+                    });
             }
         }
     }
@@ -613,10 +637,15 @@ async fn prompt(
 /// servers stop.
 // The routing table of ACP: one handler per request, in one builder chain (as a
 // router is read); past 80 lines because the chain is one expression.
-pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), Error> {
+pub async fn serve(
+    manager: Arc<Manager>,
+    model: Option<String>,
+    listed: Vec<String>,
+) -> Result<(), Error> {
     let acp = Arc::new(Acp {
         manager: manager.clone(),
         model,
+        listed,
         sessions: Mutex::new(HashMap::new()),
     });
     let (for_new, for_load, for_prompt, for_cancel, for_mode, for_config) = (
@@ -645,7 +674,10 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                         responder.respond(
                             NewSessionResponse::new(id.clone())
                                 .modes(modes(false))
-                                .config_options(model_options(for_new.model_of(&id).as_deref())),
+                                .config_options(model_options(
+                                    for_new.model_of(&id).as_deref(),
+                                    &for_new.listed,
+                                )),
                         )?;
                         cx.send_notification(SessionNotification::new(id, map::commands()))
                     }
@@ -685,7 +717,7 @@ pub async fn serve(manager: Arc<Manager>, model: Option<String>) -> Result<(), E
                 tokio::spawn(async move {
                     // The editor gone: no one is left to take the response.
                     let _ = match prompt(acp, cx, request).await {
-                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Ok(response) => responder.respond(response),
                         Err(error) => responder.respond_with_error(error),
                     };
                 });

@@ -144,8 +144,9 @@ pub struct Mapper {
     last_text: String,
     /// How much of the reply being streamed was sent in pieces.
     streamed: usize,
-    /// What the session's replies cost so far, where prices are known.
-    spent: Option<f64>,
+    /// The turn's replies so far: their tokens, and their cost where every
+    /// one's price is known.
+    turn: wicket_protocol::Usage,
     /// The call each open card is for.
     cards: HashMap<CardId, CallId>,
 }
@@ -161,7 +162,7 @@ impl Mapper {
             diffs: HashMap::new(),
             last_text: String::new(),
             streamed: 0,
-            spent: None,
+            turn: wicket_protocol::Usage::default(),
             cards: HashMap::new(),
         }
     }
@@ -199,19 +200,33 @@ impl Mapper {
     /// The window's use after a reply, and what the session has cost so
     /// far (where prices are known): `None` when the window is not known.
     fn usage_update(&mut self, usage: &wicket_protocol::Usage) -> Option<SessionUpdate> {
-        if let Some(cost) = usage.cost_usd {
-            *self.spent.get_or_insert(0.0) += cost;
-        }
+        self.turn.add(usage);
         let used = usage.input_tokens.saturating_add(usage.output_tokens);
         let percent = usage
             .context_used_percent
             .filter(|percent| *percent > 0.0)?;
         let size = (used as f64 * 100.0 / percent).round() as u64;
         let mut update = UsageUpdate::new(used, size);
-        if let Some(spent) = self.spent {
+        if let Some(spent) = self.turn.cost_usd {
             update = update.cost(Cost::new(spent, "USD"));
         }
         Some(SessionUpdate::UsageUpdate(update))
+    }
+
+    /// The turn's tokens, for the prompt's response (Harbor records them).
+    pub fn turn_usage(&self) -> agent_client_protocol::v1::schema::Usage {
+        let turn = &self.turn;
+        let cached = turn
+            .cache_read_input_tokens
+            .saturating_add(turn.cache_creation_input_tokens);
+        let input = turn.input_tokens.saturating_sub(cached);
+        agent_client_protocol::v1::schema::Usage::new(
+            turn.input_tokens.saturating_add(turn.output_tokens),
+            input,
+            turn.output_tokens,
+        )
+        .cached_read_tokens(Some(turn.cache_read_input_tokens))
+        .cached_write_tokens(Some(turn.cache_creation_input_tokens))
     }
 
     /// How many bytes of the reply being streamed were sent in pieces.

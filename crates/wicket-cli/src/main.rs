@@ -436,7 +436,18 @@ fn acp(model: Option<String>) -> anyhow::Result<ExitCode> {
         runtime.handle().clone(),
         wicket_core::manager::standard_setup(&home),
     ));
-    match runtime.block_on(wicket_acp::serve(manager, model)) {
+    // The models the person's config names, for the editor's picker. A
+    // config that does not load is reported when a session opens.
+    let listed = wicket_core::config::Config::load_home(&home)
+        .map(|config| {
+            config
+                .models
+                .into_keys()
+                .chain(config.prices.into_keys())
+                .collect()
+        })
+        .unwrap_or_default();
+    match runtime.block_on(wicket_acp::serve(manager, model, listed)) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(error) => {
             show::say(format!("acp: {error}"));
