@@ -47,6 +47,12 @@ if [ ! -x tests/mcp/.venv/bin/mcp-server-git ]; then
   tests/mcp/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
 fi
 
+# The official OTLP messages (opentelemetry-proto), for the receiver the
+# telemetry tests decode Wicket's exports with.
+if [ ! -x tests/telemetry/.venv/bin/python ]; then
+  python3 -m venv tests/telemetry/.venv
+  tests/telemetry/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/telemetry/requirements.txt
+fi
 # Harbor (Terminal-Bench's harness) and its ACP runner, for the test that
 # runs Wicket the way Harbor does, in a venv of its own (Harbor needs
 # Python >= 3.12: the first one found on PATH or under pyenv).

@@ -548,6 +548,13 @@ async fn ask_editor(
 
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
 /// ends with a question).
+/// The prompt's response to a turn that ended `end`: its stop reason and
+/// tokens, or the error it ended with.
+fn response(end: Result<StopReason, String>, mapper: &Mapper) -> Result<PromptResponse, Error> {
+    end.map(|stop| PromptResponse::new(stop).usage(mapper.turn_usage()))
+        .map_err(|message| Error::internal_error().data(serde_json::Value::String(message)))
+}
+
 async fn prompt(
     acp: Arc<Acp>,
     cx: ConnectionTo<Client>,
@@ -622,11 +629,7 @@ async fn prompt(
             } else if let Some(end) = stop_at(&event.body, &last_error) {
                 // `turn_ended` is written once the session is idle: the
                 // editor's next prompt finds it free.
-                return end
-                    .map(|stop| PromptResponse::new(stop).usage(mapper.turn_usage()))
-                    .map_err(|message| {
-                        Error::internal_error().data(serde_json::Value::String(message))
-                    });
+                return response(end, &mapper);
             }
         }
     }

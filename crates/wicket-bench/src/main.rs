@@ -17,6 +17,7 @@ mod mcp;
 mod preview;
 mod proxy;
 mod tasks;
+mod telemetry;
 mod tui;
 use wicket_gate::diff;
 use wicket_protocol::EventBody;
@@ -1115,7 +1116,8 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 19] = [
+    let workloads: [(&str, Workload); 20] = [
+        ("telemetry", telemetry::telemetry_rows),
         ("checkpoints", checkpoints::checkpoint_rows),
         ("preview", preview::preview_rows),
         ("load", load::load_rows),

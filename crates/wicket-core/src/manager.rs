@@ -357,6 +357,33 @@ struct Lives {
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// Ticks once per use of a session.
     clock: AtomicU64,
+    /// Spans and metrics of every session's turns, when `[telemetry]` (or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`) names a collector.
+    telemetry: Option<wicket_telemetry::Telemetry>,
+}
+
+impl Drop for Lives {
+    fn drop(&mut self) {
+        self.flush_telemetry();
+    }
+}
+
+/// The process's telemetry, from the person's config and the environment;
+/// none when neither names a collector, or when the config does not load
+/// (a turn says why it does not).
+fn start_telemetry(home: &Path) -> Option<wicket_telemetry::Telemetry> {
+    let settings = crate::config::Config::load_home(home)
+        .map(|config| config.telemetry)
+        .unwrap_or_default();
+    // Its client speaks TLS to an https collector with the chat's provider.
+    wicket_chat::tls::install();
+    match wicket_telemetry::Telemetry::start(&settings) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("wicket: {error}; turns run without it");
+            None
+        }
+    }
 }
 
 /// Many sessions, their turns and their event streams.
@@ -368,6 +395,19 @@ pub struct Manager {
 }
 
 impl Lives {
+    /// Sends what telemetry has left (at most [`wicket_telemetry::FLUSH`];
+    /// a second call sends nothing); what could not be sent is said in
+    /// each open session's log.
+    fn flush_telemetry(&self) {
+        let Some(telemetry) = &self.telemetry else {
+            return;
+        };
+        telemetry.shutdown();
+        for live in self.sessions().values() {
+            turns::telemetry_notice(&live.session, telemetry);
+        }
+    }
+
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
         wicket_os::sync::lock(&self.sessions)
     }
@@ -421,6 +461,10 @@ impl Lives {
         let changed = Arc::new(Condvar::new());
         {
             let (sender, state, changed) = (events.clone(), state.clone(), changed.clone());
+            let telemetry = self
+                .telemetry
+                .clone()
+                .map(|telemetry| (telemetry, id.clone()));
             session.set_listener(Box::new(move |event| {
                 // Open before anyone can see it.
                 let open = match &event.body {
@@ -441,7 +485,14 @@ impl Lives {
                     state.given = None;
                     changed.notify_all();
                 }
-                sender.send(|| Arc::new(event.clone()));
+                match &telemetry {
+                    Some((telemetry, id)) => {
+                        let event = Arc::new(event.clone());
+                        telemetry.observe(id, &event);
+                        sender.send(|| event);
+                    }
+                    None => sender.send(|| Arc::new(event.clone())),
+                }
             }));
         }
         let checkpoints =
@@ -479,6 +530,7 @@ impl Manager {
                 runtime,
                 sessions: Mutex::new(HashMap::new()),
                 clock: AtomicU64::new(0),
+                telemetry: start_telemetry(home),
             }),
             closing: Arc::new(AtomicBool::new(false)),
         }
@@ -827,7 +879,8 @@ impl Manager {
     }
 
     /// Stops every session's MCP servers (`wicket serve` or `exec` is
-    /// exiting): each gets its session closed, then TERM, then KILL.
+    /// exiting): each gets its session closed, then TERM, then KILL; then
+    /// telemetry sends what it has left.
     pub fn shutdown(&self) {
         let lives: Vec<Arc<Live>> = self.sessions().values().cloned().collect();
         for live in lives {
@@ -836,6 +889,7 @@ impl Manager {
                 self.end_session(&live, "exit");
             }
         }
+        self.lives.flush_telemetry();
     }
 
     /// The SessionEnd hooks of a session this process ran (the person's

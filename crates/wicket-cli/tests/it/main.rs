@@ -30,6 +30,7 @@ mod sandbox;
 mod serve;
 mod setup;
 mod tasks;
+mod telemetry;
 mod terminal;
 
 use std::io::{BufRead, BufReader, Write};

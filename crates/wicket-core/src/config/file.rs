@@ -39,6 +39,7 @@ pub(super) struct HomeKeys {
     pub(super) prices: Option<BTreeMap<String, FilePrices>>,
     pub(super) limits: Option<FileLimits>,
     pub(super) checkpoints: Option<FileCheckpoints>,
+    pub(super) telemetry: Option<FileTelemetry>,
 }
 
 impl HomeKeys {
@@ -55,6 +56,7 @@ impl HomeKeys {
             prices,
             limits,
             checkpoints,
+            telemetry,
         } = self;
         let set_it = "Set it in $WICKET_HOME/config.toml";
         let pay = "it decides what you pay, so only your own config may set it";
@@ -93,6 +95,13 @@ impl HomeKeys {
             models.is_some().then(|| Refusal::new("[models]", pay, set_it)),
             prices.is_some().then(|| Refusal::new("[prices]", pay, set_it)),
             limits.is_some().then(|| Refusal::new("[limits]", pay, set_it)),
+            telemetry.is_some().then(|| {
+                Refusal::new(
+                    "[telemetry]",
+                    "a repository's config could send what you do (and, with log_content, your code) to its own host",
+                    set_it,
+                )
+            }),
         ]
         .into_iter()
         .flatten()
@@ -389,6 +398,13 @@ pub(super) struct FileLimits {
     pub(super) max_cost_usd_per_turn: Option<f64>,
     pub(super) max_tokens_per_turn: Option<u64>,
     pub(super) max_tasks: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileTelemetry {
+    pub(super) otlp_endpoint: Option<String>,
+    pub(super) log_content: Option<bool>,
 }
 
 /// A part of an untrusted file that is not obeyed: its key, why, and how

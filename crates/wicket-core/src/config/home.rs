@@ -24,6 +24,7 @@ impl Config {
             prices,
             limits,
             checkpoints,
+            telemetry,
         } = keys;
         if model.is_some() {
             self.model = model;
@@ -62,6 +63,14 @@ impl Config {
         }
         if let Some(checkpoints) = checkpoints {
             self.checkpoints = checkpoint_settings(checkpoints, path)?;
+        }
+        if let Some(telemetry) = telemetry {
+            if let Some(endpoint) = telemetry.otlp_endpoint {
+                self.telemetry.endpoint = Some(endpoint);
+            }
+            if let Some(log_content) = telemetry.log_content {
+                self.telemetry.log_content = log_content;
+            }
         }
         Ok(())
     }

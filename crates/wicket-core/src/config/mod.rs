@@ -110,6 +110,8 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, Prices>,
     /// `[limits]` (home only).
     pub limits: Limits,
+    /// `[telemetry]` (home only): where OTLP goes, and whether content may.
+    pub telemetry: wicket_telemetry::Settings,
     /// `[checkpoints]`: what they skip, how long they are kept.
     pub checkpoints: wicket_checkpoints::Settings,
     /// `[mcp_servers.NAME]`: the home config's, then the workspace's
@@ -166,6 +168,7 @@ impl Default for Config {
             models: Default::default(),
             prices: Default::default(),
             limits: Limits::default(),
+            telemetry: wicket_telemetry::Settings::default(),
             checkpoints: wicket_checkpoints::Settings::default(),
             mcp_servers: Vec::new(),
             rules: Vec::new(),

@@ -168,6 +168,9 @@ impl Spawner<'_> {
         settings.session_start = None;
         settings.notices = Vec::new();
         settings.window_note = None;
+        if let Some(telemetry) = &self.lives.telemetry {
+            telemetry.model(&child.session.meta().id, self.chat.model());
+        }
         let runner = Runner {
             tools: &child.tools,
             session: &child.session,

@@ -97,6 +97,9 @@ fn turn(
         }
     };
     live.add_extra_servers(&mut settings);
+    if let Some(telemetry) = &around.lives.telemetry {
+        telemetry.model(&live.session.meta().id, chat.model());
+    }
     // SessionStart: the first turn of this session in this process.
     if !live.started.swap(true, Ordering::SeqCst) {
         settings.session_start = Some(if fresh { "startup" } else { "resume" });
@@ -120,11 +123,32 @@ fn turn(
         tasks: (!is_child).then_some(&spawner as &dyn crate::turn::Tasks),
         ..live.runner(chat.as_ref(), &settings, runtime)
     };
-    guarded(live, || {
+    let outcome = guarded(live, || {
         runner
             .run(text, &mut LivePerson::new(live.clone()), cancel)
             .turn_outcome()
-    })
+    });
+    if let Some(telemetry) = &around.lives.telemetry {
+        telemetry_notice(&live.session, telemetry);
+    }
+    outcome
+}
+
+/// Says once, in `session`'s log, that telemetry dropped spans (a
+/// collector down or slow): the turns went on without them.
+pub(super) fn telemetry_notice(session: &Session, telemetry: &wicket_telemetry::Telemetry) {
+    if let Some(dropped) = telemetry.unreported_drops() {
+        session.append_or_announce(EventBody::Notice(NoticeEvent {
+            message: format!(
+                "telemetry: {dropped} span(s) or event(s) could not be sent to {}; turns went on without them (said once)",
+                telemetry.endpoint()
+            ),
+            file: None,
+            key: Some("telemetry".into()),
+            call_id: None,
+            text: None,
+        }));
+    }
 }
 
 /// A compaction the person asked for; how it ended.

@@ -1,0 +1,147 @@
+//! What telemetry costs a turn: a scripted turn of 1,000 `read_file` calls
+//! (no card), its time from the log's `user_message` to its `turn_ended`,
+//! with no collector, with one that answers at once, and with one that
+//! accepts and never answers. The exit's bounded flush is not the turn's.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::{Row, exec_script, ms};
+
+const CALLS: usize = 1000;
+const RUNS: usize = 15;
+
+/// A collector on 127.0.0.1: answers each export 200 at once, or never.
+fn collector(answers: bool) -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                let mut reader = BufReader::new(stream);
+                loop {
+                    // One request: its head, then Content-Length bytes.
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if !answers {
+                        // Held open, never answered.
+                        held.push(body);
+                        continue;
+                    }
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
+                    if reader.get_mut().write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// The turn's time, from the newest session's log.
+fn turn_time(home: &Path) -> Result<Duration> {
+    let sessions = home.join("sessions");
+    let newest = std::fs::read_dir(&sessions)?
+        .flatten()
+        .max_by_key(|entry| entry.file_name())
+        .ok_or_else(|| anyhow::anyhow!("no session"))?;
+    let log = std::fs::read_to_string(newest.path().join("log.jsonl"))?;
+    let at = |kind: &str| -> Result<time::OffsetDateTime> {
+        let line = log
+            .lines()
+            .flat_map(serde_json::from_str::<serde_json::Value>)
+            .find(|event| event["type"] == kind)
+            .ok_or_else(|| anyhow::anyhow!("no {kind} event"))?;
+        Ok(time::OffsetDateTime::parse(
+            line["ts"].as_str().unwrap_or(""),
+            &time::format_description::well_known::Rfc3339,
+        )?)
+    };
+    let took = at("turn_ended")? - at("user_message")?;
+    Ok(Duration::try_from(took)?)
+}
+
+pub(crate) fn telemetry_rows(rows: &mut Vec<Row>) -> Result<()> {
+    let wicket = crate::wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(&ws)?;
+    std::fs::write(ws.join("a.txt"), "fn main() {}\n")?;
+    let mut replies: Vec<serde_json::Value> = (0..CALLS)
+        .map(|_| {
+            serde_json::json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]})
+        })
+        .collect();
+    replies.push(serde_json::json!({"text": "done"}));
+    let script = dir.path().join("reads.json");
+    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    let (answering, stuck) = (collector(true)?, collector(false)?);
+    let configs = [
+        ("no collector".to_string(), String::new()),
+        (
+            "a collector that answers".to_string(),
+            format!("[telemetry]\notlp_endpoint = \"http://127.0.0.1:{answering}\"\n"),
+        ),
+        (
+            "a collector that never answers".to_string(),
+            format!("[telemetry]\notlp_endpoint = \"http://127.0.0.1:{stuck}\"\n"),
+        ),
+    ];
+    // A window that holds 1,000 results: no compaction in the figure.
+    let window = format!(
+        "step_limit = 2000\n[models.\"script:{}\"]\ncontext_window = 100000000\n",
+        script.display()
+    );
+    // The three take turns, run by run, so a busy machine slows them alike.
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    for run in 0..=RUNS {
+        for (n, (_, config)) in configs.iter().enumerate() {
+            std::fs::write(home.join("config.toml"), format!("{window}{config}"))?;
+            exec_script(&wicket, &home, &ws, &script)?;
+            if run > 0 {
+                times[n].push(turn_time(&home)?);
+            }
+            std::fs::remove_dir_all(home.join("sessions"))?;
+        }
+    }
+    let medians: Vec<Duration> = times
+        .iter_mut()
+        .map(|runs| {
+            runs.sort();
+            runs[runs.len() / 2]
+        })
+        .collect();
+    for (n, (name, _)) in configs.iter().enumerate().skip(1) {
+        rows.push(Row {
+            name: format!("telemetry: a {CALLS}-call turn, {name}"),
+            wicket: ms(medians[n]),
+            reference: format!("no collector {}", ms(medians[0])),
+            ratio: Some(medians[n].as_secs_f64() / medians[0].as_secs_f64()),
+        });
+    }
+    Ok(())
+}
