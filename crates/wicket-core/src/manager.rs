@@ -309,16 +309,20 @@ impl Live {
 
     /// The front end's servers after the configs' (whose names win).
     fn add_extra_servers(&self, settings: &mut crate::turn::Settings) {
-        let extra = wicket_os::sync::lock(&self.extra_mcp);
-        for server in extra.iter() {
-            if !settings
-                .mcp_servers
-                .iter()
-                .any(|known| known.name == server.name)
-            {
-                settings.mcp_servers.push(server.clone());
-            }
-        }
+        let mut extra: Vec<wicket_mcp::ServerSpec> = wicket_os::sync::lock(&self.extra_mcp)
+            .iter()
+            .filter(|server| {
+                !settings
+                    .mcp_servers
+                    .iter()
+                    .any(|known| known.name == server.name)
+            })
+            .cloned()
+            .collect();
+        // An editor's servers start only where the managed policy lets the config's.
+        let notices = settings.managed.admit_servers(&mut extra);
+        settings.notices.extend(notices);
+        settings.mcp_servers.extend(extra);
     }
 
     /// Waits for what is given for the open card or question (the session's

@@ -86,6 +86,9 @@ pub struct Settings {
     pub mcp_servers: Vec<wicket_mcp::ServerSpec>,
     /// What of the workspace's config was ignored: a `notice` each, at the turn's start.
     pub notices: Vec<crate::config::ConfigNotice>,
+    /// The managed policy, for what is added after the config was read
+    /// (an editor's MCP servers): held to it as the config's were.
+    pub managed: crate::config::Managed,
     /// The model's window is not known to the config: the model string and
     /// the client settings to ask its server with (`manager::learn_window`).
     pub ask_window: Option<(String, wicket_chat::ClientConfig)>,

@@ -100,7 +100,16 @@ struct Raw {
 
 impl Raw {
     fn start(f: &Fixture, model: &str) -> Raw {
-        let mut child = wicket()
+        Raw::start_with(f, model, &[])
+    }
+
+    /// [`Raw::start`] with `env` set too.
+    fn start_with(f: &Fixture, model: &str, env: &[(&str, &std::path::Path)]) -> Raw {
+        let mut command = wicket();
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .env("WICKET_HOME", &f.home)
             .env_remove("WICKET_MODEL")
             .args(["acp", "--model", model])
@@ -373,4 +382,47 @@ fn thirty_reads_arrive_in_the_logs_order() {
     replies.push(json!({"text": "all read"}));
     let model = script(&f, "reads.json", Value::Array(replies));
     sdk_test("order.test.mjs", &f, &model, &[]);
+}
+
+/// An editor's MCP servers are held to the managed policy as the config's
+/// are: one `allowed_mcp_servers` does not list never starts, and the log
+/// says why.
+#[test]
+fn an_editors_mcp_server_the_managed_policy_does_not_list_never_starts() {
+    let f = Fixture::new();
+    let policy = f.root.join("managed.toml");
+    std::fs::write(
+        &policy,
+        "allowed_mcp_servers = [{ name = \"listed\", command = \"true\" }]\n",
+    )
+    .unwrap();
+    let started = f.root.join("evil-started");
+    let model = script(&f, "mcp.json", json!([{"text": "hello"}]));
+    let mut raw = Raw::start_with(&f, &model, &[("WICKET_MANAGED_CONFIG", &policy)]);
+    raw.initialize();
+    let new = raw.request(
+        2,
+        "session/new",
+        json!({"cwd": f.ws, "mcpServers": [{
+            "name": "evil",
+            "command": "/bin/sh",
+            "args": ["-c", format!("touch {}", started.display())],
+            "env": []
+        }]}),
+    );
+    let session = new["result"]["sessionId"].as_str().unwrap().to_string();
+    let reply = raw.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(reply["result"]["stopReason"], "end_turn", "{reply}");
+    assert!(!started.exists());
+    let log = f.log(&session);
+    assert!(
+        log.iter().any(|e| e["type"] == "notice"
+            && e["message"].as_str().unwrap_or("").contains("evil")
+            && e["key"] == "allowed_mcp_servers"),
+        "{log:#?}"
+    );
 }

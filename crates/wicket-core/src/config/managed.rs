@@ -202,6 +202,59 @@ impl Managed {
         Ok(())
     }
 
+    /// Holds `servers` to the policy: only those `allowed_mcp_servers`
+    /// lists are kept, and one that would reach the network directly goes
+    /// through Wicket's proxy under `forbid_direct_network`; a notice for
+    /// each. The config's servers and those an editor adds (ACP) alike.
+    pub fn admit_servers(&self, servers: &mut Vec<wicket_mcp::ServerSpec>) -> Vec<ConfigNotice> {
+        if self.files.is_empty() {
+            return Vec::new();
+        }
+        let policy = self.named();
+        let mut notices = Vec::new();
+        servers.retain_mut(|server| {
+            let (command, url) = match &server.transport {
+                wicket_mcp::Transport::Stdio { argv, .. } => (argv.first().cloned(), None),
+                wicket_mcp::Transport::Http { url, .. } => (None, Some(url.to_string())),
+            };
+            let allowed = self.allowed_mcp_servers.as_ref().is_none_or(|allowed| {
+                allowed.iter().any(|entry| {
+                    entry.name == server.name
+                        && entry.command.as_ref().is_none_or(|wanted| Some(wanted) == command.as_ref())
+                        && entry.url.as_ref().is_none_or(|wanted| Some(wanted) == url.as_ref())
+                })
+            });
+            if !allowed {
+                notices.push(format!(
+                    "the MCP server {} does not start: the managed policy {policy} does not list it in \
+                     allowed_mcp_servers",
+                    server.name
+                ));
+                return false;
+            }
+            if let wicket_mcp::Transport::Stdio { network, .. } = &mut server.transport
+                && *network == wicket_protocol::Network::Direct
+                && self.forbid_direct_network
+            {
+                *network = wicket_protocol::Network::Proxied;
+                notices.push(format!(
+                    "the MCP server {} reaches the network through Wicket's proxy, not directly: the \
+                     managed policy {policy} sets forbid_direct_network",
+                    server.name
+                ));
+            }
+            true
+        });
+        notices
+            .into_iter()
+            .map(|message| ConfigNotice {
+                file: policy.clone(),
+                key: Some("allowed_mcp_servers".into()),
+                message,
+            })
+            .collect()
+    }
+
     /// The files, for a message.
     pub fn named(&self) -> String {
         wicket_gate::sandbox::named(&self.files)
@@ -254,54 +307,15 @@ impl Config {
             forbid_direct_network: managed.forbid_direct_network,
             no_allow_always: managed.no_allow_always,
         };
-        self.hold_servers(managed, &policy);
+        self.hold_servers(managed);
         self.hold_hooks(managed, &policy);
     }
 
     /// Only the MCP servers the policy lists start; a server whose own
     /// network the policy forbids goes through Wicket's proxy.
-    fn hold_servers(&mut self, managed: &Managed, policy: &str) {
-        let mut notices = Vec::new();
-        self.mcp_servers.retain_mut(|server| {
-            let (command, url) = match &server.transport {
-                wicket_mcp::Transport::Stdio { argv, .. } => (argv.first().cloned(), None),
-                wicket_mcp::Transport::Http { url, .. } => (None, Some(url.to_string())),
-            };
-            let allowed = managed.allowed_mcp_servers.as_ref().is_none_or(|allowed| {
-                allowed.iter().any(|entry| {
-                    entry.name == server.name
-                        && entry.command.as_ref().is_none_or(|wanted| Some(wanted) == command.as_ref())
-                        && entry.url.as_ref().is_none_or(|wanted| Some(wanted) == url.as_ref())
-                })
-            });
-            if !allowed {
-                notices.push(format!(
-                    "the MCP server {} does not start: the managed policy {policy} does not list it in \
-                     allowed_mcp_servers",
-                    server.name
-                ));
-                return false;
-            }
-            if let wicket_mcp::Transport::Stdio { network, .. } = &mut server.transport
-                && *network == wicket_protocol::Network::Direct
-                && managed.forbid_direct_network
-            {
-                *network = wicket_protocol::Network::Proxied;
-                notices.push(format!(
-                    "the MCP server {} reaches the network through Wicket's proxy, not directly: the \
-                     managed policy {policy} sets forbid_direct_network",
-                    server.name
-                ));
-            }
-            true
-        });
-        for message in notices {
-            self.notices.push(ConfigNotice {
-                file: policy.to_string(),
-                key: Some("allowed_mcp_servers".into()),
-                message,
-            });
-        }
+    fn hold_servers(&mut self, managed: &Managed) {
+        let notices = managed.admit_servers(&mut self.mcp_servers);
+        self.notices.extend(notices);
     }
 
     /// Only the hooks the policy lists run.

@@ -74,6 +74,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             checkpoints: config.checkpoints.clone(),
             mcp_servers: config.mcp_servers.clone(),
             notices: config.notices.clone(),
+            managed: config.managed.clone(),
             ask_window: (!config.window_known(&model)).then(|| (model.clone(), client.clone())),
             window_note: None,
         };

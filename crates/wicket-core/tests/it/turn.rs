@@ -24,6 +24,7 @@ use wicket_test_support::{Fixture, ScriptedClient, wait_until};
 
 fn settings() -> Settings {
     Settings {
+        managed: Default::default(),
         instructions_below: Default::default(),
         instructions: Default::default(),
         step_limit: 20,
