@@ -14,10 +14,10 @@ use wicket_protocol::event::{AssistantMessageEvent, CompactedEvent, ToolResultEv
 mod checkpoints;
 mod load;
 mod mcp;
+mod operations;
 mod preview;
 mod proxy;
 mod tasks;
-mod telemetry;
 mod tui;
 use wicket_gate::diff;
 use wicket_protocol::EventBody;
@@ -1116,8 +1116,9 @@ fn main() -> Result<()> {
     let filter = args.get(1).cloned().unwrap_or_default();
     let mut rows = Vec::new();
     type Workload = fn(&mut Vec<Row>) -> Result<()>;
-    let workloads: [(&str, Workload); 20] = [
-        ("telemetry", telemetry::telemetry_rows),
+    let workloads: [(&str, Workload); 21] = [
+        ("telemetry", operations::telemetry_rows),
+        ("managed", operations::managed_rows),
         ("checkpoints", checkpoints::checkpoint_rows),
         ("preview", preview::preview_rows),
         ("load", load::load_rows),

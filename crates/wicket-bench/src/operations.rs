@@ -1,7 +1,13 @@
-//! What telemetry costs a turn: a scripted turn of 1,000 `read_file` calls
-//! (no card), its time from the log's `user_message` to its `turn_ended`,
-//! with no collector, with one that answers at once, and with one that
-//! accepts and never answers. The exit's bounded flush is not the turn's.
+//! What the operations features cost a turn.
+//!
+//! Telemetry: a scripted turn of 1,000 `read_file` calls (no card), its
+//! time from the log's `user_message` to its `turn_ended`, with no
+//! collector, with one that answers at once, and with one that accepts and
+//! never answers. The exit's bounded flush is not the turn's.
+//!
+//! The managed policy: a turn of 200 writes, each through the gate (allowed
+//! by a home rule, so no card), with and without a managed file of a deny
+//! rule and every floor; the difference per call.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -143,5 +149,77 @@ pub(crate) fn telemetry_rows(rows: &mut Vec<Row>) -> Result<()> {
             ratio: Some(medians[n].as_secs_f64() / medians[0].as_secs_f64()),
         });
     }
+    Ok(())
+}
+
+pub(crate) fn managed_rows(rows: &mut Vec<Row>) -> Result<()> {
+    const WRITES: usize = 200;
+    let wicket = crate::wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(&ws)?;
+    let mut replies: Vec<serde_json::Value> = (0..WRITES)
+        .map(|n| {
+            serde_json::json!({"tool_calls": [{"name": "write_file", "arguments": {"path": format!("w{n}.txt"), "content": "x\n"}}]})
+        })
+        .collect();
+    replies.push(serde_json::json!({"text": "done"}));
+    let script = dir.path().join("writes.json");
+    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    std::fs::write(
+        home.join("config.toml"),
+        "step_limit = 1000\n[[rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"*.txt\"\n",
+    )?;
+    let policy = dir.path().join("managed.toml");
+    std::fs::write(
+        &policy,
+        "[[rules]]\nid = \"no-push\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"push\"]\n\n\
+         [sandbox]\nforbid_modes = [\"off\"]\nforbid_direct_network = true\nallow_always = false\n",
+    )?;
+    let turn = |managed: bool| -> Result<()> {
+        let mut command = std::process::Command::new(&wicket);
+        if managed {
+            command.env("WICKET_MANAGED_CONFIG", &policy);
+        }
+        let out = command
+            .env("WICKET_HOME", &home)
+            .args(["exec", "go", "--answers", "deny", "--model"])
+            .arg(format!("script:{}", script.display()))
+            .arg("--workspace")
+            .arg(&ws)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "wicket exec failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::remove_dir_all(home.join("sessions"))?;
+        Ok(())
+    };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for run in 0..=RUNS {
+        for (managed, times) in [(false, &mut without), (true, &mut with)] {
+            let started = std::time::Instant::now();
+            turn(managed)?;
+            if run > 0 {
+                times.push(started.elapsed());
+            }
+        }
+    }
+    without.sort();
+    with.sort();
+    let (none, held) = (without[RUNS / 2], with[RUNS / 2]);
+    let per_call = (held.as_secs_f64() - none.as_secs_f64()) / WRITES as f64;
+    rows.push(Row {
+        name: format!("managed policy: per gated call ({WRITES} writes a turn)"),
+        wicket: format!("{:+.3} ms", per_call * 1e3),
+        reference: format!(
+            "no policy {:.3} ms a call",
+            none.as_secs_f64() * 1e3 / WRITES as f64
+        ),
+        ratio: Some(held.as_secs_f64() / none.as_secs_f64()),
+    });
     Ok(())
 }
