@@ -499,9 +499,10 @@ fn effects_fields(
     for effect in &effects.changes {
         content.push(
             visible(&format!(
-                "{} {}\n{}",
+                "{} {}{}\n{}",
                 effect.change.as_str(),
                 effect.path,
+                effect.details(),
                 effect.diff
             ))
             .into(),

@@ -46,6 +46,10 @@ pub struct Effected {
     pub bytes: u64,
     /// Whether it is (now) a folder.
     pub dir: bool,
+    /// The workspace's ignore files (or `[checkpoints] ignore`) skip it: no
+    /// checkpoint holds it, so a rewind cannot take it back, and apply
+    /// leaves one that was there before as it is.
+    pub ignored: bool,
 }
 
 /// What a preview changed, ready to be applied or thrown away.
@@ -144,6 +148,7 @@ impl Reader<'_> {
                 mode: Some(mode),
                 bytes: 0,
                 dir: false,
+                ignored: false,
             }),
         }
     }
@@ -163,6 +168,7 @@ impl Reader<'_> {
             mode: None,
             bytes: 0,
             dir: before.kind() == Some(wicket_tools::tree::Kind::Dir),
+            ignored: false,
         });
     }
 
@@ -249,6 +255,7 @@ impl Reader<'_> {
                 mode: Some(mode),
                 bytes: 0,
                 dir: true,
+                ignored: false,
             });
         }
         self.folder(&dir, path);
@@ -310,6 +317,7 @@ impl Reader<'_> {
             mode: Some(mode),
             bytes: size,
             dir: false,
+            ignored: false,
         });
     }
 
@@ -347,6 +355,7 @@ impl Reader<'_> {
             mode: None,
             bytes: 0,
             dir: false,
+            ignored: false,
         });
     }
 
@@ -396,6 +405,22 @@ fn opaque(dir: &OwnedFd) -> bool {
     )
 }
 
+/// Marks each change the checkpoints skip (an ignored path): the last
+/// checkpoint has no record of it, so one that stood in the workspace
+/// before reads as new in the upper layer; it is said as modified instead.
+fn mark_ignored(preview: &mut Preview, workspace: &Workspace, settings: &Settings) {
+    for seen in &mut preview.seen {
+        let skipped = !settings.ignore.is_empty()
+            && settings
+                .ignore
+                .is_match(Path::new(std::ffi::OsStr::from_bytes(&seen.path)));
+        seen.ignored = skipped || workspace.ignored(&seen.path, seen.dir);
+        if seen.ignored && seen.kind == EffectKind::Created && workspace.holds(&seen.path) {
+            seen.kind = EffectKind::Modified;
+        }
+    }
+}
+
 impl Store {
     /// What a command run over an overlay of `workspace` changed, read from
     /// the overlay's `upper` layer against the last checkpoint (the one
@@ -425,7 +450,9 @@ impl Store {
         };
         reader.folder(&root, b"");
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
-        Ok(reader.preview)
+        let mut preview = reader.preview;
+        mark_ignored(&mut preview, workspace, settings);
+        Ok(preview)
     }
 
     /// Writes what `preview` changed into the workspace, after a

@@ -160,19 +160,12 @@ fn effects_card(effects: &wicket_protocol::EffectsCard, color: bool) -> String {
     );
     out.push('\n');
     for effect in &effects.changes {
-        let mut head = format!(
-            "{:<8} {}",
+        let head = format!(
+            "{:<8} {}{}",
             effect.change.as_str(),
-            visible_line(&effect.path)
+            visible_line(&effect.path),
+            effect.details()
         );
-        if effect.change == wicket_protocol::EffectKind::Mode
-            && let Some(mode) = &effect.mode
-        {
-            head.push_str(&format!(" (mode {mode})"));
-        }
-        if let (Some(entries), Some(bytes)) = (effect.entries, effect.bytes) {
-            head.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
-        }
         out.push_str(&paint(&head, YELLOW, color));
         out.push('\n');
         out.push_str(&diff_text(&effect.diff, color));

@@ -20,16 +20,25 @@ pub struct CardDiff {
 
 /// The full unified diff from `before` (`None`: the file is absent) to `after`.
 pub fn unified(path: &str, before: Option<&[u8]>, after: &[u8]) -> String {
+    between(path, before, Some(after))
+}
+
+/// A unified diff of a change to `path`: `None` before is a file created
+/// (`--- /dev/null`), `None` after one deleted (`+++ /dev/null`).
+pub fn between(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
     let before_text = before.map(String::from_utf8_lossy).unwrap_or_default();
-    let after_text = String::from_utf8_lossy(after);
+    let after_text = after.map(String::from_utf8_lossy).unwrap_or_default();
     let input = InternedInput::new(before_text.as_ref(), after_text.as_ref());
     let body = imara_diff::diff(Algorithm::Myers, &input, UnifiedDiffBuilder::new(&input));
-    let from = if before.is_some() {
-        format!("a/{path}")
-    } else {
-        "/dev/null".to_string()
+    let side = |bytes: Option<&[u8]>, prefix: &str| match bytes {
+        Some(_) => format!("{prefix}/{path}"),
+        None => "/dev/null".to_string(),
     };
-    format!("--- {from}\n+++ b/{path}\n{body}")
+    format!(
+        "--- {}\n+++ {}\n{body}",
+        side(before, "a"),
+        side(after, "b")
+    )
 }
 
 /// Cuts a diff for a card: whole up to [`CARD_DIFF_MAX_BYTES`], else its first
@@ -61,6 +70,12 @@ pub fn for_card(full: String) -> CardDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deleted_file_diffs_to_dev_null() {
+        let diff = between("y.txt", Some(b"gone\n"), None);
+        assert_eq!(diff, "--- a/y.txt\n+++ /dev/null\n@@ -1,1 +1,0 @@\n-gone\n");
+    }
 
     #[test]
     fn a_new_file_diffs_against_dev_null() {

@@ -326,6 +326,14 @@ fn note(preview: &Preview, output: &RunOutput, asked: Network) -> Option<String>
     if output.timed_out {
         said.push("it ran past its timeout and was stopped".to_string());
     }
+    if preview.seen.iter().any(|seen| seen.ignored) {
+        said.push(
+            "some changes are to ignored paths, which no checkpoint holds: apply writes the new \
+             ones but leaves any that were there before as they are, and a rewind takes back none \
+             of them"
+                .to_string(),
+        );
+    }
     if !preview.unread.is_empty() {
         said.push(format!(
             "not read from the preview's layer: {}",
@@ -348,10 +356,11 @@ fn note(preview: &Preview, output: &RunOutput, asked: Network) -> Option<String>
 /// The card's entries: each changed path, a new folder with more than
 /// [`PREVIEW_GROUP_AFTER`] entries below it as one.
 fn effects(preview: &Preview) -> Vec<Effect> {
+    // New folders, and ignored ones (node_modules/, target/) new or not.
     let new_folders: Vec<&Effected> = preview
         .seen
         .iter()
-        .filter(|seen| seen.dir && seen.kind == EffectKind::Created)
+        .filter(|seen| seen.dir && (seen.kind == EffectKind::Created || seen.ignored))
         .collect();
     let mut grouped: Vec<(&[u8], u64, u64)> = Vec::new();
     for folder in new_folders {
@@ -381,7 +390,15 @@ fn effects(preview: &Preview) -> Vec<Effect> {
         let group = grouped
             .iter()
             .find(|(outer, _, _)| *outer == seen.path.as_slice());
-        let (diff, diff_truncated) = shown_change(&path, seen);
+        let (diff, diff_truncated) = if seen.ignored && seen.kind == EffectKind::Modified {
+            // Its bytes before are in no checkpoint, and apply leaves it.
+            (
+                "an ignored path that was there before: apply leaves it as it is".to_string(),
+                true,
+            )
+        } else {
+            shown_change(&path, seen)
+        };
         shown.push(Effect {
             path,
             change: seen.kind,
@@ -390,6 +407,7 @@ fn effects(preview: &Preview) -> Vec<Effect> {
             mode: seen.mode.map(|mode| format!("{mode:o}")),
             entries: group.map(|(_, entries, _)| *entries),
             bytes: group.map(|(_, _, bytes)| *bytes),
+            ignored: seen.ignored,
         });
     }
     shown
@@ -418,11 +436,12 @@ fn shown_change(path: &str, seen: &Effected) -> (String, bool) {
             if binary(seen.old.as_deref()) || binary(seen.new.as_deref()) {
                 return (format!("binary, {} bytes: not shown", seen.bytes), true);
             }
-            let cut = diff::for_card(diff::unified(
-                path,
-                seen.old.as_deref(),
-                seen.new.as_deref().unwrap_or_default(),
-            ));
+            // A deleted file's diff ends at /dev/null, as git writes it.
+            let after = match seen.kind {
+                EffectKind::Deleted => None,
+                _ => Some(seen.new.as_deref().unwrap_or_default()),
+            };
+            let cut = diff::for_card(diff::between(path, seen.old.as_deref(), after));
             (cut.text, cut.truncated)
         }
         _ => (String::new(), false),

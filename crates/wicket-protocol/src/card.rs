@@ -381,6 +381,31 @@ pub struct Effect {
     /// Their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// An ignored path (the checkpoints skip it): a rewind cannot take it
+    /// back, and apply leaves one that was there before as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored: bool,
+}
+
+impl Effect {
+    /// What a card says after the change and the path: the new mode of a
+    /// mode change, a grouped folder's count and size, and whether it is
+    /// ignored. One wording for every front end.
+    pub fn details(&self) -> String {
+        let mut said = String::new();
+        if self.change == EffectKind::Mode
+            && let Some(mode) = &self.mode
+        {
+            said.push_str(&format!(" (mode {mode})"));
+        }
+        if let (Some(entries), Some(bytes)) = (self.entries, self.bytes) {
+            said.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
+        }
+        if self.ignored {
+            said.push_str(" (ignored: no checkpoint holds it)");
+        }
+        said
+    }
 }
 
 /// What a preview did to a path.

@@ -366,6 +366,45 @@ impl Workspace {
         walk(vec![frame], rules, visitor)
     }
 
+    /// Whether the workspace's ignore files (and git's) ignore `path`, a
+    /// folder when `is_dir`, as [`Workspace::scan`] would judge it: a
+    /// folder above it that is ignored ignores it too. A folder that is not
+    /// in the workspace (yet) adds no rules of its own.
+    pub fn ignored(&self, path: &[u8], is_dir: bool) -> bool {
+        let Ok(names) = names_of(path) else {
+            return false;
+        };
+        let Some((last, above)) = names.split_last() else {
+            return false;
+        };
+        let mut absolute = self.root().to_path_buf();
+        let mut rules = Rules::above(self.root());
+        let mut dir = open_dir_at(self.root_fd(), OsStr::new(".")).ok();
+        if let Some(fd) = &dir {
+            rules.push(Level::read(fd, &absolute));
+        }
+        for name in above {
+            absolute.push(name);
+            if rules.any() && rules.ignored(&absolute, true) {
+                return true;
+            }
+            dir = dir.and_then(|fd| open_dir_at(&fd, name).ok());
+            if let Some(fd) = &dir {
+                rules.push(Level::read(fd, &absolute));
+            }
+        }
+        absolute.push(last);
+        rules.any() && rules.ignored(&absolute, is_dir)
+    }
+
+    /// Whether something (a file, folder or link) stands at `path`, reached
+    /// without following a link.
+    pub fn holds(&self, path: &[u8]) -> bool {
+        self.parent_of(path).is_ok_and(|(dir, name)| {
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        })
+    }
+
     /// The folder `path` is in, reached from the root one real folder at a
     /// time (no link followed), and its last name.
     fn parent_of<'p>(&self, path: &'p [u8]) -> std::io::Result<(OwnedFd, &'p OsStr)> {

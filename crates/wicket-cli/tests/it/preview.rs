@@ -154,6 +154,9 @@ fn a_preview_shows_each_change_touches_nothing_and_applies_as_a_plain_run_would(
         );
         let x = &card["changes"][3]["diff"];
         assert!(x.as_str().unwrap().contains("-a\n+b\n"), "{card}");
+        // A deletion's diff ends at /dev/null, as git writes it.
+        let y = card["changes"][4]["diff"].as_str().unwrap();
+        assert!(y.starts_with("--- a/y.txt\n+++ /dev/null\n"), "{card}");
         assert_eq!(card["exit_code"], 0);
     });
     let result = result(&events);
@@ -366,4 +369,40 @@ fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
         cards, 2,
         "no net card: the preview refuses every host itself"
     );
+}
+
+/// Ignored paths (a build folder) are grouped as a new folder is, marked
+/// ignored, and one that was there before is said as modified, never
+/// created: no checkpoint holds it, and apply leaves it as it was.
+#[test]
+fn ignored_paths_are_grouped_marked_and_an_old_one_is_left_by_apply() {
+    let f = fixture();
+    f.write(".gitignore", "build/\n");
+    f.write("build/out.txt", "old\n");
+    let command = "echo more >> build/out.txt; mkdir build/gen; \
+                   for i in $(seq 30); do echo $i > build/gen/f$i; done; echo b > x.txt";
+    let events = previewed(&f, command, "apply", |card| {
+        let changes = card["changes"].as_array().unwrap();
+        let build = changes.iter().find(|c| c["path"] == "build").unwrap();
+        assert_eq!(build["change"], "modified", "{card:#}");
+        assert_eq!(build["ignored"], true);
+        assert_eq!(build["entries"], 32);
+        assert!(
+            changes
+                .iter()
+                .all(|c| !c["path"].as_str().unwrap().starts_with("build/")),
+            "{card:#}"
+        );
+        let x = changes.iter().find(|c| c["path"] == "x.txt").unwrap();
+        assert!(x.get("ignored").is_none());
+        assert!(
+            card["note"].as_str().unwrap().contains("ignored paths"),
+            "{card:#}"
+        );
+    });
+    assert_eq!(f.read("x.txt"), "b\n");
+    assert_eq!(f.read("build/gen/f30"), "30\n");
+    assert_eq!(f.read("build/out.txt"), "old\n");
+    let failed = result(&events)["output"]["failed"].to_string();
+    assert!(failed.contains("build/out.txt"), "{failed}");
 }

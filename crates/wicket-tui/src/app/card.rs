@@ -215,15 +215,12 @@ fn effects_lines(effects: &wicket_protocol::EffectsCard, bold: Style) -> Vec<Lin
         bold,
     )];
     for effect in &effects.changes {
-        let mut head = format!("{:<8} {}", effect.change.as_str(), outside(&effect.path));
-        if let Some(mode) = &effect.mode
-            && effect.change == wicket_protocol::EffectKind::Mode
-        {
-            head.push_str(&format!(" (mode {mode})"));
-        }
-        if let (Some(entries), Some(bytes)) = (effect.entries, effect.bytes) {
-            head.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
-        }
+        let head = format!(
+            "{:<8} {}{}",
+            effect.change.as_str(),
+            outside(&effect.path),
+            effect.details()
+        );
         lines.push(Line::styled(head, Style::new().fg(Color::Yellow)));
         lines.extend(diff_lines(&effect.diff));
     }
