@@ -338,7 +338,22 @@ pub(crate) fn exec_script(
     ws: &std::path::Path,
     script: &std::path::Path,
 ) -> Result<()> {
-    let out = Command::new(wicket)
+    exec_script_with(wicket, home, ws, script, &[])
+}
+
+/// [`exec_script`] with `env` set too.
+pub(crate) fn exec_script_with(
+    wicket: &std::path::Path,
+    home: &std::path::Path,
+    ws: &std::path::Path,
+    script: &std::path::Path,
+    env: &[(&str, &std::path::Path)],
+) -> Result<()> {
+    let mut command = Command::new(wicket);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command
         .env("WICKET_HOME", home)
         .args(["exec", "go", "--answers", "deny", "--model"])
         .arg(format!("script:{}", script.display()))
@@ -354,6 +369,43 @@ pub(crate) fn exec_script(
     Ok(())
 }
 
+/// A temp folder with `home/`, `ws/` and a script of `replies` then "done".
+pub(crate) struct Scripted {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) home: std::path::PathBuf,
+    pub(crate) ws: std::path::PathBuf,
+    pub(crate) script: std::path::PathBuf,
+}
+
+impl Scripted {
+    pub(crate) fn new(mut replies: Vec<serde_json::Value>) -> Result<Scripted> {
+        let dir = tempfile::tempdir()?;
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&ws)?;
+        replies.push(serde_json::json!({"text": "done"}));
+        let script = dir.path().join("script.json");
+        std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+        Ok(Scripted {
+            dir,
+            home,
+            ws,
+            script,
+        })
+    }
+
+    /// `calls` writes of `wN.txt`, each a call through the gate.
+    pub(crate) fn writes(calls: usize) -> Result<Scripted> {
+        Scripted::new(
+            (0..calls)
+                .map(|n| {
+                    serde_json::json!({"tool_calls": [{"name": "write_file", "arguments": {"path": format!("w{n}.txt"), "content": "x\n"}}]})
+                })
+                .collect(),
+        )
+    }
+}
+
 /// What a PreToolUse hook costs a call: `wicket exec` of a script of
 /// `CALLS` writes (each through the gate: allowed by a rule, so no card),
 /// with no hook, a hook whose matcher never matches, and a matched no-op
@@ -363,23 +415,13 @@ fn hook_rows(rows: &mut Vec<Row>) -> Result<()> {
     // its first confined command) is not counted as a hook's.
     const CALLS: usize = 200;
     let wicket_exe = wicket_binary()?;
-    let dir = tempfile::tempdir()?;
-    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(&ws)?;
-    let mut replies: Vec<serde_json::Value> = (0..CALLS)
-        .map(|n| {
-            serde_json::json!({"tool_calls": [{"name": "write_file", "arguments": {"path": format!("w{n}.txt"), "content": "x\n"}}]})
-        })
-        .collect();
-    replies.push(serde_json::json!({"text": "done"}));
-    let script = dir.path().join("writes.json");
-    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    let scripted = Scripted::writes(CALLS)?;
+    let (home, ws, script) = (&scripted.home, &scripted.ws, &scripted.script);
     let rules =
         "step_limit = 1000\n[[rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"*.txt\"\n";
     let turn = |hooks: &str| -> Result<Duration> {
         std::fs::write(home.join("config.toml"), format!("{rules}{hooks}"))?;
-        median(5, || exec_script(&wicket_exe, &home, &ws, &script))
+        median(5, || exec_script(&wicket_exe, home, ws, script))
     };
     let none = turn("")?;
     let unmatched = turn("[[hooks.pre_tool_use]]\nmatcher = \"run\"\ncommand = [\"true\"]\n")?;

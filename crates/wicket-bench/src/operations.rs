@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::{Row, exec_script, ms};
+use crate::{Row, Scripted, exec_script, exec_script_with, ms};
 
 const CALLS: usize = 1000;
 const RUNS: usize = 15;
@@ -92,19 +92,15 @@ fn turn_time(home: &Path) -> Result<Duration> {
 
 pub(crate) fn telemetry_rows(rows: &mut Vec<Row>) -> Result<()> {
     let wicket = crate::wicket_binary()?;
-    let dir = tempfile::tempdir()?;
-    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(&ws)?;
+    let scripted = Scripted::new(
+        (0..CALLS)
+            .map(|_| {
+                serde_json::json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]})
+            })
+            .collect(),
+    )?;
+    let (home, ws, script) = (&scripted.home, &scripted.ws, &scripted.script);
     std::fs::write(ws.join("a.txt"), "fn main() {}\n")?;
-    let mut replies: Vec<serde_json::Value> = (0..CALLS)
-        .map(|_| {
-            serde_json::json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]})
-        })
-        .collect();
-    replies.push(serde_json::json!({"text": "done"}));
-    let script = dir.path().join("reads.json");
-    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
     let (answering, stuck) = (collector(true)?, collector(false)?);
     let configs = [
         ("no collector".to_string(), String::new()),
@@ -127,9 +123,9 @@ pub(crate) fn telemetry_rows(rows: &mut Vec<Row>) -> Result<()> {
     for run in 0..=RUNS {
         for (n, (_, config)) in configs.iter().enumerate() {
             std::fs::write(home.join("config.toml"), format!("{window}{config}"))?;
-            exec_script(&wicket, &home, &ws, &script)?;
+            exec_script(&wicket, home, ws, script)?;
             if run > 0 {
-                times[n].push(turn_time(&home)?);
+                times[n].push(turn_time(home)?);
             }
             std::fs::remove_dir_all(home.join("sessions"))?;
         }
@@ -155,46 +151,25 @@ pub(crate) fn telemetry_rows(rows: &mut Vec<Row>) -> Result<()> {
 pub(crate) fn managed_rows(rows: &mut Vec<Row>) -> Result<()> {
     const WRITES: usize = 200;
     let wicket = crate::wicket_binary()?;
-    let dir = tempfile::tempdir()?;
-    let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(&ws)?;
-    let mut replies: Vec<serde_json::Value> = (0..WRITES)
-        .map(|n| {
-            serde_json::json!({"tool_calls": [{"name": "write_file", "arguments": {"path": format!("w{n}.txt"), "content": "x\n"}}]})
-        })
-        .collect();
-    replies.push(serde_json::json!({"text": "done"}));
-    let script = dir.path().join("writes.json");
-    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    let scripted = Scripted::writes(WRITES)?;
+    let (home, ws, script) = (&scripted.home, &scripted.ws, &scripted.script);
     std::fs::write(
         home.join("config.toml"),
         "step_limit = 1000\n[[rules]]\naction = \"allow\"\ntool = \"write\"\npath = \"*.txt\"\n",
     )?;
-    let policy = dir.path().join("managed.toml");
+    let policy = scripted.dir.path().join("managed.toml");
     std::fs::write(
         &policy,
         "[[rules]]\nid = \"no-push\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"push\"]\n\n\
          [sandbox]\nforbid_modes = [\"off\"]\nforbid_direct_network = true\nallow_always = false\n",
     )?;
     let turn = |managed: bool| -> Result<()> {
-        let mut command = std::process::Command::new(&wicket);
-        if managed {
-            command.env("WICKET_MANAGED_CONFIG", &policy);
-        }
-        let out = command
-            .env("WICKET_HOME", &home)
-            .args(["exec", "go", "--answers", "deny", "--model"])
-            .arg(format!("script:{}", script.display()))
-            .arg("--workspace")
-            .arg(&ws)
-            .stdin(std::process::Stdio::null())
-            .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "wicket exec failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let env: &[(&str, &Path)] = if managed {
+            &[("WICKET_MANAGED_CONFIG", &policy)]
+        } else {
+            &[]
+        };
+        exec_script_with(&wicket, home, ws, script, env)?;
         std::fs::remove_dir_all(home.join("sessions"))?;
         Ok(())
     };

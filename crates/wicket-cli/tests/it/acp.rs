@@ -69,13 +69,7 @@ pub(crate) fn sdk_test(script: &str, f: &Fixture, model: &str, env: &[(&str, &st
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    peer_succeeds(&mut command);
 }
 
 fn only_session(f: &Fixture) -> String {

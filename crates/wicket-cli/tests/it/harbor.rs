@@ -55,13 +55,7 @@ fn trial(f: &Fixture, fake: &FakeServer, permission: &str, requested: Option<&st
     if let Some(model) = requested {
         command.env("ACP_RUNNER_REQUESTED_MODEL", model);
     }
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = peer_succeeds(&mut command);
     // Harbor logs on stdout too: the script's JSON is the last line.
     let stdout = String::from_utf8_lossy(&output.stdout);
     let printed: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();

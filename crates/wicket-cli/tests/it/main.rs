@@ -64,6 +64,19 @@ impl Succeeds for Command {
     }
 }
 
+/// Runs `command` (a peer's script: Node, Python) to its end; it must
+/// succeed, else both its outputs are shown. Its output.
+pub fn peer_succeeds(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// `wicket tool` on a fixture's workspace and home.
 pub trait ToolRunner {
     /// Runs `wicket tool NAME ARGS --workspace WS EXTRA…` with no stdin;
