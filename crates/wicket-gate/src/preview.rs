@@ -96,7 +96,7 @@ impl Gate<'_> {
                 stdout: output.stdout.clone(),
                 stderr: output.stderr.clone(),
                 changes: changes.clone(),
-                note: note(&preview, &output, args.network),
+                note: note(&preview, &output, args),
                 wanted_hosts: wanted,
             }),
         );
@@ -312,9 +312,16 @@ fn on_disk(folder: &std::path::Path) -> u64 {
 }
 
 /// What the card says besides the changes.
-fn note(preview: &Preview, output: &RunOutput, asked: Network) -> Option<String> {
+fn note(preview: &Preview, output: &RunOutput, args: &RunArgs) -> Option<String> {
     let mut said = Vec::new();
-    if asked == Network::Direct {
+    if args.git {
+        said.push(
+            "it asked to write .git, which a preview keeps read-only: what it would change there \
+             is neither shown nor applied (run it for real to change .git)"
+                .to_string(),
+        );
+    }
+    if args.network == Network::Direct {
         said.push(
             "it asked for the machine's own network, which a preview never has (nor can it say which hosts it wanted)"
                 .to_string(),

@@ -59,9 +59,15 @@ fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
 /// Runs one previewed `sh -c COMMAND` turn, answering the run card
 /// `preview`; at the effects card `during` sees it first, then `answer`
 /// answers it. The events, and the exit code.
-fn previewed(
+fn previewed(f: &Fixture, command: &str, answer: &str, during: impl FnMut(&Value)) -> Vec<Value> {
+    let arguments = json!({"argv": ["sh", "-c", command], "preview": true});
+    previewed_call(f, arguments, answer, during)
+}
+
+/// [`previewed`] of a `run` with `arguments` as they are.
+fn previewed_call(
     f: &Fixture,
-    command: &str,
+    arguments: Value,
     answer: &str,
     mut during: impl FnMut(&Value),
 ) -> Vec<Value> {
@@ -69,7 +75,7 @@ fn previewed(
         f,
         "preview.json",
         json!([
-            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", command], "preview": true}}]},
+            {"tool_calls": [{"name": "run", "arguments": arguments}]},
             {"text": "done"}
         ]),
     );
@@ -405,4 +411,31 @@ fn ignored_paths_are_grouped_marked_and_an_old_one_is_left_by_apply() {
     assert_eq!(f.read("build/out.txt"), "old\n");
     let failed = result(&events)["output"]["failed"].to_string();
     assert!(failed.contains("build/out.txt"), "{failed}");
+}
+
+/// A previewed call that asked to write .git: the preview keeps .git
+/// read-only, and its card says that what it would change there is
+/// neither shown nor applied.
+#[test]
+fn a_preview_of_a_call_that_writes_git_says_git_stays_read_only() {
+    let f = fixture();
+    std::fs::create_dir_all(f.ws.join(".git")).unwrap();
+    let arguments = json!({
+        "argv": ["sh", "-c", "echo ref > .git/HEAD2; echo b > x.txt"],
+        "preview": true,
+        "git": true
+    });
+    previewed_call(&f, arguments, "discard", |card| {
+        let note = card["note"].as_str().unwrap_or("");
+        assert!(note.contains(".git"), "{card:#}");
+        assert!(
+            card["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| !c["path"].as_str().unwrap().starts_with(".git"))
+        );
+    });
+    assert!(!f.ws.join(".git/HEAD2").exists());
+    assert_eq!(f.read("x.txt"), "a\n");
 }
