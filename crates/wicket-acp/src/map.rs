@@ -216,13 +216,9 @@ impl Mapper {
     /// The turn's tokens, for the prompt's response (Harbor records them).
     pub fn turn_usage(&self) -> agent_client_protocol::v1::schema::Usage {
         let turn = &self.turn;
-        let cached = turn
-            .cache_read_input_tokens
-            .saturating_add(turn.cache_creation_input_tokens);
-        let input = turn.input_tokens.saturating_sub(cached);
         agent_client_protocol::v1::schema::Usage::new(
             turn.input_tokens.saturating_add(turn.output_tokens),
-            input,
+            turn.uncached_input_tokens(),
             turn.output_tokens,
         )
         .cached_read_tokens(Some(turn.cache_read_input_tokens))

@@ -409,13 +409,31 @@ fn opaque(dir: &OwnedFd) -> bool {
 /// checkpoint has no record of it, so one that stood in the workspace
 /// before reads as new in the upper layer; it is said as modified instead.
 fn mark_ignored(preview: &mut Preview, workspace: &Workspace, settings: &Settings) {
+    // The changes come in path order, a folder before what is below it:
+    // below an ignored folder everything is ignored, and below one the
+    // workspace did not hold nothing was there either. So `node_modules/`
+    // costs one read of the ignore files, not one per file in it.
+    let mut folder: Option<(Vec<u8>, bool)> = None;
     for seen in &mut preview.seen {
-        let skipped = !settings.ignore.is_empty()
-            && settings
-                .ignore
-                .is_match(Path::new(std::ffi::OsStr::from_bytes(&seen.path)));
-        seen.ignored = skipped || workspace.ignored(&seen.path, seen.dir);
-        if seen.ignored && seen.kind == EffectKind::Created && workspace.holds(&seen.path) {
+        let inside = folder
+            .as_ref()
+            .filter(|(above, _)| within(&seen.path, above) && seen.path != *above);
+        let (ignored, held) = match inside {
+            Some((_, held)) => (true, *held && workspace.holds(&seen.path)),
+            None => {
+                let skipped = !settings.ignore.is_empty()
+                    && settings
+                        .ignore
+                        .is_match(Path::new(std::ffi::OsStr::from_bytes(&seen.path)));
+                let ignored = skipped || workspace.ignored(&seen.path, seen.dir);
+                (ignored, ignored && workspace.holds(&seen.path))
+            }
+        };
+        if ignored && seen.dir && inside.is_none() {
+            folder = Some((seen.path.clone(), held));
+        }
+        seen.ignored = ignored;
+        if ignored && seen.kind == EffectKind::Created && held {
             seen.kind = EffectKind::Modified;
         }
     }

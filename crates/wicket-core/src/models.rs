@@ -25,11 +25,7 @@ pub struct Prices {
 impl Prices {
     /// What `usage` costs, in USD.
     pub fn cost(&self, usage: &Usage) -> f64 {
-        let cached = usage
-            .cache_read_input_tokens
-            .saturating_add(usage.cache_creation_input_tokens);
-        let plain = usage.input_tokens.saturating_sub(cached);
-        (plain as f64 * self.input
+        (usage.uncached_input_tokens() as f64 * self.input
             + usage.cache_read_input_tokens as f64 * self.cached_input
             + usage.cache_creation_input_tokens as f64 * self.cache_write
             + usage.output_tokens as f64 * self.output)

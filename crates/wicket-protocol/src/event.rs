@@ -97,6 +97,15 @@ fn is_zero(value: &u64) -> bool {
 }
 
 impl Usage {
+    /// Input tokens neither read from nor written to the prompt cache
+    /// (`input_tokens` counts both).
+    pub fn uncached_input_tokens(&self) -> u64 {
+        let cached = self
+            .cache_read_input_tokens
+            .saturating_add(self.cache_creation_input_tokens);
+        self.input_tokens.saturating_sub(cached)
+    }
+
     /// Adds another reply's tokens and cost (the context figure is the latest).
     pub fn add(&mut self, other: &Usage) {
         let fresh = self.input_tokens == 0 && self.output_tokens == 0 && self.cost_usd.is_none();

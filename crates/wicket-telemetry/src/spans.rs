@@ -92,13 +92,6 @@ fn name_of(model: &str) -> &str {
     model.split_once(':').map_or(model, |(_, name)| name)
 }
 
-fn answer_name(answer: &wicket_protocol::Answer) -> String {
-    serde_json::to_value(answer)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{answer:?}"))
-}
-
 fn allowed_by(by: &AllowedBy) -> &'static str {
     match by {
         AllowedBy::Rule(_) | AllowedBy::Rules(_) => "rule",
@@ -206,7 +199,7 @@ impl Builder {
             }
             EventBody::Answer(AnswerEvent { card, answer, .. }) => {
                 if let Some((call_id, shown, kind)) = state.cards.remove(card.as_str()) {
-                    let answer = answer_name(answer);
+                    let answer = answer.as_str().to_string();
                     self.metrics.cards.add(
                         1,
                         &[
@@ -242,10 +235,7 @@ impl Builder {
                 state.cards.clear();
                 if let Some(turn) = state.turn.take() {
                     let span = turn.span();
-                    span.set_attribute(KeyValue::new(
-                        "wicket.outcome",
-                        format!("{outcome:?}").to_lowercase(),
-                    ));
+                    span.set_attribute(KeyValue::new("wicket.outcome", outcome.as_str()));
                     span.end_with_timestamp(at);
                 }
             }
@@ -266,13 +256,10 @@ impl Builder {
             KeyValue::new("gen_ai.request.model", name_of(&model).to_string()),
         ];
         if let Some(stop) = &reply.stop_reason {
-            let stop = serde_json::to_value(stop)
-                .ok()
-                .and_then(|value| value.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let stop = opentelemetry::StringValue::from(stop.as_str().to_string());
             attributes.push(KeyValue::new(
                 "gen_ai.response.finish_reasons",
-                opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(stop)].into()),
+                opentelemetry::Value::Array(vec![stop].into()),
             ));
         }
         if let Some(usage) = &reply.usage {
@@ -293,11 +280,8 @@ impl Builder {
     }
 
     fn count_usage(&self, usage: &Usage) {
-        let cached = usage
-            .cache_read_input_tokens
-            .saturating_add(usage.cache_creation_input_tokens);
         for (kind, count) in [
-            ("input", usage.input_tokens.saturating_sub(cached)),
+            ("input", usage.uncached_input_tokens()),
             ("output", usage.output_tokens),
             ("cache_read", usage.cache_read_input_tokens),
             ("cache_write", usage.cache_creation_input_tokens),
@@ -376,11 +360,7 @@ impl Builder {
         let Some(parent) = parent else {
             return;
         };
-        let outcome = serde_json::to_value(hook.outcome)
-            .ok()
-            .and_then(|value| value.as_str().map(str::to_string))
-            .unwrap_or_default();
-        if outcome == "block"
+        if hook.outcome == wicket_protocol::event::HookOutcome::Block
             && let Some(call) = hook
                 .call_id
                 .as_ref()
@@ -391,8 +371,8 @@ impl Builder {
         let took = Duration::from_millis(hook.duration_ms.unwrap_or(0));
         let mut attributes = vec![
             KeyValue::new("wicket.hook.name", hook.name.clone()),
-            KeyValue::new("wicket.hook.event", format!("{:?}", hook.event)),
-            KeyValue::new("wicket.hook.outcome", outcome),
+            KeyValue::new("wicket.hook.event", hook.event.as_str()),
+            KeyValue::new("wicket.hook.outcome", hook.outcome.as_str()),
         ];
         if let Some(code) = hook.exit_code {
             attributes.push(KeyValue::new("wicket.hook.exit_code", i64::from(code)));
