@@ -27,44 +27,39 @@ fn collector(answers: bool) -> Result<u16> {
     let port = listener.local_addr()?.port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut held = Vec::new();
-                let mut reader = BufReader::new(stream);
-                loop {
-                    // One request: its head, then Content-Length bytes.
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(value) = lower.strip_prefix("content-length:") {
-                            length = value.trim().parse().unwrap_or(0);
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    if !answers {
-                        // Held open, never answered.
-                        held.push(body);
-                        continue;
-                    }
-                    let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
-                    if reader.get_mut().write_all(answer).is_err() {
-                        return;
-                    }
-                }
-            });
+            std::thread::spawn(move || take_exports(stream, answers));
         }
     });
     Ok(port)
+}
+
+/// Reads export after export from `stream` (a head, then Content-Length
+/// bytes), answering each 200 when `answers`, else holding it unanswered.
+fn take_exports(stream: std::net::TcpStream, answers: bool) -> Option<()> {
+    let mut held = Vec::new();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut length = 0usize;
+        let mut line = String::new();
+        while line != "\r\n" {
+            line.clear();
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        if !answers {
+            held.push(body);
+            continue;
+        }
+        let answer =
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
+        reader.get_mut().write_all(answer).ok()?;
+    }
 }
 
 /// The turn's time, from the newest session's log.
