@@ -15,7 +15,7 @@ use wicket_protocol::event::{
     AnswerEvent, CardEvent, CheckpointEvent, NoticeEvent, ToolCallEvent, ToolResultEvent,
 };
 use wicket_protocol::{
-    Answer, CallId, Card, CardId, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
+    Answer, CallId, Card, CardKind, ErrorKind, EventBody, GrepArgs, ListDirArgs, McpCard,
     OutsideReadCard, QuestionId, Reach, ReadFileArgs, RunSource, SearchReplaceArgs, ToolCall,
     ToolOutput, WireError, WriteCard, WriteFileArgs,
 };
@@ -694,19 +694,17 @@ impl<'a> Gate<'a> {
         });
         let shown = diff::for_card(wicket_protocol::json::pretty(&arguments));
         let card = Card {
-            task: None,
-            id: CardId::default(),
-            tool: request.tool.to_string(),
-            kind: CardKind::Mcp(McpCard {
-                server: request.server.to_string(),
-                arguments,
-                arguments_text: shown.text,
-                arguments_truncated: shown.truncated,
-                annotations: request.annotations.cloned(),
-            }),
-            no_checkpoint: None,
-            checkpointing: None,
             always: Some(Box::new(always)),
+            ..Card::new(
+                request.tool.to_string(),
+                CardKind::Mcp(McpCard {
+                    server: request.server.to_string(),
+                    arguments,
+                    arguments_text: shown.text,
+                    arguments_truncated: shown.truncated,
+                    annotations: request.annotations.cloned(),
+                }),
+            )
         };
         let answered = self.ask(call_id, card, answerer)?;
         match answered.answer {
@@ -731,17 +729,12 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
     ) -> Result<(), WireError> {
         self.audience.set(Audience::of(answerer));
-        let card = Card {
-            task: None,
-            id: CardId::default(),
-            tool: "propose_plan".to_string(),
-            kind: CardKind::Plan(wicket_protocol::PlanCard {
+        let card = Card::new(
+            "propose_plan",
+            CardKind::Plan(wicket_protocol::PlanCard {
                 plan: plan.to_string(),
             }),
-            always: None,
-            no_checkpoint: None,
-            checkpointing: None,
-        };
+        );
         let answered = self.ask(call_id, card, answerer)?;
         match answered.answer {
             Answer::AllowOnce | Answer::AllowSession => Ok(()),
@@ -922,16 +915,14 @@ impl<'a> Gate<'a> {
             reach: Some(reach),
         });
         let card = Card {
-            task: None,
-            id: CardId::default(),
-            tool: tool.to_string(),
-            kind: CardKind::OutsideRead(OutsideReadCard {
-                path: key.path.clone(),
-                reach,
-            }),
-            no_checkpoint: None,
-            checkpointing: None,
             always: Some(Box::new(always)),
+            ..Card::new(
+                tool.to_string(),
+                CardKind::OutsideRead(OutsideReadCard {
+                    path: key.path.clone(),
+                    reach,
+                }),
+            )
         };
         let what = format!("{} {}", reach.as_str(), key.path);
         let answered = self.ask(call_id, card, answerer)?;

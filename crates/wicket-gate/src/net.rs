@@ -18,9 +18,7 @@ pub(crate) use wicket_net::desk::Asked;
 use wicket_net::{Closed, Decision, Host, Outcome, Resolved, Target};
 use wicket_os::egress::Egress;
 use wicket_protocol::rules::Matcher;
-use wicket_protocol::{
-    Answer, Card, CardId, CardKind, ErrorKind, EventBody, NetCard, RunArgs, WireError,
-};
+use wicket_protocol::{Answer, Card, CardKind, ErrorKind, EventBody, NetCard, RunArgs, WireError};
 use wicket_session::{GrantKind, NetKey, grant_id};
 use wicket_tools::Cancel;
 use wicket_tools::tools::run::RunDir;
@@ -512,13 +510,8 @@ impl Gate<'_> {
             port: Some(net.port),
         });
         Card {
-            task: None,
-            id: CardId::default(),
-            tool: "net".to_string(),
-            kind: CardKind::Net(net),
-            no_checkpoint: None,
-            checkpointing: None,
             always: Some(Box::new(always)),
+            ..Card::new("net", CardKind::Net(net))
         }
     }
 

@@ -6,7 +6,7 @@
 use wicket_os::spawn::Confine;
 use wicket_protocol::rules::{Argv, Matcher};
 use wicket_protocol::{
-    Answer, CallId, Card, CardId, CardKind, Network, RunArgs, RunCard, RunSource, SandboxSummary,
+    Answer, CallId, Card, CardKind, Network, RunArgs, RunCard, RunSource, SandboxSummary,
     ToolOutput, WireError,
 };
 use wicket_session::{GrantKind, RunKey};
@@ -134,24 +134,22 @@ impl Gate<'_> {
             read: (!request.read.is_empty()).then(|| request.read.to_vec()),
         });
         let card = Card {
-            task: None,
-            id: CardId::default(),
-            tool: request.tool.to_string(),
-            kind: CardKind::Run(RunCard {
-                preview: request.preview,
-                no_preview: self.no_preview(request.source),
-                argv: request.argv.to_vec(),
-                cwd: request.dir.shown.clone(),
-                timeout_s: request.timeout_s,
-                network: request.network,
-                git: request.git,
-                read: read.iter().map(ReadPath::shown).collect(),
-                sandbox,
-                source: request.source,
-            }),
-            no_checkpoint: None,
-            checkpointing: None,
             always: Some(Box::new(always)),
+            ..Card::new(
+                request.tool.to_string(),
+                CardKind::Run(RunCard {
+                    preview: request.preview,
+                    no_preview: self.no_preview(request.source),
+                    argv: request.argv.to_vec(),
+                    cwd: request.dir.shown.clone(),
+                    timeout_s: request.timeout_s,
+                    network: request.network,
+                    git: request.git,
+                    read: read.iter().map(ReadPath::shown).collect(),
+                    sandbox,
+                    source: request.source,
+                }),
+            )
         };
         let answered = self.ask(call_id, card, answerer)?;
         let preview = answered.answer == Answer::Preview;

@@ -162,22 +162,20 @@ impl Gate<'_> {
         });
         let cut = diff::for_card(diff::unified(&label, current, content));
         Card {
-            task: None,
-            id: CardId::default(),
-            tool: tool.to_string(),
-            kind: CardKind::Write(WriteCard {
-                path,
-                diff: cut.text,
-                diff_bytes: cut.bytes,
-                diff_truncated: cut.truncated,
-                digest: digest.to_string(),
-                outside,
-                git: guarded,
-                runs_later: (!outside).then(|| guarded::runs_later(&label)).flatten(),
-            }),
-            no_checkpoint: None,
-            checkpointing: None,
             always: Some(Box::new(always)),
+            ..Card::new(
+                tool.to_string(),
+                CardKind::Write(WriteCard {
+                    path,
+                    diff: cut.text,
+                    diff_bytes: cut.bytes,
+                    diff_truncated: cut.truncated,
+                    digest: digest.to_string(),
+                    outside,
+                    git: guarded,
+                    runs_later: (!outside).then(|| guarded::runs_later(&label)).flatten(),
+                }),
+            )
         }
     }
 

@@ -536,31 +536,29 @@ mod tests {
     #[test]
     fn a_card_keeps_the_flat_wire_shape() {
         let card = Card {
-            task: None,
             id: "card-1".into(),
-            tool: "run".into(),
-            kind: CardKind::Run(RunCard {
-                no_preview: Default::default(),
-                preview: Default::default(),
-                read: Default::default(),
-                argv: vec!["true".into()],
-                cwd: ".".into(),
-                timeout_s: None,
-                network: Default::default(),
-                git: false,
-                sandbox: SandboxSummary {
-                    complete: Default::default(),
-                    summary: Default::default(),
-                    mode: SandboxMode::WorkspaceWrite,
+            ..Card::new(
+                "run",
+                CardKind::Run(RunCard {
+                    no_preview: Default::default(),
+                    preview: Default::default(),
+                    read: Default::default(),
+                    argv: vec!["true".into()],
+                    cwd: ".".into(),
+                    timeout_s: None,
                     network: Default::default(),
-                    layers: Vec::new(),
-                    note: None,
-                },
-                source: RunSource::Tool,
-            }),
-            no_checkpoint: None,
-            checkpointing: None,
-            always: None,
+                    git: false,
+                    sandbox: SandboxSummary {
+                        complete: Default::default(),
+                        summary: Default::default(),
+                        mode: SandboxMode::WorkspaceWrite,
+                        network: Default::default(),
+                        layers: Vec::new(),
+                        note: None,
+                    },
+                    source: RunSource::Tool,
+                }),
+            )
         };
         let json = serde_json::to_value(&card).unwrap();
         assert_eq!(

@@ -244,16 +244,14 @@ fn an_open_turn_left_by_a_dead_process_is_closed_on_open() {
             .append(EventBody::Card(CardEvent {
                 call_id: "c1".into(),
                 card: Card {
-                    task: None,
                     id: "card-1".into(),
-                    tool: "read_file".into(),
-                    kind: CardKind::OutsideRead(OutsideReadCard {
-                        path: "/etc/hosts".into(),
-                        reach: Reach::Read,
-                    }),
-                    no_checkpoint: None,
-                    checkpointing: None,
-                    always: None,
+                    ..Card::new(
+                        "read_file",
+                        CardKind::OutsideRead(OutsideReadCard {
+                            path: "/etc/hosts".into(),
+                            reach: Reach::Read,
+                        }),
+                    )
                 },
                 proposed: None,
             }))

@@ -18,22 +18,20 @@ fn event(seq: u64, body: EventBody) -> Event {
 
 fn write_card() -> Card {
     Card {
-        task: None,
         id: "card-1".into(),
-        tool: "write_file".into(),
-        kind: CardKind::Write(WriteCard {
-            path: "/ws/src/a.txt".into(),
-            diff: "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
-            diff_bytes: 52,
-            diff_truncated: false,
-            digest: "d".into(),
-            outside: false,
-            git: false,
-            runs_later: None,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "write_file",
+            CardKind::Write(WriteCard {
+                path: "/ws/src/a.txt".into(),
+                diff: "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
+                diff_bytes: 52,
+                diff_truncated: false,
+                digest: "d".into(),
+                outside: false,
+                git: false,
+                runs_later: None,
+            }),
+        )
     }
 }
 
@@ -54,31 +52,27 @@ fn cards_become_permission_requests() {
     let session = SessionId::new("s1");
     let run = run_card("card-2", &["cargo", "test"], true);
     let outside = Card {
-        task: None,
         id: "card-3".into(),
-        tool: "read_file".into(),
-        kind: CardKind::OutsideRead(OutsideReadCard {
-            path: "/etc/hosts".into(),
-            reach: Reach::Read,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "read_file",
+            CardKind::OutsideRead(OutsideReadCard {
+                path: "/etc/hosts".into(),
+                reach: Reach::Read,
+            }),
+        )
     };
     let mcp = Card {
-        task: None,
         id: "card-4".into(),
-        tool: "read_text_file".into(),
-        kind: CardKind::Mcp(McpCard {
-            server: "fs".into(),
-            arguments: json!({"path": "/srv/x"}),
-            arguments_text: "{\n  \"path\": \"/srv/x\"\n}".into(),
-            arguments_truncated: false,
-            annotations: Some(json!({"readOnlyHint": true})),
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "read_text_file",
+            CardKind::Mcp(McpCard {
+                server: "fs".into(),
+                arguments: json!({"path": "/srv/x"}),
+                arguments_text: "{\n  \"path\": \"/srv/x\"\n}".into(),
+                arguments_truncated: false,
+                annotations: Some(json!({"readOnlyHint": true})),
+            }),
+        )
     };
     let requests = vec![
         mapper.permission(
@@ -97,31 +91,29 @@ fn cards_become_permission_requests() {
 
 fn run_card(id: &str, argv: &[&str], network: bool) -> Card {
     Card {
-        task: None,
         id: id.into(),
-        tool: "run".into(),
-        kind: CardKind::Run(RunCard {
-            no_preview: Default::default(),
-            preview: Default::default(),
-            read: Default::default(),
-            argv: argv.iter().map(|arg| arg.to_string()).collect(),
-            cwd: ".".into(),
-            timeout_s: None,
-            network: network.into(),
-            git: false,
-            sandbox: SandboxSummary {
-                complete: Default::default(),
-                summary: Default::default(),
-                mode: SandboxMode::WorkspaceWrite,
-                network,
-                layers: Vec::new(),
-                note: None,
-            },
-            source: RunSource::Tool,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "run",
+            CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
+                read: Default::default(),
+                argv: argv.iter().map(|arg| arg.to_string()).collect(),
+                cwd: ".".into(),
+                timeout_s: None,
+                network: network.into(),
+                git: false,
+                sandbox: SandboxSummary {
+                    complete: Default::default(),
+                    summary: Default::default(),
+                    mode: SandboxMode::WorkspaceWrite,
+                    network,
+                    layers: Vec::new(),
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        )
     }
 }
 

@@ -3,22 +3,20 @@ use wicket_protocol::OutsideReadCard;
 
 fn write_card_of(path: &str, diff: String, bytes: u64, truncated: bool, tool: &str) -> Card {
     Card {
-        task: None,
         id: "card-1".into(),
-        tool: tool.into(),
-        kind: CardKind::Write(WriteCard {
-            path: path.into(),
-            diff_bytes: bytes,
-            diff,
-            diff_truncated: truncated,
-            digest: "absent".into(),
-            outside: false,
-            git: false,
-            runs_later: None,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            tool,
+            CardKind::Write(WriteCard {
+                path: path.into(),
+                diff_bytes: bytes,
+                diff,
+                diff_truncated: truncated,
+                digest: "absent".into(),
+                outside: false,
+                git: false,
+                runs_later: None,
+            }),
+        )
     }
 }
 
@@ -38,24 +36,22 @@ fn write_card() -> Card {
 
 fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: Network) -> Card {
     Card {
-        task: None,
         id: "card-2".into(),
-        tool: "run".into(),
-        kind: CardKind::Run(RunCard {
-            no_preview: Default::default(),
-            preview: Default::default(),
-            read: Default::default(),
-            argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],
-            cwd: "crates/core".into(),
-            timeout_s: Some(300),
-            network,
-            git: false,
-            sandbox,
-            source,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "run",
+            CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
+                read: Default::default(),
+                argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],
+                cwd: "crates/core".into(),
+                timeout_s: Some(300),
+                network,
+                git: false,
+                sandbox,
+                source,
+            }),
+        )
     }
 }
 
@@ -193,16 +189,14 @@ fn a_workspace_hook_card_with_network_and_no_sandbox() {
 #[test]
 fn an_outside_read_card() {
     let read = Card {
-        task: None,
         id: "card-3".into(),
-        tool: "grep".into(),
-        kind: CardKind::OutsideRead(OutsideReadCard {
-            path: "/etc".into(),
-            reach: Reach::Grep,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "grep",
+            CardKind::OutsideRead(OutsideReadCard {
+                path: "/etc".into(),
+                reach: Reach::Grep,
+            }),
+        )
     };
     insta::assert_snapshot!(card(&read, false));
 }
@@ -211,19 +205,17 @@ fn an_outside_read_card() {
 fn an_mcp_card_shows_the_arguments_and_the_servers_claim() {
     let arguments = serde_json::json!({"path": "/srv/notes\u{1b}[2Jx.txt", "head": 3});
     let mcp = Card {
-        task: None,
         id: "card-4".into(),
-        tool: "read_text_file".into(),
-        kind: CardKind::Mcp(McpCard {
-            server: "fs".into(),
-            arguments_text: serde_json::to_string_pretty(&arguments).unwrap(),
-            arguments,
-            arguments_truncated: false,
-            annotations: Some(serde_json::json!({"readOnlyHint": true})),
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "read_text_file",
+            CardKind::Mcp(McpCard {
+                server: "fs".into(),
+                arguments_text: serde_json::to_string_pretty(&arguments).unwrap(),
+                arguments,
+                arguments_truncated: false,
+                annotations: Some(serde_json::json!({"readOnlyHint": true})),
+            }),
+        )
     };
     let shown = card(&mcp, false);
     assert!(!shown.contains('\x1b'));

@@ -62,30 +62,7 @@ fn call(seq: u64, id: &str, name: &str, arguments: serde_json::Value) -> Event {
 
 fn run_card(id: &str) -> Card {
     Card {
-        task: None,
         id: id.into(),
-        tool: "run".into(),
-        kind: CardKind::Run(RunCard {
-            no_preview: Default::default(),
-            preview: Default::default(),
-            read: Default::default(),
-            argv: vec!["cargo".into(), "test".into()],
-            cwd: ".".into(),
-            timeout_s: Some(300),
-            network: Default::default(),
-            git: false,
-            sandbox: SandboxSummary {
-                complete: Default::default(),
-                summary: Default::default(),
-                mode: SandboxMode::WorkspaceWrite,
-                network: false,
-                layers: Vec::new(),
-                note: None,
-            },
-            source: RunSource::Tool,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
         always: Some(Box::new(
             serde_json::from_value(serde_json::json!({
                 "action": "allow", "tool": "run", "argv": ["cargo", "test"],
@@ -93,6 +70,28 @@ fn run_card(id: &str) -> Card {
             }))
             .unwrap(),
         )),
+        ..Card::new(
+            "run",
+            CardKind::Run(RunCard {
+                no_preview: Default::default(),
+                preview: Default::default(),
+                read: Default::default(),
+                argv: vec!["cargo".into(), "test".into()],
+                cwd: ".".into(),
+                timeout_s: Some(300),
+                network: Default::default(),
+                git: false,
+                sandbox: SandboxSummary {
+                    complete: Default::default(),
+                    summary: Default::default(),
+                    mode: SandboxMode::WorkspaceWrite,
+                    network: false,
+                    layers: Vec::new(),
+                    note: None,
+                },
+                source: RunSource::Tool,
+            }),
+        )
     }
 }
 
@@ -174,22 +173,20 @@ fn a_transcript_with_every_event_kind() {
             EventBody::Card(CardEvent {
                 call_id: "c2".into(),
                 card: Card {
-                    task: None,
                     id: "card-1".into(),
-                    tool: "write_file".into(),
-                    kind: CardKind::Write(WriteCard {
-                        path: "/ws/src/lib.rs".into(),
-                        diff: "-a\n+b\n".into(),
-                        diff_bytes: 6,
-                        diff_truncated: false,
-                        digest: "d".into(),
-                        outside: false,
-                        git: false,
-                        runs_later: None,
-                    }),
-                    no_checkpoint: None,
-                    checkpointing: None,
-                    always: None,
+                    ..Card::new(
+                        "write_file",
+                        CardKind::Write(WriteCard {
+                            path: "/ws/src/lib.rs".into(),
+                            diff: "-a\n+b\n".into(),
+                            diff_bytes: 6,
+                            diff_truncated: false,
+                            digest: "d".into(),
+                            outside: false,
+                            git: false,
+                            runs_later: None,
+                        }),
+                    )
                 },
                 proposed: None,
             }),
@@ -364,22 +361,20 @@ fn a_write_card_with_a_long_diff_is_cut_and_scrolls() {
         EventBody::Card(CardEvent {
             call_id: "c1".into(),
             card: Card {
-                task: None,
                 id: "card-1".into(),
-                tool: "write_file".into(),
-                kind: CardKind::Write(WriteCard {
-                    path: "/ws/big.txt".into(),
-                    diff,
-                    diff_bytes: 900_000,
-                    diff_truncated: true,
-                    digest: "d".into(),
-                    outside: false,
-                    git: false,
-                    runs_later: None,
-                }),
-                no_checkpoint: None,
-                checkpointing: None,
-                always: None,
+                ..Card::new(
+                    "write_file",
+                    CardKind::Write(WriteCard {
+                        path: "/ws/big.txt".into(),
+                        diff,
+                        diff_bytes: 900_000,
+                        diff_truncated: true,
+                        digest: "d".into(),
+                        outside: false,
+                        git: false,
+                        runs_later: None,
+                    }),
+                )
             },
             proposed: None,
         }),
@@ -529,24 +524,22 @@ fn spaced_write_card() -> Card {
         " ".repeat(150)
     );
     Card {
-        task: None,
         id: "card-8".into(),
-        tool: "write_file".into(),
-        kind: CardKind::Write(WriteCard {
-            path: "/ws/settings.py".into(),
-            diff: format!(
-                "--- a/settings.py\n+++ b/settings.py\n@@ -1 +1 @@\n-DEBUG = True\n+{hidden}\n"
-            ),
-            diff_bytes: 250,
-            diff_truncated: false,
-            digest: "d".into(),
-            outside: false,
-            git: false,
-            runs_later: None,
-        }),
-        no_checkpoint: None,
-        checkpointing: None,
-        always: None,
+        ..Card::new(
+            "write_file",
+            CardKind::Write(WriteCard {
+                path: "/ws/settings.py".into(),
+                diff: format!(
+                    "--- a/settings.py\n+++ b/settings.py\n@@ -1 +1 @@\n-DEBUG = True\n+{hidden}\n"
+                ),
+                diff_bytes: 250,
+                diff_truncated: false,
+                digest: "d".into(),
+                outside: false,
+                git: false,
+                runs_later: None,
+            }),
+        )
     }
 }
 
@@ -845,34 +838,32 @@ fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
         bytes: None,
     };
     let card = Card {
-        task: None,
         id: "card-9".into(),
-        tool: "run".into(),
-        kind: CardKind::Effects(EffectsCard {
-            argv: vec![
-                "sh".into(),
-                "-c".into(),
-                "sed -i s/a/b/ x.txt; rm y.txt".into(),
-            ],
-            exit_code: Some(0),
-            stdout: String::new(),
-            stderr: String::new(),
-            changes: vec![
-                effect("run.sh", EffectKind::Mode, "", Some("755")),
-                effect(
-                    "x.txt",
-                    EffectKind::Modified,
-                    "--- a/x.txt\n+++ b/x.txt\n@@ -1,1 +1,1 @@\n-a\n+b\n",
-                    Some("644"),
-                ),
-                effect("y.txt", EffectKind::Deleted, "", None),
-            ],
-            wanted_hosts: Vec::new(),
-            note: Some("a preview shows what the command changed in the workspace".into()),
-        }),
-        always: None,
-        no_checkpoint: None,
-        checkpointing: None,
+        ..Card::new(
+            "run",
+            CardKind::Effects(EffectsCard {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "sed -i s/a/b/ x.txt; rm y.txt".into(),
+                ],
+                exit_code: Some(0),
+                stdout: String::new(),
+                stderr: String::new(),
+                changes: vec![
+                    effect("run.sh", EffectKind::Mode, "", Some("755")),
+                    effect(
+                        "x.txt",
+                        EffectKind::Modified,
+                        "--- a/x.txt\n+++ b/x.txt\n@@ -1,1 +1,1 @@\n-a\n+b\n",
+                        Some("644"),
+                    ),
+                    effect("y.txt", EffectKind::Deleted, "", None),
+                ],
+                wanted_hosts: Vec::new(),
+                note: Some("a preview shows what the command changed in the workspace".into()),
+            }),
+        )
     };
     let mut app = with_card(card);
     insta::assert_snapshot!("effects_card", screen(&mut app, 100, 30));
