@@ -46,6 +46,19 @@ fn guarded() -> Fixture {
 
 /// The parent starts two read tasks and one `all` task between two
 /// commands; each child's replies are keyed by its prompt.
+/// [`three_tasks`] through `wicket exec`, both cards answered
+/// allow_session; it must exit 0. Its events.
+fn three_tasks_through_exec(f: &Fixture) -> Vec<Value> {
+    let model = script(f, "tasks.json", three_tasks());
+    let (events, code) = converse(
+        exec(f, "go", &["--model", &model]),
+        &["allow_session", "allow_session"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    events
+}
+
 fn three_tasks() -> Value {
     json!({
         "replies": [
@@ -132,13 +145,7 @@ fn one_story(f: &Fixture, parent: &[Value]) {
 #[test]
 fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
     let f = guarded();
-    let model = script(&f, "tasks.json", three_tasks());
-    let (events, code) = converse(
-        exec(&f, "go", &["--model", &model]),
-        &["allow_session", "allow_session"],
-        &[],
-    );
-    assert_eq!(code, 0, "{events:#?}");
+    let events = three_tasks_through_exec(&f);
     assert_eq!(ending(&events)["text"], "all done");
     let parent = events[0]["session"].as_str().unwrap().to_string();
     let tasks = children(&events);
@@ -247,13 +254,7 @@ fn sub_tasks_keep_the_parents_rules_hooks_and_grants_and_tell_one_story() {
 #[test]
 fn wicket_log_of_the_parent_shows_each_child_inline() {
     let f = guarded();
-    let model = script(&f, "tasks.json", three_tasks());
-    let (events, code) = converse(
-        exec(&f, "go", &["--model", &model]),
-        &["allow_session", "allow_session"],
-        &[],
-    );
-    assert_eq!(code, 0, "{events:#?}");
+    let events = three_tasks_through_exec(&f);
     let parent = events[0]["session"].as_str().unwrap();
     let text = wicket()
         .env("WICKET_HOME", &f.home)
