@@ -230,32 +230,33 @@ impl Telemetry {
         &self.inner.endpoint
     }
 
-    /// Sends what is left, within [`FLUSH`]; nothing is sent after.
+    /// Sends what is left, within [`FLUSH`]; nothing is sent after (a
+    /// second call does nothing).
     pub fn shutdown(&self) {
         let deadline = std::time::Instant::now() + FLUSH;
-        let worker = wicket_os::sync::lock(&self.inner.worker).take();
-        if let Some(worker) = worker {
-            // The events queued before now become spans first.
-            let queue = &self.inner.queue;
-            let mut waiting = wicket_os::sync::lock(&queue.waiting);
-            waiting.closing = true;
-            queue.wake.notify_one();
-            while !waiting.done {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                waiting = match queue.closed.wait_timeout(waiting, left) {
-                    Ok((waiting, _)) => waiting,
-                    Err(poisoned) => poisoned.into_inner().0,
-                };
+        let Some(worker) = wicket_os::sync::lock(&self.inner.worker).take() else {
+            return;
+        };
+        // The events queued before now become spans first.
+        let queue = &self.inner.queue;
+        let mut waiting = wicket_os::sync::lock(&queue.waiting);
+        waiting.closing = true;
+        queue.wake.notify_one();
+        while !waiting.done {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
             }
-            let done = waiting.done;
-            drop(waiting);
-            if done {
-                // It has stopped: its spans are ended.
-                drop(worker.join());
-            }
+            waiting = match queue.closed.wait_timeout(waiting, left) {
+                Ok((waiting, _)) => waiting,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        let done = waiting.done;
+        drop(waiting);
+        if done {
+            // It has stopped: its spans are ended.
+            drop(worker.join());
         }
         // Both flush at once, each on a thread of its own: an export the
         // SDK waits on past its timeout is left behind at the deadline
