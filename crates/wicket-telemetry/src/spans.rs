@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::trace::{Span as _, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue, metrics::Counter, metrics::Meter};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use wicket_protocol::event::{
@@ -132,6 +132,24 @@ impl Builder {
         }
     }
 
+    /// A span `name` under `parent` from `start`, with `attributes`; its
+    /// context (end it through `.span()`).
+    fn open(
+        &self,
+        name: String,
+        start: SystemTime,
+        attributes: Vec<KeyValue>,
+        parent: &Context,
+    ) -> Context {
+        let span = self
+            .tracer
+            .span_builder(name)
+            .with_start_time(start)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, parent);
+        parent.with_span(span)
+    }
+
     /// The model the session's turn talks to (set at each turn's start).
     pub(crate) fn model(&mut self, session: &str, model: &str) {
         self.sessions.entry(session.to_string()).or_default().model = Some(model.to_string());
@@ -175,13 +193,7 @@ impl Builder {
                 if self.log_content {
                     attributes.push(KeyValue::new("wicket.prompt", text.clone()));
                 }
-                let span = self
-                    .tracer
-                    .span_builder("wicket.turn")
-                    .with_start_time(at)
-                    .with_attributes(attributes)
-                    .start_with_context(&self.tracer, &parent);
-                state.turn = Some(parent.with_span(span));
+                state.turn = Some(self.open("wicket.turn".into(), at, attributes, &parent));
             }
             EventBody::AssistantMessage(reply) => self.reply(state, reply, at),
             EventBody::ToolCall(call) => self.call(state, call, at),
@@ -270,13 +282,10 @@ impl Builder {
             attributes.push(KeyValue::new("gen_ai.completion", reply.text.clone()));
         }
         let start = state.last.unwrap_or(at).min(at);
-        let mut span = self
-            .tracer
-            .span_builder(format!("chat {}", name_of(&model)))
-            .with_start_time(start)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &turn);
-        span.end_with_timestamp(at);
+        let name = format!("chat {}", name_of(&model));
+        self.open(name, start, attributes, &turn)
+            .span()
+            .end_with_timestamp(at);
     }
 
     fn count_usage(&self, usage: &Usage) {
@@ -313,16 +322,11 @@ impl Builder {
                 call.arguments.to_string(),
             ));
         }
-        let span = self
-            .tracer
-            .span_builder(format!("wicket.tool {}", call.name))
-            .with_start_time(at)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &turn);
+        let cx = self.open(format!("wicket.tool {}", call.name), at, attributes, &turn);
         state.calls.insert(
             call.call_id.to_string(),
             Call {
-                cx: turn.with_span(span),
+                cx,
                 name: call.name.clone(),
                 decision,
                 answer: call.allowed_by.as_ref().map(|_| "allow".to_string()),
@@ -380,13 +384,11 @@ impl Builder {
         if self.log_content {
             attributes.push(KeyValue::new("wicket.hook.command", hook.command.join(" ")));
         }
-        let mut span = self
-            .tracer
-            .span_builder(format!("wicket.hook {}", hook.name))
-            .with_start_time(at.checked_sub(took).unwrap_or(at))
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &parent);
-        span.end_with_timestamp(at);
+        let start = at.checked_sub(took).unwrap_or(at);
+        let name = format!("wicket.hook {}", hook.name);
+        self.open(name, start, attributes, &parent)
+            .span()
+            .end_with_timestamp(at);
     }
 
     fn result(&mut self, state: &mut Session, result: &ToolResultEvent, at: SystemTime) {
@@ -458,13 +460,10 @@ impl Builder {
                 opentelemetry::Value::Array(hosts.into()),
             ));
         }
-        let mut span = self
-            .tracer
-            .span_builder("wicket.command")
-            .with_start_time(at.checked_sub(took).unwrap_or(at))
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &call.cx);
-        span.end_with_timestamp(at);
+        let start = at.checked_sub(took).unwrap_or(at);
+        self.open("wicket.command".into(), start, attributes, &call.cx)
+            .span()
+            .end_with_timestamp(at);
     }
 }
 
