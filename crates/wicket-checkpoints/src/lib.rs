@@ -676,7 +676,7 @@ impl Store {
         let held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
         let scanned = self.scan_full(
             workspace,
-            &mut maker,
+            &maker,
             &cache.journaled,
             cache.seed.as_ref(),
             Some(&mut tracker),
@@ -698,8 +698,8 @@ impl Store {
             keep: Keep::Store,
             home: None,
             started: now_secs() as i64,
-            new_bytes: 0,
-            gaps: Vec::new(),
+            new_bytes: 0.into(),
+            gaps: Mutex::default(),
         })
     }
 
@@ -735,7 +735,7 @@ impl Store {
                     .scan_heard(workspace, &mut maker, &mut state, tracker, heard)?
                     .map(|_| {
                         let changes = state::delta(&cache.journaled, &state);
-                        maker.gaps = scan::gaps_between(&cache.journaled, &state);
+                        maker.gaps = scan::gaps_between(&cache.journaled, &state).into();
                         cache.journaled = state;
                         // This one is tracked too: a doubt found later covers it.
                         cache.walked = Some(cache.next_id - 1);
@@ -773,8 +773,8 @@ impl Store {
             id: line.id,
             entries,
             changed: line.changes.len(),
-            new_bytes: maker.new_bytes,
-            gaps: maker.gaps,
+            new_bytes: maker.new_bytes.load(std::sync::atomic::Ordering::Relaxed),
+            gaps: maker.gaps(),
             whole,
             doubt,
         })

@@ -364,7 +364,7 @@ impl Store {
         let mut maker = self.maker(workspace, settings)?;
         maker.home = home.as_deref();
         maker.keep = Keep::HashOnly;
-        let now = self.scan_full(workspace, &mut maker, &cache.journaled, None, None)?;
+        let now = self.scan_full(workspace, &maker, &cache.journaled, None, None)?;
         if let Some(tracker) = cache.tracker.as_mut() {
             let heard = tracker.drain();
             if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)

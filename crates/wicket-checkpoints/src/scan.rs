@@ -7,12 +7,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use wicket_tools::tree::{Found, Visitor};
 
 use super::*;
 use crate::objects::Objects;
-use crate::tracker::{Heard, Tracker, within};
+use crate::tracker::{Heard, Tracker, Watcher, within};
 
 /// A file's bytes for its copy, or why it gets none: past `max_file_mb`,
 /// sparse (a large file mostly holes), or unreadable.
@@ -67,8 +68,9 @@ pub(crate) struct Maker<'a> {
     pub home: Option<&'a [u8]>,
     /// When the walk started (seconds): what changed in the last tick is read again next time.
     pub started: i64,
-    pub new_bytes: u64,
-    pub gaps: Vec<(String, String)>,
+    /// What this checkpoint stored so far (its walkers add to it).
+    pub new_bytes: AtomicU64,
+    pub gaps: Mutex<Vec<(String, String)>>,
 }
 
 impl Maker<'_> {
@@ -84,7 +86,7 @@ impl Maker<'_> {
 
     /// The entry of `found`: `before`'s content when its stat key is the
     /// same, else read, hashed and stored.
-    fn entry(&mut self, found: &Found<'_>, before: Option<&Entry>) -> Entry {
+    fn entry(&self, found: &Found<'_>, before: Option<&Entry>) -> Entry {
         let key = StatKey::of(found.stat);
         let mode = found.stat.st_mode & 0o7777;
         let kept = before.filter(|before| before.key == key && before.kind() == Some(found.kind));
@@ -111,20 +113,38 @@ impl Maker<'_> {
         };
         let entry = Entry { content, mode, key };
         if let Some(gap) = new_gap(before, found.path, &entry) {
-            self.gaps.push(gap);
+            self.gap(gap);
         }
         entry
+    }
+
+    /// The paths this checkpoint holds no copy of, by path.
+    pub(crate) fn gaps(self) -> Vec<(String, String)> {
+        let mut gaps = self
+            .gaps
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        gaps.sort();
+        gaps
+    }
+
+    /// Adds a path with no copy to this checkpoint's list.
+    fn gap(&self, gap: (String, String)) {
+        self.gaps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(gap);
     }
 
     /// Reads an entry's bytes and stores them; a read that fails (or a
     /// file too big, or past what one checkpoint may store) is an entry
     /// with no copy.
     fn copy(
-        &mut self,
+        &self,
         read: impl FnOnce() -> std::result::Result<Vec<u8>, String>,
         content: fn(state::Hash) -> Content,
     ) -> Content {
-        if self.new_bytes >= CHECKPOINT_MAX_NEW_BYTES {
+        if self.new_bytes.load(Ordering::Relaxed) >= CHECKPOINT_MAX_NEW_BYTES {
             return Content::Missed(format!(
                 "no copy: this checkpoint already stored {} of new copies (the most one may)",
                 mib(CHECKPOINT_MAX_NEW_BYTES)
@@ -145,7 +165,10 @@ impl Maker<'_> {
             return content(hash);
         };
         match objects.put(&hash, &bytes) {
-            Ok(true) => self.new_bytes += bytes.len() as u64,
+            Ok(true) => {
+                self.new_bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
             Ok(false) => {}
             Err(error) => {
                 return Content::Missed(format!(
@@ -157,45 +180,33 @@ impl Maker<'_> {
     }
 }
 
-/// A full scan: the whole tree, into a new state.
+/// One walker of a full scan: the entries it meets, into a new state.
 struct Full<'a, 'm> {
-    maker: &'a mut Maker<'m>,
+    maker: &'a Maker<'m>,
     last: &'a State,
-    /// Where the walk is in `last`: the walk meets paths in nearly the
-    /// map's order, so most lookups are a step, not a search.
-    cursor: std::iter::Peekable<std::collections::btree_map::Iter<'a, Vec<u8>, Entry>>,
     /// Stat keys other sessions saw, for what `last` does not hold: used
     /// only when the store still holds the content they name.
     seed: Option<&'a State>,
     /// The entries met, in the walk's order (sorted once at the end).
     met: Vec<(Vec<u8>, Entry)>,
     keys_changed: bool,
-    tracker: Option<&'a mut Tracker>,
+    watcher: Option<Watcher<'a>>,
     failure: Option<Error>,
-    /// How many entries the walk has met, told every [`PROGRESS_EVERY`].
+    /// How many entries the walkers have met, told every [`PROGRESS_EVERY`].
     progress: &'a AtomicU64,
+    /// Met by this walker and not yet told.
+    untold: u64,
 }
 
 /// A full walk tells how far it got once per this many entries.
-const PROGRESS_EVERY: usize = 1024;
+const PROGRESS_EVERY: u64 = 1024;
+
+/// At most this many walkers share a full scan (git's preload uses up to 20).
+const MAX_WALKERS: usize = 8;
 
 impl<'a> Full<'a, '_> {
-    /// `path`'s entry in the last state.
-    fn last_entry(&mut self, path: &[u8]) -> Option<&'a Entry> {
-        while self
-            .cursor
-            .next_if(|(key, _)| key.as_slice() < path)
-            .is_some()
-        {}
-        match self.cursor.next_if(|(key, _)| key.as_slice() == path) {
-            Some((_, entry)) => Some(entry),
-            // Met out of the map's order (a name with a byte below '/' beside a folder).
-            None => self.last.get(path),
-        }
-    }
-
-    fn before(&mut self, path: &[u8]) -> Option<&'a Entry> {
-        if let Some(before) = self.last_entry(path) {
+    fn before(&self, path: &[u8]) -> Option<&'a Entry> {
+        if let Some(before) = self.last.get(path) {
             return Some(before);
         }
         let seeded = self.seed?.get(path)?;
@@ -208,6 +219,12 @@ impl<'a> Full<'a, '_> {
         };
         stored.then_some(seeded)
     }
+
+    /// Tells the walk's count what this walker met since it last told.
+    fn tell(&mut self) {
+        self.progress.fetch_add(self.untold, Ordering::Relaxed);
+        self.untold = 0;
+    }
 }
 
 impl Visitor for Full<'_, '_> {
@@ -216,7 +233,9 @@ impl Visitor for Full<'_, '_> {
     }
 
     fn visit(&mut self, met: Met<'_>) -> Go {
-        if self.met.len() >= self.maker.settings.max_files {
+        // What every walker told, and this one's own: one more than the most is too many.
+        let max_files = self.maker.settings.max_files as u64;
+        if self.progress.load(Ordering::Relaxed) + self.untold >= max_files {
             self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
             return Go::Stop;
         }
@@ -229,23 +248,23 @@ impl Visitor for Full<'_, '_> {
             }
             Met::Unreadable { path, error } => {
                 let entry = unreadable(&error);
-                if let Some(gap) = new_gap(self.last_entry(path), path, &entry) {
-                    self.maker.gaps.push(gap);
+                if let Some(gap) = new_gap(self.last.get(path), path, &entry) {
+                    self.maker.gap(gap);
                 }
                 (path.to_vec(), entry)
             }
         };
         self.met.push((path, entry));
-        if self.met.len().is_multiple_of(PROGRESS_EVERY) {
-            self.progress
-                .store(self.met.len() as u64, Ordering::Relaxed);
+        self.untold += 1;
+        if self.untold == PROGRESS_EVERY {
+            self.tell();
         }
         Go::On
     }
 
     fn entered(&mut self, path: &[u8], dir: BorrowedFd<'_>) {
-        if let Some(tracker) = self.tracker.as_deref_mut() {
-            tracker.watch(path, dir);
+        if let Some(watcher) = self.watcher.as_mut() {
+            watcher.watch(path, dir);
         }
     }
 }
@@ -258,7 +277,7 @@ pub(crate) struct Scanned {
 
 /// One path the tracker heard of, walked again into the last state.
 struct Tracked<'a, 'm> {
-    maker: &'a mut Maker<'m>,
+    maker: &'a Maker<'m>,
     state: &'a mut State,
     /// What each path touched was before (first touch only).
     touched: &'a mut BTreeMap<Vec<u8>, Option<Entry>>,
@@ -336,7 +355,7 @@ impl Visitor for Tracked<'_, '_> {
                 }
                 let entry = unreadable(&error);
                 if let Some(gap) = new_gap(self.state.get(path), path, &entry) {
-                    self.maker.gaps.push(gap);
+                    self.maker.gap(gap);
                 }
                 self.put(path, entry);
                 Go::On
@@ -376,35 +395,63 @@ impl Store {
     pub(crate) fn scan_full(
         &self,
         workspace: &Workspace,
-        maker: &mut Maker<'_>,
+        maker: &Maker<'_>,
         last: &State,
         seed: Option<&State>,
         tracker: Option<&mut Tracker>,
     ) -> Result<Scanned> {
-        let mut full = Full {
-            maker,
-            last,
-            cursor: last.iter().peekable(),
-            seed,
-            // As many as last time, or as another session saw: no regrowth on the way.
-            met: Vec::with_capacity(last.len().max(seed.map_or(0, State::len))),
-            keys_changed: false,
-            tracker,
-            failure: None,
-            progress: &self.walk.met,
-        };
+        let walkers = std::thread::available_parallelism()
+            .map_or(1, |cpus| cpus.get())
+            .min(MAX_WALKERS);
+        // As many as last time, or as another session saw: little regrowth on the way.
+        let expected = last.len().max(seed.map_or(0, State::len)) / walkers;
+        let watching = tracker.as_deref();
+        let mut fulls: Vec<Full<'_, '_>> = (0..walkers)
+            .map(|_| Full {
+                maker,
+                last,
+                seed,
+                met: Vec::with_capacity(expected),
+                keys_changed: false,
+                watcher: watching.map(Tracker::watcher),
+                failure: None,
+                progress: &self.walk.met,
+                untold: 0,
+            })
+            .collect();
         self.walk.met.store(0, Ordering::Relaxed);
         self.walk.running.store(true, Ordering::Relaxed);
-        let walked = workspace.scan(&mut full).map_err(Error::Workspace);
+        let walked = workspace
+            .scan_parallel(&mut fulls)
+            .map_err(Error::Workspace);
         self.walk.running.store(false, Ordering::Relaxed);
+        let mut added = Vec::with_capacity(walkers);
+        let mut failure = None;
+        let mut keys_changed = false;
+        let mut met = Vec::with_capacity(fulls.iter().map(|full| full.met.len()).sum());
+        for mut full in fulls {
+            full.tell();
+            added.extend(full.watcher.take().map(Watcher::added));
+            failure = failure.or(full.failure.take());
+            keys_changed |= full.keys_changed;
+            met.append(&mut full.met);
+        }
+        if let Some(tracker) = tracker {
+            for added in added {
+                tracker.adopt(added);
+            }
+        }
         walked?;
-        if let Some(error) = full.failure {
+        if let Some(error) = failure {
             return Err(error);
         }
+        if met.len() > maker.settings.max_files {
+            return Err(Error::TooManyFiles(maker.settings.max_files));
+        }
         Ok(Scanned {
-            // Sorted (nearly so already) and built in one pass.
-            state: full.met.into_iter().collect(),
-            keys_changed: full.keys_changed,
+            // Each folder's entries are a sorted run: the map's sort merges them.
+            state: met.into_iter().collect(),
+            keys_changed,
         })
     }
 

@@ -53,6 +53,52 @@ pub(crate) struct Tracker {
     pending: Heard,
 }
 
+/// What a [`Watcher`] added, or that it lost count.
+pub(crate) struct Added {
+    lost: bool,
+    watches: Vec<(Vec<u8>, i32, u64)>,
+}
+
+/// Adds watches on a tracker's descriptor from one walker's thread.
+pub(crate) struct Watcher<'t> {
+    fd: BorrowedFd<'t>,
+    device: u64,
+    added: Added,
+}
+
+impl Watcher<'_> {
+    /// Watches the folder at `path` (held open as `dir`), before it is listed.
+    pub(crate) fn watch(&mut self, path: &[u8], dir: BorrowedFd<'_>) {
+        if self.added.lost {
+            return;
+        }
+        let stat = match rustix::fs::fstat(dir) {
+            Ok(stat) => stat,
+            Err(_) => {
+                self.added.lost = true;
+                return;
+            }
+        };
+        // Another filesystem mounted inside: its changes may go unheard.
+        if stat.st_dev != self.device {
+            self.added.lost = true;
+            return;
+        }
+        // The folder itself, as held: no path to race with.
+        let proc_path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        match inotify::add_watch(self.fd, proc_path.as_str(), watch_flags()) {
+            Ok(wd) => self.added.watches.push((path.to_vec(), wd, stat.st_ino)),
+            // Out of watches (fs.inotify.max_user_watches) or no /proc: full scans.
+            Err(_) => self.added.lost = true,
+        }
+    }
+
+    /// What it added, for [`Tracker::adopt`].
+    pub(crate) fn added(self) -> Added {
+        self.added
+    }
+}
+
 fn watch_flags() -> WatchFlags {
     WatchFlags::CREATE
         | WatchFlags::DELETE
@@ -107,41 +153,45 @@ impl Tracker {
 
     /// Watches the folder at `path` (held open as `dir`), before it is listed.
     pub(crate) fn watch(&mut self, path: &[u8], dir: BorrowedFd<'_>) {
-        if self.lost {
-            return;
+        let mut watcher = self.watcher();
+        watcher.watch(path, dir);
+        let added = watcher.added();
+        self.adopt(added);
+    }
+
+    /// A watcher for one walker of a full scan: it adds watches on this
+    /// tracker's descriptor; [`Tracker::adopt`] takes them in after.
+    pub(crate) fn watcher(&self) -> Watcher<'_> {
+        Watcher {
+            fd: self.fd.as_fd(),
+            device: self.device,
+            added: Added {
+                lost: self.lost,
+                watches: Vec::new(),
+            },
         }
-        let stat = match rustix::fs::fstat(dir) {
-            Ok(stat) => stat,
-            Err(_) => {
-                self.lost = true;
-                return;
-            }
-        };
-        // Another filesystem mounted inside: its changes may go unheard.
-        if stat.st_dev != self.device {
-            self.lost = true;
-            return;
+    }
+
+    /// Takes in the watches a [`Watcher`] added, in their order.
+    pub(crate) fn adopt(&mut self, added: Added) {
+        self.lost |= added.lost;
+        for (path, wd, ino) in added.watches {
+            self.record(path, wd, ino);
         }
-        // The folder itself, as held: no path to race with.
-        let proc_path = format!("/proc/self/fd/{}", dir.as_raw_fd());
-        let wd = match inotify::add_watch(&self.fd, proc_path.as_str(), watch_flags()) {
-            Ok(wd) => wd,
-            // Out of watches (fs.inotify.max_user_watches) or no /proc: full scans.
-            Err(_) => {
-                self.lost = true;
-                return;
-            }
-        };
+    }
+
+    /// Records the watch `wd` on the folder at `path`, inode `ino`.
+    fn record(&mut self, path: Vec<u8>, wd: i32, ino: u64) {
         // The same folder under a name it had before (it moved): the watch is the new name's.
-        if let Some(previous) = self.folders.insert(wd, path.to_vec())
+        if let Some(previous) = self.folders.insert(wd, path.clone())
             && previous != path
             && self.watches.get(&previous).map(|watch| watch.0) == Some(wd)
         {
             self.watches.remove(&previous);
         }
-        if let Some((old, _)) = self.watches.insert(path.to_vec(), (wd, stat.st_ino))
+        if let Some((old, _)) = self.watches.insert(path.clone(), (wd, ino))
             && old != wd
-            && self.folders.get(&old).is_some_and(|folder| folder == path)
+            && self.folders.get(&old).is_some_and(|folder| *folder == path)
         {
             self.folders.remove(&old);
             // Another folder stood here.

@@ -16,6 +16,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -95,17 +96,19 @@ impl Level {
 }
 
 /// Every level of rules that applies at a point of the walk, root first.
-#[derive(Debug, Default)]
+/// A clone shares the levels: each folder a parallel walk has yet to list
+/// holds the rules above it.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Rules {
-    levels: Vec<Level>,
+    levels: Vec<Arc<Level>>,
     /// `.git/info/exclude` of the repository, weakest of all.
-    exclude: Option<Gitignore>,
+    exclude: Option<Arc<Gitignore>>,
 }
 
 impl Rules {
     /// Adds the next folder's level (may be empty; popped with [`Rules::pop`]).
     pub(crate) fn push(&mut self, level: Level) {
-        self.levels.push(level);
+        self.levels.push(Arc::new(level));
     }
 
     /// Whether any level holds any rule.
@@ -141,7 +144,7 @@ impl Rules {
         };
         let exclude_dir = repository.join(".git").join("info");
         if let Ok(fd) = open_dir_path(&exclude_dir) {
-            rules.exclude = self::rules(&fd, &repository, "exclude");
+            rules.exclude = self::rules(&fd, &repository, "exclude").map(Arc::new);
         }
         if repository == workspace_root {
             return rules;

@@ -22,6 +22,8 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
@@ -118,40 +120,6 @@ pub trait Visitor {
     fn entered(&mut self, _path: &[u8], _dir: BorrowedFd<'_>) {}
 }
 
-struct Frame {
-    fd: OwnedFd,
-    absolute: PathBuf,
-    /// Its path below the root, with a trailing `/` unless it is the root.
-    prefix: Vec<u8>,
-    names: std::vec::IntoIter<Box<OsStr>>,
-}
-
-impl Frame {
-    /// The frame of the folder `name` in this one (at `path` below the
-    /// root), with its ignore rules, to walk next.
-    fn child(
-        &self,
-        name: &OsStr,
-        path: &[u8],
-        visitor: &mut dyn Visitor,
-    ) -> std::io::Result<(Frame, Level)> {
-        let fd = open_dir_at(&self.fd, name)?;
-        visitor.entered(path, fd.as_fd());
-        let names = sorted_names(&fd)?;
-        let absolute = self.absolute.join(name);
-        let level = Level::read(&fd, &absolute);
-        let mut prefix = path.to_vec();
-        prefix.push(b'/');
-        let frame = Frame {
-            fd,
-            absolute,
-            prefix,
-            names: names.into_iter(),
-        };
-        Ok((frame, level))
-    }
-}
-
 fn sorted_names(fd: &OwnedFd) -> std::io::Result<Vec<Box<OsStr>>> {
     let mut dir = rustix::fs::Dir::read_from(fd)?;
     let mut names = Vec::new();
@@ -234,29 +202,190 @@ fn guarded_name(name: &OsStr) -> bool {
         .any(|guarded| name.as_bytes() == guarded.as_bytes())
 }
 
-/// The walk of [`Workspace::scan`] from `stack`, depth first.
-fn walk(mut stack: Vec<Frame>, mut rules: Rules, visitor: &mut dyn Visitor) -> std::io::Result<()> {
-    let mut path = Vec::new();
-    while let Some(frame) = stack.last_mut() {
-        let Some(name) = frame.names.next() else {
-            stack.pop();
-            rules.pop();
-            continue;
+/// A folder whose names are met next: held open, with every rule that
+/// applies in it (its own level too). A large folder is met in several.
+struct Batch {
+    dir: Arc<OwnedFd>,
+    absolute: PathBuf,
+    /// Its path below the root, with a trailing `/` unless it is the root.
+    prefix: Vec<u8>,
+    rules: Rules,
+    names: Vec<Box<OsStr>>,
+}
+
+/// A folder met, opened and listed by whichever walker takes it next.
+struct Open {
+    parent: Arc<OwnedFd>,
+    name: Box<OsStr>,
+    /// Its path below the root.
+    path: Vec<u8>,
+    absolute: PathBuf,
+    /// The rules of the folders above it.
+    rules: Rules,
+}
+
+enum Task {
+    Open(Open),
+    Batch(Batch),
+}
+
+/// A folder of more names than this is met in batches of this many, so
+/// one large folder is shared between the walkers too.
+const BATCH: usize = 1024;
+
+/// What the walkers share: the folders not yet taken, and how many are
+/// being walked (no task and none busy: the walk is over).
+struct Shared {
+    queue: Mutex<(Vec<Task>, usize)>,
+    woken: Condvar,
+    stopped: AtomicBool,
+}
+
+impl Shared {
+    fn new(first: Batch) -> Shared {
+        Shared {
+            queue: Mutex::new((vec![Task::Batch(first)], 0)),
+            woken: Condvar::new(),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Gives back what the last task found (`done`), and takes the next
+    /// task: `None` when the walk is over or stopped.
+    fn next(&self, done: Option<Vec<Task>>) -> Option<Task> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = done {
+            queue.1 -= 1;
+            let woke = !found.is_empty();
+            // The first found on top: each walker goes down in name order.
+            queue.0.extend(found.into_iter().rev());
+            if woke || queue.1 == 0 {
+                self.woken.notify_all();
+            }
+        }
+        loop {
+            if self.stopped.load(Ordering::Relaxed) {
+                self.woken.notify_all();
+                return None;
+            }
+            if let Some(task) = queue.0.pop() {
+                queue.1 += 1;
+                return Some(task);
+            }
+            if queue.1 == 0 {
+                self.woken.notify_all();
+                return None;
+            }
+            queue = self
+                .woken
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// One walker: takes folders until none is left, telling `visitor` of what
+/// it meets in them.
+fn walk(shared: &Shared, visitor: &mut dyn Visitor) {
+    let mut done = None;
+    while let Some(task) = shared.next(done.take()) {
+        let mut found = Vec::new();
+        let go = match task {
+            Task::Open(open) => opened(open, visitor, &mut found),
+            Task::Batch(batch) => meet(batch, visitor, &mut found),
         };
+        if let Go::Stop = go {
+            shared.stopped.store(true, Ordering::Relaxed);
+        }
+        done = Some(found);
+    }
+}
+
+/// Opens and lists a folder met (its watch first), then meets its first
+/// batch of names; the others go to `found`.
+fn opened(open: Open, visitor: &mut dyn Visitor, found: &mut Vec<Task>) -> Go {
+    let listed = open_dir_at(&*open.parent, &open.name).and_then(|fd| {
+        visitor.entered(&open.path, fd.as_fd());
+        let names = sorted_names(&fd)?;
+        Ok((fd, names))
+    });
+    drop(open.parent);
+    let (fd, names) = match listed {
+        Ok(listed) => listed,
+        Err(error) => {
+            return visitor.visit(Met::Unreadable {
+                path: &open.path,
+                error,
+            });
+        }
+    };
+    let mut rules = open.rules;
+    rules.push(Level::read(&fd, &open.absolute));
+    let mut prefix = open.path;
+    prefix.push(b'/');
+    let mut batches = batches(Arc::new(fd), open.absolute, prefix, rules, names);
+    let first = batches.remove(0);
+    found.extend(batches.into_iter().map(Task::Batch));
+    meet(first, visitor, found)
+}
+
+/// A listed folder's names as batches of at most [`BATCH`] (one, when it
+/// is empty).
+fn batches(
+    dir: Arc<OwnedFd>,
+    absolute: PathBuf,
+    prefix: Vec<u8>,
+    rules: Rules,
+    mut names: Vec<Box<OsStr>>,
+) -> Vec<Batch> {
+    let mut batches = Vec::with_capacity(names.len() / BATCH + 1);
+    while names.len() > BATCH {
+        let rest = names.split_off(BATCH);
+        let batch = std::mem::replace(&mut names, rest);
+        batches.push(Batch {
+            dir: dir.clone(),
+            absolute: absolute.clone(),
+            prefix: prefix.clone(),
+            rules: rules.clone(),
+            names: batch,
+        });
+    }
+    batches.push(Batch {
+        dir,
+        absolute,
+        prefix,
+        rules,
+        names,
+    });
+    batches
+}
+
+/// Meets each name of a batch; the folders the visitor goes into go to `found`.
+fn meet(batch: Batch, visitor: &mut dyn Visitor, found: &mut Vec<Task>) -> Go {
+    let Batch {
+        dir,
+        absolute,
+        prefix,
+        rules,
+        names,
+    } = batch;
+    let any_rules = rules.any();
+    let mut path = Vec::new();
+    for name in names {
         if guarded_name(&name) {
             continue;
         }
         path.clear();
-        path.extend_from_slice(&frame.prefix);
+        path.extend_from_slice(&prefix);
         path.extend_from_slice(name.as_bytes());
-        let stat = match rustix::fs::statat(&frame.fd, &*name, AtFlags::SYMLINK_NOFOLLOW) {
+        let stat = match rustix::fs::statat(&*dir, &*name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => stat,
             // Gone since the listing: not there for this scan.
             Err(Errno::NOENT) => continue,
             Err(error) => {
                 let error = error.into();
                 if let Go::Stop = visitor.visit(Met::Unreadable { path: &path, error }) {
-                    return Ok(());
+                    return Go::Stop;
                 }
                 continue;
             }
@@ -266,54 +395,81 @@ fn walk(mut stack: Vec<Frame>, mut rules: Rules, visitor: &mut dyn Visitor) -> s
         };
         let is_dir = kind == Kind::Dir;
         if visitor.skip(&path, is_dir)
-            || (rules.any() && rules.ignored(&frame.absolute.join(&*name), is_dir))
+            || (any_rules && rules.ignored(&absolute.join(&*name), is_dir))
         {
             continue;
         }
-        let found = Found {
+        let entry = Found {
             path: &path,
             stat: &stat,
             kind,
-            dir: frame.fd.as_fd(),
+            dir: dir.as_fd(),
             name: &name,
         };
-        match visitor.visit(Met::Entry(found)) {
-            Go::Stop => return Ok(()),
+        match visitor.visit(Met::Entry(entry)) {
+            Go::Stop => return Go::Stop,
             Go::Over => continue,
             Go::On if !is_dir => continue,
             Go::On => {}
         }
-        match frame.child(&name, &path, visitor) {
-            Ok((child, level)) => {
-                rules.push(level);
-                stack.push(child);
-            }
-            Err(error) => {
-                if let Go::Stop = visitor.visit(Met::Unreadable { path: &path, error }) {
-                    return Ok(());
-                }
-            }
-        }
+        found.push(Task::Open(Open {
+            parent: dir.clone(),
+            absolute: absolute.join(&*name),
+            name,
+            path: path.clone(),
+            rules: rules.clone(),
+        }));
     }
-    Ok(())
+    Go::On
 }
 
 impl Workspace {
     /// Walks the workspace (see the module's docs), telling `visitor` of
-    /// each entry and each folder that cannot be read.
+    /// each entry and each folder that cannot be read: a folder's entries
+    /// in name order, before what is below them.
     pub fn scan(&self, visitor: &mut dyn Visitor) -> std::io::Result<()> {
+        let root = self.root_batch(visitor)?;
+        walk(&Shared::new(root), visitor);
+        Ok(())
+    }
+
+    /// [`Workspace::scan`] by as many walkers as `visitors`, each on a
+    /// thread of its own with its own visitor: each folder's entries go
+    /// to one of them, in name order; which one, and in what order the
+    /// folders come, is the scheduler's.
+    pub fn scan_parallel<V: Visitor + Send>(&self, visitors: &mut [V]) -> std::io::Result<()> {
+        let Some((first, rest)) = visitors.split_first_mut() else {
+            return Ok(());
+        };
+        let shared = Shared::new(self.root_batch(first)?);
+        std::thread::scope(|scope| {
+            for visitor in rest {
+                let shared = &shared;
+                // A thread the system cannot start leaves its share to the others.
+                std::thread::Builder::new()
+                    .name("wicket-walk".into())
+                    .spawn_scoped(scope, move || walk(shared, visitor))
+                    .ok();
+            }
+            walk(&shared, first);
+        });
+        Ok(())
+    }
+
+    /// The root, opened (`visitor` told first) and listed, as the first batch.
+    fn root_batch(&self, visitor: &mut dyn Visitor) -> std::io::Result<Batch> {
         let root = open_dir_at(self.root_fd(), OsStr::new("."))?;
         visitor.entered(b"", root.as_fd());
         let mut rules = Rules::above(self.root());
         rules.push(Level::read(&root, self.root()));
         let names = sorted_names(&root)?;
-        let frame = Frame {
-            fd: root,
+        Ok(Batch {
+            dir: Arc::new(root),
             absolute: self.root().to_path_buf(),
             prefix: Vec::new(),
-            names: names.into_iter(),
-        };
-        walk(vec![frame], rules, visitor)
+            rules,
+            names,
+        })
     }
 
     /// Walks one entry, `path` below the root, as [`Workspace::scan`] would
@@ -357,13 +513,15 @@ impl Workspace {
             rules.push(Level::read(&dir, &absolute));
             prefix.push(b'/');
         }
-        let frame = Frame {
-            fd: dir,
+        let batch = Batch {
+            dir: Arc::new(dir),
             absolute,
             prefix,
-            names: vec![Box::<OsStr>::from(*last)].into_iter(),
+            rules,
+            names: vec![Box::<OsStr>::from(*last)],
         };
-        walk(vec![frame], rules, visitor)
+        walk(&Shared::new(batch), visitor);
+        Ok(())
     }
 
     /// Whether the workspace's ignore files (and git's) ignore `path`, a
@@ -525,4 +683,109 @@ impl Workspace {
 /// `path` (bytes) as a path, for messages.
 pub fn shown(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records every path met, and stops at `stop_at` when given.
+    #[derive(Default)]
+    struct Paths {
+        met: Vec<Vec<u8>>,
+        entered: Vec<Vec<u8>>,
+        stop_at: Option<Vec<u8>>,
+    }
+
+    impl Visitor for Paths {
+        fn skip(&self, path: &[u8], _is_dir: bool) -> bool {
+            path == b"skipped"
+        }
+
+        fn visit(&mut self, met: Met<'_>) -> Go {
+            let Met::Entry(found) = met else {
+                return Go::On;
+            };
+            self.met.push(found.path.to_vec());
+            match &self.stop_at {
+                Some(stop) if stop == found.path => Go::Stop,
+                _ => Go::On,
+            }
+        }
+
+        fn entered(&mut self, path: &[u8], _dir: BorrowedFd<'_>) {
+            self.entered.push(path.to_vec());
+        }
+    }
+
+    /// A tree with a folder of more names than a batch, nested folders,
+    /// an ignored file, a skipped folder and a `.git`.
+    fn tree() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("wide")).unwrap();
+        for n in 0..(BATCH * 2 + 7) {
+            std::fs::write(root.join(format!("wide/f{n:05}")), b"x").unwrap();
+        }
+        for deep in ["a/b/c", "a/d", "skipped/x", ".git/objects"] {
+            std::fs::create_dir_all(root.join(deep)).unwrap();
+            std::fs::write(root.join(deep).join("file"), b"y").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), b"*.log\n").unwrap();
+        std::fs::write(root.join("a/b/out.log"), b"z").unwrap();
+        let workspace = Workspace::open(root).unwrap();
+        (dir, workspace)
+    }
+
+    fn sorted(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        paths.sort();
+        paths
+    }
+
+    #[test]
+    fn walkers_in_parallel_meet_what_one_walker_meets_each_once() {
+        let (_dir, workspace) = tree();
+        let mut one = Paths::default();
+        workspace.scan(&mut one).unwrap();
+        assert_eq!(one.met.len(), BATCH * 2 + 7 + 8, "{:?}", &one.met[..12]);
+        assert!(!one.met.iter().any(|path| path.ends_with(b".log")));
+        assert!(!one.met.iter().any(|path| path.starts_with(b"skipped/")));
+        assert!(
+            !one.met
+                .iter()
+                .any(|path| path.starts_with(b".git/") || path == b".git")
+        );
+        // One walker: a folder's entries in name order, the folder before them.
+        let wide: Vec<_> = one.met.iter().filter(|p| p.starts_with(b"wide/")).collect();
+        assert!(wide.windows(2).all(|pair| pair[0] < pair[1]));
+        let mut four: Vec<Paths> = (0..4).map(|_| Paths::default()).collect();
+        workspace.scan_parallel(&mut four).unwrap();
+        let met: Vec<_> = four.iter().flat_map(|paths| paths.met.clone()).collect();
+        let entered: Vec<_> = four
+            .iter()
+            .flat_map(|paths| paths.entered.clone())
+            .collect();
+        assert_eq!(sorted(met), sorted(one.met));
+        assert_eq!(sorted(entered), sorted(one.entered));
+    }
+
+    #[test]
+    fn a_stop_ends_every_walker() {
+        let (_dir, workspace) = tree();
+        let mut two: Vec<Paths> = (0..2)
+            .map(|_| Paths {
+                stop_at: Some(b"a".to_vec()),
+                ..Paths::default()
+            })
+            .collect();
+        workspace.scan_parallel(&mut two).unwrap();
+        let met: usize = two.iter().map(|paths| paths.met.len()).sum();
+        // "a" is the root's first name: nothing below it is met, and at
+        // most one batch more by the other walker.
+        assert!(met <= 2 + BATCH, "{met}");
+        assert!(
+            !two.iter()
+                .any(|paths| paths.met.iter().any(|p| p.starts_with(b"a/")))
+        );
+    }
 }
