@@ -191,7 +191,7 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
 
     // A full rescan: what a checkpoint walks when the tracker lost count.
     let mut seq = 300;
-    let rescan = median(3, || {
+    let rescan = median(5, || {
         seq += 1;
         first_store.take_walked(&workspace, &settings, seq, "run")?;
         Ok(())

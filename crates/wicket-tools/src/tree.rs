@@ -1,8 +1,11 @@
 //! The workspace as a tree of entries, for checkpoints and rewinds.
 //!
-//! [`Workspace::scan`] walks every folder from the held root, depth first,
-//! names in byte order, following no link: a link is an entry (its target
-//! is text), never a way somewhere else. `.git` and `.wicket` are never
+//! [`Workspace::scan`] walks every folder from the held root, folder by
+//! folder (each one's names in byte order, then the folders among them,
+//! going down first), following no link: a link is an entry (its target
+//! is text), never a way somewhere else. [`Workspace::scan_parallel`]
+//! makes the same walk with a walker a thread (each folder's names, in
+//! batches of up to 1,024, met by one). `.git` and `.wicket` are never
 //! entered, at any depth, and what
 //! the ignore files ignore (as grep reads them: [`crate::ignore_files`]) is
 //! skipped, as is whatever the caller's own test skips.
