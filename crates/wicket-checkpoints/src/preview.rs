@@ -50,6 +50,9 @@ pub struct Effected {
     /// checkpoint holds it, so a rewind cannot take it back, and apply
     /// leaves one that was there before as it is.
     pub ignored: bool,
+    /// Below a `.git`: a preview whose call may change git read it (the
+    /// workspace's own `.git` is its before); no checkpoint holds it.
+    pub git: bool,
 }
 
 /// What a preview changed, ready to be applied or thrown away.
@@ -66,6 +69,10 @@ pub struct Preview {
     pub seen: Vec<Effected>,
     /// What could not be read in the upper layer, and why.
     pub unread: Vec<(String, String)>,
+    /// Whether it read (and apply writes) changes below `.git`.
+    git: bool,
+    /// `.git` paths the workspace changed while the preview ran: apply refuses.
+    moved: BTreeSet<Vec<u8>>,
 }
 
 impl Preview {
@@ -93,10 +100,84 @@ fn io(path: &[u8], error: impl std::fmt::Display) -> (String, String) {
 struct Reader<'a> {
     before: &'a State,
     objects: &'a crate::objects::Objects,
+    workspace: &'a Workspace,
+    /// When the preview started (nanoseconds, as a ctime says), when its
+    /// call may change git: `.git` is read too, against the workspace's.
+    git_since: Option<i128>,
     preview: Preview,
 }
 
+/// Whether `path` lies below a `.git` (and no `.wicket`).
+fn in_git(path: &[u8]) -> bool {
+    !crate::rewind::in_wicket(path) && path.split(|byte| *byte == b'/').any(|name| name == b".git")
+}
+
+/// The most bytes of one `.git` file a preview reads of the workspace's
+/// to compare and show (git's own files are far smaller).
+const GIT_FILE_MAX: u64 = 1 << 30;
+
+/// What the workspace holds at `path` (a `.git` one: no checkpoint has
+/// it), its bytes stored in `objects` when given, and its metadata.
+fn workspace_entry(
+    workspace: &Workspace,
+    path: &[u8],
+    objects: Option<&crate::objects::Objects>,
+) -> std::io::Result<Option<(Entry, rustix::fs::Stat)>> {
+    let Some(stat) = workspace.stat_at(path)? else {
+        return Ok(None);
+    };
+    let mode = stat.st_mode & 0o7777;
+    let (content, bytes) = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Directory => (Content::Dir, None),
+        FileType::RegularFile => {
+            let (bytes, _) = workspace.read_at(path, GIT_FILE_MAX)?;
+            if bytes.len() as u64 > GIT_FILE_MAX {
+                let why = "no copy: it is over 1 GiB".to_string();
+                (Content::Missed(why), None)
+            } else {
+                (Content::File(hash_of(&bytes)), Some(bytes))
+            }
+        }
+        FileType::Symlink => {
+            let target = workspace.link_at(path)?;
+            (Content::Link(hash_of(&target)), Some(target))
+        }
+        _ => (Content::Missed("a special file".into()), None),
+    };
+    if let (Some(objects), Some(bytes), Content::File(hash) | Content::Link(hash)) =
+        (objects, &bytes, &content)
+    {
+        objects.put(hash, bytes)?;
+    }
+    let key = StatKey::of(&stat);
+    Ok(Some((Entry { content, mode, key }, stat)))
+}
+
 impl Reader<'_> {
+    /// What `path` held when the preview started: the last checkpoint's
+    /// entry, or below `.git` the workspace's (one it changed since the
+    /// preview started is noted, and apply refuses).
+    fn before_of(&mut self, path: &[u8]) -> Option<Entry> {
+        let Some(since) = self.git_since.filter(|_| in_git(path)) else {
+            return self.before.get(path).cloned();
+        };
+        match workspace_entry(self.workspace, path, Some(self.objects)) {
+            Ok(Some((entry, stat))) => {
+                let ctime =
+                    i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
+                if ctime >= since {
+                    self.preview.moved.insert(path.to_vec());
+                }
+                Some(entry)
+            }
+            Ok(None) => None,
+            Err(error) => {
+                self.preview.unread.push(io(path, error));
+                None
+            }
+        }
+    }
+
     /// One folder of the upper layer (held), at `path` below the root.
     fn folder(&mut self, dir: &OwnedFd, path: &[u8]) {
         let names = match rustix::fs::Dir::read_from(dir) {
@@ -114,10 +195,11 @@ impl Reader<'_> {
         names.sort();
         for name in names {
             let child = joined(path, &name);
-            // `.git` and `.wicket` stay as they are: a preview never applies them.
-            if wicket_protocol::guarded::git_or_wicket(Path::new(std::ffi::OsStr::from_bytes(
-                &child,
-            ))) {
+            // `.wicket` stays as it is, and `.git` unless the call may change git.
+            let guarded = wicket_protocol::guarded::git_or_wicket(Path::new(
+                std::ffi::OsStr::from_bytes(&child),
+            ));
+            if guarded && !(self.git_since.is_some() && in_git(&child)) {
                 continue;
             }
             self.entry(dir, &name, &child);
@@ -134,7 +216,8 @@ impl Reader<'_> {
             }
         };
         let mode = stat.st_mode & 0o7777;
-        let before = self.before.get(path);
+        let before = self.before_of(path);
+        let before = before.as_ref();
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::CharacterDevice if stat.st_rdev == 0 => self.removed(path),
             FileType::Directory => self.dir(dir, name_os, path, mode, before),
@@ -149,13 +232,14 @@ impl Reader<'_> {
                 bytes: 0,
                 dir: false,
                 ignored: false,
+                git: false,
             }),
         }
     }
 
     /// A whiteout: the path, and all below it, are gone.
     fn removed(&mut self, path: &[u8]) {
-        let Some(before) = self.before.get(path) else {
+        let Some(before) = self.before_of(path) else {
             return;
         };
         self.note_below(path);
@@ -163,22 +247,22 @@ impl Reader<'_> {
         self.preview.seen.push(Effected {
             path: path.to_vec(),
             kind: EffectKind::Deleted,
-            old: self.shown(before),
+            old: self.shown(&before),
             new: None,
             mode: None,
             bytes: 0,
             dir: before.kind() == Some(wicket_tools::tree::Kind::Dir),
             ignored: false,
+            git: false,
         });
     }
 
     /// Records what `path` and everything below it held at the start.
     fn note_below(&mut self, path: &[u8]) {
-        self.preview
-            .started
-            .insert(path.to_vec(), self.before.get(path).cloned());
+        let entry = self.before_of(path);
+        self.preview.started.insert(path.to_vec(), entry);
         for inner in self.inner(path) {
-            let entry = self.before.get(&inner).cloned();
+            let entry = self.before_of(&inner);
             self.preview.started.insert(inner, entry);
         }
     }
@@ -207,8 +291,33 @@ impl Reader<'_> {
         }
     }
 
-    /// The paths the workspace held below `path` when the preview started.
+    /// The paths the workspace held below `path` when the preview started
+    /// (below `.git`: holds now, each folder listed, no link followed).
     fn inner(&self, path: &[u8]) -> Vec<Vec<u8>> {
+        if self.git_since.is_some() && in_git(path) {
+            let mut found = Vec::new();
+            let mut folders = vec![path.to_vec()];
+            while let Some(folder) = folders.pop() {
+                let is_dir = self
+                    .workspace
+                    .stat_at(&folder)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|stat| {
+                        FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+                    });
+                if !is_dir {
+                    continue;
+                }
+                for name in self.workspace.names_at(&folder).unwrap_or_default() {
+                    let inner = joined(&folder, &name);
+                    found.push(inner.clone());
+                    folders.push(inner);
+                }
+            }
+            found.sort();
+            return found;
+        }
         self.before
             .range(path.to_vec()..)
             .take_while(|(inner, _)| inner.starts_with(path))
@@ -256,6 +365,7 @@ impl Reader<'_> {
                 bytes: 0,
                 dir: true,
                 ignored: false,
+                git: false,
             });
         }
         self.folder(&dir, path);
@@ -265,7 +375,7 @@ impl Reader<'_> {
     /// has are put back by their own change, read after this).
     fn removed_below(&mut self, path: &[u8]) {
         for inner in self.inner(path) {
-            let entry = self.before.get(&inner).cloned();
+            let entry = self.before_of(&inner);
             self.preview.started.insert(inner.clone(), entry);
             self.preview.changes.insert(inner, None);
         }
@@ -318,6 +428,7 @@ impl Reader<'_> {
             bytes: size,
             dir: false,
             ignored: false,
+            git: false,
         });
     }
 
@@ -356,6 +467,7 @@ impl Reader<'_> {
             bytes: 0,
             dir: false,
             ignored: false,
+            git: false,
         });
     }
 
@@ -414,7 +526,7 @@ fn mark_ignored(preview: &mut Preview, workspace: &Workspace, settings: &Setting
     // workspace did not hold nothing was there either. So `node_modules/`
     // costs one read of the ignore files, not one per file in it.
     let mut folder: Option<(Vec<u8>, bool)> = None;
-    for seen in &mut preview.seen {
+    for seen in preview.seen.iter_mut().filter(|seen| !seen.git) {
         let inside = folder
             .as_ref()
             .filter(|(above, _)| within(&seen.path, above) && seen.path != *above);
@@ -442,12 +554,16 @@ fn mark_ignored(preview: &mut Preview, workspace: &Workspace, settings: &Setting
 impl Store {
     /// What a command run over an overlay of `workspace` changed, read from
     /// the overlay's `upper` layer against the last checkpoint (the one
-    /// taken before the command); its new bytes go into the store.
+    /// taken before the command); its new bytes go into the store. With
+    /// `git_since` (when the command started, in nanoseconds, for a call
+    /// that may change git), what it changed below `.git` too, against
+    /// the workspace's own.
     pub fn preview(
         &self,
         workspace: &Workspace,
         settings: &Settings,
         upper: &Path,
+        git_since: Option<i128>,
     ) -> Result<Preview> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
@@ -464,11 +580,19 @@ impl Store {
         let mut reader = Reader {
             before: &cache.journaled,
             objects,
-            preview: Preview::default(),
+            workspace,
+            git_since,
+            preview: Preview {
+                git: git_since.is_some(),
+                ..Preview::default()
+            },
         };
         reader.folder(&root, b"");
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
         let mut preview = reader.preview;
+        for seen in &mut preview.seen {
+            seen.git = in_git(&seen.path);
+        }
         mark_ignored(&mut preview, workspace, settings);
         Ok(preview)
     }
@@ -492,7 +616,25 @@ impl Store {
             *guard = None;
             return Err(error);
         }
-        let now = &cache.journaled;
+        if let Some(path) = preview.moved.iter().next() {
+            return Err(Error::ChangedSincePreview(wicket_tools::tree::shown(path)));
+        }
+        let mut now = cache.journaled.clone();
+        // No checkpoint holds `.git`: what the workspace holds there now.
+        for path in preview
+            .started
+            .keys()
+            .filter(|path| preview.git && in_git(path))
+        {
+            match workspace_entry(workspace, path, None) {
+                Ok(Some((entry, _))) => {
+                    now.insert(path.clone(), entry);
+                }
+                Ok(None) => {}
+                Err(error) => return Err(Error::Workspace(error)),
+            }
+        }
+        let now = &now;
         for (path, started) in &preview.started {
             let same = match (now.get(path), started) {
                 (None, None) => true,
@@ -516,7 +658,7 @@ impl Store {
             return Err(Error::Gone);
         };
         let _held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
-        Ok(Plan::between(&then, now, &BTreeSet::new()).apply(workspace, objects))
+        Ok(Plan::between_with(&then, now, &BTreeSet::new(), preview.git).apply(workspace, objects))
     }
 }
 
@@ -590,7 +732,10 @@ mod tests {
         let settings = Settings::default();
         w.store.take(&w.workspace, &settings, 1, "run").unwrap();
         upper_of_a_command(&w);
-        let preview = w.store.preview(&w.workspace, &settings, &w.upper).unwrap();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, None)
+            .unwrap();
         assert_eq!(
             kinds(&preview),
             vec![
@@ -647,7 +792,10 @@ mod tests {
         let settings = Settings::default();
         w.store.take(&w.workspace, &settings, 1, "run").unwrap();
         upper_of_a_command(&w);
-        let preview = w.store.preview(&w.workspace, &settings, &w.upper).unwrap();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, None)
+            .unwrap();
         std::fs::write(w.ws.join("x.txt"), "edited meanwhile\n").unwrap();
         let refused = w
             .store
@@ -680,7 +828,10 @@ mod tests {
         )
         .unwrap();
         std::fs::write(w.upper.join("old/fresh"), "fresh\n").unwrap();
-        let preview = w.store.preview(&w.workspace, &settings, &w.upper).unwrap();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, None)
+            .unwrap();
         w.store
             .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
             .unwrap();
@@ -696,7 +847,10 @@ mod tests {
         let outside = w.ws.parent().unwrap().join("outside");
         std::fs::create_dir(&outside).unwrap();
         std::os::unix::fs::symlink(&outside, w.upper.join("old")).unwrap();
-        let preview = w.store.preview(&w.workspace, &settings, &w.upper).unwrap();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, None)
+            .unwrap();
         w.store
             .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
             .unwrap();
@@ -710,6 +864,129 @@ mod tests {
             std::fs::read_dir(&outside).unwrap().count(),
             0,
             "nothing written through it"
+        );
+    }
+
+    /// A workspace `.git` with a ref and a hook, and an upper layer where a
+    /// command moved the ref, added an object and removed the hook.
+    fn upper_of_a_commit(w: &World) {
+        std::fs::create_dir_all(w.ws.join(".git/refs/heads")).unwrap();
+        std::fs::create_dir_all(w.ws.join(".git/hooks")).unwrap();
+        std::fs::write(w.ws.join(".git/refs/heads/main"), "old\n").unwrap();
+        std::fs::write(w.ws.join(".git/hooks/pre-commit"), "true\n").unwrap();
+        std::fs::create_dir_all(w.upper.join(".git/refs/heads")).unwrap();
+        std::fs::create_dir_all(w.upper.join(".git/objects/ab")).unwrap();
+        std::fs::create_dir_all(w.upper.join(".git/hooks")).unwrap();
+        std::fs::write(w.upper.join(".git/refs/heads/main"), "new\n").unwrap();
+        std::fs::write(w.upper.join(".git/objects/ab/cdef"), "object").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            w.upper.join(".git/hooks/pre-commit"),
+            FileType::CharacterDevice,
+            Mode::empty(),
+            0,
+        )
+        .unwrap();
+    }
+
+    /// Nanoseconds since the epoch, as a ctime says.
+    fn now_nanos() -> i128 {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        since.as_nanos() as i128
+    }
+
+    #[test]
+    fn with_git_the_changes_below_git_are_effects_read_against_the_workspace_and_applied() {
+        let w = world();
+        let settings = Settings::default();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        upper_of_a_commit(&w);
+        // Without git: .git is not read at all.
+        let plain = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, None)
+            .unwrap();
+        assert!(plain.is_empty(), "{:?}", plain.seen);
+        let since = now_nanos();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, Some(since))
+            .unwrap();
+        assert_eq!(
+            kinds(&preview),
+            vec![
+                (".git/hooks/pre-commit".into(), EffectKind::Deleted),
+                (".git/objects".into(), EffectKind::Created),
+                (".git/objects/ab".into(), EffectKind::Created),
+                (".git/objects/ab/cdef".into(), EffectKind::Created),
+                (".git/refs/heads/main".into(), EffectKind::Modified),
+            ]
+        );
+        assert!(preview.seen.iter().all(|seen| seen.git));
+        let main = &preview.seen[4];
+        assert_eq!(
+            (main.old.as_deref(), main.new.as_deref()),
+            (Some(&b"old\n"[..]), Some(&b"new\n"[..]))
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join(".git/refs/heads/main")).unwrap(),
+            "old\n"
+        );
+        let applied = w
+            .store
+            .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
+            .unwrap();
+        assert!(applied.failed.is_empty(), "{applied:?}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join(".git/refs/heads/main")).unwrap(),
+            "new\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join(".git/objects/ab/cdef")).unwrap(),
+            "object"
+        );
+        assert!(!w.ws.join(".git/hooks/pre-commit").exists());
+    }
+
+    #[test]
+    fn a_git_file_the_workspace_changed_since_the_preview_began_stops_the_apply() {
+        let w = world();
+        let settings = Settings::default();
+        w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+        upper_of_a_commit(&w);
+        let since = now_nanos();
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, Some(since))
+            .unwrap();
+        // Changed after it was read: the apply sees it differ.
+        std::fs::write(w.ws.join(".git/refs/heads/main"), "elsewhere\n").unwrap();
+        let refused = w
+            .store
+            .apply_preview(&w.workspace, &settings, &preview, 2, "preview");
+        assert!(
+            matches!(&refused, Err(Error::ChangedSincePreview(path)) if path == ".git/refs/heads/main"),
+            "{refused:?}"
+        );
+        assert!(!w.ws.join(".git/objects").exists(), "nothing applied");
+        // Changed while the command ran (before it was read): refused too.
+        let before = now_nanos() - 1_000_000_000_000;
+        let preview = w
+            .store
+            .preview(&w.workspace, &settings, &w.upper, Some(before))
+            .unwrap();
+        let refused = w
+            .store
+            .apply_preview(&w.workspace, &settings, &preview, 3, "preview");
+        assert!(
+            matches!(refused, Err(Error::ChangedSincePreview(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join(".git/refs/heads/main")).unwrap(),
+            "elsewhere\n"
         );
     }
 }

@@ -85,11 +85,33 @@ fn guarded(path: &[u8]) -> bool {
     wicket_protocol::guarded::git_or_wicket(std::path::Path::new(std::ffi::OsStr::from_bytes(path)))
 }
 
+/// A path through a `.wicket` entry: nothing writes one, not even a
+/// preview whose card said "git".
+pub(crate) fn in_wicket(path: &[u8]) -> bool {
+    path.split(|byte| *byte == b'/')
+        .any(|name| name == b".wicket")
+}
+
 impl Plan {
     /// What takes the workspace from `now` back to `then`; what `then`
     /// may not hold as it was (`doubts`, and what lies below them) is left
     /// as it is.
     pub(crate) fn between(then: &State, now: &State, doubts: &BTreeSet<Vec<u8>>) -> Plan {
+        Plan::between_with(then, now, doubts, false)
+    }
+
+    /// [`Plan::between`]; with `git`, paths through `.git` too (a
+    /// preview's apply, whose card said so), never through `.wicket`.
+    pub(crate) fn between_with(
+        then: &State,
+        now: &State,
+        doubts: &BTreeSet<Vec<u8>>,
+        git: bool,
+    ) -> Plan {
+        let guarded = |path: &[u8]| match git {
+            true => in_wicket(path),
+            false => guarded(path),
+        };
         let mut plan = Plan::default();
         for (path, old) in then.iter().filter(|(path, _)| !guarded(path)) {
             let current = now.get(path);

@@ -23,6 +23,9 @@ use crate::{Answerer, Gate, diff};
 /// folder as one entry with a count and a size.
 pub(crate) const PREVIEW_GROUP_AFTER: usize = 20;
 
+/// How far a file's ctime may lag the clock (the kernel's coarse tick).
+const CTIME_LAG_NANOS: i128 = 50_000_000;
+
 /// A preview's folders, removed when it is over, applied or not.
 struct Layer {
     root: PathBuf,
@@ -81,11 +84,25 @@ impl Gate<'_> {
         };
         let layer = self.layer(call_id)?;
         let mut wanted = Vec::new();
+        // Below `.git` no checkpoint says what was there: what the
+        // workspace changed there since this moment (a ctime, one clock
+        // tick early) stops the apply.
+        let git_since = args.git.then(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_nanos() as i128);
+            now - CTIME_LAG_NANOS
+        });
         let output = self.run_over(call_id, &layer, args, dir, cancel, &mut wanted)?;
         let workspace = self.tools.workspace();
         let preview = checkpointing
             .store
-            .preview(workspace, checkpointing.settings, &layer.root.join("upper"))
+            .preview(
+                workspace,
+                checkpointing.settings,
+                &layer.root.join("upper"),
+                git_since,
+            )
             .map_err(|error| WireError::new(ErrorKind::Io, error.to_string()))?;
         let changes = effects(&preview);
         let card = Card::new(
@@ -162,9 +179,10 @@ impl Gate<'_> {
         } else {
             Network::Off
         };
+        // A call that may change git changes the overlay's `.git`: its changes are effects too.
         let access = Access {
             network,
-            git: false,
+            git: args.git,
             read: self.access(network, false, &args.read)?.0.read,
         };
         let summary = self.confinement.sandbox.summary(&access);
@@ -314,10 +332,11 @@ fn on_disk(folder: &std::path::Path) -> u64 {
 /// What the card says besides the changes.
 fn note(preview: &Preview, output: &RunOutput, args: &RunArgs) -> Option<String> {
     let mut said = Vec::new();
-    if args.git {
+    if preview.seen.iter().any(|seen| seen.git) {
         said.push(
-            "it asked to write .git, which a preview keeps read-only: what it would change there \
-             is neither shown nor applied (run it for real to change .git)"
+            "it changed .git (the call asked to): those entries are marked git; apply writes them \
+             into the workspace's .git, no checkpoint holds them so no rewind takes them back, and \
+             a .git that points outside the workspace stayed read-only"
                 .to_string(),
         );
     }
@@ -415,6 +434,7 @@ fn effects(preview: &Preview) -> Vec<Effect> {
             entries: group.map(|(_, entries, _)| *entries),
             bytes: group.map(|(_, _, bytes)| *bytes),
             ignored: seen.ignored,
+            git: seen.git,
         });
     }
     shown

@@ -385,6 +385,10 @@ pub struct Effect {
     /// back, and apply leaves one that was there before as it is.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignored: bool,
+    /// Below a `.git` (the call asked `"git": true`): git runs what is
+    /// there later, and no rewind takes it back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub git: bool,
 }
 
 impl Effect {
@@ -403,6 +407,9 @@ impl Effect {
         }
         if self.ignored {
             said.push_str(" (ignored: no checkpoint holds it)");
+        }
+        if self.git {
+            said.push_str(" (git: git runs what .git holds; no rewind takes it back)");
         }
         said
     }

@@ -623,6 +623,7 @@ function renderCard(item) {
       if (change.change === "mode" && change.mode) head += ` (mode ${change.mode})`;
       if (change.entries !== undefined) head += ` (${change.entries} entries, ${bytes(change.bytes || 0)})`;
       if (change.ignored) head += " (ignored: no checkpoint holds it)";
+      if (change.git) head += " (git: git runs what .git holds; no rewind takes it back)";
       card.append(el("div", "note effect", head));
       if (change.diff && change.change !== "link") card.append(renderDiff(change.diff));
       else if (change.diff) card.append(el("div", "note", visible(change.diff)));

@@ -566,6 +566,57 @@ impl Workspace {
         })
     }
 
+    /// What stands at `path` (not following a link), `None` when nothing
+    /// does, reached as [`Workspace::holds`] reaches it; a `.git` path
+    /// too (a preview that may change git reads what it had).
+    pub fn stat_at(&self, path: &[u8]) -> std::io::Result<Option<Stat>> {
+        let (dir, name) = match self.parent_of(path) {
+            Ok(found) => found,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(stat)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Up to `cap` bytes of the regular file at `path` (one more says it is
+    /// bigger), and its metadata; never through a link.
+    pub fn read_at(&self, path: &[u8], cap: u64) -> std::io::Result<(Vec<u8>, Stat)> {
+        let (dir, name) = self.parent_of(path)?;
+        let found = Found {
+            path,
+            stat: &rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?,
+            kind: Kind::File,
+            dir: dir.as_fd(),
+            name,
+        };
+        found.read(cap)
+    }
+
+    /// The target of the link at `path`, as written.
+    pub fn link_at(&self, path: &[u8]) -> std::io::Result<Vec<u8>> {
+        let (dir, name) = self.parent_of(path)?;
+        Ok(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes())
+    }
+
+    /// The names in the folder at `path` (`b""`: the root), sorted; never through a link.
+    pub fn names_at(&self, path: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
+        let dir = match path.is_empty() {
+            true => open_dir_at(self.root_fd(), OsStr::new("."))?,
+            false => {
+                let (parent, name) = self.parent_of(path)?;
+                open_dir_at(&parent, name)?
+            }
+        };
+        Ok(sorted_names(&dir)?
+            .into_iter()
+            .map(|name| name.as_bytes().to_vec())
+            .collect())
+    }
+
     /// The folder `path` is in, reached from the root one real folder at a
     /// time (no link followed), and its last name.
     fn parent_of<'p>(&self, path: &'p [u8]) -> std::io::Result<(OwnedFd, &'p OsStr)> {

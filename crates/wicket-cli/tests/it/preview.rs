@@ -413,29 +413,95 @@ fn ignored_paths_are_grouped_marked_and_an_old_one_is_left_by_apply() {
     assert!(failed.contains("build/out.txt"), "{failed}");
 }
 
-/// A previewed call that asked to write .git: the preview keeps .git
-/// read-only, and its card says that what it would change there is
-/// neither shown nor applied.
-#[test]
-fn a_preview_of_a_call_that_writes_git_says_git_stays_read_only() {
+/// Runs git in the workspace (outside Wicket), its stdout.
+fn git(f: &Fixture, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(&f.ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A repository with one commit, and a previewed call (`"git": true`)
+/// that commits a change: the effects card lists the `.git` changes
+/// marked `git`; the workspace's history is untouched until apply.
+fn previewed_commit(answer: &str) -> (Fixture, Vec<Value>) {
     let f = fixture();
-    std::fs::create_dir_all(f.ws.join(".git")).unwrap();
+    git(&f, &["init", "-q"]);
+    git(&f, &["add", "-A"]);
+    git(&f, &["commit", "-qm", "first"]);
     let arguments = json!({
-        "argv": ["sh", "-c", "echo ref > .git/HEAD2; echo b > x.txt"],
+        "argv": ["sh", "-c", "echo b > x.txt && git -c user.name=t -c user.email=t@example.com commit -qam second"],
         "preview": true,
         "git": true
     });
-    previewed_call(&f, arguments, "discard", |card| {
-        let note = card["note"].as_str().unwrap_or("");
-        assert!(note.contains(".git"), "{card:#}");
-        assert!(
-            card["changes"]
-                .as_array()
-                .unwrap()
+    let events = previewed_call(&f, arguments, answer, |card| {
+        let changes = card["changes"].as_array().unwrap();
+        let marked = |path: &str| {
+            changes
                 .iter()
-                .all(|c| !c["path"].as_str().unwrap().starts_with(".git"))
+                .find(|change| change["path"] == path)
+                .unwrap_or_else(|| panic!("no {path}: {card:#}"))
+                .get("git")
+                .cloned()
+        };
+        assert_eq!(marked("x.txt"), None, "{card:#}");
+        assert_eq!(
+            marked(".git/refs/heads/main"),
+            Some(json!(true)),
+            "{card:#}"
         );
+        assert_eq!(marked(".git/index"), Some(json!(true)), "{card:#}");
+        assert!(card["note"].as_str().unwrap().contains(".git"), "{card:#}");
+        // Nothing of it in the workspace yet.
+        assert_eq!(git(&f, &["rev-list", "--count", "HEAD"]).trim(), "1");
+        assert_eq!(f.read("x.txt"), "a\n");
     });
-    assert!(!f.ws.join(".git/HEAD2").exists());
+    (f, events)
+}
+
+#[test]
+fn a_preview_of_a_commit_shows_git_changes_and_apply_makes_the_commit() {
+    let (f, events) = previewed_commit("apply");
+    assert_eq!(
+        result(&events)["output"]["preview"],
+        "applied",
+        "{events:#?}"
+    );
+    assert_eq!(git(&f, &["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert_eq!(git(&f, &["log", "-1", "--format=%s"]).trim(), "second");
+    assert_eq!(
+        git(&f, &["status", "--porcelain"]),
+        "",
+        "the index and the tree agree"
+    );
+    git(&f, &["fsck", "--strict"]);
+    assert_eq!(f.read("x.txt"), "b\n");
+}
+
+#[test]
+fn a_discarded_preview_of_a_commit_leaves_git_as_it_was() {
+    let (f, events) = previewed_commit("discard");
+    assert_eq!(
+        result(&events)["output"]["preview"],
+        "discarded",
+        "{events:#?}"
+    );
+    assert_eq!(git(&f, &["rev-list", "--count", "HEAD"]).trim(), "1");
+    assert_eq!(git(&f, &["status", "--porcelain"]), "");
     assert_eq!(f.read("x.txt"), "a\n");
 }

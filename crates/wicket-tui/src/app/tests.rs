@@ -828,6 +828,7 @@ fn r_on_a_card_takes_a_reason_and_denies_with_it_and_the_message_box_gets_back_w
 fn an_effects_card_shows_each_change_and_takes_apply_or_discard() {
     use wicket_protocol::{Effect, EffectKind, EffectsCard};
     let effect = |path: &str, change: EffectKind, diff: &str, mode: Option<&str>| Effect {
+        git: false,
         ignored: false,
         path: path.into(),
         change,
