@@ -104,6 +104,8 @@ struct Reader<'a> {
     /// When the preview started (nanoseconds, as a ctime says), when its
     /// call may change git: `.git` is read too, against the workspace's.
     git_since: Option<i128>,
+    /// The first bytes of the workspace's `.git` files read, by hash.
+    git_heads: BTreeMap<crate::state::Hash, Vec<u8>>,
     preview: Preview,
 }
 
@@ -112,43 +114,44 @@ fn in_git(path: &[u8]) -> bool {
     !crate::rewind::in_wicket(path) && path.split(|byte| *byte == b'/').any(|name| name == b".git")
 }
 
-/// The most bytes of one `.git` file a preview reads of the workspace's
-/// to compare and show (git's own files are far smaller).
-const GIT_FILE_MAX: u64 = 1 << 30;
-
 /// What the workspace holds at `path` (a `.git` one: no checkpoint has
-/// it), its bytes stored in `objects` when given, and its metadata.
+/// it) and its metadata; a file is read as a stream, and its first
+/// [`SHOWN_BYTES`] kept for the card's diff (`head`, by its hash), so a
+/// pack of gigabytes costs a read, not its size in memory or in the store.
 fn workspace_entry(
     workspace: &Workspace,
     path: &[u8],
-    objects: Option<&crate::objects::Objects>,
+    head: Option<&mut BTreeMap<crate::state::Hash, Vec<u8>>>,
 ) -> std::io::Result<Option<(Entry, rustix::fs::Stat)>> {
     let Some(stat) = workspace.stat_at(path)? else {
         return Ok(None);
     };
     let mode = stat.st_mode & 0o7777;
-    let (content, bytes) = match FileType::from_raw_mode(stat.st_mode) {
-        FileType::Directory => (Content::Dir, None),
+    let content = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Directory => Content::Dir,
         FileType::RegularFile => {
-            let (bytes, _) = workspace.read_at(path, GIT_FILE_MAX)?;
-            if bytes.len() as u64 > GIT_FILE_MAX {
-                let why = "no copy: it is over 1 GiB".to_string();
-                (Content::Missed(why), None)
-            } else {
-                (Content::File(hash_of(&bytes)), Some(bytes))
+            let (mut file, _) = workspace.open_at(path)?;
+            let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+            let mut first = Vec::new();
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                let read = file.read(&mut buffer)?;
+                if read == 0 {
+                    break;
+                }
+                sha2::Digest::update(&mut hasher, &buffer[..read]);
+                let room = SHOWN_BYTES.saturating_sub(first.len());
+                first.extend_from_slice(&buffer[..read.min(room)]);
             }
+            let hash: crate::state::Hash = sha2::Digest::finalize(hasher).into();
+            if let Some(head) = head {
+                head.insert(hash, first);
+            }
+            Content::File(hash)
         }
-        FileType::Symlink => {
-            let target = workspace.link_at(path)?;
-            (Content::Link(hash_of(&target)), Some(target))
-        }
-        _ => (Content::Missed("a special file".into()), None),
+        FileType::Symlink => Content::Link(hash_of(&workspace.link_at(path)?)),
+        _ => Content::Missed("a special file".into()),
     };
-    if let (Some(objects), Some(bytes), Content::File(hash) | Content::Link(hash)) =
-        (objects, &bytes, &content)
-    {
-        objects.put(hash, bytes)?;
-    }
     let key = StatKey::of(&stat);
     Ok(Some((Entry { content, mode, key }, stat)))
 }
@@ -161,7 +164,7 @@ impl Reader<'_> {
         let Some(since) = self.git_since.filter(|_| in_git(path)) else {
             return self.before.get(path).cloned();
         };
-        match workspace_entry(self.workspace, path, Some(self.objects)) {
+        match workspace_entry(self.workspace, path, Some(&mut self.git_heads)) {
             Ok(Some((entry, stat))) => {
                 let ctime =
                     i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
@@ -499,6 +502,9 @@ impl Reader<'_> {
     /// A file's bytes as they were, from the store, for the diff.
     fn shown(&self, before: &Entry) -> Option<Vec<u8>> {
         match &before.content {
+            Content::File(hash) if self.git_heads.contains_key(hash) => {
+                self.git_heads.get(hash).cloned()
+            }
             Content::File(hash) => self.objects.get(hash).ok().map(|mut bytes| {
                 bytes.truncate(SHOWN_BYTES);
                 bytes
@@ -582,6 +588,7 @@ impl Store {
             objects,
             workspace,
             git_since,
+            git_heads: BTreeMap::new(),
             preview: Preview {
                 git: git_since.is_some(),
                 ..Preview::default()

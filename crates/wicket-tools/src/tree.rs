@@ -582,9 +582,9 @@ impl Workspace {
         }
     }
 
-    /// Up to `cap` bytes of the regular file at `path` (one more says it is
-    /// bigger), and its metadata; never through a link.
-    pub fn read_at(&self, path: &[u8], cap: u64) -> std::io::Result<(Vec<u8>, Stat)> {
+    /// The regular file at `path`, opened to read, and its metadata; never
+    /// through a link, never blocking on a special file.
+    pub fn open_at(&self, path: &[u8]) -> std::io::Result<(File, Stat)> {
         let (dir, name) = self.parent_of(path)?;
         let found = Found {
             path,
@@ -593,7 +593,7 @@ impl Workspace {
             dir: dir.as_fd(),
             name,
         };
-        found.read(cap)
+        found.open()
     }
 
     /// The target of the link at `path`, as written.
