@@ -377,6 +377,41 @@ fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
     );
 }
 
+/// `npm install` from a local registry, previewed: the preview refuses
+/// every host, so the install fails, and the card names the registry as a
+/// host it wanted; nothing of it reaches the workspace.
+#[test]
+fn a_previewed_npm_install_fails_without_the_network_and_names_the_registry() {
+    let f = fixture();
+    let model = crate::exec::script(
+        &f,
+        "install.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {
+                "argv": ["npm", "install", "--registry", "http://127.0.0.1:9/",
+                         "--cache", "npm-cache", "--fetch-retries", "0",
+                         "--no-audit", "--no-fund", "--no-update-notifier", "left-pad"],
+                "network": true,
+                "preview": true
+            }}]},
+            {"text": "done"}
+        ]),
+    );
+    let (events, code) = crate::exec::converse(
+        crate::exec::exec(&f, "go", &["--model", &model]),
+        &["preview", "discard"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let card = events
+        .iter()
+        .find(|event| event["type"] == "card" && event["kind"] == "effects")
+        .unwrap();
+    assert_eq!(card["wanted_hosts"], json!(["127.0.0.1:9"]), "{card:#}");
+    assert_ne!(card["exit_code"], 0, "the install failed: {card:#}");
+    assert!(!f.ws.join("node_modules").exists() && !f.ws.join("npm-cache").exists());
+}
+
 /// Ignored paths (a build folder) are grouped as a new folder is, marked
 /// ignored, and one that was there before is said as modified, never
 /// created: no checkpoint holds it, and apply leaves it as it was.
