@@ -398,25 +398,97 @@ impl Objects {
         }
         let folder = path.parent().unwrap_or(&self.dir);
         wicket_os::files::private_dir(folder)?;
+        let temp = self.temp_in(folder, |file| file.write_all(bytes))?;
+        self.settle_loose(&temp, &path, bytes.len() as u64)
+    }
+
+    /// A new private file in `folder` under a temporary name, written by
+    /// `write`; removed again when that fails.
+    fn temp_in(
+        &self,
+        folder: &Path,
+        write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+    ) -> std::io::Result<PathBuf> {
         let temp = folder.join(format!(".{:016x}.tmp", wicket_os::ids::random_u64()));
-        let written = (|| {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)?;
-            file.write_all(bytes)?;
-            std::fs::rename(&temp, &path)
-        })();
-        if written.is_err() {
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .and_then(|mut file| write(&mut file));
+        if let Err(error) = written {
             // The temporary copy goes; if that fails too it is only a stray file in the store.
-            let _ = std::fs::remove_file(&temp);
+            std::fs::remove_file(&temp).ok();
+            return Err(error);
         }
-        written?;
+        Ok(temp)
+    }
+
+    /// Renames a written `temp` (of `len` bytes) to the loose object at `path`.
+    fn settle_loose(&self, temp: &Path, path: &Path, len: u64) -> std::io::Result<bool> {
+        if let Err(error) = std::fs::rename(temp, path) {
+            std::fs::remove_file(temp).ok();
+            return Err(error);
+        }
         if let Some(total) = self.packs().bytes.as_mut() {
-            *total += bytes.len() as u64;
+            *total += len;
         }
         Ok(true)
+    }
+
+    /// Stores what `reader` gives, read as a stream: a small object is
+    /// packed as [`Objects::put`] packs it; a large one is copied to a
+    /// temporary file while it is hashed, never whole in memory. Its hash,
+    /// its length, and its first `keep` bytes.
+    pub(crate) fn put_read(
+        &self,
+        reader: &mut dyn std::io::Read,
+        keep: usize,
+    ) -> std::io::Result<(Hash, u64, Vec<u8>)> {
+        let mut first = Vec::new();
+        reader.take(PACK_BELOW as u64).read_to_end(&mut first)?;
+        if first.len() < PACK_BELOW {
+            let hash = hash_of(&first);
+            self.put(&hash, &first)?;
+            let len = first.len() as u64;
+            first.truncate(keep);
+            return Ok((hash, len, first));
+        }
+        let loose = self.loose();
+        wicket_os::files::private_dir(&loose)?;
+        let mut hasher = Sha256::new();
+        let mut len = 0u64;
+        let temp = self.temp_in(&loose, |file| {
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut chunk = first.clone();
+            loop {
+                hasher.update(&chunk);
+                file.write_all(&chunk)?;
+                len += chunk.len() as u64;
+                let read = reader.read(&mut buffer)?;
+                if read == 0 {
+                    return Ok(());
+                }
+                let room = keep.saturating_sub(first.len());
+                first.extend_from_slice(&buffer[..read.min(room)]);
+                chunk.clear();
+                chunk.extend_from_slice(&buffer[..read]);
+            }
+        })?;
+        let hash: Hash = hasher.finalize().into();
+        first.truncate(keep);
+        let path = loose_path(&loose, &hash);
+        if std::fs::metadata(&path).is_ok_and(|meta| meta.len() == len) {
+            std::fs::remove_file(&temp).ok();
+            return Ok((hash, len, first));
+        }
+        let folder = path.parent().unwrap_or(&self.dir);
+        if let Err(error) = wicket_os::files::private_dir(folder) {
+            std::fs::remove_file(&temp).ok();
+            return Err(error);
+        }
+        self.settle_loose(&temp, &path, len)?;
+        Ok((hash, len, first))
     }
 
     /// Whether the store holds `hash` (not read: [`Objects::get`] checks the bytes).
@@ -732,5 +804,39 @@ mod tests {
         std::fs::write(&pack, bytes).unwrap();
         let error = fresh.get(&hash_of(&small(3))).unwrap_err();
         assert!(error.to_string().contains("damaged"), "{error}");
+    }
+
+    #[test]
+    fn a_stream_is_stored_as_its_bytes_would_be_small_packed_large_loose() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = Objects::new(dir.path().join("store"), None);
+        let large: Vec<u8> = (0..300_000u32).map(|n| (n % 251) as u8).collect();
+        let small = b"a few bytes".to_vec();
+        for bytes in [&large, &small] {
+            let (hash, len, first) = objects.put_read(&mut bytes.as_slice(), 1000).unwrap();
+            assert_eq!(hash, hash_of(bytes));
+            assert_eq!(len, bytes.len() as u64);
+            assert_eq!(first, bytes[..bytes.len().min(1000)]);
+            objects.flush().unwrap();
+            assert_eq!(&objects.get(&hash).unwrap(), bytes);
+            // Stored once: a second stream of the same bytes adds nothing.
+            let before = objects.bytes();
+            objects.put_read(&mut bytes.as_slice(), 0).unwrap();
+            objects.flush().unwrap();
+            assert_eq!(objects.bytes(), before);
+        }
+        assert!(loose_path(&objects.loose(), &hash_of(&large)).is_file());
+        let strays = std::fs::read_dir(objects.loose())
+            .unwrap()
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".tmp")
+            })
+            .count();
+        assert_eq!(strays, 0, "no temporary copy left behind");
     }
 }

@@ -395,12 +395,19 @@ impl Reader<'_> {
         let Some(fd) = self.open_in(parent, name, path, OFlags::NONBLOCK) else {
             return;
         };
-        let mut bytes = Vec::new();
-        if let Err(error) = std::fs::File::from(fd).read_to_end(&mut bytes) {
-            self.preview.unread.push(io(path, error));
-            return;
-        }
-        let hash = hash_of(&bytes);
+        // Stored as it is read: a large file is never whole in memory.
+        let (hash, size, shown) = match self
+            .objects
+            .put_read(&mut std::fs::File::from(fd), SHOWN_BYTES)
+        {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.preview
+                    .unread
+                    .push(io(path, format!("not stored: {error}")));
+                return;
+            }
+        };
         let kind = match before.map(|before| &before.content) {
             Some(Content::File(old)) if *old == hash => {
                 if before.is_some_and(|before| before.mode == mode) {
@@ -417,16 +424,12 @@ impl Reader<'_> {
             mode,
             key: StatKey::default(),
         };
-        if !self.put(path, before, &hash, &bytes, entry) {
-            return;
-        }
-        let size = bytes.len() as u64;
-        bytes.truncate(SHOWN_BYTES);
+        self.record(path, before, entry);
         self.preview.seen.push(Effected {
             path: path.to_vec(),
             kind,
             old: before.and_then(|before| self.shown(before)),
-            new: Some(bytes),
+            new: Some(shown),
             mode: Some(mode),
             bytes: size,
             dir: false,
@@ -491,12 +494,18 @@ impl Reader<'_> {
                 .push(io(path, format!("the store could not take it: {error}")));
             return false;
         }
+        self.record(path, before, entry);
+        true
+    }
+
+    /// Records `path`'s change to `entry` (its bytes stored), and what it
+    /// replaces (a folder: what was in it too).
+    fn record(&mut self, path: &[u8], before: Option<&Entry>, entry: Entry) {
         self.preview.started.insert(path.to_vec(), before.cloned());
         if before.is_some_and(|before| matches!(before.content, Content::Dir)) {
             self.removed_below(path);
         }
         self.preview.changes.insert(path.to_vec(), Some(entry));
-        true
     }
 
     /// A file's bytes as they were, from the store, for the diff.

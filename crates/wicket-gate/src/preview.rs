@@ -17,7 +17,7 @@ use wicket_tools::Cancel;
 use wicket_tools::tools::run::RunDir;
 
 use crate::sandbox::Access;
-use crate::{Answerer, Gate, diff};
+use crate::{Answerer, Checkpointing, Gate, diff};
 
 /// Past this many new entries under one new folder, the card shows the
 /// folder as one entry with a count and a size.
@@ -84,15 +84,7 @@ impl Gate<'_> {
         };
         let layer = self.layer(call_id)?;
         let mut wanted = Vec::new();
-        // Below `.git` no checkpoint says what was there: what the
-        // workspace changed there since this moment (a ctime, one clock
-        // tick early) stops the apply.
-        let git_since = args.git.then(|| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_nanos() as i128);
-            now - CTIME_LAG_NANOS
-        });
+        let git_since = git_since(args);
         let output = self.run_over(call_id, &layer, args, dir, cancel, &mut wanted)?;
         let workspace = self.tools.workspace();
         let preview = checkpointing
@@ -122,24 +114,10 @@ impl Gate<'_> {
             Answer::Apply => PreviewOutcome::Applied,
             _ => PreviewOutcome::Discarded,
         };
-        let mut failed = Vec::new();
-        if outcome == PreviewOutcome::Applied {
-            let applied = checkpointing
-                .store
-                .apply_preview(
-                    workspace,
-                    checkpointing.settings,
-                    &preview,
-                    self.checkpoint_seq(self.session.last_seq()),
-                    "preview",
-                )
-                .map_err(|error| WireError::new(ErrorKind::Stale, error.to_string()))?;
-            failed = applied
-                .failed
-                .into_iter()
-                .map(|(path, why)| format!("{path}: {why}"))
-                .collect();
-        }
+        let failed = match outcome {
+            PreviewOutcome::Applied => self.apply(checkpointing, &preview)?,
+            PreviewOutcome::Discarded => Vec::new(),
+        };
         drop(layer);
         Ok(ToolOutput::Preview(PreviewOutput {
             preview: outcome,
@@ -157,6 +135,30 @@ impl Gate<'_> {
             failed,
             note: output.note,
         }))
+    }
+
+    /// Writes what `preview` changed into the workspace (after a
+    /// checkpoint): the paths it could not write, each with why.
+    fn apply(
+        &self,
+        checkpointing: Checkpointing<'_>,
+        preview: &Preview,
+    ) -> Result<Vec<String>, WireError> {
+        let applied = checkpointing
+            .store
+            .apply_preview(
+                self.tools.workspace(),
+                checkpointing.settings,
+                preview,
+                self.checkpoint_seq(self.session.last_seq()),
+                "preview",
+            )
+            .map_err(|error| WireError::new(ErrorKind::Stale, error.to_string()))?;
+        Ok(applied
+            .failed
+            .into_iter()
+            .map(|(path, why)| format!("{path}: {why}"))
+            .collect())
     }
 
     /// Runs the command in the jail with the workspace under `layer`'s
@@ -327,6 +329,18 @@ fn on_disk(folder: &std::path::Path) -> u64 {
         }
     }
     total
+}
+
+/// For a call that may change git, the moment its preview starts (in
+/// nanoseconds, one clock tick early): below `.git` no checkpoint says
+/// what was there, so what the workspace changed there since stops the apply.
+fn git_since(args: &RunArgs) -> Option<i128> {
+    args.git.then(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as i128);
+        now - CTIME_LAG_NANOS
+    })
 }
 
 /// What the card says besides the changes.

@@ -340,41 +340,50 @@ fn a_preview_that_writes_past_its_limit_is_stopped_and_its_card_says_so() {
     assert!(!f.ws.join("big").exists());
 }
 
-#[test]
-fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
-    let f = fixture();
+/// Previews `argv` with the network asked for, discards it: the events,
+/// and the effects card (checked to be the second of two: no net card,
+/// the preview refuses every host itself).
+fn previewed_online(f: &Fixture, argv: Value) -> Value {
     let model = crate::exec::script(
-        &f,
-        "fetch.json",
+        f,
+        "online.json",
         json!([
             {"tool_calls": [{"name": "run", "arguments": {
-                "argv": ["curl", "-fsS", "-o", "fetched", "http://127.0.0.1:9/package.tgz"],
-                "network": true,
-                "preview": true
+                "argv": argv, "network": true, "preview": true
             }}]},
             {"text": "done"}
         ]),
     );
     let (events, code) = crate::exec::converse(
-        crate::exec::exec(&f, "go", &["--model", &model]),
+        crate::exec::exec(f, "go", &["--model", &model]),
         &["preview", "discard"],
         &[],
     );
     assert_eq!(code, 0, "{events:#?}");
-    let card = events
-        .iter()
-        .find(|event| event["type"] == "card" && event["kind"] == "effects")
-        .unwrap();
-    assert_eq!(card["wanted_hosts"], json!(["127.0.0.1:9"]), "{card}");
-    assert_ne!(card["exit_code"], 0, "the fetch failed: {card}");
-    let cards = events
+    let cards: Vec<&Value> = events
         .iter()
         .filter(|event| event["type"] == "card")
-        .count();
-    assert_eq!(
-        cards, 2,
-        "no net card: the preview refuses every host itself"
+        .collect();
+    assert_eq!(cards.len(), 2, "no net card: {events:#?}");
+    assert_eq!(cards[1]["kind"], "effects", "{events:#?}");
+    cards[1].clone()
+}
+
+#[test]
+fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
+    let f = fixture();
+    let card = previewed_online(
+        &f,
+        json!([
+            "curl",
+            "-fsS",
+            "-o",
+            "fetched",
+            "http://127.0.0.1:9/package.tgz"
+        ]),
     );
+    assert_eq!(card["wanted_hosts"], json!(["127.0.0.1:9"]), "{card}");
+    assert_ne!(card["exit_code"], 0, "the fetch failed: {card}");
 }
 
 /// `npm install` from a local registry, previewed: the preview refuses
@@ -383,30 +392,23 @@ fn a_preview_has_no_network_and_its_card_names_the_hosts_the_command_wanted() {
 #[test]
 fn a_previewed_npm_install_fails_without_the_network_and_names_the_registry() {
     let f = fixture();
-    let model = crate::exec::script(
+    let card = previewed_online(
         &f,
-        "install.json",
         json!([
-            {"tool_calls": [{"name": "run", "arguments": {
-                "argv": ["npm", "install", "--registry", "http://127.0.0.1:9/",
-                         "--cache", "npm-cache", "--fetch-retries", "0",
-                         "--no-audit", "--no-fund", "--no-update-notifier", "left-pad"],
-                "network": true,
-                "preview": true
-            }}]},
-            {"text": "done"}
+            "npm",
+            "install",
+            "--registry",
+            "http://127.0.0.1:9/",
+            "--cache",
+            "npm-cache",
+            "--fetch-retries",
+            "0",
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+            "left-pad"
         ]),
     );
-    let (events, code) = crate::exec::converse(
-        crate::exec::exec(&f, "go", &["--model", &model]),
-        &["preview", "discard"],
-        &[],
-    );
-    assert_eq!(code, 0, "{events:#?}");
-    let card = events
-        .iter()
-        .find(|event| event["type"] == "card" && event["kind"] == "effects")
-        .unwrap();
     assert_eq!(card["wanted_hosts"], json!(["127.0.0.1:9"]), "{card:#}");
     assert_ne!(card["exit_code"], 0, "the install failed: {card:#}");
     assert!(!f.ws.join("node_modules").exists() && !f.ws.join("npm-cache").exists());

@@ -10,6 +10,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use crate::exec::{exec, script};
 use crate::{Fixture, wicket};
@@ -332,6 +333,21 @@ fn a_checkpoint_after_a_one_file_change_stores_that_file_alone() {
     };
     let mut seen = Vec::new();
     turn(&f, &model, "big", |_| {
+        // A card waits a second at most for its checkpoint (on a slow or
+        // busy machine it goes up first): wait for this card's journal line.
+        let lines = seen.len() + 1;
+        let written = || {
+            std::fs::read_to_string(store.join("journal.jsonl"))
+                .is_ok_and(|text| text.lines().count() >= lines)
+        };
+        let waited = std::time::Instant::now();
+        while !written() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(60),
+                "checkpoint {lines} never came"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         seen.push((size("objects"), size("journal.jsonl")))
     });
     let (first, second) = (seen[0], seen[1]);
