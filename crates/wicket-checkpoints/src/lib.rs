@@ -260,6 +260,12 @@ struct Line {
     at: u64,
     tool: String,
     changes: Vec<Change>,
+    /// A line of many changes (a session's first: the whole tree) keeps
+    /// them in the store as one object, this its hash: the same tree in
+    /// another session is the same object, stored once. Its changes come
+    /// before the line's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base: Option<String>,
     /// Paths a full walk found changed with nothing heard of them: the
     /// checkpoints after `since` and before this one may not hold them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,6 +286,8 @@ type Doubted = (u64, Vec<Vec<u8>>);
 struct Record {
     info: Info,
     changes: Vec<state::Decoded>,
+    /// The object holding most of its changes, when it has one.
+    base: Option<state::Hash>,
     /// Paths in doubt in the checkpoints after `.0`, before this one.
     doubt: Option<Doubted>,
     /// The journal's length up to and including this line.
@@ -362,16 +370,48 @@ struct Walk {
 }
 
 /// A journal line's text, with its newline.
-fn line_text(line: &Line) -> Result<String> {
-    let mut text = serde_json::to_string(line).map_err(|error| Error::Encode(error.to_string()))?;
+/// A line of at least this many changes keeps them as an object of the
+/// store (`Line::base`).
+const BASE_FROM: usize = 1024;
+
+/// `line` as a journal line, with its newline: its changes moved into an
+/// object of `objects` (stored, and written, before the line names it)
+/// when there are [`BASE_FROM`] or more.
+fn line_text(mut line: Line, objects: Option<&Objects>) -> Result<String> {
+    if let Some(objects) = objects.filter(|_| line.changes.len() >= BASE_FROM) {
+        let bytes =
+            serde_json::to_vec(&line.changes).map_err(|error| Error::Encode(error.to_string()))?;
+        let hash = hash_of(&bytes);
+        let stored = objects.put(&hash, &bytes).and_then(|_| objects.flush());
+        stored.map_err(|source| Error::Io {
+            path: objects.dir().to_path_buf(),
+            what: "written",
+            source,
+        })?;
+        line.changes = Vec::new();
+        line.base = Some(hex::encode(hash));
+    }
+    let mut text =
+        serde_json::to_string(&line).map_err(|error| Error::Encode(error.to_string()))?;
     text.push('\n');
     Ok(text)
 }
 
+/// The changes of a line's `base` object: `None` when it is not in the
+/// store or does not read as changes.
+fn base_changes(objects: Option<&Objects>, base: &str) -> Option<(state::Hash, Vec<Change>)> {
+    let hash: state::Hash = hex::decode(base).ok()?.try_into().ok()?;
+    let bytes = objects?.get(&hash).ok()?;
+    Some((hash, serde_json::from_slice(&bytes).ok()?))
+}
+
 /// The journal lines in `bytes`, up to the last that reads whole: a torn
 /// line (a crash, a full disk) or a damaged one ends them, since a delta
-/// after a gap cannot be replayed.
-fn parse_records(bytes: &[u8]) -> Vec<Record> {
+/// after a gap cannot be replayed; so does one whose `base` the store
+/// (`objects`) does not hold whole. The second value says whether the
+/// journal may be cut where the lines end: not when no store was open to
+/// read a base from.
+fn parse_records(bytes: &[u8], objects: Option<&Objects>) -> (Vec<Record>, bool) {
     let mut records = Vec::new();
     let mut end = 0usize;
     for text in bytes.split_inclusive(|byte| *byte == b'\n') {
@@ -381,8 +421,15 @@ fn parse_records(bytes: &[u8]) -> Vec<Record> {
         let Ok(line) = serde_json::from_slice::<Line>(body) else {
             break;
         };
-        let Some(changes) = line
-            .changes
+        let (base, mut all) = match &line.base {
+            Some(base) => match base_changes(objects, base) {
+                Some((hash, changes)) => (Some(hash), changes),
+                None => return (records, objects.is_some()),
+            },
+            None => (None, Vec::new()),
+        };
+        all.extend(line.changes);
+        let Some(changes) = all
             .into_iter()
             .map(Change::decode)
             .collect::<Option<Vec<_>>>()
@@ -407,11 +454,12 @@ fn parse_records(bytes: &[u8]) -> Vec<Record> {
                 changed: changes.len(),
             },
             changes,
+            base,
             doubt,
             end: end as u64,
         });
     }
-    records
+    (records, true)
 }
 
 /// The workspace store's name for the workspace at `root`.
@@ -516,9 +564,9 @@ impl Store {
             Ok(None) => return Ok(Vec::new()),
             Err(error) => return Err(self.io(&path, "read")(error)),
         };
-        let records = parse_records(&bytes);
+        let (records, cut) = parse_records(&bytes, self.objects(None)?);
         let end = records.last().map_or(0, |record| record.end);
-        if end < bytes.len() as u64 {
+        if cut && end < bytes.len() as u64 {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
@@ -763,16 +811,18 @@ impl Store {
             at: now_secs(),
             tool: tool.to_string(),
             changes,
+            base: None,
             doubt: doubt.as_ref().map(|(since, paths)| Doubt {
                 since: *since,
                 paths: paths.iter().map(|path| state::Named::of(path)).collect(),
             }),
         };
-        self.append(cache, &line)?;
+        let (id, changed) = (line.id, line.changes.len());
+        self.append(cache, line)?;
         Ok(Taken {
-            id: line.id,
+            id,
             entries,
-            changed: line.changes.len(),
+            changed,
             new_bytes: maker.new_bytes.load(std::sync::atomic::Ordering::Relaxed),
             gaps: maker.gaps(),
             whole,
@@ -820,8 +870,8 @@ impl Store {
     }
 
     /// Appends `line` to the journal.
-    fn append(&self, cache: &mut Cache, line: &Line) -> Result<()> {
-        let text = line_text(line)?;
+    fn append(&self, cache: &mut Cache, line: Line) -> Result<()> {
+        let text = line_text(line, self.objects.get())?;
         let journal = self.journal();
         wicket_os::files::private_dir(&self.dir).map_err(self.io(&self.dir, "written"))?;
         let appended = wicket_os::files::open_private_append(&journal).and_then(|mut file| {

@@ -6,6 +6,22 @@
 
 use super::*;
 
+/// `keep`, with every object `records` name: their entries' contents,
+/// and the objects their changes are kept in (`base`).
+fn named_by(records: &[Record], mut keep: HashSet<state::Hash>) -> HashSet<state::Hash> {
+    for record in records {
+        keep.extend(record.base);
+        keep.extend(
+            record
+                .changes
+                .iter()
+                .filter_map(|(_, entry)| entry.as_ref())
+                .filter_map(state::hash_of_entry),
+        );
+    }
+    keep
+}
+
 impl Store {
     /// Drops checkpoints older than `keep_days`: the oldest one kept is
     /// written whole as the journal's first line, and objects no kept
@@ -36,6 +52,12 @@ impl Store {
     /// objects none of them names removed.
     pub(crate) fn keep_from(&self, records: &[Record], kept: usize) -> Result<()> {
         let base_state = Self::state_at(records, records[kept].info.id)?;
+        // Held while a line's changes go into an object and the journal
+        // comes to name it: no sweep meanwhile takes it for unnamed.
+        let held = match self.objects.get() {
+            Some(objects) => Some(objects.hold().map_err(self.io(objects.dir(), "read"))?),
+            None => None,
+        };
         let mut text = String::new();
         for (offset, record) in records[kept..].iter().enumerate() {
             let changes = if offset == 0 {
@@ -50,34 +72,31 @@ impl Store {
                     })
                     .collect()
             };
-            text.push_str(&line_text(&Line {
+            let line = Line {
                 id: record.info.id,
                 seq: record.info.seq,
                 at: record.info.at,
                 tool: record.info.tool.clone(),
                 changes,
+                base: None,
                 doubt: record.doubt.as_ref().map(|(since, paths)| Doubt {
                     since: *since,
                     paths: paths.iter().map(|path| state::Named::of(path)).collect(),
                 }),
-            })?);
+            };
+            text.push_str(&line_text(line, self.objects.get())?);
         }
         let journal = self.journal();
         wicket_os::files::write_atomically(&journal, text.as_bytes(), false)
             .map_err(self.io(&journal, "written"))?;
+        drop(held);
         self.sweep()
     }
 
     /// Removes the objects no session of this workspace names any more
     /// (left for later when another process is using the store).
     pub(crate) fn sweep(&self) -> Result<()> {
-        let own: HashSet<state::Hash> = self
-            .records()?
-            .iter()
-            .flat_map(|record| record.changes.iter())
-            .filter_map(|(_, entry)| entry.as_ref())
-            .filter_map(state::hash_of_entry)
-            .collect();
+        let own = named_by(&self.records()?, HashSet::new());
         if let Some(objects) = self.objects.get() {
             objects
                 .sweep_legacy(&own)
@@ -132,15 +151,8 @@ impl Store {
             else {
                 continue;
             };
-            for record in parse_records(&bytes) {
-                keep.extend(
-                    record
-                        .changes
-                        .iter()
-                        .filter_map(|(_, entry)| entry.as_ref())
-                        .filter_map(state::hash_of_entry),
-                );
-            }
+            // A line whose base is missing names what it can: the lines before it.
+            keep = named_by(&parse_records(&bytes, self.objects.get()).0, keep);
         }
         Ok(keep)
     }

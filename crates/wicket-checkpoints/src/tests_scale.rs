@@ -384,3 +384,65 @@ fn a_full_walk_tells_how_far_it_got_while_it_runs_and_nothing_after() {
         2505
     );
 }
+
+#[test]
+fn a_first_line_of_the_whole_tree_is_one_shared_object_kept_by_every_journal_naming_it() {
+    let w = world();
+    let settings = Settings::default();
+    for n in 0..(BASE_FROM + 200) {
+        w.write(&format!("src/d{}/f{n}", n % 10), &format!("file {n}\n"));
+    }
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    let journal_of = |name: &str| {
+        w.root
+            .join("sessions")
+            .join(name)
+            .join("checkpoints/journal.jsonl")
+    };
+    let first_line = std::fs::read_to_string(journal_of("one")).unwrap();
+    assert!(
+        first_line.len() < 1024,
+        "the tree is in an object, not the line: {}",
+        first_line.len()
+    );
+    let stored = w.store.object_bytes();
+    // The same tree in a second session: the same object, nothing stored, a line of its own.
+    let other = w.session("two");
+    let taken = other.take(&w.workspace, &settings, 1, "run").unwrap();
+    assert_eq!(
+        (taken.new_bytes, other.object_bytes()),
+        (0, stored),
+        "{taken:?}"
+    );
+    let second_line = std::fs::read_to_string(journal_of("two")).unwrap();
+    let base =
+        |line: &str| serde_json::from_str::<serde_json::Value>(line).unwrap()["base"].clone();
+    assert!(base(&second_line).is_string(), "{second_line}");
+    assert_eq!(base(&second_line), base(&first_line));
+    // The first session gone and a sweep made: the second's rewinds still hold every file.
+    w.write("src/d3/f3", "changed\n");
+    std::fs::remove_file(w.ws.join("src/d4/f4")).unwrap();
+    other.take(&w.workspace, &settings, 2, "run").unwrap();
+    std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
+    other.sweep().unwrap();
+    let other = w.session("two");
+    let applied = rewind(&w, &other, 1, 3);
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    assert_eq!(w.read("src/d3/f3"), "file 3\n");
+    assert_eq!(w.read("src/d4/f4"), "file 4\n");
+    // A journal whose base object is gone reads as having no checkpoints, never as a wrong tree.
+    let hash = base(&second_line).as_str().unwrap().to_string();
+    let object = w
+        .root
+        .join("store")
+        .join(other.named_key().unwrap())
+        .join("objects")
+        .join(&hash[..2])
+        .join(&hash[2..]);
+    std::fs::remove_file(object).unwrap();
+    w.write("src/d3/f3", "changed again\n");
+    let fresh = w.session("two");
+    assert_eq!(fresh.list().unwrap().len(), 0);
+    assert!(fresh.find(1).is_err());
+    assert_eq!(w.read("src/d3/f3"), "changed again\n");
+}

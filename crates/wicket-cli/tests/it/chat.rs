@@ -286,6 +286,8 @@ fn rewind_lists_the_points_shows_what_changes_and_puts_the_file_back() {
     pty.expect_drawn(ROWS, COLUMNS, "[o]nce");
     pty.send("o");
     pty.expect_drawn(ROWS, COLUMNS, "a.txt says gamma now");
+    // The reply is drawn before the turn has ended: the list is asked for after.
+    pty.expect_drawn(ROWS, COLUMNS, "· idle ·");
     pty.send("/rewind\r");
     pty.expect_drawn(ROWS, COLUMNS, "turn: make it gamma");
     pty.expect_drawn(ROWS, COLUMNS, "before write_file a.txt");
