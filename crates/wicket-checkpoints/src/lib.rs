@@ -14,7 +14,9 @@
 //! - `sessions/<id>/checkpoints/journal.jsonl`: one line a checkpoint (`id`,
 //!   the log `seq` it comes before, `at`, the tool), holding only the
 //!   entries that changed since the one before — the first line holds them
-//!   all; `store` names the workspace's store, `index.json` the next id.
+//!   all, in objects of the store when they are many (`base`), so another
+//!   session's same tree costs no new bytes; `store` names the workspace's
+//!   store, `index.json` the next id.
 //!
 //! The first checkpoint in a process walks the whole tree and starts the
 //! [`tracker`]; the next ones look only at what it heard of since, so their
@@ -261,11 +263,13 @@ struct Line {
     tool: String,
     changes: Vec<Change>,
     /// A line of many changes (a session's first: the whole tree) keeps
-    /// them in the store as one object, this its hash: the same tree in
-    /// another session is the same object, stored once. Its changes come
-    /// before the line's own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    base: Option<String>,
+    /// them in the store as objects of about [`PIECE`] changes each, cut
+    /// where a path says (`Change::ends_piece`), these their hashes: the
+    /// same tree in another session is the same objects, and a tree that
+    /// differs in one file one new piece. Their changes come before the
+    /// line's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    base: Vec<String>,
     /// Paths a full walk found changed with nothing heard of them: the
     /// checkpoints after `since` and before this one may not hold them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -286,8 +290,8 @@ type Doubted = (u64, Vec<Vec<u8>>);
 struct Record {
     info: Info,
     changes: Vec<state::Decoded>,
-    /// The object holding most of its changes, when it has one.
-    base: Option<state::Hash>,
+    /// The objects holding most of its changes.
+    base: Vec<state::Hash>,
     /// Paths in doubt in the checkpoints after `.0`, before this one.
     doubt: Option<Doubted>,
     /// The journal's length up to and including this line.
@@ -370,26 +374,44 @@ struct Walk {
 }
 
 /// A journal line's text, with its newline.
-/// A line of at least this many changes keeps them as an object of the
+/// A line of at least this many changes keeps them as objects of the
 /// store (`Line::base`).
 const BASE_FROM: usize = 1024;
 
-/// `line` as a journal line, with its newline: its changes moved into an
-/// object of `objects` (stored, and written, before the line names it)
+/// About how many changes one base object holds.
+const PIECE: u64 = 512;
+
+/// `line` as a journal line, with its newline: its changes moved into
+/// objects of `objects` (stored, and written, before the line names them)
 /// when there are [`BASE_FROM`] or more.
 fn line_text(mut line: Line, objects: Option<&Objects>) -> Result<String> {
     if let Some(objects) = objects.filter(|_| line.changes.len() >= BASE_FROM) {
-        let bytes =
-            serde_json::to_vec(&line.changes).map_err(|error| Error::Encode(error.to_string()))?;
-        let hash = hash_of(&bytes);
-        let stored = objects.put(&hash, &bytes).and_then(|_| objects.flush());
-        stored.map_err(|source| Error::Io {
+        let mut pieces = Vec::new();
+        let mut piece = Vec::new();
+        for change in std::mem::take(&mut line.changes) {
+            let ends = change.ends_piece(PIECE);
+            piece.push(change);
+            if ends {
+                pieces.push(std::mem::take(&mut piece));
+            }
+        }
+        pieces.push(piece);
+        for piece in pieces.iter().filter(|piece| !piece.is_empty()) {
+            let bytes =
+                serde_json::to_vec(piece).map_err(|error| Error::Encode(error.to_string()))?;
+            let hash = hash_of(&bytes);
+            objects.put(&hash, &bytes).map_err(|source| Error::Io {
+                path: objects.dir().to_path_buf(),
+                what: "written",
+                source,
+            })?;
+            line.base.push(hex::encode(hash));
+        }
+        objects.flush().map_err(|source| Error::Io {
             path: objects.dir().to_path_buf(),
             what: "written",
             source,
         })?;
-        line.changes = Vec::new();
-        line.base = Some(hex::encode(hash));
     }
     let mut text =
         serde_json::to_string(&line).map_err(|error| Error::Encode(error.to_string()))?;
@@ -421,13 +443,15 @@ fn parse_records(bytes: &[u8], objects: Option<&Objects>) -> (Vec<Record>, bool)
         let Ok(line) = serde_json::from_slice::<Line>(body) else {
             break;
         };
-        let (base, mut all) = match &line.base {
-            Some(base) => match base_changes(objects, base) {
-                Some((hash, changes)) => (Some(hash), changes),
-                None => return (records, objects.is_some()),
-            },
-            None => (None, Vec::new()),
-        };
+        let mut base = Vec::with_capacity(line.base.len());
+        let mut all = Vec::new();
+        for piece in &line.base {
+            let Some((hash, changes)) = base_changes(objects, piece) else {
+                return (records, objects.is_some());
+            };
+            base.push(hash);
+            all.extend(changes);
+        }
         all.extend(line.changes);
         let Some(changes) = all
             .into_iter()
@@ -811,7 +835,7 @@ impl Store {
             at: now_secs(),
             tool: tool.to_string(),
             changes,
-            base: None,
+            base: Vec::new(),
             doubt: doubt.as_ref().map(|(since, paths)| Doubt {
                 since: *since,
                 paths: paths.iter().map(|path| state::Named::of(path)).collect(),

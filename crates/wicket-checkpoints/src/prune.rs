@@ -10,7 +10,7 @@ use super::*;
 /// and the objects their changes are kept in (`base`).
 fn named_by(records: &[Record], mut keep: HashSet<state::Hash>) -> HashSet<state::Hash> {
     for record in records {
-        keep.extend(record.base);
+        keep.extend(record.base.iter().copied());
         keep.extend(
             record
                 .changes
@@ -78,7 +78,7 @@ impl Store {
                 at: record.info.at,
                 tool: record.info.tool.clone(),
                 changes,
-                base: None,
+                base: Vec::new(),
                 doubt: record.doubt.as_ref().map(|(since, paths)| Doubt {
                     since: *since,
                     paths: paths.iter().map(|path| state::Named::of(path)).collect(),

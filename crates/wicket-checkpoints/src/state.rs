@@ -148,6 +148,22 @@ fn decode_hash(text: &str) -> Option<Hash> {
 }
 
 impl Change {
+    /// Whether a run of changes may end after this one: a choice made by
+    /// its path alone (about one path in `every`), so the same paths cut a
+    /// long list at the same places whatever their contents.
+    pub(crate) fn ends_piece(&self, every: u64) -> bool {
+        let path: &[u8] = match (&self.p, &self.pb) {
+            (Some(text), _) => text.as_bytes(),
+            (None, Some(bytes)) => bytes,
+            (None, None) => b"",
+        };
+        // FNV-1a: stable across builds and machines.
+        let hash = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+        hash % every == 0
+    }
+
     fn path_of(path: &[u8]) -> (Option<String>, Option<Vec<u8>>) {
         match std::str::from_utf8(path) {
             Ok(text) => (Some(text.to_string()), None),
