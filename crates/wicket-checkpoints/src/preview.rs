@@ -168,7 +168,9 @@ impl Reader<'_> {
             Ok(Some((entry, stat))) => {
                 let ctime =
                     i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
-                if ctime >= since {
+                // A folder's ctime moves with every name made in it; what
+                // the preview changes of it is its mode, compared at apply.
+                if ctime >= since && entry.content != Content::Dir {
                     self.preview.moved.insert(path.to_vec());
                 }
                 Some(entry)

@@ -23,8 +23,9 @@ use crate::{Answerer, Checkpointing, Gate, diff};
 /// folder as one entry with a count and a size.
 pub(crate) const PREVIEW_GROUP_AFTER: usize = 20;
 
-/// How far a file's ctime may lag the clock (the kernel's coarse tick).
-const CTIME_LAG_NANOS: i128 = 50_000_000;
+/// How far a file's ctime may lag the clock (the kernel's coarse tick, at
+/// most 10 ms): a file changed as the preview starts still counts.
+const CTIME_LAG_NANOS: i128 = 10_000_000;
 
 /// A preview's folders, removed when it is over, applied or not.
 struct Layer {
