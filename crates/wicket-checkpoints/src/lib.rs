@@ -386,6 +386,11 @@ const PIECE: u64 = 512;
 /// when there are [`BASE_FROM`] or more.
 fn line_text(mut line: Line, objects: Option<&Objects>) -> Result<String> {
     if let Some(objects) = objects.filter(|_| line.changes.len() >= BASE_FROM) {
+        let written = |source| Error::Io {
+            path: objects.dir().to_path_buf(),
+            what: "written",
+            source,
+        };
         let mut pieces = Vec::new();
         let mut piece = Vec::new();
         for change in std::mem::take(&mut line.changes) {
@@ -400,18 +405,10 @@ fn line_text(mut line: Line, objects: Option<&Objects>) -> Result<String> {
             let bytes =
                 serde_json::to_vec(piece).map_err(|error| Error::Encode(error.to_string()))?;
             let hash = hash_of(&bytes);
-            objects.put(&hash, &bytes).map_err(|source| Error::Io {
-                path: objects.dir().to_path_buf(),
-                what: "written",
-                source,
-            })?;
+            objects.put(&hash, &bytes).map_err(written)?;
             line.base.push(hex::encode(hash));
         }
-        objects.flush().map_err(|source| Error::Io {
-            path: objects.dir().to_path_buf(),
-            what: "written",
-            source,
-        })?;
+        objects.flush().map_err(written)?;
     }
     let mut text =
         serde_json::to_string(&line).map_err(|error| Error::Encode(error.to_string()))?;

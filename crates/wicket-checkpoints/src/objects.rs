@@ -50,6 +50,35 @@ pub(crate) fn hash_of(bytes: &[u8]) -> Hash {
     Sha256::digest(bytes).into()
 }
 
+/// Reads `reader` to its end after `first` (what was read of it already),
+/// handing each piece to `sink`: the whole's hash, its length, and its
+/// first `keep` bytes. Never all of it in memory.
+pub(crate) fn stream(
+    reader: &mut dyn Read,
+    mut first: Vec<u8>,
+    keep: usize,
+    mut sink: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<(Hash, u64, Vec<u8>)> {
+    let mut hasher = Sha256::new();
+    hasher.update(&first);
+    sink(&first)?;
+    let mut len = first.len() as u64;
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = reader.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        sink(&buffer[..read])?;
+        len += read as u64;
+        let room = keep.saturating_sub(first.len());
+        first.extend_from_slice(&buffer[..read.min(room)]);
+    }
+    first.truncate(keep);
+    Ok((hasher.finalize().into(), len, first))
+}
+
 /// Where a packed object lies.
 #[derive(Debug, Clone, Copy)]
 struct Place {
@@ -398,17 +427,17 @@ impl Objects {
         }
         let folder = path.parent().unwrap_or(&self.dir);
         wicket_os::files::private_dir(folder)?;
-        let temp = self.temp_in(folder, |file| file.write_all(bytes))?;
+        let (temp, ()) = self.temp_in(folder, |file| file.write_all(bytes))?;
         self.settle_loose(&temp, &path, bytes.len() as u64)
     }
 
     /// A new private file in `folder` under a temporary name, written by
-    /// `write`; removed again when that fails.
-    fn temp_in(
+    /// `write` (and what it says); removed again when that fails.
+    fn temp_in<T>(
         &self,
         folder: &Path,
-        write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
-    ) -> std::io::Result<PathBuf> {
+        write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+    ) -> std::io::Result<(PathBuf, T)> {
         let temp = folder.join(format!(".{:016x}.tmp", wicket_os::ids::random_u64()));
         let written = std::fs::OpenOptions::new()
             .write(true)
@@ -416,12 +445,14 @@ impl Objects {
             .mode(0o600)
             .open(&temp)
             .and_then(|mut file| write(&mut file));
-        if let Err(error) = written {
-            // The temporary copy goes; if that fails too it is only a stray file in the store.
-            std::fs::remove_file(&temp).ok();
-            return Err(error);
+        match written {
+            Ok(said) => Ok((temp, said)),
+            Err(error) => {
+                // The temporary copy goes; if that fails too it is only a stray file in the store.
+                std::fs::remove_file(&temp).ok();
+                Err(error)
+            }
         }
-        Ok(temp)
     }
 
     /// Renames a written `temp` (of `len` bytes) to the loose object at `path`.
@@ -456,27 +487,9 @@ impl Objects {
         }
         let loose = self.loose();
         wicket_os::files::private_dir(&loose)?;
-        let mut hasher = Sha256::new();
-        let mut len = 0u64;
-        let temp = self.temp_in(&loose, |file| {
-            let mut buffer = vec![0u8; 64 * 1024];
-            let mut chunk = first.clone();
-            loop {
-                hasher.update(&chunk);
-                file.write_all(&chunk)?;
-                len += chunk.len() as u64;
-                let read = reader.read(&mut buffer)?;
-                if read == 0 {
-                    return Ok(());
-                }
-                let room = keep.saturating_sub(first.len());
-                first.extend_from_slice(&buffer[..read.min(room)]);
-                chunk.clear();
-                chunk.extend_from_slice(&buffer[..read]);
-            }
+        let (temp, (hash, len, first)) = self.temp_in(&loose, |file| {
+            stream(reader, first, keep, |piece| file.write_all(piece))
         })?;
-        let hash: Hash = hasher.finalize().into();
-        first.truncate(keep);
         let path = loose_path(&loose, &hash);
         if std::fs::metadata(&path).is_ok_and(|meta| meta.len() == len) {
             std::fs::remove_file(&temp).ok();

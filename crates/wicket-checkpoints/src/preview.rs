@@ -9,7 +9,6 @@
 //! special file is refused.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -18,7 +17,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use wicket_protocol::EffectKind;
 use wicket_tools::Workspace;
 
-use crate::objects::hash_of;
+use crate::objects::{hash_of, stream};
 use crate::rewind::{Applied, Plan};
 use crate::scan::remove_below;
 use crate::state::{Content, Entry, StatKey, State};
@@ -69,8 +68,6 @@ pub struct Preview {
     pub seen: Vec<Effected>,
     /// What could not be read in the upper layer, and why.
     pub unread: Vec<(String, String)>,
-    /// Whether it read (and apply writes) changes below `.git`.
-    git: bool,
     /// `.git` paths the workspace changed while the preview ran: apply refuses.
     moved: BTreeSet<Vec<u8>>,
 }
@@ -131,19 +128,7 @@ fn workspace_entry(
         FileType::Directory => Content::Dir,
         FileType::RegularFile => {
             let (mut file, _) = workspace.open_at(path)?;
-            let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-            let mut first = Vec::new();
-            let mut buffer = vec![0u8; 64 * 1024];
-            loop {
-                let read = file.read(&mut buffer)?;
-                if read == 0 {
-                    break;
-                }
-                sha2::Digest::update(&mut hasher, &buffer[..read]);
-                let room = SHOWN_BYTES.saturating_sub(first.len());
-                first.extend_from_slice(&buffer[..read.min(room)]);
-            }
-            let hash: crate::state::Hash = sha2::Digest::finalize(hasher).into();
+            let (hash, _, first) = stream(&mut file, Vec::new(), SHOWN_BYTES, |_| Ok(()))?;
             if let Some(head) = head {
                 head.insert(hash, first);
             }
@@ -600,10 +585,7 @@ impl Store {
             workspace,
             git_since,
             git_heads: BTreeMap::new(),
-            preview: Preview {
-                git: git_since.is_some(),
-                ..Preview::default()
-            },
+            preview: Preview::default(),
         };
         reader.folder(&root, b"");
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
@@ -639,11 +621,7 @@ impl Store {
         }
         let mut now = cache.journaled.clone();
         // No checkpoint holds `.git`: what the workspace holds there now.
-        for path in preview
-            .started
-            .keys()
-            .filter(|path| preview.git && in_git(path))
-        {
+        for path in preview.started.keys().filter(|path| in_git(path)) {
             match workspace_entry(workspace, path, None) {
                 Ok(Some((entry, _))) => {
                     now.insert(path.clone(), entry);
@@ -676,7 +654,9 @@ impl Store {
             return Err(Error::Gone);
         };
         let _held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
-        Ok(Plan::between_with(&then, now, &BTreeSet::new(), preview.git).apply(workspace, objects))
+        // Below `.git` only when the preview changed something there (its call may change git).
+        let git = preview.changes.keys().any(|path| in_git(path));
+        Ok(Plan::between_with(&then, now, &BTreeSet::new(), git).apply(workspace, objects))
     }
 }
 
