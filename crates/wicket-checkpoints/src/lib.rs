@@ -751,11 +751,13 @@ impl Store {
             Some(&mut tracker),
         )?;
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
-        if scanned.keys_changed {
-            self.put_seen(&scanned.state)?;
+        let keys_changed = scanned.keys_changed;
+        let state = scanned.state(&cache.journaled);
+        if keys_changed {
+            self.put_seen(&state)?;
         }
         cache.seed = None;
-        cache.warm = Some((scanned.state, held));
+        cache.warm = Some((state, held));
         cache.tracker = Some(tracker);
         Ok(())
     }
@@ -871,18 +873,18 @@ impl Store {
         )?;
         let doubt = match (heard, cache.walked, &cache.tracker) {
             (Some(heard), Some(since), Some(old)) if !heard.lost && cache.tracked_since => {
-                let missed = scan::unheard(&cache.journaled, &scanned.state, &heard.paths, old);
+                let missed = scan::unheard(&cache.journaled, &scanned, &heard.paths, old);
                 (!missed.is_empty()).then_some((since, missed))
             }
             _ => None,
         };
-        let changes = state::delta(&cache.journaled, &scanned.state);
-        let entries = scanned.state.len();
+        let changes = scanned.changes(&cache.journaled);
+        let (entries, keys_changed) = (scanned.entries, scanned.keys_changed);
+        scanned.apply(&mut cache.journaled);
         // A changed or new file has a new key too.
-        if scanned.keys_changed {
-            self.put_seen(&scanned.state)?;
+        if keys_changed {
+            self.put_seen(&cache.journaled)?;
         }
-        cache.journaled = scanned.state;
         cache.seed = None;
         cache.tracker = tracker;
         cache.walked = Some(cache.next_id);

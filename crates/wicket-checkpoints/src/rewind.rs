@@ -392,12 +392,12 @@ impl Store {
             if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)
                 && since < to.id
             {
-                let missed = scan::unheard(&cache.journaled, &now.state, &heard.paths, tracker);
+                let missed = scan::unheard(&cache.journaled, &now, &heard.paths, tracker);
                 doubts.extend(missed);
             }
             tracker.keep(heard);
         }
-        Ok(Plan::between(&then, &now.state, &doubts))
+        Ok(Plan::between(&then, &now.state(&cache.journaled), &doubts))
     }
 
     /// Rewinds the workspace to the checkpoint `to`: records the files as

@@ -1,6 +1,8 @@
 //! The walks of a checkpoint. A full scan compares every entry with the
 //! last checkpoint by its stat key, and reads, hashes and stores what
-//! changed; it also (re)starts the tracker. A tracked checkpoint looks
+//! changed; it gives only what differs (an unchanged tree allocates
+//! nothing per entry, and no new state is sorted), and it also
+//! (re)starts the tracker. A tracked checkpoint looks
 //! only at the paths the tracker heard of since the last one, and changes
 //! the last state in place.
 
@@ -180,15 +182,22 @@ impl Maker<'_> {
     }
 }
 
-/// One walker of a full scan: the entries it meets, into a new state.
-struct Full<'a, 'm> {
+/// One walker of a full scan: what differs from the last state, of the
+/// entries it meets.
+struct Full<'a, 'l, 'm> {
     maker: &'a Maker<'m>,
-    last: &'a State,
+    last: &'l State,
     /// Stat keys other sessions saw, for what `last` does not hold: used
     /// only when the store still holds the content they name.
-    seed: Option<&'a State>,
-    /// The entries met, in the walk's order (sorted once at the end).
-    met: Vec<(Vec<u8>, Entry)>,
+    seed: Option<&'l State>,
+    /// The entries met that are new or not as `last` has them (their key
+    /// included), in the walk's order (sorted once at the end).
+    changed: Vec<(Vec<u8>, Entry)>,
+    /// The paths of `last` met (its own keys: no copy), to find what is
+    /// gone when not all of them were met.
+    matched: Vec<&'l Vec<u8>>,
+    /// How many entries this walker met.
+    met: usize,
     keys_changed: bool,
     watcher: Option<Watcher<'a>>,
     failure: Option<Error>,
@@ -204,10 +213,11 @@ const PROGRESS_EVERY: u64 = 1024;
 /// At most this many walkers share a full scan (git's preload uses up to 20).
 const MAX_WALKERS: usize = 8;
 
-impl<'a> Full<'a, '_> {
-    fn before(&self, path: &[u8]) -> Option<&'a Entry> {
-        if let Some(before) = self.last.get(path) {
-            return Some(before);
+impl<'l> Full<'_, 'l, '_> {
+    /// What `path` was: `last`'s entry (and its key), or a seeded one.
+    fn before(&self, path: &[u8]) -> Option<(Option<&'l Vec<u8>>, &'l Entry)> {
+        if let Some((key, before)) = self.last.get_key_value(path) {
+            return Some((Some(key), before));
         }
         let seeded = self.seed?.get(path)?;
         let stored = match &seeded.content {
@@ -217,7 +227,24 @@ impl<'a> Full<'a, '_> {
             Content::Dir => true,
             Content::Missed(_) => false,
         };
-        stored.then_some(seeded)
+        stored.then_some((None, seeded))
+    }
+
+    /// Keeps what the walk found at `path`, when it is not what `last` had.
+    fn found(
+        &mut self,
+        path: &[u8],
+        before: Option<(Option<&'l Vec<u8>>, &'l Entry)>,
+        entry: Entry,
+    ) {
+        self.met += 1;
+        if let Some((Some(key), was)) = before {
+            self.matched.push(key);
+            if *was == entry {
+                return;
+            }
+        }
+        self.changed.push((path.to_vec(), entry));
     }
 
     /// Tells the walk's count what this walker met since it last told.
@@ -227,7 +254,7 @@ impl<'a> Full<'a, '_> {
     }
 }
 
-impl Visitor for Full<'_, '_> {
+impl Visitor for Full<'_, '_, '_> {
     fn skip(&self, path: &[u8], _is_dir: bool) -> bool {
         self.maker.skipped(path)
     }
@@ -239,22 +266,24 @@ impl Visitor for Full<'_, '_> {
             self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
             return Go::Stop;
         }
-        let (path, entry) = match met {
+        match met {
             Met::Entry(found) => {
                 let before = self.before(found.path);
-                let entry = self.maker.entry(&found, before);
-                self.keys_changed |= before.is_none_or(|before| before.key != entry.key);
-                (found.path.to_vec(), entry)
+                let was = before.map(|(_, was)| was);
+                let entry = self.maker.entry(&found, was);
+                self.keys_changed |= was.is_none_or(|was| was.key != entry.key);
+                self.found(found.path, before, entry);
             }
             Met::Unreadable { path, error } => {
                 let entry = unreadable(&error);
-                if let Some(gap) = new_gap(self.last.get(path), path, &entry) {
+                let before = self.last.get_key_value(path);
+                if let Some(gap) = new_gap(before.map(|(_, was)| was), path, &entry) {
                     self.maker.gap(gap);
                 }
-                (path.to_vec(), entry)
+                let before = before.map(|(key, was)| (Some(key), was));
+                self.found(path, before, entry);
             }
-        };
-        self.met.push((path, entry));
+        }
         self.untold += 1;
         if self.untold == PROGRESS_EVERY {
             self.tell();
@@ -269,10 +298,78 @@ impl Visitor for Full<'_, '_> {
     }
 }
 
-/// What a full scan found.
+/// What a full scan found, as what differs from the state it was made
+/// against (`last`): a walk of an unchanged tree makes nothing new.
 pub(crate) struct Scanned {
-    pub state: State,
+    /// The entries new or not as `last` has them (their key included), by path.
+    pub changed: Vec<(Vec<u8>, Entry)>,
+    /// The paths of `last` the walk did not meet, by path.
+    pub removed: Vec<Vec<u8>>,
+    /// How many entries the walk met.
+    pub entries: usize,
     pub keys_changed: bool,
+}
+
+impl Scanned {
+    /// The entry the walk found at `path` (`last`'s, when it differs in nothing).
+    fn get<'s>(&'s self, last: &'s State, path: &[u8]) -> Option<&'s Entry> {
+        if let Ok(at) = self
+            .changed
+            .binary_search_by(|(changed, _)| changed.as_slice().cmp(path))
+        {
+            return Some(&self.changed[at].1);
+        }
+        if self
+            .removed
+            .binary_search_by(|gone| gone.as_slice().cmp(path))
+            .is_ok()
+        {
+            return None;
+        }
+        last.get(path)
+    }
+
+    /// The paths whose content or mode is not as in `last`, or that came or went.
+    fn differing<'s>(&'s self, last: &'s State) -> impl Iterator<Item = &'s Vec<u8>> {
+        let changed = self.changed.iter().filter(|(path, entry)| {
+            last.get(path)
+                .is_none_or(|was| was.content != entry.content || was.mode != entry.mode)
+        });
+        changed.map(|(path, _)| path).chain(&self.removed)
+    }
+
+    /// What changed from `last`, as journal changes in path order (as
+    /// [`state::delta`] gives them: a new stat key alone is no change).
+    pub(crate) fn changes(&self, last: &State) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let mut gone = self.removed.iter().peekable();
+        for (path, entry) in &self.changed {
+            while let Some(gone) = gone.next_if(|gone| *gone < path) {
+                changes.push(Change::gone(gone));
+            }
+            match last.get(path) {
+                Some(was) if was.content == entry.content && was.mode == entry.mode => {}
+                _ => changes.push(Change::of(path, entry, false)),
+            }
+        }
+        changes.extend(gone.map(|gone| Change::gone(gone)));
+        changes
+    }
+
+    /// Makes `state` (the `last` it was made against) what the walk found.
+    pub(crate) fn apply(self, state: &mut State) {
+        for path in &self.removed {
+            state.remove(path);
+        }
+        state.extend(self.changed);
+    }
+
+    /// What the walk found, as a state of its own (`last` copied).
+    pub(crate) fn state(self, last: &State) -> State {
+        let mut state = last.clone();
+        self.apply(&mut state);
+        state
+    }
 }
 
 /// One path the tracker heard of, walked again into the last state.
@@ -406,12 +503,14 @@ impl Store {
         // As many as last time, or as another session saw: little regrowth on the way.
         let expected = last.len().max(seed.map_or(0, State::len)) / walkers;
         let watching = tracker.as_deref();
-        let mut fulls: Vec<Full<'_, '_>> = (0..walkers)
+        let mut fulls: Vec<Full<'_, '_, '_>> = (0..walkers)
             .map(|_| Full {
                 maker,
                 last,
                 seed,
-                met: Vec::with_capacity(expected),
+                changed: Vec::new(),
+                matched: Vec::with_capacity(expected),
+                met: 0,
                 keys_changed: false,
                 watcher: watching.map(Tracker::watcher),
                 failure: None,
@@ -428,13 +527,15 @@ impl Store {
         let mut added = Vec::with_capacity(walkers);
         let mut failure = None;
         let mut keys_changed = false;
-        let mut met = Vec::with_capacity(fulls.iter().map(|full| full.met.len()).sum());
+        let (mut changed, mut matched, mut entries) = (Vec::new(), Vec::new(), 0);
         for mut full in fulls {
             full.tell();
             added.extend(full.watcher.take().map(Watcher::added));
             failure = failure.or(full.failure.take());
             keys_changed |= full.keys_changed;
-            met.append(&mut full.met);
+            entries += full.met;
+            changed.append(&mut full.changed);
+            matched.push(full.matched);
         }
         if let Some(tracker) = tracker {
             for added in added {
@@ -445,12 +546,14 @@ impl Store {
         if let Some(error) = failure {
             return Err(error);
         }
-        if met.len() > maker.settings.max_files {
+        if entries > maker.settings.max_files {
             return Err(Error::TooManyFiles(maker.settings.max_files));
         }
+        changed.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         Ok(Scanned {
-            // Each folder's entries are a sorted run: the map's sort merges them.
-            state: met.into_iter().collect(),
+            changed,
+            removed: gone_from(last, matched),
+            entries,
             keys_changed,
         })
     }
@@ -523,6 +626,23 @@ impl Store {
     }
 }
 
+/// The paths of `last` that are none of `matched` (each a key of
+/// `last`'s own, met once): nothing to look for when all were met.
+fn gone_from(last: &State, matched: Vec<Vec<&Vec<u8>>>) -> Vec<Vec<u8>> {
+    if matched.iter().map(Vec::len).sum::<usize>() == last.len() {
+        return Vec::new();
+    }
+    let met: std::collections::HashSet<*const Vec<u8>> = matched
+        .into_iter()
+        .flatten()
+        .map(std::ptr::from_ref)
+        .collect();
+    last.keys()
+        .filter(|path| !met.contains(&std::ptr::from_ref(*path)))
+        .cloned()
+        .collect()
+}
+
 /// What `now` holds no copy of that `last` did not miss the same way.
 pub(crate) fn gaps_between(last: &State, now: &State) -> Vec<(String, String)> {
     now.iter()
@@ -537,17 +657,12 @@ pub(crate) fn gaps_between(last: &State, now: &State) -> Vec<(String, String)> {
 /// stood for what it holds.
 pub(crate) fn unheard(
     last: &State,
-    now: &State,
+    now: &Scanned,
     heard: &BTreeSet<Vec<u8>>,
     tracker: &Tracker,
 ) -> Vec<Vec<u8>> {
-    let differs = |path: &[u8]| match (last.get(path), now.get(path)) {
-        (Some(old), Some(new)) => old.content != new.content || old.mode != new.mode,
-        (None, None) => false,
-        _ => true,
-    };
     let walked_whole = |folder: &[u8]| {
-        now.get(folder)
+        now.get(last, folder)
             .is_none_or(|entry| !tracker.watches(folder, entry.key.ino()))
     };
     let covered = |path: &[u8]| {
@@ -563,13 +678,11 @@ pub(crate) fn unheard(
         }
         false
     };
-    let mut missed: Vec<Vec<u8>> = last
-        .keys()
-        .chain(now.keys().filter(|path| !last.contains_key(*path)))
-        .filter(|path| differs(path) && !covered(path))
+    let mut missed: Vec<Vec<u8>> = now
+        .differing(last)
+        .filter(|path| !covered(path))
         .cloned()
         .collect();
     missed.sort();
-    missed.dedup();
     missed
 }

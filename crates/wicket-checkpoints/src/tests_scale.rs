@@ -451,3 +451,59 @@ fn a_first_line_of_the_whole_tree_is_one_shared_object_kept_by_every_journal_nam
     assert!(fresh.find(1).is_err());
     assert_eq!(w.read("src/d3/f3"), "changed again\n");
 }
+
+#[test]
+fn a_walk_against_the_last_state_finds_what_a_walk_from_nothing_finds() {
+    let w = world();
+    for (path, text) in [
+        ("a.txt", "a\n"),
+        ("keep.txt", "keep\n"),
+        ("d/b.txt", "b\n"),
+        ("d/e/c.txt", "c\n"),
+        ("gone/x.txt", "x\n"),
+        ("gone/y/z.txt", "z\n"),
+    ] {
+        w.write(path, text);
+    }
+    std::os::unix::fs::symlink("a.txt", w.ws.join("link")).unwrap();
+    let settings = Settings::default();
+    let maker = w.store.maker(&w.workspace, &settings).unwrap();
+    let nothing = State::new();
+    let walk = |last: &State| {
+        (w.store)
+            .scan_full(&w.workspace, &maker, last, None, None)
+            .unwrap()
+    };
+    let last = walk(&nothing).state(&nothing);
+    assert_eq!(last.len(), 11, "{:?}", last.keys());
+    // Nothing changed: nothing new, nothing gone, every entry met.
+    let again = walk(&last);
+    assert!(again.changed.is_empty() && again.removed.is_empty());
+    assert_eq!(again.entries, last.len());
+
+    w.write("a.txt", "a, changed\n");
+    std::fs::set_permissions(w.ws.join("keep.txt"), PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::remove_dir_all(w.ws.join("gone")).unwrap();
+    std::fs::remove_dir_all(w.ws.join("d/e")).unwrap();
+    w.write("d/e", "a file where a folder was\n");
+    w.write("new/n.txt", "n\n");
+    let fresh = walk(&nothing).state(&nothing);
+    let found = walk(&last);
+    assert_eq!(
+        found.removed,
+        [
+            &b"d/e/c.txt"[..],
+            b"gone",
+            b"gone/x.txt",
+            b"gone/y",
+            b"gone/y/z.txt"
+        ]
+    );
+    assert_eq!(found.entries, fresh.len());
+    let changes = |changes: Vec<Change>| serde_json::to_string(&changes).unwrap();
+    assert_eq!(
+        changes(found.changes(&last)),
+        changes(state::delta(&last, &fresh))
+    );
+    assert_eq!(found.state(&last), fresh);
+}
