@@ -243,6 +243,24 @@ try {
   await page.waitForFunction(() => document.querySelectorAll("#transcript .block:nth-last-child(2) .row").length > 0);
   // …and the top, far above the view now, is let go.
   await page.waitForFunction(() => ![...document.querySelectorAll("#transcript .user")].some((u) => u.textContent === "Read it all"));
+  // A checkpoint's walk still running under an open card: each word on
+  // it moves the card's count and takes the place of the row before it.
+  // (No server walks slowly on cue: the events are handed to the page as
+  // its stream hands them.)
+  const seq = await page.evaluate(() => state.lastSeq);
+  const walk = (n, met) => page.evaluate(([at, count]) => take({ seq: at, ts: "", type: "notice",
+    key: "checkpoint_walk", message: `walking the whole workspace: ${count} files and folders so far` }), [seq + n, met]);
+  await page.evaluate((at) => take({ seq: at, ts: "", type: "card", id: "card-walk", call_id: "call-walk",
+    tool: "write_file", kind: "write", path: "walked.txt",
+    checkpointing: "still being taken (1024 files and folders walked so far)" }), seq + 1);
+  const walking = page.locator('.card[data-id="card-walk"] .checkpointing');
+  await walking.waitFor();
+  await walk(2, 2048);
+  await page.locator(".row > .note:has-text('2048 files')").waitFor();
+  await walk(3, 4096);
+  await page.waitForFunction(() => document.querySelector('.card[data-id="card-walk"] .checkpointing').textContent.includes("4096"));
+  assert.equal(await page.locator(".note:has-text('files and folders so far')").count(), 2, "the card's line and one row");
+  assert.doesNotMatch(await page.locator("#transcript").innerText(), /2048|1024 files/);
   assert.deepEqual(errors, [], "the page threw");
   // The token never became a cookie, and left the address bar.
   assert.deepEqual(await page.context().cookies(), [], "no cookie carries the token");

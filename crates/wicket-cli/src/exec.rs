@@ -18,8 +18,8 @@ use wicket_session::{self as session, Session};
 use crate::answer::{prompt_card, prompt_reply};
 use crate::show;
 use wicket_protocol::event::{
-    CardEvent, NoticeEvent, QuestionEvent, ReplyEvent, RetryEvent, SessionStartedEvent,
-    ToolResultEvent, UserMessageEvent,
+    CardEvent, QuestionEvent, ReplyEvent, RetryEvent, SessionStartedEvent, ToolResultEvent,
+    UserMessageEvent,
 };
 
 /// How cards (and questions) are answered.
@@ -402,19 +402,37 @@ fn stdin_answer(
 struct Printer {
     json: bool,
     spinner: Option<Spinner>,
+    /// When word on a checkpoint's walk was last said on stderr.
+    walk_said: Option<std::time::Instant>,
 }
+
+/// Word on a checkpoint's walk comes every second while a card is up
+/// (the card's count moves in the TUI and the page); stderr says it this often.
+const WALK_SAID_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Printer {
     fn new(json: bool) -> Printer {
         let spinner = (!json && std::io::stderr().is_terminal()).then(Spinner::start);
-        Printer { json, spinner }
+        Printer {
+            json,
+            spinner,
+            walk_said: None,
+        }
     }
 
     fn print(&mut self, event: &Event) {
-        if let EventBody::Notice(NoticeEvent { message, .. }) = &event.body {
-            // On stderr in every mode: a script reading --json sees it in the
-            // stream, and the person sees it either way.
-            show::say(format!("notice: {message}"));
+        if let EventBody::Notice(notice) = &event.body {
+            let walk = notice.is_walk();
+            if !walk
+                || self
+                    .walk_said
+                    .is_none_or(|at| at.elapsed() >= WALK_SAID_EVERY)
+            {
+                // On stderr in every mode: a script reading --json sees it in the
+                // stream, and the person sees it either way.
+                show::say(format!("notice: {}", notice.message));
+                self.walk_said = walk.then(std::time::Instant::now).or(self.walk_said);
+            }
         }
         if self.json {
             if let Ok(line) = serde_json::to_string(event) {

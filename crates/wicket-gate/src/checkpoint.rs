@@ -1,7 +1,9 @@
 //! The checkpoint before a write or a command, taken on a thread of the
 //! call's own while the call goes on to its card: a card waits for it a
-//! second at most, then goes up saying how far the walk got, and nothing
-//! is written or run before it is done ([`Gate::settle`]).
+//! second at most, then goes up saying how far the walk got and says it
+//! again every second while it is up (a `checkpoint_walk` notice that the
+//! TUI and the page show on the open card, in place of the last), and
+//! nothing is written or run before it is done ([`Gate::settle`]).
 
 use super::*;
 
@@ -16,6 +18,9 @@ pub const CHECKPOINT_PROGRESS_AFTER: std::time::Duration = std::time::Duration::
 
 /// And says it again this often until it is done.
 const CHECKPOINT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// While a card is up over it, this often: the count on the card moves.
+const CHECKPOINT_PROGRESS_OPEN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What `done` brings (`None` if its sender went without a word), telling
 /// `progress` through `tell` after `first` and then every `every`, while
@@ -119,7 +124,7 @@ impl Gate<'_> {
                 CHECKPOINT_PROGRESS_AFTER,
                 CHECKPOINT_PROGRESS_EVERY,
                 walking,
-                |met| self.walk_notice(met),
+                |met| walk_notice(self.session, met),
             ),
         };
         let call_id = call_id.clone();
@@ -142,18 +147,46 @@ impl Gate<'_> {
         Ok(None)
     }
 
-    /// Says in the log (every front end shows it) how far the whole walk
-    /// a checkpoint waits on has got: a large workspace's first one takes seconds.
-    fn walk_notice(&self, met: u64) {
-        self.session.recorded().append(EventBody::Notice(NoticeEvent { call_id: None, text: None,
-            message: format!(
-                "walking the whole workspace for the checkpoint before this call: {met} files and \
-                 folders so far; the call waits for it, so that a rewind can go back to before it"
-            ),
-            file: None,
-            key: Some("checkpoint_walk".into()),
-        }));
+    /// Waits for `answer` (a card's), saying every second how far the walk
+    /// of the checkpoint still being taken got (`walking`: it was when the
+    /// card went up): every front end shows the newest on the open card.
+    pub(crate) fn while_walking<T>(&self, walking: bool, answer: impl FnOnce() -> T) -> T {
+        let Some(checkpointing) = self.checkpoints.filter(|_| walking) else {
+            return answer();
+        };
+        let session = self.session;
+        std::thread::scope(|scope| {
+            let (answered, stop) = std::sync::mpsc::channel::<()>();
+            scope.spawn(move || {
+                waited(
+                    &stop,
+                    CHECKPOINT_PROGRESS_OPEN,
+                    CHECKPOINT_PROGRESS_OPEN,
+                    || checkpointing.store.walking(),
+                    |met| walk_notice(session, met),
+                )
+            });
+            let value = answer();
+            drop(answered);
+            value
+        })
     }
+}
+
+/// Says in the log (every front end shows it, the newest on an open card)
+/// how far the whole walk a checkpoint waits on has got: a large
+/// workspace's first one takes seconds.
+fn walk_notice(session: &Session, met: u64) {
+    session.recorded().append(EventBody::Notice(NoticeEvent {
+        call_id: None,
+        text: None,
+        message: format!(
+            "walking the whole workspace for the checkpoint before this call: {met} files and \
+             folders so far; the call waits for it, so that a rewind can go back to before it"
+        ),
+        file: None,
+        key: Some(wicket_protocol::event::CHECKPOINT_WALK.into()),
+    }));
 }
 
 #[cfg(test)]

@@ -838,7 +838,7 @@ impl<'a> Gate<'a> {
             .and_then(|_| self.session.sync())
             .map_err(internal);
         let answer = match raised {
-            Ok(()) => answerer.answer(&card),
+            Ok(()) => self.while_walking(walking.is_some(), || answerer.answer(&card)),
             Err(_) => None,
         };
         self.session

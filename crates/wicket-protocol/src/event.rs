@@ -752,6 +752,19 @@ pub struct NoticeEvent {
     pub text: Option<String>,
 }
 
+/// The key of the notice that says how far the whole walk of a
+/// checkpoint still being taken got (a large workspace's first): sent
+/// every second while a card is up over it, so front ends show the
+/// newest on the open card and keep one line of it in the transcript.
+pub const CHECKPOINT_WALK: &str = "checkpoint_walk";
+
+impl NoticeEvent {
+    /// Whether it says how far a checkpoint's walk got ([`CHECKPOINT_WALK`]).
+    pub fn is_walk(&self) -> bool {
+        self.key.as_deref() == Some(CHECKPOINT_WALK)
+    }
+}
+
 /// Something went wrong.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorEvent {

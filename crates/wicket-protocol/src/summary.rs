@@ -168,6 +168,10 @@ impl EventBody {
                 net.line(),
             ),
             EventBody::Rewound(RewoundEvent { to, files }) => Summary::new(Tone::Changed, files.line(*to)),
+            // Progress, not something to heed.
+            EventBody::Notice(notice) if notice.is_walk() => {
+                Summary::new(Tone::Quiet, format!("checkpoint: {}", notice.message))
+            }
             EventBody::Notice(NoticeEvent { message, .. }) => {
                 Summary::new(Tone::Heed, format!("notice: {message}"))
             }

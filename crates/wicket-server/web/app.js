@@ -51,6 +51,7 @@ const state = {
   followedTo: 0,     // where following the newest row last scrolled to
   observer: null,
   running: false,
+  walk: null,        // the row of the newest word on a checkpoint's walk
 };
 
 function el(tag, cls, text) {
@@ -149,7 +150,7 @@ function resetTranscript() {
   if (state.observer) state.observer.disconnect();
   Object.assign(state, {
     lastSeq: 0, blocks: [], calls: new Map(), cards: new Map(), questions: new Map(), context: undefined, cost: undefined,
-    open: new Set(), pending: [], stick: true, followedTo: 0,
+    open: new Set(), pending: [], stick: true, followedTo: 0, walk: null,
     observer: new IntersectionObserver(onVisibility, { root: $("transcript"), rootMargin: `${MARGIN}px 0px` }),
   });
   $("transcript").replaceChildren();
@@ -282,6 +283,25 @@ function showUsage(usage) {
   $("usage").textContent = parts.join(" · ");
 }
 
+// How far the checkpoint an open card waits on got: the count on the card
+// moves, and the transcript keeps one row of it, the newest (true: that
+// row took it).
+function walked(event) {
+  for (const item of state.open) {
+    if (item.event.type !== "card" || !item.event.checkpointing) continue;
+    item.event.checkpointing = event.message;
+    const line = item.node && item.node.querySelector(".checkpointing");
+    if (line) line.textContent = visible(event.message);
+  }
+  const block = state.blocks[state.blocks.length - 1];
+  const last = state.walk;
+  if (!last || !block || block.items[block.items.length - 1] !== last) return false;
+  last.event = event;
+  const note = last.node && last.node.querySelector(".note");
+  if (note) note.textContent = "notice: " + visible(event.message);
+  return true;
+}
+
 function ingest(event) {
   switch (event.type) {
     case "user_message": setStatus("running"); break;
@@ -312,7 +332,10 @@ function ingest(event) {
     }
     case "session_started": case "tool_call": case "card": case "question": case "result":
     case "cancelled": case "error":
-    case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "notice": case "unreadable":
+    case "notice":
+      if (event.key === "checkpoint_walk" && walked(event)) return;
+      break;
+    case "queued": case "retry": case "hook": case "interrupted": case "mcp": case "unreadable":
     case "checkpoint": case "rewound": case "net": case "task":
       break;
     default:
@@ -322,6 +345,7 @@ function ingest(event) {
   if (event.type === "tool_call") state.calls.set(event.call_id, item);
   if (event.type === "card") { state.cards.set(event.id, item); state.open.add(item); }
   if (event.type === "question") { state.questions.set(event.id, item); state.open.add(item); }
+  if (event.type === "notice" && event.key === "checkpoint_walk") state.walk = item;
   let block = state.blocks[state.blocks.length - 1];
   if (!block || block.items.length === BLOCK) block = newBlock();
   item.block = block;
@@ -661,7 +685,7 @@ function renderCard(item) {
       }
     }
   }
-  if (event.checkpointing) card.append(el("div", "note warn", visible(event.checkpointing)));
+  if (event.checkpointing) card.append(el("div", "note warn checkpointing", visible(event.checkpointing)));
   if (event.no_checkpoint) card.append(el("div", "note warn", "no checkpoint: " + visible(event.no_checkpoint)));
   if (event.always) card.append(renderAlways(item));
   if (event.kind === "run" && event.preview) card.append(el("div", "note warn", "the model asks to preview it: Preview runs it over a copy of the workspace first"));

@@ -327,6 +327,14 @@ impl App {
                 self.focus = Focus::Input
             }
             EventBody::TurnEnded(TurnEndedEvent { .. }) => self.end_of_turn(),
+            // How far the checkpoint the open card waits on got: the card's count moves.
+            EventBody::Notice(notice) if notice.is_walk() => {
+                if let Focus::Card(view) = &mut self.focus
+                    && view.card.checkpointing.is_some()
+                {
+                    view.card.checkpointing = Some(notice.message.clone());
+                }
+            }
             EventBody::SessionStarted(SessionStartedEvent { .. })
             | EventBody::Result(ResultEvent { .. })
             | EventBody::Cancelled(CancelledEvent {})

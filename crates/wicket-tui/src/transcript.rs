@@ -131,6 +131,9 @@ pub struct Transcript {
     calls: HashMap<wicket_protocol::CallId, usize>,
     /// The item of each card, for its answer.
     cards: HashMap<CardId, usize>,
+    /// The item of the last word on a checkpoint's walk: the next one,
+    /// straight after it, takes its place.
+    walk: Option<usize>,
     /// Results shown in full.
     pub expanded: bool,
     /// Where the view is.
@@ -260,6 +263,17 @@ impl Transcript {
             }
             // Said already by the result, error or cancel before it.
             EventBody::TurnEnded(TurnEndedEvent { .. }) => {}
+            EventBody::Notice(notice) if notice.is_walk() => {
+                let lines = event.body.summary().map(|summary| summary_lines(&summary));
+                let lines = lines.unwrap_or_default();
+                match self.walk.filter(|walk| walk + 1 == self.items.len()) {
+                    Some(walk) => {
+                        self.items[walk].lines = lines;
+                        self.items[walk].height.set(None);
+                    }
+                    None => self.walk = Some(self.push(lines)),
+                }
+            }
             body => {
                 if let Some(summary) = body.summary() {
                     self.push(summary_lines(&summary));

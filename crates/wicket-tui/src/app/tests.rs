@@ -957,3 +957,37 @@ fn a_sub_tasks_card_is_nested_under_a_line_naming_it() {
         "answered in the parent like any card"
     );
 }
+
+#[test]
+fn the_count_of_a_checkpoint_still_being_taken_moves_on_the_open_card_in_one_line() {
+    let mut card = run_card("card-9");
+    card.checkpointing = Some(
+        "the checkpoint before this call is still being taken (1024 files and folders walked \
+         so far); the call waits for it after your answer"
+            .into(),
+    );
+    let mut app = with_card(card);
+    let items = app.transcript.len();
+    let walk = |seq: u64, met: u64| {
+        event(
+            seq,
+            EventBody::Notice(wicket_protocol::event::NoticeEvent {
+                message: format!("walking the whole workspace: {met} files and folders so far"),
+                file: None,
+                key: Some(wicket_protocol::event::CHECKPOINT_WALK.into()),
+                call_id: None,
+                text: None,
+            }),
+        )
+    };
+    app.on_event(&walk(3, 2048));
+    app.on_event(&walk(4, 4096));
+    let shown = screen(&mut app, 120, 40);
+    assert!(shown.contains("4096 files and folders so far"), "{shown}");
+    assert!(
+        !shown.contains("1024 files") && !shown.contains("2048"),
+        "{shown}"
+    );
+    // The transcript keeps one line of it, the newest.
+    assert_eq!(app.transcript.len(), items + 1);
+}
