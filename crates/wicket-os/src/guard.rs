@@ -228,6 +228,7 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
     // manager unpacks is not the person's to run later.
     let mut stack: Vec<(PathBuf, OwnedFd, bool)> = vec![(PathBuf::new(), root, false)];
     let mut git_dirs: Vec<PathBuf> = Vec::new();
+    let mut text = String::new();
     while let Some((relative, folder, packages)) = stack.pop() {
         let names = names(&folder);
         walked += names.len();
@@ -250,9 +251,10 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
             git_dirs.push(workspace.join(&relative));
             continue;
         }
+        // The folder as text, once: a file's path is made only when a tool may run it later.
+        let prefix = relative.to_string_lossy();
         for (name, kind) in names {
             let os_name = OsStr::from_bytes(&name);
-            let path = relative.join(os_name);
             let guarded = GUARDED_NAMES
                 .iter()
                 .any(|guarded| name == guarded.as_bytes());
@@ -268,7 +270,7 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                     os_name,
                     kind,
                 );
-                found.entries.insert(path, entry);
+                found.entries.insert(relative.join(os_name), entry);
                 continue;
             }
             if kind == FileType::Directory {
@@ -276,17 +278,24 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                     .ok()
                     .and_then(|name| open_dir(&folder, &name))
                 {
-                    stack.push((path, child, packages || name == b"node_modules"));
+                    let packages = packages || name == b"node_modules";
+                    stack.push((relative.join(os_name), child, packages));
                 }
             } else if let Some(since) = since
                 && !packages
                 && found.changed_later.len() < RUNS_LATER_NAMED
-                && let Some(who) = runs_later(&path.to_string_lossy())
-                && changed_since(&folder, os_name, since)
             {
-                found
-                    .changed_later
-                    .push((path.to_string_lossy().into_owned(), who));
+                text.clear();
+                if !prefix.is_empty() {
+                    text.push_str(&prefix);
+                    text.push('/');
+                }
+                text.push_str(&String::from_utf8_lossy(&name));
+                if let Some(who) = runs_later(&text)
+                    && changed_since(&folder, os_name, since)
+                {
+                    found.changed_later.push((text.clone(), who));
+                }
             }
         }
     }

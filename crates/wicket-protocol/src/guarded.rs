@@ -42,7 +42,9 @@ impl Shape<'_> {
     fn matches(self, relative: &str) -> bool {
         match self {
             Shape::Root(path) => relative == path,
-            Shape::Named(name) => relative == name || relative.ends_with(&format!("/{name}")),
+            Shape::Named(name) => relative
+                .strip_suffix(name)
+                .is_some_and(|folder| folder.is_empty() || folder.ends_with('/')),
             Shape::Under(folder) => relative
                 .strip_prefix(folder)
                 .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1),
@@ -102,7 +104,9 @@ const RUNS_LATER: &[(Shape<'static>, &str)] = &[
 /// when something does: "runs later: cargo runs it at every build".
 pub fn runs_later(relative: &str) -> Option<String> {
     let relative = relative.trim_start_matches("./");
-    if git_or_wicket(Path::new(relative)) {
+    // The words first: most paths name neither, and that costs no walk of their parts.
+    let may_be_guarded = GUARDED_NAMES.iter().any(|name| relative.contains(name));
+    if may_be_guarded && git_or_wicket(Path::new(relative)) {
         return Some(if relative.split('/').any(|part| part == ".wicket") {
             "runs later: Wicket reads its config from .wicket".to_string()
         } else {
@@ -154,5 +158,7 @@ mod tests {
         assert_eq!(runs_later("src/main.rs"), None);
         assert_eq!(runs_later(".husky"), None);
         assert_eq!(runs_later("my.envrc"), None);
+        assert_eq!(runs_later("src/notbuild.rs"), None);
+        assert_eq!(runs_later("xMakefile"), None);
     }
 }
