@@ -19,9 +19,12 @@ use std::ffi::{CStr, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use wicket_protocol::guarded::{GUARDED_NAMES, runs_later};
+
+use crate::walk::{self, Tasks};
 
 /// At most this much of a `.git` file is read (`gitdir: PATH` is one short line).
 pub const GIT_FILE_MAX_BYTES: usize = 4096;
@@ -216,25 +219,96 @@ fn changed_since(folder: &OwnedFd, name: &OsStr, since: i128) -> bool {
     })
 }
 
+/// A folder the scan walks: its path below the workspace, the folder
+/// open, and whether it lies in `node_modules` (what a package manager
+/// unpacks is not the person's to run later).
+type Folder = (PathBuf, OwnedFd, bool);
+
+/// At most this many threads walk one scan.
+const SCAN_WALKERS: usize = 4;
+
+/// What every walker of one scan shares.
+struct Scan<'a> {
+    workspace: &'a Path,
+    /// A command's start, for a scan after it.
+    since: Option<i128>,
+    tasks: Tasks<Folder>,
+    /// Names listed so far, by every walker.
+    walked: AtomicUsize,
+}
+
+/// What one walker of a scan found.
+#[derive(Default)]
+struct Walker {
+    found: Found,
+    git_dirs: Vec<PathBuf>,
+    /// A file's path as text, made in place.
+    text: String,
+}
+
 /// [`scan`], and with `since` (a command's start) the files the command
-/// changed that other tools run later, in the same walk.
+/// changed that other tools run later, in the same walk: by a walker a
+/// core, their finds put together in path order.
 fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
-    let mut found = Found::default();
     let Some(root) = open_root(workspace) else {
-        return found;
+        return Found::default();
     };
-    let mut walked = 0usize;
-    // Each folder with whether it lies in `node_modules`: what a package
-    // manager unpacks is not the person's to run later.
-    let mut stack: Vec<(PathBuf, OwnedFd, bool)> = vec![(PathBuf::new(), root, false)];
-    let mut git_dirs: Vec<PathBuf> = Vec::new();
-    let mut text = String::new();
-    while let Some((relative, folder, packages)) = stack.pop() {
+    let scan = Scan {
+        workspace,
+        since,
+        tasks: Tasks::new(vec![(PathBuf::new(), root, false)]),
+        walked: AtomicUsize::new(0),
+    };
+    let mut walkers: Vec<Walker> = (0..walk::walkers(SCAN_WALKERS))
+        .map(|_| Walker::default())
+        .collect();
+    walk::share(&mut walkers, |walker| {
+        let mut done = None;
+        while let Some(folder) = scan.tasks.next(done.take()) {
+            let mut below = Vec::new();
+            walker.folder(&scan, folder, &mut below);
+            done = Some(below);
+        }
+    });
+    let mut found = Found::default();
+    let mut git_dirs = Vec::new();
+    for walker in walkers {
+        let part = walker.found;
+        found.entries.extend(part.entries);
+        found.git_folders.extend(part.git_folders);
+        found.git_protected.extend(part.git_protected);
+        found.wicket_protected.extend(part.wicket_protected);
+        found.changed_later.extend(part.changed_later);
+        found.truncated |= part.truncated;
+        git_dirs.extend(walker.git_dirs);
+    }
+    // Which walker met what is the scheduler's: the same find, in path order.
+    found.git_folders.sort();
+    found.git_protected.sort();
+    found.wicket_protected.sort();
+    git_dirs.sort();
+    found.changed_later.sort();
+    found.changed_later.truncate(RUNS_LATER_NAMED);
+    for git_dir in git_dirs {
+        config_named(&mut found, workspace, &git_dir);
+    }
+    found.git_protected = bindable(std::mem::take(&mut found.git_protected), workspace);
+    found
+}
+
+impl Walker {
+    /// Lists one folder: what it holds of `.git` and `.wicket` (and, after
+    /// a command, of the files that run later) into this walker's find,
+    /// the folders in it into `below`.
+    fn folder(&mut self, scan: &Scan<'_>, folder: Folder, below: &mut Vec<Folder>) {
+        let (relative, folder, packages) = folder;
+        let workspace = scan.workspace;
         let names = names(&folder);
-        walked += names.len();
+        let walked = scan.walked.fetch_add(names.len(), Ordering::Relaxed) + names.len();
         if walked > SCAN_MAX_ENTRIES {
-            found.truncated = true;
-            break;
+            self.found.truncated = true;
+            scan.tasks.stop();
+            return;
         }
         let has = |wanted: &[u8], kind: FileType| {
             names
@@ -247,9 +321,9 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
             && has(b"HEAD", FileType::RegularFile)
             && (has(b"objects", FileType::Directory) || has(b"commondir", FileType::RegularFile))
         {
-            found.git_folders.push(relative.clone());
-            git_dirs.push(workspace.join(&relative));
-            continue;
+            self.found.git_folders.push(relative.clone());
+            self.git_dirs.push(workspace.join(&relative));
+            return;
         }
         // The folder as text, once: a file's path is made only when a tool may run it later.
         let prefix = relative.to_string_lossy();
@@ -260,8 +334,8 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                 .any(|guarded| name == guarded.as_bytes());
             if guarded {
                 let entry = guarded_entry(
-                    &mut found,
-                    &mut git_dirs,
+                    &mut self.found,
+                    &mut self.git_dirs,
                     Where {
                         workspace,
                         relative: &relative,
@@ -270,7 +344,7 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                     os_name,
                     kind,
                 );
-                found.entries.insert(relative.join(os_name), entry);
+                self.found.entries.insert(relative.join(os_name), entry);
                 continue;
             }
             if kind == FileType::Directory {
@@ -279,32 +353,26 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
                     .and_then(|name| open_dir(&folder, &name))
                 {
                     let packages = packages || name == b"node_modules";
-                    stack.push((relative.join(os_name), child, packages));
+                    below.push((relative.join(os_name), child, packages));
                 }
-            } else if let Some(since) = since
+            } else if let Some(since) = scan.since
                 && !packages
-                && found.changed_later.len() < RUNS_LATER_NAMED
+                && self.found.changed_later.len() < RUNS_LATER_NAMED
             {
-                text.clear();
+                self.text.clear();
                 if !prefix.is_empty() {
-                    text.push_str(&prefix);
-                    text.push('/');
+                    self.text.push_str(&prefix);
+                    self.text.push('/');
                 }
-                text.push_str(&String::from_utf8_lossy(&name));
-                if let Some(who) = runs_later(&text)
+                self.text.push_str(&String::from_utf8_lossy(&name));
+                if let Some(who) = runs_later(&self.text)
                     && changed_since(&folder, os_name, since)
                 {
-                    found.changed_later.push((text.clone(), who));
+                    self.found.changed_later.push((self.text.clone(), who));
                 }
             }
         }
     }
-    found.changed_later.sort();
-    for git_dir in git_dirs {
-        config_named(&mut found, workspace, &git_dir);
-    }
-    found.git_protected = bindable(std::mem::take(&mut found.git_protected), workspace);
-    found
 }
 
 /// Where a walk stands: the workspace, the folder below it, and that folder open.
@@ -661,6 +729,59 @@ mod tests {
         assert_eq!(settled.removed.len(), 2, "{settled:?}");
         assert_eq!(settled.restored, vec![PathBuf::from("pkg/.git")]);
         assert!(ws.join(".git/hooks").exists());
+    }
+
+    #[test]
+    fn walkers_sharing_a_wide_tree_find_every_guarded_entry_in_path_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let mut guarded = Vec::new();
+        for n in 0..300 {
+            let folder = ws.join(format!("g{}/m{n:03}", n % 7));
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("lib.rs"), "").unwrap();
+            if n % 37 == 0 {
+                std::fs::create_dir_all(folder.join("deep/.git")).unwrap();
+                guarded.push(folder.join("deep/.git"));
+            }
+            if n % 53 == 0 {
+                std::fs::create_dir_all(folder.join(".wicket")).unwrap();
+            }
+            if n % 20 == 0 {
+                std::fs::write(folder.join("Makefile"), "all:\n").unwrap();
+            }
+        }
+        std::fs::create_dir_all(ws.join("g1/bare.git/objects")).unwrap();
+        std::fs::write(ws.join("g1/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let found = scan(&ws);
+        assert!(!found.truncated);
+        assert_eq!(
+            found.entries.len(),
+            guarded.len() + 6,
+            "{:?}",
+            found.entries
+        );
+        assert_eq!(found.git_folders, vec![PathBuf::from("g1/bare.git")]);
+        assert_eq!(found.wicket_protected.len(), 6);
+        assert!(found.wicket_protected.is_sorted());
+        for git in &guarded {
+            assert!(found.git_protected.contains(git), "{git:?}");
+        }
+        // After a command that started at the epoch: every Makefile changed
+        // since; ten of them are named, in path order.
+        let after = scan_since(&ws, Some(0));
+        let mut makefiles: Vec<String> = (0..300)
+            .filter(|n| n % 20 == 0)
+            .map(|n| format!("g{}/m{n:03}/Makefile", n % 7))
+            .collect();
+        makefiles.sort();
+        let named: Vec<&String> = after.changed_later.iter().map(|(path, _)| path).collect();
+        assert_eq!(named.len(), RUNS_LATER_NAMED);
+        assert!(
+            named.iter().all(|path| makefiles.contains(path)),
+            "{named:?}"
+        );
+        assert!(named.is_sorted());
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! [`spawn`] writes and the launcher reads), [`guard`] finds the `.git` and
 //! `.wicket` entries a command may not change, [`files`] writes files
 //! atomically and privately and takes locks, [`process`] tells whether a pid
-//! is alive, [`ids`] makes ids, and [`Cancel`] is the signal a running call
-//! listens to. Start from [`spawn::Spec`].
+//! is alive, [`ids`] makes ids, [`walk`] shares one tree's walk between
+//! threads, and [`Cancel`] is the signal a running call listens to. Start from [`spawn::Spec`].
 
 pub mod cancel;
 pub mod egress;
@@ -18,5 +18,6 @@ pub mod launch;
 pub mod process;
 pub mod spawn;
 pub mod sync;
+pub mod walk;
 
 pub use cancel::Cancel;

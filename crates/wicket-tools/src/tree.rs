@@ -25,14 +25,14 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
 use crate::ignore_files::{Level, Rules};
 use crate::resolve::{Workspace, file_type};
+use wicket_os::walk::Tasks;
 
 /// What kind of entry a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,69 +236,18 @@ enum Task {
 /// one large folder is shared between the walkers too.
 const BATCH: usize = 1024;
 
-/// What the walkers share: the folders not yet taken, and how many are
-/// being walked (no task and none busy: the walk is over).
-struct Shared {
-    queue: Mutex<(Vec<Task>, usize)>,
-    woken: Condvar,
-    stopped: AtomicBool,
-}
-
-impl Shared {
-    fn new(first: Batch) -> Shared {
-        Shared {
-            queue: Mutex::new((vec![Task::Batch(first)], 0)),
-            woken: Condvar::new(),
-            stopped: AtomicBool::new(false),
-        }
-    }
-
-    /// Gives back what the last task found (`done`), and takes the next
-    /// task: `None` when the walk is over or stopped.
-    fn next(&self, done: Option<Vec<Task>>) -> Option<Task> {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = done {
-            queue.1 -= 1;
-            let woke = !found.is_empty();
-            // The first found on top: each walker goes down in name order.
-            queue.0.extend(found.into_iter().rev());
-            if woke || queue.1 == 0 {
-                self.woken.notify_all();
-            }
-        }
-        loop {
-            if self.stopped.load(Ordering::Relaxed) {
-                self.woken.notify_all();
-                return None;
-            }
-            if let Some(task) = queue.0.pop() {
-                queue.1 += 1;
-                return Some(task);
-            }
-            if queue.1 == 0 {
-                self.woken.notify_all();
-                return None;
-            }
-            queue = self
-                .woken
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-}
-
 /// One walker: takes folders until none is left, telling `visitor` of what
 /// it meets in them.
-fn walk(shared: &Shared, visitor: &mut dyn Visitor) {
+fn walk(tasks: &Tasks<Task>, visitor: &mut dyn Visitor) {
     let mut done = None;
-    while let Some(task) = shared.next(done.take()) {
+    while let Some(task) = tasks.next(done.take()) {
         let mut found = Vec::new();
         let go = match task {
             Task::Open(open) => opened(open, visitor, &mut found),
             Task::Batch(batch) => meet(batch, visitor, &mut found),
         };
         if let Go::Stop = go {
-            shared.stopped.store(true, Ordering::Relaxed);
+            tasks.stop();
         }
         done = Some(found);
     }
@@ -432,7 +381,7 @@ impl Workspace {
     /// in name order, before what is below them.
     pub fn scan(&self, visitor: &mut dyn Visitor) -> std::io::Result<()> {
         let root = self.root_batch(visitor)?;
-        walk(&Shared::new(root), visitor);
+        walk(&Tasks::new(vec![Task::Batch(root)]), visitor);
         Ok(())
     }
 
@@ -441,21 +390,11 @@ impl Workspace {
     /// to one of them, in name order; which one, and in what order the
     /// folders come, is the scheduler's.
     pub fn scan_parallel<V: Visitor + Send>(&self, visitors: &mut [V]) -> std::io::Result<()> {
-        let Some((first, rest)) = visitors.split_first_mut() else {
+        let Some(first) = visitors.first_mut() else {
             return Ok(());
         };
-        let shared = Shared::new(self.root_batch(first)?);
-        std::thread::scope(|scope| {
-            for visitor in rest {
-                let shared = &shared;
-                // A thread the system cannot start leaves its share to the others.
-                std::thread::Builder::new()
-                    .name("wicket-walk".into())
-                    .spawn_scoped(scope, move || walk(shared, visitor))
-                    .ok();
-            }
-            walk(&shared, first);
-        });
+        let tasks = Tasks::new(vec![Task::Batch(self.root_batch(first)?)]);
+        wicket_os::walk::share(visitors, |visitor| walk(&tasks, visitor));
         Ok(())
     }
 
@@ -523,7 +462,7 @@ impl Workspace {
             rules,
             names: vec![Box::<OsStr>::from(*last)],
         };
-        walk(&Shared::new(batch), visitor);
+        walk(&Tasks::new(vec![Task::Batch(batch)]), visitor);
         Ok(())
     }
 

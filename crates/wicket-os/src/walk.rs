@@ -1,0 +1,136 @@
+//! One tree walked by several threads: a stack of the folders not yet
+//! taken, shared by the walkers, each of which gives back what it found
+//! in the folder it took. The checkpoint's full walk
+//! (`wicket_tools::tree`) and the jail's scan for `.git` and `.wicket`
+//! ([`crate::guard`]) both walk this way: on a large tree, most of the
+//! time is the kernel listing folders and reading inodes, and two cores
+//! do that faster than one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+
+/// The tasks of one walk: those not yet taken, and how many are being
+/// walked (none left and none busy: the walk is over).
+pub struct Tasks<T> {
+    queue: Mutex<(Vec<T>, usize)>,
+    woken: Condvar,
+    stopped: AtomicBool,
+}
+
+impl<T> Tasks<T> {
+    /// A walk that starts with `first`.
+    pub fn new(first: Vec<T>) -> Tasks<T> {
+        Tasks {
+            queue: Mutex::new((first, 0)),
+            woken: Condvar::new(),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Gives back what the last task found (`done`: `None` before the
+    /// first), and takes the next task: `None` when the walk is over or
+    /// stopped. The first of `done` is taken next (a walker goes down in
+    /// the order it found things).
+    pub fn next(&self, done: Option<Vec<T>>) -> Option<T> {
+        let mut queue = crate::sync::lock(&self.queue);
+        if let Some(found) = done {
+            queue.1 -= 1;
+            let woke = !found.is_empty();
+            queue.0.extend(found.into_iter().rev());
+            if woke || queue.1 == 0 {
+                self.woken.notify_all();
+            }
+        }
+        loop {
+            if self.stopped.load(Ordering::Relaxed) {
+                self.woken.notify_all();
+                return None;
+            }
+            if let Some(task) = queue.0.pop() {
+                queue.1 += 1;
+                return Some(task);
+            }
+            if queue.1 == 0 {
+                self.woken.notify_all();
+                return None;
+            }
+            queue = crate::sync::wait(&self.woken, queue);
+        }
+    }
+
+    /// Ends the walk: every walker's next [`Tasks::next`] is `None`.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How many walkers a walk gets: one a core, at most `most`.
+pub fn walkers(most: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |cpus| cpus.get())
+        .clamp(1, most.max(1))
+}
+
+/// Runs `walk` once for each of `walkers`, each on a thread of its own
+/// (the first on this one), and returns when all are done. A thread the
+/// system cannot start leaves its share to the others.
+pub fn share<W: Send>(walkers: &mut [W], walk: impl Fn(&mut W) + Sync) {
+    let Some((first, rest)) = walkers.split_first_mut() else {
+        return;
+    };
+    let walk = &walk;
+    std::thread::scope(|scope| {
+        for walker in rest {
+            std::thread::Builder::new()
+                .name("wicket-walk".into())
+                .spawn_scoped(scope, move || walk(walker))
+                .ok();
+        }
+        walk(first);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of numbers: `n`'s children are `n * 4 + 1 ..= n * 4 + 4`, below 4,000.
+    fn children(n: u32) -> Vec<u32> {
+        (n * 4 + 1..=n * 4 + 4)
+            .filter(|child| *child < 4000)
+            .collect()
+    }
+
+    #[test]
+    fn walkers_sharing_a_stack_take_every_task_once() {
+        let tasks = Tasks::new(vec![0u32]);
+        let mut taken: Vec<Vec<u32>> = vec![Vec::new(); 4];
+        share(&mut taken, |mine| {
+            let mut done = None;
+            while let Some(n) = tasks.next(done.take()) {
+                mine.push(n);
+                done = Some(children(n));
+            }
+        });
+        let mut all: Vec<u32> = taken.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..4000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_stop_ends_the_walk_for_every_walker() {
+        let tasks = Tasks::new(vec![0u32]);
+        let mut taken = vec![0usize; 3];
+        share(&mut taken, |count| {
+            let mut done = None;
+            while let Some(n) = tasks.next(done.take()) {
+                *count += 1;
+                if n == 50 {
+                    tasks.stop();
+                }
+                done = Some(children(n));
+            }
+        });
+        assert!(taken.iter().sum::<usize>() < 4000, "{taken:?}");
+    }
+}
