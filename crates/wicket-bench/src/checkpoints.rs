@@ -243,5 +243,68 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         reference: format!("git status {}", ms(git_status)),
         ratio: ratio(scan, git_status),
     });
+
+    // Through the binary: a turn of `run ["true"]` calls, each allowed once.
+    let (first_run, later_run) = exec_runs(&ws)?;
+    rows.push(Row {
+        name: format!("run, {files} files: a session's first `run true`, call to result"),
+        wicket: ms(first_run),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(first_run, git_status),
+    });
+    rows.push(Row {
+        name: format!("run, {files} files: each later `run true` (median of {EXEC_RUNS})"),
+        wicket: ms(later_run),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(later_run, git_status),
+    });
     Ok(())
+}
+
+/// The later `run` calls of [`exec_runs`]'s turn.
+const EXEC_RUNS: usize = 19;
+
+/// `wicket exec` of a scripted turn of `run ["true"]` calls on `ws`, each
+/// allowed once, in a new home (so the first is a session's first): the
+/// time from each call's event to its result's, as they are printed; the
+/// first call's, and the median of the others.
+fn exec_runs(ws: &Path) -> Result<(Duration, Duration)> {
+    use std::io::BufRead;
+    let wicket = crate::wicket_binary()?;
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("script.json");
+    let mut replies: Vec<serde_json::Value> = (0..=EXEC_RUNS)
+        .map(|_| serde_json::json!({"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]}))
+        .collect();
+    replies.push(serde_json::json!({"text": "done"}));
+    std::fs::write(&script, serde_json::Value::Array(replies).to_string())?;
+    let mut child = Command::new(wicket)
+        .env("WICKET_HOME", dir.path().join("home"))
+        .args(["exec", "go", "--json", "--answers", "allow_once", "--model"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--workspace")
+        .arg(ws)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().context("wicket exec's stdout")?;
+    let mut called = None;
+    let mut took = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let event: serde_json::Value = serde_json::from_str(&line?)?;
+        match event["type"].as_str() {
+            Some("tool_call") => called = Some(Instant::now()),
+            Some("tool_result") => {
+                anyhow::ensure!(event["ok"] == true, "{event}");
+                took.extend(called.take().map(|at| at.elapsed()));
+            }
+            _ => {}
+        }
+    }
+    anyhow::ensure!(child.wait()?.success(), "wicket exec failed");
+    anyhow::ensure!(took.len() == EXEC_RUNS + 1, "{} results", took.len());
+    let first = took.remove(0);
+    took.sort();
+    Ok((first, took[EXEC_RUNS / 2]))
 }

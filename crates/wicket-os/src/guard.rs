@@ -101,25 +101,22 @@ fn open_dir(parent: impl AsFd, name: &CStr) -> Option<OwnedFd> {
 
 /// The names in a folder with their types (a type the folder does not say is asked for).
 fn names(folder: &OwnedFd) -> Vec<(Vec<u8>, FileType)> {
-    let Ok(dir) = rustix::fs::Dir::read_from(folder) else {
-        return Vec::new();
-    };
     let mut names = Vec::new();
-    for entry in dir.flatten() {
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        let kind = match entry.file_type() {
-            FileType::Unknown => {
-                rustix::fs::statat(folder, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|stat| FileType::from_raw_mode(stat.st_mode))
-                    .unwrap_or(FileType::Unknown)
-            }
+    // A folder that cannot be listed holds nothing this scan can see.
+    let _ = walk::list(folder, |name, kind| {
+        let kind = match kind {
+            FileType::Unknown => std::ffi::CString::new(name)
+                .ok()
+                .and_then(|name| {
+                    rustix::fs::statat(folder, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW).ok()
+                })
+                .map_or(FileType::Unknown, |stat| {
+                    FileType::from_raw_mode(stat.st_mode)
+                }),
             kind => kind,
         };
         names.push((name.to_vec(), kind));
-    }
+    });
     names
 }
 

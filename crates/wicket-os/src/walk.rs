@@ -6,8 +6,39 @@
 //! time is the kernel listing folders and reading inodes, and two cores
 //! do that faster than one.
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
+
+use rustix::fs::{FileType, RawDir};
+use rustix::io::Errno;
+
+/// A folder's listing is read this many bytes at a time: a folder of a
+/// few hundred names in one call (an ext4 folder's listing is hashed and
+/// sorted again by the kernel for each call).
+const LIST_BYTES: usize = 32 * 1024;
+
+/// Tells `each` of every name in the folder `dir` (not `.` and `..`), with
+/// the type its listing gives (`FileType::Unknown` where the file system
+/// gives none). It reads from the descriptor's own position: the caller
+/// opened `dir` for this listing. A folder removed meanwhile lists as
+/// empty.
+pub fn list(dir: &OwnedFd, mut each: impl FnMut(&[u8], FileType)) -> std::io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(LIST_BYTES);
+    let mut listing = RawDir::new(dir, buf.spare_capacity_mut());
+    while let Some(entry) = listing.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(Errno::NOENT) => break,
+            Err(error) => return Err(error.into()),
+        };
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            each(name, entry.file_type());
+        }
+    }
+    Ok(())
+}
 
 /// The tasks of one walk: those not yet taken, and how many are being
 /// walked (none left and none busy: the walk is over).
@@ -93,6 +124,30 @@ pub fn share<W: Send>(walkers: &mut [W], walk: impl Fn(&mut W) + Sync) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_names_every_entry_of_a_large_folder_once_with_its_type() {
+        let dir = tempfile::tempdir().unwrap();
+        // Past one read's worth of names (each 200 bytes long).
+        for n in 0..400 {
+            std::fs::write(dir.path().join(format!("{n:0>200}")), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let fd = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let mut names = Vec::new();
+        list(&fd, |name, kind| names.push((name.to_vec(), kind))).unwrap();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(names.len(), 401);
+        names.dedup_by(|a, b| a.0 == b.0);
+        assert_eq!(names.len(), 401);
+        let sub = names.iter().find(|(name, _)| name == b"sub").unwrap();
+        assert!(matches!(sub.1, FileType::Directory | FileType::Unknown));
+    }
 
     /// A tree of numbers: `n`'s children are `n * 4 + 1 ..= n * 4 + 4`, below 4,000.
     fn children(n: u32) -> Vec<u32> {

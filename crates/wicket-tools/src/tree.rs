@@ -124,16 +124,10 @@ pub trait Visitor {
 }
 
 fn sorted_names(fd: &OwnedFd) -> std::io::Result<Vec<Box<OsStr>>> {
-    let mut dir = rustix::fs::Dir::read_from(fd)?;
     let mut names = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
+    wicket_os::walk::list(fd, |name, _| {
         names.push(Box::<OsStr>::from(OsStr::from_bytes(name)));
-    }
+    })?;
     names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     Ok(names)
 }

@@ -24,7 +24,7 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::Match;
 use ignore::overrides::{Override, OverrideBuilder};
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use wicket_protocol::{ErrorKind, GrepArgs, GrepOutput};
 
 use crate::Cancel;
@@ -640,20 +640,11 @@ impl<'a> OrderedSearch<'a> {
 
 /// A folder's entries (not `.` and `..`), sorted by name as bytes.
 fn sorted_entries(fd: &OwnedFd) -> Vec<(Box<OsStr>, FileType)> {
-    let Ok(mut dir) = Dir::read_from(fd) else {
-        return Vec::new();
-    };
     let mut entries = Vec::new();
-    while let Some(Ok(entry)) = dir.read() {
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        entries.push((
-            Box::<OsStr>::from(OsStr::from_bytes(name)),
-            entry.file_type(),
-        ));
-    }
+    // What a folder that cannot be listed holds is not searched.
+    let _ = wicket_os::walk::list(fd, |name, kind| {
+        entries.push((Box::<OsStr>::from(OsStr::from_bytes(name)), kind));
+    });
     entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     entries
 }
