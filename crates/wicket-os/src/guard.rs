@@ -15,10 +15,11 @@
 //! it out of the workspace.
 
 use std::collections::BTreeMap;
-use std::ffi::{CStr, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -216,10 +217,24 @@ fn changed_since(folder: &OwnedFd, name: &OsStr, since: i128) -> bool {
     })
 }
 
-/// A folder the scan walks: its path below the workspace, the folder
-/// open, and whether it lies in `node_modules` (what a package manager
-/// unpacks is not the person's to run later).
-type Folder = (PathBuf, OwnedFd, bool);
+/// A folder the scan walks, opened by the walker that takes it (so the
+/// folders waiting hold no descriptor of their own: a folder of thousands
+/// of folders cannot run the scan out of descriptors and skip some).
+struct Folder {
+    /// The root, open; or the folder's parent (held) and its name.
+    at: At,
+    /// Its path below the workspace.
+    relative: PathBuf,
+    /// Whether it lies in `node_modules`: what a package manager unpacks
+    /// is not the person's to run later.
+    packages: bool,
+}
+
+/// Where a folder of the scan is.
+enum At {
+    Open(OwnedFd),
+    Below(Arc<OwnedFd>, CString),
+}
 
 /// At most this many threads walk one scan.
 const SCAN_WALKERS: usize = 4;
@@ -253,7 +268,11 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
     let scan = Scan {
         workspace,
         since,
-        tasks: Tasks::new(vec![(PathBuf::new(), root, false)]),
+        tasks: Tasks::new(vec![Folder {
+            at: At::Open(root),
+            relative: PathBuf::new(),
+            packages: false,
+        }]),
         walked: AtomicUsize::new(0),
     };
     let mut walkers: Vec<Walker> = (0..walk::walkers(SCAN_WALKERS))
@@ -298,7 +317,19 @@ impl Walker {
     /// a command, of the files that run later) into this walker's find,
     /// the folders in it into `below`.
     fn folder(&mut self, scan: &Scan<'_>, folder: Folder, below: &mut Vec<Folder>) {
-        let (relative, folder, packages) = folder;
+        let Folder {
+            at,
+            relative,
+            packages,
+        } = folder;
+        let folder = match at {
+            At::Open(fd) => fd,
+            At::Below(parent, name) => match open_dir(&*parent, &name) {
+                Some(fd) => fd,
+                None => return,
+            },
+        };
+        let folder = Arc::new(folder);
         let workspace = scan.workspace;
         let names = names(&folder);
         let walked = scan.walked.fetch_add(names.len(), Ordering::Relaxed) + names.len();
@@ -345,29 +376,38 @@ impl Walker {
                 continue;
             }
             if kind == FileType::Directory {
-                if let Some(child) = std::ffi::CString::new(name.clone())
-                    .ok()
-                    .and_then(|name| open_dir(&folder, &name))
-                {
-                    let packages = packages || name == b"node_modules";
-                    below.push((relative.join(os_name), child, packages));
+                if let Ok(child) = CString::new(name.clone()) {
+                    below.push(Folder {
+                        at: At::Below(folder.clone(), child),
+                        relative: relative.join(os_name),
+                        packages: packages || name == b"node_modules",
+                    });
                 }
             } else if let Some(since) = scan.since
                 && !packages
-                && self.found.changed_later.len() < RUNS_LATER_NAMED
             {
-                self.text.clear();
-                if !prefix.is_empty() {
-                    self.text.push_str(&prefix);
-                    self.text.push('/');
-                }
-                self.text.push_str(&String::from_utf8_lossy(&name));
-                if let Some(who) = runs_later(&self.text)
-                    && changed_since(&folder, os_name, since)
-                {
-                    self.found.changed_later.push((self.text.clone(), who));
-                }
+                self.changed_later(&prefix, &folder, &name, since);
             }
+        }
+    }
+
+    /// After a command that started at `since`: names the file `name` of
+    /// `folder` (at `prefix` below the workspace) when a tool runs it later
+    /// and the command changed it.
+    fn changed_later(&mut self, prefix: &str, folder: &OwnedFd, name: &[u8], since: i128) {
+        if self.found.changed_later.len() >= RUNS_LATER_NAMED {
+            return;
+        }
+        self.text.clear();
+        if !prefix.is_empty() {
+            self.text.push_str(prefix);
+            self.text.push('/');
+        }
+        self.text.push_str(&String::from_utf8_lossy(name));
+        if let Some(who) = runs_later(&self.text)
+            && changed_since(folder, OsStr::from_bytes(name), since)
+        {
+            self.found.changed_later.push((self.text.clone(), who));
         }
     }
 }
@@ -779,6 +819,38 @@ mod tests {
             "{named:?}"
         );
         assert!(named.is_sorted());
+    }
+
+    #[test]
+    fn a_folder_of_more_folders_than_the_process_has_descriptors_is_scanned_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        for n in 0..300 {
+            std::fs::create_dir_all(ws.join(format!("many/d{n:03}"))).unwrap();
+        }
+        std::fs::create_dir_all(ws.join("many/d000/.git")).unwrap();
+        std::fs::create_dir_all(ws.join("many/d150/x/.git")).unwrap();
+        std::fs::create_dir_all(ws.join("many/d299/.git")).unwrap();
+        // 64 descriptors, fewer than the folders waiting to be walked.
+        // (The suite runs each test in a process of its own.)
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let before = getrlimit(Resource::Nofile);
+        let low = Rlimit {
+            current: Some(64),
+            maximum: before.maximum,
+        };
+        setrlimit(Resource::Nofile, low).unwrap();
+        let found = scan(&ws);
+        setrlimit(Resource::Nofile, before).unwrap();
+        let entries: Vec<&PathBuf> = found.entries.keys().collect();
+        assert_eq!(
+            entries,
+            [
+                Path::new("many/d000/.git"),
+                Path::new("many/d150/x/.git"),
+                Path::new("many/d299/.git")
+            ]
+        );
     }
 
     #[test]
