@@ -5,7 +5,7 @@
 //! on the same tree in the same run (`git status` with a real index: what
 //! a person's own tool pays to know what changed).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -160,7 +160,7 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
     // the tree (the first journal line's pieces, objects of the store too).
     let objects = first_store.object_bytes();
     let journal = folder_bytes(&home.join("sessions/first"));
-    let listing = listing_bytes(&home, "first")?;
+    let listing = first_store.listing_bytes()?;
     let copies = objects.saturating_sub(listing);
     rows.push(Row {
         name: format!("checkpoint, {files} files: store size / tree bytes"),
@@ -267,29 +267,6 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         ratio: ratio(later_run, git_status),
     });
     Ok(())
-}
-
-/// The bytes of the pieces the first journal line of session `session`
-/// names (`base`): the listing of the whole tree, kept as objects (loose:
-/// each is larger than what a pack holds).
-fn listing_bytes(home: &Path, session: &str) -> Result<u64> {
-    let dir = home.join("sessions").join(session).join("checkpoints");
-    let read =
-        |path: PathBuf| std::fs::read_to_string(&path).with_context(|| path.display().to_string());
-    let key = read(dir.join("store"))?;
-    let objects = home.join("checkpoints").join(key.trim()).join("objects");
-    let journal = read(dir.join("journal.jsonl"))?;
-    let first: serde_json::Value =
-        serde_json::from_str(journal.lines().next().context("an empty journal")?)?;
-    let mut bytes = 0;
-    for hash in first["base"].as_array().into_iter().flatten() {
-        let hash = hash.as_str().context("a piece's hash")?;
-        let path = objects.join(&hash[..2]).join(&hash[2..]);
-        bytes += std::fs::metadata(&path)
-            .with_context(|| path.display().to_string())?
-            .len();
-    }
-    Ok(bytes)
 }
 
 /// The later `run` calls of [`exec_runs`]'s turn.

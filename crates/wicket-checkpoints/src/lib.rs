@@ -956,6 +956,22 @@ impl Store {
         }
     }
 
+    /// Bytes of the pieces this session's journal names for its listings
+    /// of the whole tree (`base`): objects of the workspace's store beside
+    /// the files' copies.
+    pub fn listing_bytes(&self) -> Result<u64> {
+        let records = self.records()?;
+        let Some(objects) = self.objects(None)? else {
+            return Ok(0);
+        };
+        let mut bytes = 0;
+        for hash in records.iter().flat_map(|record| &record.base) {
+            let piece = objects.get(hash).map_err(self.io(objects.dir(), "read"))?;
+            bytes += piece.len() as u64;
+        }
+        Ok(bytes)
+    }
+
     /// Bytes of the workspace's store.
     pub fn object_bytes(&self) -> u64 {
         self.objects.get().map_or(0, Objects::bytes)
