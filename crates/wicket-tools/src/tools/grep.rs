@@ -641,7 +641,9 @@ impl<'a> OrderedSearch<'a> {
 /// A folder's entries (not `.` and `..`), sorted by name as bytes.
 fn sorted_entries(fd: &OwnedFd) -> Vec<(Box<OsStr>, FileType)> {
     let mut entries = Vec::new();
-    // What a folder that cannot be listed holds is not searched.
+    // Dropping the error is right here: grep searches what it can read, as
+    // it skips a folder it cannot open, and a listing that fails part-way
+    // keeps the names read before the failure (as `Dir` did).
     let _ = wicket_os::walk::list(fd, |name, kind| {
         entries.push((Box::<OsStr>::from(OsStr::from_bytes(name)), kind));
     });
