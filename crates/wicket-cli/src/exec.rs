@@ -431,7 +431,9 @@ impl Printer {
                 // On stderr in every mode: a script reading --json sees it in the
                 // stream, and the person sees it either way.
                 show::say(format!("notice: {}", notice.message));
-                self.walk_said = walk.then(std::time::Instant::now).or(self.walk_said);
+                if walk {
+                    self.walk_said = Some(std::time::Instant::now());
+                }
             }
         }
         if self.json {
