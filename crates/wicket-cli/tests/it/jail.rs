@@ -208,6 +208,51 @@ fn a_nested_git_is_read_only_and_one_a_command_makes_is_removed() {
 }
 
 #[test]
+fn a_git_hidden_in_a_folder_no_one_may_list_is_removed_and_a_moved_repository_stays() {
+    let f = Fixture::new();
+    let (mark, planted) = fsmonitor(&f);
+    let repo = f.ws.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    // Older than the command: its start is judged from file ctimes, with
+    // 50 ms for the kernel's coarse clock (`stage2::CTIME_LAG_NANOS`).
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    // The command has no capability: a folder it makes unlistable is
+    // unlistable to the scan after it too, which must still find the
+    // .git inside; and the person's repository, moved with its folder,
+    // is not one the command made.
+    let script = format!(
+        "mkdir -p hide/in && cd hide/in && git init -q && printf '{planted}' >> .git/config \
+         && cd ../.. && chmod 000 hide && mkdir -p pkg/.git/hooks && echo evil > \
+         pkg/.git/hooks/pre-commit && chmod 000 pkg/.git && mv repo moved && echo done",
+        planted = planted.replace('\n', "\\n").replace('\t', "\\t"),
+    );
+    let result = jailed(&f, &script, &[]);
+    let stderr = result["stderr"].as_str().unwrap();
+    assert!(
+        result["stdout"].as_str().unwrap().contains("done"),
+        "{result:#}"
+    );
+    assert!(stderr.contains("removed hide/in/.git"), "{result:#}");
+    assert!(stderr.contains("removed pkg/.git"), "{result:#}");
+    assert!(!stderr.contains("moved/.git"), "{result:#}");
+    let hide = f.ws.join("hide");
+    assert_eq!(
+        std::fs::metadata(&hide).unwrap().permissions().mode() & 0o777,
+        0,
+        "the folder's mode is the command's again"
+    );
+    std::fs::set_permissions(&hide, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(hide.join("in").is_dir());
+    assert!(!hide.join("in/.git").exists());
+    assert!(!f.ws.join("pkg/.git").exists());
+    assert!(f.ws.join("moved/.git/HEAD").is_file());
+    persons_git_status(&f.ws.join("moved"));
+    persons_git_status(&hide.join("in"));
+    assert!(!mark.exists(), "a planted fsmonitor ran");
+}
+
+#[test]
 fn no_setuid_file_leaves_the_jail_and_host_devices_keep_their_mode() {
     let f = Fixture::new();
     let full = std::fs::metadata("/dev/full").unwrap().permissions().mode();

@@ -262,11 +262,19 @@ fn bind_device(fd: &OwnedFd, target: &Path) -> Result<()> {
 /// Every `.wicket` read-only, and unless the call may write git, every
 /// `.git` entry at any depth, where each points, every other git folder and
 /// each repository's hooks folder and included config (see
-/// [`crate::guard`]). What was found is kept, so that what the command
-/// makes of them is undone after it ([`crate::guard::Found::settle`]).
+/// [`crate::guard`]); and for every command, each folder the scan could
+/// not list, which may hold any of them. What was found is kept, so that
+/// what the command makes of them is undone after it
+/// ([`crate::guard::Found::settle`]).
 fn protect_workspace_folders(policy: &Policy) -> Result<Found> {
     let found = crate::guard::scan(&policy.workspace);
+    let unscanned: Vec<PathBuf> = found
+        .unscanned
+        .iter()
+        .map(|(path, _)| policy.workspace.join(path))
+        .collect();
     let mut protected: Vec<&PathBuf> = found.wicket_protected.iter().collect();
+    protected.extend(&unscanned);
     if !policy.write_git {
         protected.extend(&found.git_protected);
     }

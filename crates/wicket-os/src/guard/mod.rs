@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use wicket_protocol::guarded::{GUARDED_NAMES, runs_later};
 
 use crate::walk::{self, Tasks};
@@ -72,6 +73,15 @@ pub struct Found {
     /// there yet (a hooks folder, an included file), relative: one a
     /// command makes is removed after it.
     pub absent: Vec<PathBuf>,
+    /// Folders the walk could not open or list (no read or search
+    /// permission for this process, say), below the workspace, and why:
+    /// what they hold is not known, so before a command each is bound
+    /// read-only whole, for every command.
+    pub unscanned: Vec<(PathBuf, String)>,
+    /// For a scan after a command: folders it made or changed so that no
+    /// one could list them, opened for their owner to be walked (`u+rx`
+    /// added), each with the mode it had, put back after the settle.
+    pub reopened: Vec<(PathBuf, u32)>,
     /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
     pub truncated: bool,
     /// For a scan after a command: the files it changed (ctime at or past
@@ -91,24 +101,29 @@ fn open_root(path: &Path) -> Option<OwnedFd> {
 }
 
 fn open_dir(parent: impl AsFd, name: &CStr) -> Option<OwnedFd> {
-    rustix::fs::openat(
+    open_folder(parent, name).ok()
+}
+
+/// The folder `name` in `parent`, no link followed, when this process may
+/// list it and look inside it.
+fn open_folder(parent: impl AsFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    let folder = rustix::fs::openat(
         parent,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .ok()
+    )?;
+    // Read permission lists it; search permission (which a capability may
+    // stand in for, as the kernel judges) reaches what it holds.
+    rustix::fs::accessat(&folder, c".", Access::EXEC_OK, AtFlags::EACCESS)?;
+    Ok(folder)
 }
 
-/// The names in a folder with their types (a type the folder does not say is asked for).
-fn names(folder: &OwnedFd) -> Vec<(Vec<u8>, FileType)> {
+/// The names in a folder with their types (a type the folder does not
+/// say is asked for); an error when the listing failed part-way.
+fn names(folder: &OwnedFd) -> (Vec<(Vec<u8>, FileType)>, std::io::Result<()>) {
     let mut names = Vec::new();
-    // Dropping the error is right here: the scan keeps what it read, and
-    // a listing that fails part-way (EIO; ENOENT is an empty listing
-    // already) leaves nothing else to read. What such a folder holds
-    // past that point is not protected, as a folder that cannot be
-    // opened is not: the closing note of issue 39 names that gap.
-    let _ = walk::list(folder, |name, kind| {
+    let listed = walk::list(folder, |name, kind| {
         let kind = match kind {
             FileType::Unknown => std::ffi::CString::new(name)
                 .ok()
@@ -122,7 +137,7 @@ fn names(folder: &OwnedFd) -> Vec<(Vec<u8>, FileType)> {
         };
         names.push((name.to_vec(), kind));
     });
-    names
+    (names, listed)
 }
 
 /// At most `max` bytes of the regular file `name` in `folder`, without
@@ -215,10 +230,14 @@ pub fn scan(workspace: &Path) -> Found {
 
 /// Whether the file `name` in `folder` changed at or after `since`
 /// (nanoseconds since the epoch, by its ctime, which no command can set back).
-fn changed_since(folder: &OwnedFd, name: &OsStr, since: i128) -> bool {
-    rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
-        i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec) >= since
-    })
+fn changed_since(folder: impl AsFd, name: &OsStr, since: i128) -> bool {
+    rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|stat| ctime_nanos(&stat) >= since)
+}
+
+/// A file's ctime, in nanoseconds since the epoch.
+fn ctime_nanos(stat: &rustix::fs::Stat) -> i128 {
+    i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec)
 }
 
 /// A folder the scan walks, opened by the walker that takes it (so the
@@ -299,6 +318,8 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
         found.git_protected.extend(part.git_protected);
         found.wicket_protected.extend(part.wicket_protected);
         found.changed_later.extend(part.changed_later);
+        found.unscanned.extend(part.unscanned);
+        found.reopened.extend(part.reopened);
         found.truncated |= part.truncated;
         git_dirs.extend(walker.git_dirs);
     }
@@ -309,6 +330,8 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
     git_dirs.sort();
     found.changed_later.sort();
     found.changed_later.truncate(RUNS_LATER_NAMED);
+    found.unscanned.sort();
+    found.reopened.sort();
     for git_dir in git_dirs {
         config_named(&mut found, workspace, &git_dir);
     }
@@ -328,14 +351,19 @@ impl Walker {
         } = folder;
         let folder = match at {
             At::Open(fd) => fd,
-            At::Below(parent, name) => match open_dir(&*parent, &name) {
+            At::Below(parent, name) => match self.enter(scan, &parent, &name, &relative) {
                 Some(fd) => fd,
                 None => return,
             },
         };
         let folder = Arc::new(folder);
         let workspace = scan.workspace;
-        let names = names(&folder);
+        let (names, listed) = names(&folder);
+        if let Err(error) = listed {
+            // What it holds past the error is not known: as one not opened.
+            self.found.unscanned.push((relative, error.to_string()));
+            return;
+        }
         let walked = scan.walked.fetch_add(names.len(), Ordering::Relaxed) + names.len();
         if walked > SCAN_MAX_ENTRIES {
             self.found.truncated = true;
@@ -391,6 +419,75 @@ impl Walker {
                 && !packages
             {
                 self.changed_later(&prefix, &folder, &name, since);
+            }
+        }
+    }
+
+    /// The folder `name` in `parent` (at `relative`), opened to be walked;
+    /// one this process may not list or look inside is `unscanned`, but
+    /// after a command see [`Walker::reopen`].
+    fn enter(
+        &mut self,
+        scan: &Scan<'_>,
+        parent: &OwnedFd,
+        name: &CStr,
+        relative: &Path,
+    ) -> Option<OwnedFd> {
+        let error = match open_folder(parent, name) {
+            Ok(folder) => return Some(folder),
+            // Gone, or no longer a folder: nothing to walk.
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return None,
+            Err(error) => error,
+        };
+        if let Some(since) = scan.since
+            && matches!(error, Errno::ACCESS | Errno::PERM)
+        {
+            return self.reopen(parent, name, relative, since);
+        }
+        self.found
+            .unscanned
+            .push((relative.to_path_buf(), error.to_string()));
+        None
+    }
+
+    /// After a command that started at `since`, a folder this process
+    /// may not list or look inside: one the command made or changed since
+    /// (by its ctime, which no command sets back) is opened for its owner,
+    /// `u+rx` added and its mode kept in `reopened` to be put back, so a
+    /// command cannot hide a `.git` from the settle in a folder no one
+    /// can list. One it did not change it could not enter either, having
+    /// this process's credentials and no capability: it is left alone.
+    fn reopen(
+        &mut self,
+        parent: &OwnedFd,
+        name: &CStr,
+        relative: &Path,
+        since: i128,
+    ) -> Option<OwnedFd> {
+        let stat = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory
+            || ctime_nanos(&stat) < since
+        {
+            return None;
+        }
+        let mode = stat.st_mode & 0o7777;
+        let opened = rustix::fs::chmodat(
+            parent,
+            name,
+            Mode::from_raw_mode(mode | 0o500),
+            AtFlags::empty(),
+        )
+        .and_then(|()| {
+            self.found.reopened.push((relative.to_path_buf(), mode));
+            open_folder(parent, name)
+        });
+        match opened {
+            Ok(folder) => Some(folder),
+            Err(error) => {
+                self.found
+                    .unscanned
+                    .push((relative.to_path_buf(), error.to_string()));
+                None
             }
         }
     }
@@ -539,361 +636,8 @@ fn bindable(paths: Vec<PathBuf>, workspace: &Path) -> Vec<PathBuf> {
     kept
 }
 
-/// What [`Found::settle`] did after a command.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Settled {
-    /// Entries named `.git` or `.wicket` the command made, removed (relative).
-    pub removed: Vec<PathBuf>,
-    /// Links named `.git` or `.wicket` the command replaced, put back (relative).
-    pub restored: Vec<PathBuf>,
-    /// What could not be undone, and why.
-    pub failed: Vec<String>,
-    /// Files the command changed that other tools run later, and who runs each.
-    pub runs_later: Vec<(String, String)>,
-}
-
-impl Settled {
-    /// One line a thing, for the command's stderr.
-    pub fn lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for path in &self.removed {
-            lines.push(format!(
-                "wicket: removed {}, which the command made: without \"git\": true a command may \
-                 not make a .git or .wicket, nor a hooks folder or config file a repository's \
-                 config names (git and Wicket would run what it holds later); run it again with \
-                 \"git\": true if it should stay",
-                path.display()
-            ));
-        }
-        for path in &self.restored {
-            lines.push(format!(
-                "wicket: put back the link {}, which the command replaced: without \"git\": true \
-                 a command may not change a .git or .wicket",
-                path.display()
-            ));
-        }
-        for failure in &self.failed {
-            lines.push(format!("wicket: {failure}"));
-        }
-        for (path, who) in &self.runs_later {
-            lines.push(format!("wicket: changed {path}: {who}"));
-        }
-        lines
-    }
-}
-
-/// Removes `name` in `folder` and everything below it, no link followed.
-fn remove_tree(folder: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
-    let stat = rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)?;
-    if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-        let c_name = std::ffi::CString::new(name.as_bytes())?;
-        if let Some(child) = open_dir(folder, &c_name) {
-            for (entry, _) in names(&child) {
-                remove_tree(&child, OsStr::from_bytes(&entry))?;
-            }
-        }
-        rustix::fs::unlinkat(folder, name, AtFlags::REMOVEDIR)?;
-    } else {
-        rustix::fs::unlinkat(folder, name, AtFlags::empty())?;
-    }
-    Ok(())
-}
-
-/// The folder of `relative`'s parent below `workspace`, reached one real folder at a time.
-fn parent_of(workspace: &Path, relative: &Path) -> Option<OwnedFd> {
-    let mut folder = open_root(workspace)?;
-    for part in relative.parent()?.iter() {
-        let name = std::ffi::CString::new(part.as_bytes()).ok()?;
-        folder = open_dir(&folder, &name)?;
-    }
-    Some(folder)
-}
-
-impl Found {
-    /// After a command (nothing of it left running), made by `since`
-    /// (the command's start): undoes what it made or replaced of the
-    /// guarded entries (all of them when `write_git` is false, `.wicket`
-    /// ones otherwise), and names the files it changed that run later.
-    pub fn settle(&self, workspace: &Path, write_git: bool, since: i128) -> Settled {
-        let after = scan_since(workspace, Some(since));
-        let mut settled = Settled::default();
-        for (path, kind) in &after.entries {
-            let wicket = path.file_name().is_some_and(|name| name == ".wicket");
-            if write_git && !wicket {
-                continue;
-            }
-            let before = self.entries.get(path);
-            if before == Some(kind) {
-                continue;
-            }
-            let Some(parent) = parent_of(workspace, path) else {
-                settled
-                    .failed
-                    .push(format!("could not reach {} to undo it", path.display()));
-                continue;
-            };
-            let Some(name) = path.file_name() else {
-                continue;
-            };
-            match remove_tree(&parent, name) {
-                Ok(()) => {}
-                Err(error) => {
-                    settled.failed.push(format!(
-                        "could not remove {}, which the command made: {error}; remove it before \
-                         running git there",
-                        path.display()
-                    ));
-                    continue;
-                }
-            }
-            match before {
-                Some(Kind::Link(target)) => {
-                    match rustix::fs::symlinkat(target.as_os_str(), &parent, name) {
-                        Ok(()) => settled.restored.push(path.clone()),
-                        Err(error) => settled.failed.push(format!(
-                            "could not put back the link {} -> {}: {error}",
-                            path.display(),
-                            target.display()
-                        )),
-                    }
-                }
-                Some(_) | None => settled.removed.push(path.clone()),
-            }
-        }
-        // A guarded link the command removed without making anything in its place.
-        for (path, kind) in &self.entries {
-            let Kind::Link(target) = kind else {
-                continue;
-            };
-            let wicket = path.file_name().is_some_and(|name| name == ".wicket");
-            if (write_git && !wicket) || after.entries.contains_key(path) {
-                continue;
-            }
-            if let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name())
-                && rustix::fs::symlinkat(target.as_os_str(), &parent, name).is_ok()
-            {
-                settled.restored.push(path.clone());
-            }
-        }
-        if !write_git {
-            self.remove_absent(workspace, &mut settled);
-        }
-        settled.runs_later = after.changed_later;
-        settled
-    }
-
-    /// Removes what the command made where a repository's config names a
-    /// hooks folder or an included config that was not there before.
-    fn remove_absent(&self, workspace: &Path, settled: &mut Settled) {
-        for path in &self.absent {
-            let made = std::fs::symlink_metadata(workspace.join(path)).is_ok();
-            let (Some(parent), Some(name)) = (parent_of(workspace, path), path.file_name()) else {
-                continue;
-            };
-            if made {
-                match remove_tree(&parent, name) {
-                    Ok(()) => settled.removed.push(path.clone()),
-                    Err(error) => settled.failed.push(format!(
-                        "could not remove {}, which the command made where the repository's \
-                         config names hooks or an included config: {error}",
-                        path.display()
-                    )),
-                }
-            }
-        }
-    }
-}
+mod settle;
+pub use settle::Settled;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_repositorys_config_names_its_hooks_folder_and_includes() {
-        let text = "[core]\n\tbare = false\n\thooksPath = .husky # set by husky\n\
-                    [include]\n\tpath = ../shared.gitconfig\n\
-                    [includeIf \"gitdir:~/w/\"]\n\tpath = \"w.gitconfig\"\n[user]\n\tname = x\n";
-        assert_eq!(
-            config_paths(text),
-            vec![
-                (true, ".husky".to_string()),
-                (false, "../shared.gitconfig".to_string()),
-                (false, "w.gitconfig".to_string()),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_git_file_names_its_folder_in_its_first_line_only() {
-        let folder = Path::new("/w/sub");
-        assert_eq!(
-            git_file_target(folder, b"gitdir: ../.git/modules/sub\n"),
-            Some(PathBuf::from("/w/sub/../.git/modules/sub"))
-        );
-        assert_eq!(git_file_target(folder, b"not a git file"), None);
-        assert_eq!(git_file_target(folder, &[0xff, 0xfe]), None);
-    }
-
-    #[test]
-    fn a_scan_finds_git_entries_at_any_depth_and_settle_undoes_new_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
-        std::fs::create_dir_all(ws.join("sub")).unwrap();
-        std::fs::write(ws.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
-        std::fs::create_dir_all(ws.join("bare.git/objects")).unwrap();
-        std::fs::write(ws.join("bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        std::fs::create_dir_all(ws.join("pkg")).unwrap();
-        std::os::unix::fs::symlink("../.git", ws.join("pkg/.git")).unwrap();
-        let found = scan(&ws);
-        assert_eq!(found.entries.len(), 3, "{found:?}");
-        assert_eq!(found.git_folders, vec![PathBuf::from("bare.git")]);
-        assert!(found.git_protected.contains(&ws.join(".git")));
-        assert!(
-            found
-                .git_protected
-                .contains(&ws.join("sub/../.git/modules/sub"))
-        );
-        // A command makes a nested .git and a .wicket and replaces the link.
-        std::fs::create_dir_all(ws.join("deep/er/.git")).unwrap();
-        std::fs::write(ws.join("deep/er/.git/config"), "[core]\nfsmonitor = x\n").unwrap();
-        std::fs::create_dir_all(ws.join(".wicket")).unwrap();
-        std::fs::remove_file(ws.join("pkg/.git")).unwrap();
-        std::fs::create_dir(ws.join("pkg/.git")).unwrap();
-        let settled = found.settle(&ws, false, 0);
-        assert!(!ws.join("deep/er/.git").exists());
-        assert!(!ws.join(".wicket").exists());
-        assert_eq!(
-            std::fs::read_link(ws.join("pkg/.git")).unwrap(),
-            PathBuf::from("../.git")
-        );
-        assert_eq!(settled.removed.len(), 2, "{settled:?}");
-        assert_eq!(settled.restored, vec![PathBuf::from("pkg/.git")]);
-        assert!(ws.join(".git/hooks").exists());
-    }
-
-    #[test]
-    fn walkers_sharing_a_wide_tree_find_every_guarded_entry_in_path_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        let mut guarded = Vec::new();
-        for n in 0..300 {
-            let folder = ws.join(format!("g{}/m{n:03}", n % 7));
-            std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(folder.join("lib.rs"), "").unwrap();
-            if n % 37 == 0 {
-                std::fs::create_dir_all(folder.join("deep/.git")).unwrap();
-                guarded.push(folder.join("deep/.git"));
-            }
-            if n % 53 == 0 {
-                std::fs::create_dir_all(folder.join(".wicket")).unwrap();
-            }
-            if n % 20 == 0 {
-                std::fs::write(folder.join("Makefile"), "all:\n").unwrap();
-            }
-        }
-        std::fs::create_dir_all(ws.join("g1/bare.git/objects")).unwrap();
-        std::fs::write(ws.join("g1/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        let found = scan(&ws);
-        assert!(!found.truncated);
-        assert_eq!(
-            found.entries.len(),
-            guarded.len() + 6,
-            "{:?}",
-            found.entries
-        );
-        assert_eq!(found.git_folders, vec![PathBuf::from("g1/bare.git")]);
-        assert_eq!(found.wicket_protected.len(), 6);
-        assert!(found.wicket_protected.is_sorted());
-        for git in &guarded {
-            assert!(found.git_protected.contains(git), "{git:?}");
-        }
-        // After a command that started at the epoch: every Makefile changed
-        // since; ten of them are named, in path order.
-        let after = scan_since(&ws, Some(0));
-        let mut makefiles: Vec<String> = (0..300)
-            .filter(|n| n % 20 == 0)
-            .map(|n| format!("g{}/m{n:03}/Makefile", n % 7))
-            .collect();
-        makefiles.sort();
-        let named: Vec<&String> = after.changed_later.iter().map(|(path, _)| path).collect();
-        assert_eq!(named.len(), RUNS_LATER_NAMED);
-        assert!(
-            named.iter().all(|path| makefiles.contains(path)),
-            "{named:?}"
-        );
-        assert!(named.is_sorted());
-    }
-
-    #[test]
-    fn a_folder_of_more_folders_than_the_process_has_descriptors_is_scanned_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        for n in 0..300 {
-            std::fs::create_dir_all(ws.join(format!("many/d{n:03}"))).unwrap();
-        }
-        std::fs::create_dir_all(ws.join("many/d000/.git")).unwrap();
-        std::fs::create_dir_all(ws.join("many/d150/x/.git")).unwrap();
-        std::fs::create_dir_all(ws.join("many/d299/.git")).unwrap();
-        // 64 descriptors, fewer than the folders waiting to be walked.
-        // (The suite runs each test in a process of its own.)
-        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-        let before = getrlimit(Resource::Nofile);
-        let low = Rlimit {
-            current: Some(64),
-            maximum: before.maximum,
-        };
-        setrlimit(Resource::Nofile, low).unwrap();
-        let found = scan(&ws);
-        setrlimit(Resource::Nofile, before).unwrap();
-        let entries: Vec<&PathBuf> = found.entries.keys().collect();
-        assert_eq!(
-            entries,
-            [
-                Path::new("many/d000/.git"),
-                Path::new("many/d150/x/.git"),
-                Path::new("many/d299/.git")
-            ]
-        );
-    }
-
-    #[test]
-    fn a_hooks_folder_the_config_names_is_guarded_even_before_it_exists() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(ws.join(".git")).unwrap();
-        std::fs::write(
-            ws.join(".git/config"),
-            "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../shared.cfg\n",
-        )
-        .unwrap();
-        let found = scan(&ws);
-        assert_eq!(
-            found.absent,
-            vec![PathBuf::from(".githooks"), PathBuf::from("shared.cfg")]
-        );
-        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
-        std::fs::write(ws.join(".githooks/pre-commit"), "evil").unwrap();
-        std::fs::write(ws.join("shared.cfg"), "[core]\nfsmonitor = x\n").unwrap();
-        let settled = found.settle(&ws, false, 0);
-        assert!(!ws.join(".githooks").exists(), "{settled:?}");
-        assert!(!ws.join("shared.cfg").exists(), "{settled:?}");
-        // Once there, it is bound read-only like .git/hooks.
-        std::fs::create_dir_all(ws.join(".githooks")).unwrap();
-        let found = scan(&ws);
-        assert!(found.git_protected.contains(&ws.join(".githooks")));
-    }
-
-    #[test]
-    fn a_gitdir_that_is_the_workspace_protects_its_config_not_the_whole_workspace() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(ws.join("sub")).unwrap();
-        std::fs::write(ws.join("sub/.git"), "gitdir: ..\n").unwrap();
-        std::fs::write(ws.join("config"), "[core]\n\thooksPath = .\n").unwrap();
-        let found = scan(&ws);
-        assert!(!found.git_protected.contains(&ws), "{found:?}");
-        assert!(found.git_protected.contains(&ws.join("config")));
-        assert!(found.git_protected.contains(&ws.join("sub/.git")));
-    }
-}
+mod tests;
