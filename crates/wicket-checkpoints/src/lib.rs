@@ -78,7 +78,7 @@ pub enum Error {
     Workspace(std::io::Error),
     /// More entries than the limit.
     #[error(
-        "the workspace has more than {0} files and folders that are not ignored; add [checkpoints] ignore globs (or raise max_files) in $WICKET_HOME/config.toml"
+        "the workspace has more than {0} files (its folders not counted) that are not ignored; add [checkpoints] ignore globs (or raise max_files) in $WICKET_HOME/config.toml"
     )]
     TooManyFiles(usize),
     /// A journal line or the index could not be encoded (nothing was written).

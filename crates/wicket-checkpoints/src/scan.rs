@@ -205,6 +205,11 @@ struct Full<'a, 'l, 'm> {
     progress: &'a AtomicU64,
     /// Met by this walker and not yet told.
     untold: u64,
+    /// How many files (not folders) the walkers have met, told with `progress`:
+    /// `max_files` counts these.
+    files: &'a AtomicU64,
+    /// Files met by this walker and not yet told.
+    files_untold: u64,
 }
 
 /// A full walk tells how far it got once per this many entries.
@@ -250,7 +255,9 @@ impl<'l> Full<'_, 'l, '_> {
     /// Tells the walk's count what this walker met since it last told.
     fn tell(&mut self) {
         self.progress.fetch_add(self.untold, Ordering::Relaxed);
+        self.files.fetch_add(self.files_untold, Ordering::Relaxed);
         self.untold = 0;
+        self.files_untold = 0;
     }
 }
 
@@ -261,10 +268,14 @@ impl Visitor for Full<'_, '_, '_> {
 
     fn visit(&mut self, met: Met<'_>) -> Go {
         // What every walker told, and this one's own: one more than the most is too many.
-        let max_files = self.maker.settings.max_files as u64;
-        if self.progress.load(Ordering::Relaxed) + self.untold >= max_files {
-            self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
-            return Go::Stop;
+        let is_file = !matches!(&met, Met::Entry(found) if found.kind == Kind::Dir);
+        if is_file {
+            let max_files = self.maker.settings.max_files as u64;
+            if self.files.load(Ordering::Relaxed) + self.files_untold >= max_files {
+                self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
+                return Go::Stop;
+            }
+            self.files_untold += 1;
         }
         match met {
             Met::Entry(found) => {
@@ -418,9 +429,18 @@ impl Visitor for Tracked<'_, '_> {
     }
 
     fn visit(&mut self, met: Met<'_>) -> Go {
-        if self.state.len() >= self.maker.settings.max_files {
-            self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
-            return Go::Stop;
+        // A file the state does not hold yet, when it holds the most
+        // already: its entries less its folders (each watched).
+        let (path, is_file) = match &met {
+            Met::Entry(found) => (found.path, found.kind != Kind::Dir),
+            Met::Unreadable { path, .. } => (*path, true),
+        };
+        if is_file && !self.state.contains_key(path) {
+            let files = self.state.len().saturating_sub(self.tracker.folders());
+            if files >= self.maker.settings.max_files {
+                self.failure = Some(Error::TooManyFiles(self.maker.settings.max_files));
+                return Go::Stop;
+            }
         }
         match met {
             Met::Entry(found) => {
@@ -503,6 +523,7 @@ impl Store {
         // As many as last time, or as another session saw: little regrowth on the way.
         let expected = last.len().max(seed.map_or(0, State::len)) / walkers;
         let watching = tracker.as_deref();
+        let files = AtomicU64::new(0);
         let mut fulls: Vec<Full<'_, '_, '_>> = (0..walkers)
             .map(|_| Full {
                 maker,
@@ -516,6 +537,8 @@ impl Store {
                 failure: None,
                 progress: &self.walk.met,
                 untold: 0,
+                files: &files,
+                files_untold: 0,
             })
             .collect();
         self.walk.met.store(0, Ordering::Relaxed);
@@ -546,7 +569,7 @@ impl Store {
         if let Some(error) = failure {
             return Err(error);
         }
-        if entries > maker.settings.max_files {
+        if files.load(Ordering::Relaxed) > maker.settings.max_files as u64 {
             return Err(Error::TooManyFiles(maker.settings.max_files));
         }
         changed.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));

@@ -507,3 +507,35 @@ fn a_walk_against_the_last_state_finds_what_a_walk_from_nothing_finds() {
     );
     assert_eq!(found.state(&last), fresh);
 }
+
+#[test]
+fn max_files_counts_files_not_their_folders_in_a_walk_and_a_tracked_checkpoint() {
+    let w = world();
+    let settings = Settings {
+        max_files: 4,
+        ..Settings::default()
+    };
+    // Four files in four folders: eight entries, at the limit and not past it.
+    for path in ["a/b/c/f1", "a/b/f2", "d/f3", "f4"] {
+        w.write(path, "x\n");
+    }
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    // A file changed and a folder made, at the limit: nothing past it.
+    w.write("a/b/f2", "changed\n");
+    std::fs::create_dir(w.ws.join("e")).unwrap();
+    w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    w.write("e/g/h", "x\n");
+    let error = w.store.take(&w.workspace, &settings, 3, "run").unwrap_err();
+    assert!(matches!(error, Error::TooManyFiles(4)), "{error}");
+    // A walk from nothing (another session's first) counts the same.
+    let error = w
+        .session("two")
+        .take(&w.workspace, &settings, 1, "run")
+        .unwrap_err();
+    assert!(matches!(error, Error::TooManyFiles(4)), "{error}");
+    std::fs::remove_file(w.ws.join("f4")).unwrap();
+    w.store.take(&w.workspace, &settings, 4, "run").unwrap();
+    w.session("two")
+        .take(&w.workspace, &settings, 2, "run")
+        .unwrap();
+}

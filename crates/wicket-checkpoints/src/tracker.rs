@@ -236,6 +236,12 @@ impl Tracker {
         self.watches.get(path).is_some_and(|watch| watch.1 == ino)
     }
 
+    /// How many folders below the workspace's root are watched: while
+    /// nothing is lost, every folder of the state.
+    pub(crate) fn folders(&self) -> usize {
+        self.watches.len() - usize::from(self.watches.contains_key(&b""[..]))
+    }
+
     /// Everything the kernel said since the last drain.
     pub(crate) fn drain(&mut self) -> Heard {
         let mut heard = std::mem::take(&mut self.pending);

@@ -43,7 +43,7 @@ pub const PROMPT_FILE_MAX_BYTES: u64 = 256 * 1024;
 /// A file larger than this is not copied into a checkpoint (`[checkpoints]
 /// max_file_mb` says otherwise); the checkpoint says it has no copy of it.
 pub const CHECKPOINT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-/// A workspace with more entries than this (not ignored) gets no
+/// A workspace with more files than this (not ignored; folders not counted) gets no
 /// checkpoint (`[checkpoints] max_files` says otherwise).
 pub const CHECKPOINT_MAX_FILES: usize = 1_000_000;
 /// Checkpoints older than this many days are pruned (`[checkpoints] keep_days`).

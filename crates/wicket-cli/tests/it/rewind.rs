@@ -396,7 +396,7 @@ fn a_file_the_checkpoint_cannot_copy_is_said_on_the_card_and_in_the_log() {
 #[test]
 fn a_rewind_past_a_call_whose_checkpoint_failed_is_refused() {
     let f = Fixture::new();
-    std::fs::write(f.home.join("config.toml"), "[checkpoints]\nmax_files = 4\n").unwrap();
+    std::fs::write(f.home.join("config.toml"), "[checkpoints]\nmax_files = 3\n").unwrap();
     for n in 1..=4 {
         f.write(&format!("f{n}"), "x\n");
     }
@@ -412,7 +412,7 @@ fn a_rewind_past_a_call_whose_checkpoint_failed_is_refused() {
     let mut cards = Vec::new();
     let events = turn(&f, &model, "missed", |card| cards.push(card.clone()));
     let said = cards[0]["no_checkpoint"].as_str().unwrap();
-    assert!(said.contains("more than 4 files"), "{said}");
+    assert!(said.contains("more than 3 files"), "{said}");
     assert!(cards[1].get("no_checkpoint").is_none(), "{}", cards[1]);
     let first = events
         .iter()
