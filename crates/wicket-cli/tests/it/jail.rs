@@ -252,6 +252,66 @@ fn a_git_hidden_in_a_folder_no_one_may_list_is_removed_and_a_moved_repository_st
     assert!(!mark.exists(), "a planted fsmonitor ran");
 }
 
+/// As a person who is not root (`nobody`, by `setpriv`), for whom a
+/// folder of mode 000 cannot be listed: the scan before a command cannot
+/// see the repository in it, so the folder is read-only for the command,
+/// which cannot open it up, and the command's stderr says so; the
+/// repository is the person's still afterwards (a folder the command had
+/// opened was, before, taken for one whose `.git` the command made, and
+/// removed). The suite runs as root, as CI does.
+#[test]
+fn a_folder_the_person_cannot_list_is_read_only_for_a_command_and_its_git_stays() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "this test runs the binary as nobody, by setpriv: run the suite as root"
+    );
+    let f = Fixture::new();
+    let (root, ws, home) = (&f.root, &f.ws, &f.home);
+    let exe = root.join("wicket");
+    std::fs::create_dir_all(ws.join("locked/repo/.git")).unwrap();
+    std::fs::write(ws.join("locked/repo/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_wicket"), &exe).unwrap();
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(ws.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let args = json!({"argv": ["sh", "-c", "chmod 755 locked; echo x > locked/new; true"]});
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["tool", "run", &args.to_string(), "--answers", "allow_once"])
+        .arg("--workspace")
+        .arg(ws)
+        .env("HOME", root)
+        .env("WICKET_HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = lines(&output);
+    assert_eq!(out[0]["sandbox"]["mode"], "workspace-write", "{out:#?}");
+    let stderr = out.last().unwrap()["stderr"].as_str().unwrap().to_string();
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert!(
+        stderr.contains("wicket: locked was read-only for the command"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::metadata(ws.join("locked"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0
+    );
+    assert!(ws.join("locked/repo/.git/HEAD").is_file());
+    assert!(!ws.join("locked/new").exists());
+}
+
 #[test]
 fn no_setuid_file_leaves_the_jail_and_host_devices_keep_their_mode() {
     let f = Fixture::new();
