@@ -17,19 +17,6 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
-/// Filesystems whose every change to a watched inode the kernel reports:
-/// ext2/3/4, XFS, Btrfs, tmpfs, F2FS, ZFS, overlayfs, bcachefs.
-const HEARD: [u32; 8] = [
-    0xEF53,
-    0x5846_5342,
-    0x9123_683E,
-    0x0102_1994,
-    0xF2F5_2010,
-    0x2FC1_2FC1,
-    0x794C_7630,
-    0xCA45_1A4E,
-];
-
 /// What the kernel said since the last drain.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Heard {
@@ -136,7 +123,7 @@ impl Tracker {
     pub(crate) fn new(root: BorrowedFd<'_>) -> Option<Tracker> {
         let fs = rustix::fs::fstatfs(root).ok()?;
         // Every magic number fits in 32 bits; f_type's width differs between targets.
-        if !HEARD.contains(&(fs.f_type as u32)) {
+        if !wicket_os::walk::LOCAL_FILESYSTEMS.contains(&(fs.f_type as u32)) {
             return None;
         }
         let device = rustix::fs::fstat(root).ok()?.st_dev;

@@ -18,6 +18,22 @@ use rustix::io::Errno;
 /// sorted again by the kernel for each call).
 const LIST_BYTES: usize = 32 * 1024;
 
+/// Local filesystems that keep an exact account of every change: the
+/// kernel reports each change of a watched inode to inotify, and stamps
+/// a folder's ctime whenever a name in it is made, removed or renamed
+/// (ext2/3/4, XFS, Btrfs, tmpfs, F2FS, ZFS, overlayfs, bcachefs, by
+/// `statfs`'s magic number; each fits in 32 bits).
+pub const LOCAL_FILESYSTEMS: [u32; 8] = [
+    0xEF53,
+    0x5846_5342,
+    0x9123_683E,
+    0x0102_1994,
+    0xF2F5_2010,
+    0x2FC1_2FC1,
+    0x794C_7630,
+    0xCA45_1A4E,
+];
+
 /// Tells `each` of every name in the folder `dir` (not `.` and `..`), with
 /// the type its listing gives (`FileType::Unknown` where the file system
 /// gives none). It reads from the descriptor's own position: the caller

