@@ -100,6 +100,21 @@ const RUNS_LATER: &[(Shape<'static>, &str)] = &[
     ),
 ];
 
+/// Whether the file `name` in the folder at `folder` (below the workspace,
+/// `/`-separated, empty for its root; never inside a `.git` or
+/// `.wicket`) can be one [`runs_later`] names: by its name, in any folder,
+/// or by its place (the root, or a folder a tool reads below the root). A
+/// walk of every file asks this first and makes the file's path only then.
+pub fn may_run_later(folder: &str, name: &[u8]) -> bool {
+    let top = folder.split('/').next().unwrap_or_default();
+    RUNS_LATER.iter().any(|(shape, _)| match shape {
+        Shape::Named(named) => name == named.as_bytes(),
+        Shape::Root(path) | Shape::Under(path) => {
+            folder.is_empty() || path.split('/').next() == Some(top)
+        }
+    })
+}
+
 /// Who runs `relative` (a path below the workspace, `/`-separated) later,
 /// when something does: "runs later: cargo runs it at every build".
 pub fn runs_later(relative: &str) -> Option<String> {
@@ -160,5 +175,34 @@ mod tests {
         assert_eq!(runs_later("my.envrc"), None);
         assert_eq!(runs_later("src/notbuild.rs"), None);
         assert_eq!(runs_later("xMakefile"), None);
+    }
+
+    #[test]
+    fn a_file_runs_later_names_is_one_may_run_later_lets_through() {
+        let mut paths = vec![
+            "src/main.rs".to_string(),
+            "a/b/c/d.txt".to_string(),
+            "Makefilex".to_string(),
+        ];
+        for (shape, _) in RUNS_LATER {
+            let (Shape::Root(path) | Shape::Named(path) | Shape::Under(path)) = shape;
+            for at in ["", "x/", "x/y/", ".github/", ".vscode/"] {
+                paths.push(format!("{at}{path}"));
+                paths.push(format!("{at}{path}/inner/file"));
+                paths.push(format!("{at}{path}/f"));
+            }
+        }
+        let mut named = 0;
+        for path in &paths {
+            let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+            if runs_later(path).is_some() {
+                named += 1;
+                assert!(may_run_later(folder, name.as_bytes()), "{path}");
+            }
+        }
+        assert!(named >= 30, "{named}");
+        // Deep in a tree, only a name a tool reads in any folder.
+        assert!(!may_run_later("src/g001/m00001", b"f0000001.rs"));
+        assert!(may_run_later("src/g001/m00001", b"Makefile"));
     }
 }

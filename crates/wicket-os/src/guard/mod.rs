@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
-use wicket_protocol::guarded::{GUARDED_NAMES, runs_later};
+use wicket_protocol::guarded::{GUARDED_NAMES, may_run_later, runs_later};
 
 use crate::walk::{self, Tasks};
 
@@ -666,6 +666,9 @@ impl Walker {
     /// runs it, when a tool runs it later ([`runs_later`]); the path is
     /// made in this walker's buffer, a new string only then.
     fn runs_later(&mut self, prefix: &str, name: &[u8]) -> Option<(String, String)> {
+        if !may_run_later(prefix, name) {
+            return None;
+        }
         self.text.clear();
         if !prefix.is_empty() {
             self.text.push_str(prefix);
