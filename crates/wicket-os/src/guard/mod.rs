@@ -280,6 +280,15 @@ struct Folder {
     packages: bool,
 }
 
+/// A folder of the scan, opened.
+#[derive(Clone, Copy)]
+struct Opened<'a> {
+    folder: &'a Arc<OwnedFd>,
+    relative: &'a Path,
+    /// Whether it lies in `node_modules`.
+    packages: bool,
+}
+
 /// Where a folder of the scan is.
 enum At {
     Open(OwnedFd),
@@ -414,7 +423,12 @@ impl Walker {
         let folder = Arc::new(folder);
         let stat = rustix::fs::fstat(&*folder).ok();
         if let Some(listed) = scan.unchanged(&relative, stat.as_ref()) {
-            self.reuse(scan, &folder, &relative, packages, listed, below);
+            let opened = Opened {
+                folder: &folder,
+                relative: &relative,
+                packages,
+            };
+            self.reuse(scan, opened, listed, below);
             return;
         }
         let (names, listed) = names(&folder);
@@ -458,15 +472,12 @@ impl Walker {
             }
             return;
         }
-        self.names(
-            scan,
-            &folder,
-            &relative,
+        let opened = Opened {
+            folder: &folder,
+            relative: &relative,
             packages,
-            names,
-            &mut record,
-            below,
-        );
+        };
+        self.names(scan, opened, names, &mut record, below);
         if let Some(record) = record {
             self.found.listed.insert(relative, record);
         }
@@ -475,18 +486,19 @@ impl Walker {
     /// The names of a folder listed, each where it belongs: a guarded
     /// entry into the find, a folder into `below`, and a file a tool runs
     /// later kept (before a command) or named when the command changed it.
-    // Eight arguments: the walk's place and what it keeps, each used once.
-    #[allow(clippy::too_many_arguments)]
     fn names(
         &mut self,
         scan: &Scan<'_>,
-        folder: &Arc<OwnedFd>,
-        relative: &Path,
-        packages: bool,
+        opened: Opened<'_>,
         names: Vec<(Vec<u8>, FileType)>,
         record: &mut Option<Listed>,
         below: &mut Vec<Folder>,
     ) {
+        let Opened {
+            folder,
+            relative,
+            packages,
+        } = opened;
         // The folder as text, once: a file's path is made only when a tool may run it later.
         let prefix = relative.to_string_lossy();
         for (name, kind) in names {
@@ -558,12 +570,15 @@ impl Walker {
     fn reuse(
         &mut self,
         scan: &Scan<'_>,
-        folder: &Arc<OwnedFd>,
-        relative: &Path,
-        packages: bool,
+        opened: Opened<'_>,
         listed: &Listed,
         below: &mut Vec<Folder>,
     ) {
+        let Opened {
+            folder,
+            relative,
+            packages,
+        } = opened;
         self.found.reused += 1;
         scan.walked.fetch_add(listed.names, Ordering::Relaxed);
         for (name, kind) in &listed.guarded {
