@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
+use rustix::process::Uid;
 use wicket_protocol::guarded::{GUARDED_NAMES, may_run_later, runs_later};
 
 use crate::walk::{self, Tasks};
@@ -128,22 +129,34 @@ fn open_root(path: &Path) -> Option<OwnedFd> {
 }
 
 fn open_dir(parent: impl AsFd, name: &CStr) -> Option<OwnedFd> {
-    open_folder(parent, name).ok()
+    open_folder(parent, name, rustix::process::geteuid())
+        .ok()
+        .map(|(folder, _)| folder)
 }
 
-/// The folder `name` in `parent`, no link followed, when this process may
-/// list it and look inside it.
-fn open_folder(parent: impl AsFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
+/// The folder `name` in `parent`, no link followed, when this process
+/// (whose effective uid is `uid`) may list it and look inside it; with
+/// its stat.
+fn open_folder(
+    parent: impl AsFd,
+    name: &CStr,
+    uid: Uid,
+) -> rustix::io::Result<(OwnedFd, rustix::fs::Stat)> {
     let folder = rustix::fs::openat(
         parent,
         name,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    // Read permission lists it; search permission (which a capability may
-    // stand in for, as the kernel judges) reaches what it holds.
-    rustix::fs::accessat(&folder, c".", Access::EXEC_OK, AtFlags::EACCESS)?;
-    Ok(folder)
+    let stat = rustix::fs::fstat(&folder)?;
+    // Read permission lists it; search permission reaches what it holds.
+    // Its owner's is its owner's mode bit (no ACL entry is asked for the
+    // owner); anyone else's the kernel judges, a capability standing in.
+    let owner_searches = stat.st_uid == uid.as_raw() && stat.st_mode & 0o100 != 0;
+    if !owner_searches {
+        rustix::fs::accessat(&folder, c".", Access::EXEC_OK, AtFlags::EACCESS)?;
+    }
+    Ok((folder, stat))
 }
 
 /// The names in a folder with their types (a type the folder does not
@@ -289,6 +302,18 @@ struct Opened<'a> {
     packages: bool,
 }
 
+impl Opened<'_> {
+    /// The folder `name` in this one, to be walked.
+    fn child(&self, name: CString) -> Folder {
+        let os_name = OsStr::from_bytes(name.as_bytes());
+        Folder {
+            relative: self.relative.join(os_name),
+            packages: self.packages || os_name == "node_modules",
+            at: At::Below(self.folder.clone(), name),
+        }
+    }
+}
+
 /// Where a folder of the scan is.
 enum At {
     Open(OwnedFd),
@@ -310,6 +335,8 @@ struct Scan<'a> {
     tasks: Tasks<Folder>,
     /// Names listed so far, by every walker.
     walked: AtomicUsize,
+    /// This process's effective uid.
+    uid: Uid,
 }
 
 impl Scan<'_> {
@@ -345,19 +372,23 @@ fn scan_since(workspace: &Path, since: Option<i128>, before: Option<&Found>) -> 
     let Some(root) = open_root(workspace) else {
         return Found::default();
     };
-    let local = rustix::fs::fstatfs(&root)
-        .is_ok_and(|fs| walk::LOCAL_FILESYSTEMS.contains(&(fs.f_type as u32)));
-    let device = rustix::fs::fstat(&root).map(|stat| stat.st_dev).ok();
+    let before = before.filter(|_| since.is_some()).and_then(|before| {
+        let local = rustix::fs::fstatfs(&root)
+            .is_ok_and(|fs| walk::LOCAL_FILESYSTEMS.contains(&(fs.f_type as u32)));
+        let device = rustix::fs::fstat(&root).ok()?.st_dev;
+        local.then_some((before, device))
+    });
     let scan = Scan {
         workspace,
         since,
-        before: before.zip(device).filter(|_| local && since.is_some()),
+        before,
         tasks: Tasks::new(vec![Folder {
             at: At::Open(root),
             relative: PathBuf::new(),
             packages: false,
         }]),
         walked: AtomicUsize::new(0),
+        uid: rustix::process::geteuid(),
     };
     let mut walkers: Vec<Walker> = (0..walk::walkers(SCAN_WALKERS))
         .map(|_| Walker::default())
@@ -413,15 +444,17 @@ impl Walker {
             relative,
             packages,
         } = folder;
-        let folder = match at {
-            At::Open(fd) => fd,
+        let (folder, stat) = match at {
+            At::Open(fd) => {
+                let stat = rustix::fs::fstat(&fd).ok();
+                (fd, stat)
+            }
             At::Below(parent, name) => match self.enter(scan, &parent, &name, &relative) {
-                Some(fd) => fd,
+                Some((fd, stat)) => (fd, Some(stat)),
                 None => return,
             },
         };
         let folder = Arc::new(folder);
-        let stat = rustix::fs::fstat(&*folder).ok();
         if let Some(listed) = scan.unchanged(&relative, stat.as_ref()) {
             let opened = Opened {
                 folder: &folder,
@@ -525,15 +558,11 @@ impl Walker {
                 continue;
             }
             if kind == FileType::Directory {
-                if let Ok(child) = CString::new(name.clone()) {
+                if let Ok(child) = CString::new(name) {
                     if let Some(record) = record.as_mut() {
                         record.folders.push(child.clone());
                     }
-                    below.push(Folder {
-                        at: At::Below(folder.clone(), child),
-                        relative: relative.join(os_name),
-                        packages: packages || name == b"node_modules",
-                    });
+                    below.push(opened.child(child));
                 }
             } else if !packages {
                 self.file(scan, folder, &prefix, name, record);
@@ -598,14 +627,12 @@ impl Walker {
                 }
             }
         }
-        for child in &listed.folders {
-            let name = OsStr::from_bytes(child.as_bytes());
-            below.push(Folder {
-                at: At::Below(folder.clone(), child.clone()),
-                relative: relative.join(name),
-                packages: packages || name == "node_modules",
-            });
-        }
+        below.extend(
+            listed
+                .folders
+                .iter()
+                .map(|child| opened.child(child.clone())),
+        );
     }
 
     /// The folder `name` in `parent` (at `relative`), opened to be walked;
@@ -617,9 +644,9 @@ impl Walker {
         parent: &OwnedFd,
         name: &CStr,
         relative: &Path,
-    ) -> Option<OwnedFd> {
-        let error = match open_folder(parent, name) {
-            Ok(folder) => return Some(folder),
+    ) -> Option<(OwnedFd, rustix::fs::Stat)> {
+        let error = match open_folder(parent, name, scan.uid) {
+            Ok(opened) => return Some(opened),
             // Gone, or no longer a folder: nothing to walk.
             Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return None,
             Err(error) => error,
@@ -627,7 +654,7 @@ impl Walker {
         if let Some(since) = scan.since
             && matches!(error, Errno::ACCESS | Errno::PERM)
         {
-            return self.reopen(parent, name, relative, since);
+            return self.reopen(scan, parent, name, relative, since);
         }
         self.found
             .unscanned
@@ -644,11 +671,12 @@ impl Walker {
     /// this process's credentials and no capability: it is left alone.
     fn reopen(
         &mut self,
+        scan: &Scan<'_>,
         parent: &OwnedFd,
         name: &CStr,
         relative: &Path,
         since: i128,
-    ) -> Option<OwnedFd> {
+    ) -> Option<(OwnedFd, rustix::fs::Stat)> {
         let stat = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::Directory
             || ctime_nanos(&stat) < since
@@ -664,10 +692,10 @@ impl Walker {
         )
         .and_then(|()| {
             self.found.reopened.push((relative.to_path_buf(), mode));
-            open_folder(parent, name)
+            open_folder(parent, name, scan.uid)
         });
         match opened {
-            Ok(folder) => Some(folder),
+            Ok(opened) => Some(opened),
             Err(error) => {
                 self.found
                     .unscanned
