@@ -187,7 +187,7 @@ fn start_proxy() -> Result<SocketAddr> {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             std::thread::spawn(move || {
-                let allow = |_: &Target, _: &Resolved| Decision::Allow {
+                let allow = |_: &Target, _: Option<&Resolved>| Decision::Allow {
                     allowed_by: "bench".into(),
                 };
                 serve(stream, &allow)

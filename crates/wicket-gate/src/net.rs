@@ -1,7 +1,8 @@
 //! A command's network through Wicket, as the gate decides it. Each
 //! connection the command makes to its proxy listener comes to
-//! [`handler`]'s thread, where `wicket-net` reads the host and resolves it;
-//! the decision itself is made on the gate's own thread (the one holding
+//! [`handler`]'s thread, where `wicket-net` reads the host; the decision,
+//! on the name before any lookup and again where an allowed name resolved
+//! to a local address, is made on the gate's own thread (the one holding
 //! the person's [`Answerer`](crate::Answerer)), in the order every other
 //! call is decided: a deny rule, an ask rule, the session's grant, an
 //! allow rule, what this command's own cards already said, else a `net`
@@ -28,24 +29,55 @@ use crate::{Answerer, Check, Gate, internal};
 use wicket_protocol::event::NetEvent;
 use wicket_protocol::{AllowedBy, CallId, NetUse, RunOutput};
 
-/// The clients of a command's connections still open, so that when the
-/// command is over every one is closed, and no relay outlives it.
+/// The sockets of a command's connections still open (each client's, and
+/// its host's once connected), so that when the command is over every one
+/// is closed and no relay outlives it. A connection's are let go as it
+/// ends: a copy kept past that would hold it open.
 #[derive(Clone, Default)]
-pub(crate) struct Open(Arc<Mutex<Vec<TcpStream>>>);
+pub(crate) struct Open(Arc<Mutex<OpenSockets>>);
+
+#[derive(Default)]
+struct OpenSockets {
+    next: u64,
+    by_connection: BTreeMap<u64, Vec<TcpStream>>,
+}
 
 impl Open {
-    fn add(&self, socket: &TcpStream) {
-        if let (Ok(copy), Ok(mut open)) = (socket.try_clone(), self.0.lock()) {
-            open.push(copy);
+    /// A new connection, its client's socket kept; the number to add its
+    /// host's socket under and to let both go by.
+    fn add(&self, client: &TcpStream) -> u64 {
+        let Ok(mut open) = self.0.lock() else {
+            return u64::MAX;
+        };
+        let connection = open.next;
+        open.next += 1;
+        let copies = client.try_clone().into_iter().collect();
+        open.by_connection.insert(connection, copies);
+        connection
+    }
+
+    /// The host's socket of `connection`, kept beside its client's.
+    fn add_upstream(&self, connection: u64, upstream: &TcpStream) {
+        if let (Ok(copy), Ok(mut open)) = (upstream.try_clone(), self.0.lock())
+            && let Some(sockets) = open.by_connection.get_mut(&connection)
+        {
+            sockets.push(copy);
+        }
+    }
+
+    /// `connection` has ended: its copies are closed.
+    fn ended(&self, connection: u64) {
+        if let Ok(mut open) = self.0.lock() {
+            open.by_connection.remove(&connection);
         }
     }
 
     /// Shuts every connection down, both its sockets: each relay then ends.
     pub(crate) fn close_all(&self) {
         if let Ok(open) = self.0.lock() {
-            for client in open.iter() {
+            for socket in open.by_connection.values().flatten() {
                 // One already closed has nothing left to shut.
-                let _ = client.shutdown(Shutdown::Both);
+                let _ = socket.shutdown(Shutdown::Both);
             }
         }
     }
@@ -60,11 +92,16 @@ pub(crate) fn handler(gate: Sender<Asked>, open: Open) -> Egress {
         let Ok(gate) = gate.lock().map(|gate| gate.clone()) else {
             return;
         };
-        open.add(&client);
+        let connection = open.add(&client);
         let open = open.clone();
         std::thread::spawn(move || {
-            let asking = Asking { gate, open };
+            let asking = Asking {
+                gate,
+                open,
+                connection,
+            };
             let closed = wicket_net::serve(client, &asking);
+            asking.open.ended(asking.connection);
             // The gate's thread is gone only after every sender, this one included.
             let _ = asking.gate.send(Asked::Closed { closed, from: None });
         });
@@ -75,25 +112,30 @@ pub(crate) fn handler(gate: Sender<Asked>, open: Open) -> Egress {
 struct Asking {
     gate: Sender<Asked>,
     open: Open,
+    connection: u64,
 }
 
 impl wicket_net::Decide for Asking {
-    fn decide(&self, target: &Target, resolved: &Resolved) -> Decision {
+    fn decide(&self, target: &Target, resolved: Option<&Resolved>) -> Decision {
         // No answer comes when the gate's thread is gone (the command is over): refused.
         wicket_net::desk::ask(&self.gate, target, resolved, None)
     }
 
     fn connected(&self, upstream: &TcpStream) {
-        self.open.add(upstream);
+        self.open.add_upstream(self.connection, upstream);
     }
 }
 
 /// What one command's own net cards said: `allow_once` lets a host for the
-/// rest of the command, and a `deny` is not asked again in it.
+/// rest of the command, and a `deny` is not asked again in it. An answer
+/// about a name is not one about a local address it may resolve to later
+/// (a name whose DNS answer changes): allowed hosts are kept by host, port
+/// and locality, and a local address needs a card of its own.
 #[derive(Default)]
 pub(crate) struct Said {
-    /// Allowed at a card, with the card.
-    pub(crate) allowed: BTreeMap<(String, u16), AllowedBy>,
+    /// Allowed at a card, with the card: by host, port and whether the
+    /// card was about a local address.
+    pub(crate) allowed: BTreeMap<(String, u16, bool), AllowedBy>,
     /// Denied at a card, or by a rule.
     pub(crate) denied: BTreeSet<(String, u16)>,
     /// The person's reasons for the hosts they denied, `host:port: "why"`.
@@ -344,7 +386,7 @@ impl Gate<'_> {
                             }
                         };
                         if let Some(error) =
-                            self.reply_net(&asker, &target, &resolved, &reply, asking)
+                            self.reply_net(&asker, &target, resolved.as_ref(), &reply, asking)
                         {
                             failure.get_or_insert(error);
                         }
@@ -459,7 +501,7 @@ impl Gate<'_> {
                     server: from.as_deref(),
                 };
                 // A server's connection refused is all a failure here costs.
-                self.reply_net(&asker, &target, &resolved, &reply, deciding);
+                self.reply_net(&asker, &target, resolved.as_ref(), &reply, deciding);
             }
             Asked::Closed { closed, from } => {
                 self.log_net(Some(call_id), from.as_deref(), &closed);
@@ -476,7 +518,7 @@ impl Gate<'_> {
         &self,
         asker: &Asker<'_>,
         target: &wicket_net::Target,
-        resolved: &wicket_net::Resolved,
+        resolved: Option<&wicket_net::Resolved>,
         reply: &std::sync::mpsc::Sender<wicket_net::Decision>,
         deciding: Option<(&mut Said, &mut dyn Answerer)>,
     ) -> Option<WireError> {
@@ -517,22 +559,25 @@ impl Gate<'_> {
 
     /// Whether one connection of a command may go to `target`: a deny rule
     /// refuses; an ask rule cards; then the session's grant, an allow rule,
-    /// what this command's own cards said; else a `net` card. A name that
-    /// resolves to a local address passes only by a rule that names hosts,
-    /// a grant from a card that said so, or such a card.
+    /// what this command's own cards said; else a `net` card. Asked first by
+    /// the name alone (`resolved` is `None`: nothing looked up yet, and the
+    /// card shows no address), then again where the allowed name resolved
+    /// to a local address: that passes only by a rule that names hosts, a
+    /// grant from a card that said so, or such a card (marked local).
     fn decide_net(
         &self,
         asker: &Asker<'_>,
         target: &wicket_net::Target,
-        resolved: &wicket_net::Resolved,
+        resolved: Option<&wicket_net::Resolved>,
         said: &mut Said,
         answerer: &mut dyn Answerer,
     ) -> Result<wicket_net::Decision, WireError> {
         let (host, shown) = names(&target.host);
+        let local = resolved.is_some_and(|resolved| resolved.local);
         let key = NetKey {
             host: host.clone(),
             port: target.port,
-            local: resolved.local,
+            local,
         };
         if let Some(decided) = self.net_pass(&key, said)? {
             return Ok(decided);
@@ -542,27 +587,30 @@ impl Gate<'_> {
             port: target.port,
             shown,
             addresses: resolved
-                .addresses
-                .iter()
-                .map(|address| address.ip().to_string())
-                .collect(),
-            local: resolved.local,
+                .map(|resolved| {
+                    resolved
+                        .addresses
+                        .iter()
+                        .map(|address| address.ip().to_string())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            local,
             argv: asker.argv.to_vec(),
             server: asker.server.map(str::to_string),
         });
         let answered = self.ask(asker.call_id, card, answerer)?;
-        let pair = (key.host.clone(), key.port);
         let by = match answered.answer {
             Answer::Deny | Answer::Preview | Answer::Apply | Answer::Discard => {
                 if let Some(reason) = answered.reason {
                     said.reasons.push(format!(
                         "{}:{}: {}",
-                        pair.0,
-                        pair.1,
+                        key.host,
+                        key.port,
                         serde_json::json!(reason)
                     ));
                 }
-                said.denied.insert(pair);
+                said.denied.insert((key.host.clone(), key.port));
                 return Ok(wicket_net::Decision::Deny);
             }
             Answer::AllowOnce | Answer::AllowAlways => AllowedBy::Card(answered.card.id.clone()),
@@ -573,7 +621,11 @@ impl Gate<'_> {
                 AllowedBy::Grant(grant_id(GrantKind::Net, &serde_json::json!(key)))
             }
         };
-        said.allowed.insert(pair, by.clone());
+        // The rule allow_always saves names the host, which opens its local
+        // addresses too; the other answers are about what the card showed.
+        let covers_local = key.local || answered.answer == Answer::AllowAlways;
+        said.allowed
+            .insert((key.host.clone(), key.port, covers_local), by.clone());
         Ok(allowed(&by))
     }
 
@@ -614,10 +666,17 @@ impl Gate<'_> {
                         ..key.clone()
                     }))
         });
-        let by = grant
-            .map(AllowedBy::Grant)
-            .or(verdict.allow)
-            .or_else(|| said.allowed.get(&pair).cloned());
+        // A card about a local address also answered for the name.
+        let by = grant.map(AllowedBy::Grant).or(verdict.allow).or_else(|| {
+            said.allowed
+                .get(&(key.host.clone(), key.port, key.local))
+                .or_else(|| {
+                    (!key.local)
+                        .then(|| said.allowed.get(&(key.host.clone(), key.port, true)))
+                        .flatten()
+                })
+                .cloned()
+        });
         Ok(by.as_ref().map(allowed))
     }
 }

@@ -20,8 +20,9 @@ pub enum Asked {
     Decide {
         /// What the client asked for.
         target: Target,
-        /// Where the name resolved.
-        resolved: Resolved,
+        /// Where the name resolved: `None` while it is decided by its name
+        /// alone, before any lookup ([`Decide`]).
+        resolved: Option<Resolved>,
         /// Who asks (an MCP server's name), when not the command being run.
         from: Option<String>,
         /// The decision, once made.
@@ -42,13 +43,13 @@ pub enum Asked {
 pub fn ask(
     to: &Sender<Asked>,
     target: &Target,
-    resolved: &Resolved,
+    resolved: Option<&Resolved>,
     from: Option<String>,
 ) -> Decision {
     let (reply, decision) = channel();
     let asked = Asked::Decide {
         target: target.clone(),
-        resolved: resolved.clone(),
+        resolved: resolved.cloned(),
         from,
         reply,
     };
@@ -130,7 +131,7 @@ struct Asking {
 }
 
 impl Decide for Asking {
-    fn decide(&self, target: &Target, resolved: &Resolved) -> Decision {
+    fn decide(&self, target: &Target, resolved: Option<&Resolved>) -> Decision {
         let to = self.desk.0.lock().ok().and_then(|held| held.to.clone());
         match to {
             Some(to) => ask(&to, target, resolved, Some(self.from.clone())),

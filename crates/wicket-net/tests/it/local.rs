@@ -1,5 +1,6 @@
-//! What the decider is shown: local addresses marked, IP literals as
-//! addresses, names that do not resolve never asked about; and what a
+//! What the decider is shown: a name by itself before any lookup, a name
+//! that resolved to a local address again with its addresses, IP literals
+//! as addresses; a name no one allowed never looked up; and what a
 //! connection carries once allowed.
 
 use std::io::{Read, Write};
@@ -26,7 +27,17 @@ fn localhost_resolves_as_local_and_a_wildcard_rule_does_not_open_it() {
     let reply = exchange(&proxy, request.as_bytes());
     assert_eq!(status_line(&reply), "HTTP/1.1 403 Forbidden");
     let asked = rules.asked();
-    let (target, resolved) = &asked[0];
+    assert_eq!(
+        asked.len(),
+        2,
+        "by name, then by its local addresses: {asked:?}"
+    );
+    assert_eq!(
+        asked[0].1, None,
+        "the name was decided before it was looked up"
+    );
+    let (target, resolved) = &asked[1];
+    let resolved = resolved.as_ref().unwrap();
     assert_eq!(target.host.ascii(), "localhost");
     assert!(resolved.local, "{resolved:?}");
     assert!(resolved.addresses.iter().all(|a| a.ip().is_loopback()));
@@ -49,7 +60,10 @@ fn an_ip_literal_is_shown_as_an_address_and_connected_to_as_is() {
         "the bytes sent with the CONNECT went through: {text}"
     );
     assert!(text.ends_with("by address"));
-    let (target, resolved) = rules.asked().remove(0);
+    let asked = rules.asked();
+    assert_eq!(asked.len(), 1, "an address is asked about once: {asked:?}");
+    let (target, resolved) = asked[0].clone();
+    let resolved = resolved.unwrap();
     assert_eq!(target.host, Host::Ip("127.0.0.1".parse().unwrap()));
     assert!(!target.host.is_mixed());
     assert!(resolved.local);
@@ -66,7 +80,31 @@ fn an_ip_literal_is_shown_as_an_address_and_connected_to_as_is() {
 }
 
 #[test]
-fn an_unresolvable_name_gets_502_and_is_never_decided() {
+fn a_denied_name_is_refused_before_any_lookup() {
+    // Were it looked up first, `.invalid` (RFC 6761) would end in a 502.
+    let rules = Rules::allowing(&["elsewhere.example"]);
+    let proxy = Proxy::start(rules.clone());
+    for request in [
+        &b"CONNECT secret-in-a-name.no-such-host.invalid:443 HTTP/1.1\r\n\r\n"[..],
+        &b"GET http://secret-in-a-name.no-such-host.invalid/ HTTP/1.1\r\n\r\n"[..],
+    ] {
+        let reply = exchange(&proxy, request);
+        assert_eq!(status_line(&reply), "HTTP/1.1 403 Forbidden");
+    }
+    let asked = rules.asked();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked.iter().all(|(_, resolved)| resolved.is_none()),
+        "{asked:?}"
+    );
+    for closed in proxy.closed(2) {
+        assert_eq!(closed.outcome, Outcome::Denied);
+        assert_eq!(closed.address, None);
+    }
+}
+
+#[test]
+fn an_allowed_name_that_does_not_resolve_gets_502_and_is_decided_once() {
     let rules = Rules::allowing(&["*"]);
     let proxy = Proxy::start(rules.clone());
     let reply = exchange(&proxy, b"CONNECT no-such-host.invalid:443 HTTP/1.1\r\n\r\n");
@@ -74,7 +112,9 @@ fn an_unresolvable_name_gets_502_and_is_never_decided() {
     assert!(
         String::from_utf8_lossy(&reply).contains("Wicket could not resolve no-such-host.invalid")
     );
-    assert!(rules.asked().is_empty());
+    let asked = rules.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].1, None);
     let closed = proxy.only_closed();
     assert!(
         matches!(closed.outcome, Outcome::Unresolved(_)),
@@ -182,5 +222,5 @@ fn a_unicode_host_reaches_the_record_in_both_forms() {
     );
     assert!(host.is_mixed());
     assert!(matches!(closed.outcome, Outcome::Unresolved(_)));
-    assert!(rules.asked().is_empty());
+    assert_eq!(rules.asked().len(), 1, "by its name, before the lookup");
 }

@@ -78,7 +78,7 @@ fn a_denied_host_gets_reply_2_and_the_host_sees_nothing() {
 
 #[test]
 fn an_unresolvable_name_gets_reply_4_and_a_refused_connect_reply_5() {
-    let rules = Rules::allowing(&["localhost"]);
+    let rules = Rules::allowing(&["localhost", "no-such-host.invalid"]);
     let proxy = Proxy::start(rules.clone());
     let (code, _) = connect(&proxy, &name("no-such-host.invalid"), 80);
     assert_eq!(code, 4, "host unreachable");
@@ -95,7 +95,16 @@ fn an_unresolvable_name_gets_reply_4_and_a_refused_connect_reply_5() {
             .any(|o| matches!(o, Outcome::ConnectFailed(_))),
         "{outcomes:?}"
     );
-    assert_eq!(rules.asked().len(), 1, "an unresolved name is not decided");
+    let asked = rules.asked();
+    assert_eq!(
+        asked.len(),
+        3,
+        "each name before its lookup, and localhost again for its local address: {asked:?}"
+    );
+    // Denied by its name: refused (reply 2), where a lookup would have said 4.
+    let (code, _) = connect(&proxy, &name("secret.no-such-host.invalid"), 80);
+    assert_eq!(code, 2, "not allowed, and never looked up");
+    assert_eq!(proxy.closed(3)[2].outcome, Outcome::Denied);
 }
 
 #[test]
