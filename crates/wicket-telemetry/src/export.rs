@@ -53,7 +53,7 @@ impl HttpClient for Client {
             let response = client.execute(request).await?;
             let status = response.status();
             let headers = response.headers().clone();
-            let body = response.bytes().await?;
+            let body = bounded_body(response).await?;
             Ok::<_, reqwest::Error>((status, headers, body))
         });
         let (status, headers, body) = sent.await??;
@@ -63,6 +63,25 @@ impl HttpClient for Client {
         }
         Ok(response.body(body)?)
     }
+}
+
+/// The most of a collector's response body that is read: an OTLP answer
+/// is a small message (a partial success at most); a collector that sends
+/// more, or sends forever, costs no memory past this.
+pub(crate) const RESPONSE_MAX_BYTES: usize = 64 * 1024;
+
+/// The response's body, read to [`RESPONSE_MAX_BYTES`] at most; the rest
+/// is never read (the connection is dropped with it).
+async fn bounded_body(mut response: reqwest::Response) -> Result<Bytes, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = RESPONSE_MAX_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == RESPONSE_MAX_BYTES {
+            break;
+        }
+    }
+    Ok(Bytes::from(body))
 }
 
 /// The service as the collector sees it: `OTEL_SERVICE_NAME` (or a

@@ -25,7 +25,7 @@ use wicket_protocol::event::{
     ToolResultEvent, TurnEndedEvent, UserMessageEvent,
 };
 use wicket_protocol::rules::AllowedBy;
-use wicket_protocol::{Event, EventBody, ToolOutput, Usage};
+use wicket_protocol::{CORE_TOOL_NAMES, Event, EventBody, TOOL_NAMES, ToolOutput, Usage};
 
 /// A call between its `tool_call` and its `tool_result`.
 struct Call {
@@ -306,14 +306,33 @@ impl Builder {
         }
     }
 
+    /// The tool's name as the collector sees it: the model writes it, and
+    /// may spell content into it, so without `log_content` only Wicket's own
+    /// names go out (any MCP tool is `mcp`, anything else `unknown`).
+    fn tool_name(&self, written: &str) -> String {
+        if self.log_content {
+            return written.to_string();
+        }
+        let known = TOOL_NAMES
+            .iter()
+            .chain(CORE_TOOL_NAMES.iter())
+            .find(|name| **name == written);
+        match known {
+            Some(name) => (*name).to_string(),
+            None if written.starts_with("mcp__") => "mcp".to_string(),
+            None => "unknown".to_string(),
+        }
+    }
+
     fn call(&mut self, state: &mut Session, call: &ToolCallEvent, at: SystemTime) {
         let Some(turn) = state.turn.clone() else {
             return;
         };
         let decision = call.allowed_by.as_ref().map_or("free", allowed_by);
+        let name = self.tool_name(&call.name);
         let mut attributes = vec![
-            KeyValue::new("wicket.tool", call.name.clone()),
-            KeyValue::new("gen_ai.tool.name", call.name.clone()),
+            KeyValue::new("wicket.tool", name.clone()),
+            KeyValue::new("gen_ai.tool.name", name.clone()),
             KeyValue::new("gen_ai.tool.call.id", call.call_id.to_string()),
         ];
         if self.log_content {
@@ -322,12 +341,12 @@ impl Builder {
                 call.arguments.to_string(),
             ));
         }
-        let cx = self.open(format!("wicket.tool {}", call.name), at, attributes, &turn);
+        let cx = self.open(format!("wicket.tool {name}"), at, attributes, &turn);
         state.calls.insert(
             call.call_id.to_string(),
             Call {
                 cx,
-                name: call.name.clone(),
+                name,
                 decision,
                 answer: call.allowed_by.as_ref().map(|_| "allow".to_string()),
                 person: None,
@@ -449,7 +468,9 @@ impl Builder {
         if let Some(layers) = &call.layers {
             attributes.push(KeyValue::new("wicket.sandbox.layers", layers.join(",")));
         }
-        if !run.net.is_empty() {
+        // The hosts a command asked for are content: a command (or the
+        // model that wrote it) can spell a file's bytes into a name.
+        if self.log_content && !run.net.is_empty() {
             let hosts: Vec<opentelemetry::StringValue> = run
                 .net
                 .iter()

@@ -270,3 +270,106 @@ fn a_sub_tasks_turn_is_a_child_of_its_task_call() {
     assert_eq!(read["parent_span_id"], child["span_id"]);
     assert_eq!(read["attributes"]["wicket.decision"], "free");
 }
+
+const TOOL_MARK: &str = "TOOLNAME-MARK-1b5";
+const HOST_MARK: &str = "host-mark-3e8.invalid";
+
+/// What the model writes and a command asks for are content: a tool name
+/// of the model's own and the hosts a command asked for leave only with
+/// `log_content`.
+#[test]
+fn a_tool_name_the_model_made_up_and_the_hosts_a_command_asked_for_are_content() {
+    if !wicket_test_support::net::have("curl") {
+        return;
+    }
+    for log_content in [false, true] {
+        let f = Fixture::new();
+        let receiver = Receiver::start(&f, false);
+        std::fs::write(
+            f.home.join("config.toml"),
+            format!(
+                "[telemetry]\notlp_endpoint = \"{}\"\nlog_content = {log_content}\n",
+                receiver.endpoint()
+            ),
+        )
+        .unwrap();
+        let model = script(
+            &f,
+            "content.json",
+            json!([
+                {"tool_calls": [
+                    {"name": TOOL_MARK, "arguments": {}},
+                    {"name": "run", "arguments": {
+                        "argv": ["curl", "-s", "-m", "5", format!("http://{HOST_MARK}/")],
+                        "network": true
+                    }}
+                ]},
+                {"text": "done"}
+            ]),
+        );
+        // The run card allowed, the host's card denied: the host is still
+        // what the command asked for.
+        let (events, code) = converse(
+            exec(&f, "go", &["--model", &model]),
+            &["allow_once", "deny"],
+            &[],
+        );
+        assert_eq!(code, 0, "{events:#?}");
+        let command = named(&spans(&receiver.got()), "wicket.command").clone();
+        let text = std::fs::read_to_string(&receiver.out).unwrap();
+        for mark in [TOOL_MARK, HOST_MARK] {
+            assert_eq!(
+                text.contains(mark),
+                log_content,
+                "{mark} with log_content = {log_content}: {text}"
+            );
+        }
+        if !log_content {
+            let unknown = named(&spans(&receiver.got()), "wicket.tool unknown").clone();
+            assert_eq!(unknown["attributes"]["wicket.tool"], "unknown");
+            assert!(command["attributes"].get("wicket.net.hosts").is_none());
+        }
+    }
+}
+
+/// A collector whose answer never ends costs a bounded read: Wicket stops
+/// reading at 64 KiB and lets the connection go.
+#[test]
+fn a_collector_that_answers_without_end_is_read_64_kib_at_most() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let most = written.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let most = most.clone();
+            std::thread::spawn(move || {
+                let mut head = [0; 65536];
+                // The request, then an endless 200 (no length: to the close).
+                let _ = stream.read(&mut head);
+                if stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nConnection: close\r\n\r\n")
+                    .is_err()
+                {
+                    return;
+                }
+                let chunk = vec![0u8; 64 * 1024];
+                let mut sent = 0u64;
+                while stream.write_all(&chunk).is_ok() {
+                    sent += chunk.len() as u64;
+                    most.fetch_max(sent, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let f = Fixture::new();
+    turn_with_a_card(&f, &endpoint, false);
+    let sent = written.load(std::sync::atomic::Ordering::SeqCst);
+    // What the kernel's buffers hold on both sides comes on top of the 64 KiB read.
+    assert!(
+        sent < 64 * 1024 * 1024,
+        "the collector wrote {sent} bytes into one answer"
+    );
+}
