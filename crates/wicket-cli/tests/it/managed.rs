@@ -213,3 +213,52 @@ fn policy_show_names_the_source_of_every_setting_and_rule() {
     let first_rule = shown.iter().find(|line| line["kind"] == "rule").unwrap();
     assert_eq!(first_rule["key"], "managed:no-push");
 }
+
+#[test]
+fn forbid_direct_network_also_forbids_mode_off_and_its_hosts_network() {
+    if !(root() && wicket_test_support::net::have("curl")) {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = managed(&f, "[sandbox]\nforbid_direct_network = true\n", 0o644);
+    // The person's own "off" would run the command with the host's network.
+    std::fs::write(f.home.join("config.toml"), "[sandbox]\nmode = \"off\"\n").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    let model = script(
+        &f,
+        "reach.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["curl", "-s", "-m", "3", &url]}}]},
+            {"text": "done"}
+        ]),
+    );
+    // Without the policy, "off" reaches the listener: the control.
+    let output = exec(
+        &f,
+        "go",
+        &["--model", &model, "--json", "--answers", "allow_once"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        listener.accept().is_ok(),
+        "without the policy, the command reached the listener: {:#?}",
+        lines(&output)
+    );
+    let output = exec_under(&f, &policy, &model, "allow_once");
+    let events = lines(&output);
+    assert_eq!(output.status.code(), Some(0), "{events:#?}");
+    let card = events.iter().find(|e| e["type"] == "card").unwrap();
+    assert_eq!(card["sandbox"]["mode"], "workspace-write", "{card}");
+    assert!(
+        matches!(listener.accept(), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "the command reached the host's network: {events:#?}"
+    );
+}

@@ -174,6 +174,11 @@ impl Managed {
             }
         }
         self.forbid_direct_network |= sandbox.forbid_direct_network;
+        // Mode "off" runs every command with the host's network, around
+        // Wicket's proxy: the direct network under another name.
+        if self.forbid_direct_network && !self.forbid_modes.contains(&SandboxMode::Off) {
+            self.forbid_modes.push(SandboxMode::Off);
+        }
         self.no_allow_always |= sandbox.allow_always == Some(false);
         self.required |= sandbox.required;
         if let Some(entries) = sandbox.home_read {
