@@ -842,6 +842,7 @@ fn layer_by_layer(
         seccomp: false,
         cgroup: false,
         protect: Vec::new(),
+        mask: Vec::new(),
         egress: None,
         proxy_port: None,
     };

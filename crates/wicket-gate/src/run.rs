@@ -107,7 +107,10 @@ impl Gate<'_> {
         self.network_allowed(request.network)?;
         let (access, read) = self.access(request.network, request.git, request.read)?;
         let key = Self::run_key(request.argv, request.dir, &access);
-        let sandbox = self.confinement.sandbox.summary(&access);
+        let sandbox = self
+            .confinement
+            .sandbox
+            .summary(self.tools.workspace().root(), &access);
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, &access)?;
         match self.run_pass(request.argv, request.dir, &access)? {
@@ -179,7 +182,13 @@ impl Gate<'_> {
         read: &[String],
     ) -> Result<Confine, WireError> {
         let (access, _) = self.access(network, git, read)?;
-        self.confine(&self.confinement.sandbox.summary(&access), &access)
+        self.confine(
+            &self
+                .confinement
+                .sandbox
+                .summary(self.tools.workspace().root(), &access),
+            &access,
+        )
     }
 
     pub(crate) fn confine(

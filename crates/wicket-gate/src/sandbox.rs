@@ -86,16 +86,72 @@ pub struct Access {
     pub read: Vec<PathBuf>,
 }
 
-/// The secret stores a command may not read unless the config says otherwise.
-pub const DEFAULT_DENY_READ: [&str; 7] = [
+/// The credential stores of a home, relative to it: hidden from every
+/// command in every home (`/root`, each of `/home`, `$HOME`), inside the
+/// toolchains a command sees (`~/.cargo/credentials.toml` in `~/.cargo`)
+/// and inside the workspace where a home lies there. A person's
+/// `deny_read` adds to these; nothing takes one away. Exact paths, as
+/// each tool names its own (cargo's `credentials*` is its two names).
+pub const DEFAULT_DENY_READ: [&str; 39] = [
+    // Keys and cloud logins.
     ".ssh",
-    ".aws",
     ".gnupg",
-    ".config/gcloud",
-    ".netrc",
-    ".docker",
+    ".aws",
+    ".azure",
     ".kube",
+    ".docker/config.json",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".netrc",
+    // Git's credential stores (credential.helper store).
+    ".git-credentials",
+    ".config/git/credentials",
+    // Package registries' tokens.
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".pypirc",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".cache/huggingface/token",
+    ".cache/huggingface/stored_tokens",
+    ".huggingface/token",
+    ".config/composer/auth.json",
+    ".composer/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    // Shell and REPL histories: what was typed, passwords included.
+    ".bash_history",
+    ".zsh_history",
+    ".sh_history",
+    ".history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".lesshst",
+    ".local/share/fish/fish_history",
+    ".config/fish/fish_history",
 ];
+
+/// Every home's credential files and folders ([`DEFAULT_DENY_READ`]) that
+/// exist, where they are: `homes` is [`all_homes`], those in the workspace
+/// included.
+pub fn known_secrets(homes: &[PathBuf]) -> Vec<PathBuf> {
+    homes
+        .iter()
+        .flat_map(|home| {
+            DEFAULT_DENY_READ
+                .iter()
+                .map(move |secret| home.join(secret))
+        })
+        .filter(|path| std::fs::symlink_metadata(path).is_ok())
+        .collect()
+}
 
 /// The toolchains of every home a command sees (`[sandbox] home_read`'s
 /// default): where compilers, package managers and their caches live, and
@@ -124,12 +180,9 @@ pub const DEFAULT_HOME_READ: [&str; 19] = [
 
 impl Default for SandboxSettings {
     fn default() -> SandboxSettings {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         SandboxSettings {
             mode: SandboxMode::WorkspaceWrite,
-            deny_read: home
-                .map(|home| DEFAULT_DENY_READ.iter().map(|p| home.join(p)).collect())
-                .unwrap_or_default(),
+            deny_read: Vec::new(),
             extra_write: Vec::new(),
             extra_read: Vec::new(),
             home_read: DEFAULT_HOME_READ.iter().map(PathBuf::from).collect(),
@@ -144,13 +197,19 @@ impl Default for SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// What a card says about a command with `access`, on this kernel.
-    pub fn summary(&self, access: &Access) -> SandboxSummary {
-        self.summary_with(availability(), access)
+    /// What a card says about a command with `access` in `workspace`, on
+    /// this kernel.
+    pub fn summary(&self, workspace: &Path, access: &Access) -> SandboxSummary {
+        self.summary_with(availability(), workspace, access)
     }
 
     /// [`SandboxSettings::summary`] for a kernel that can do `available`.
-    pub fn summary_with(&self, available: &Availability, access: &Access) -> SandboxSummary {
+    pub fn summary_with(
+        &self,
+        available: &Availability,
+        workspace: &Path,
+        access: &Access,
+    ) -> SandboxSummary {
         let routed = routed(available, access);
         let access = &routed;
         match self.mode {
@@ -173,7 +232,7 @@ impl SandboxSettings {
                     network: access.network.any(),
                     layers: self.layers(available, access),
                     note: available.note(),
-                    summary: self.line(access),
+                    summary: self.line(workspace, access),
                     complete: available.note().is_none(),
                 },
                 Some(why) => SandboxSummary {
@@ -208,7 +267,10 @@ impl SandboxSettings {
 
     /// [`SandboxSettings::prompt_sentence`] for a kernel that can do `available`.
     pub fn prompt_sentence_with(&self, available: &Availability) -> String {
-        let jailed = match self.summary_with(available, &Access::default()).mode {
+        let jailed = match self
+            .summary_with(available, Path::new("/"), &Access::default())
+            .mode
+        {
             SandboxMode::Off => {
                 return "The sandbox is off: commands run with the person's own access to \
                         files and network."
@@ -235,7 +297,7 @@ impl SandboxSettings {
 
     /// The card's one line for a jailed command: what it may reach, and
     /// what the call adds (`sandbox.summary`).
-    fn line(&self, access: &Access) -> String {
+    fn line(&self, workspace: &Path, access: &Access) -> String {
         let network = match access.network {
             Network::Off => "no network",
             Network::Proxied => "network through Wicket, host by host",
@@ -246,7 +308,7 @@ impl SandboxSettings {
             (_, false) => "writes only the workspace",
             (_, true) => "writes only the workspace, .git too",
         };
-        let mut line = format!("jail: {network} · {writes} · home hidden but toolchains");
+        let mut line = format!("jail: {network} · {writes} · {}", homes_line(workspace));
         if let Some(read) = read_list(access) {
             line.push_str(&format!(" · also reads: {read}"));
         }
@@ -269,7 +331,15 @@ impl SandboxSettings {
         let mut layers = vec![self.environment()];
         if available.mounts {
             layers.push(
-                "$WICKET_HOME read-only (in a user namespace: sudo and other setuid programs do not work)"
+                "$WICKET_HOME read-only, the known credential stores (~/.ssh, ~/.aws, registry \
+                 tokens, shell histories …) and the deny_read paths hidden (in a user namespace: \
+                 sudo and other setuid programs do not work)"
+                    .into(),
+            );
+        } else {
+            layers.push(
+                "nothing hidden: this machine cannot make a mount namespace, so the command can \
+                 read your credential stores"
                     .into(),
             );
         }
@@ -291,7 +361,7 @@ impl SandboxSettings {
             layers.push(format!(
                 "mount namespace: the system read-only, {workspace}, private /tmp, /run and /dev/shm \
                  (sized within the memory limit), a /dev with only null, zero, full, random and \
-                 urandom (read-only nodes), its own /proc, $WICKET_HOME and the deny_read paths hidden, \
+                 urandom (read-only nodes), its own /proc, $WICKET_HOME, the known credential stores and the deny_read paths hidden, \
                  every home folder empty but its toolchains (home_read){}",
                 also_reads(access)
             ));
@@ -392,6 +462,7 @@ impl SandboxSettings {
         let unconfined = Confine {
             env_pass: self.env_pass.clone(),
             protect,
+            mask: self.denied(),
             sandbox: None,
         };
         match summary.mode {
@@ -408,9 +479,10 @@ impl SandboxSettings {
             SandboxMode::WorkspaceWrite | SandboxMode::ReadOnly => {
                 let access = &routed(available, access);
                 let mut deny_read = vec![home.to_path_buf()];
-                deny_read.extend(self.deny_read.iter().cloned());
+                deny_read.extend(self.denied());
                 let hidden = home_folders(workspace);
                 Ok(Confine {
+                    mask: Vec::new(),
                     sandbox: Some(Policy {
                         overlay: Default::default(),
                         workspace: workspace.to_path_buf(),
@@ -493,7 +565,7 @@ impl SandboxSettings {
         }
         let invalid = |message: String| WireError::new(ErrorKind::InvalidArgs, message);
         let secrets: Vec<PathBuf> = std::iter::once(wicket_home.to_path_buf())
-            .chain(self.deny_read.iter().cloned())
+            .chain(self.denied())
             .map(|secret| std::fs::canonicalize(&secret).unwrap_or(secret))
             .collect();
         let mut paths = Vec::new();
@@ -513,7 +585,8 @@ impl SandboxSettings {
             if secrets.iter().any(|secret| overlaps(&real, secret)) {
                 return Err(invalid(format!(
                     "read path '{path}' would show the command what the sandbox hides \
-                     ($WICKET_HOME or a deny_read path of your config); no command may read it"
+                     ($WICKET_HOME, a credential store, or a deny_read path of your config); no \
+                     command may read it"
                 )));
             }
             paths.push(ReadPath {
@@ -547,11 +620,10 @@ fn tilde(path: &Path) -> String {
     }
 }
 
-/// Every home folder a command must not see, where it really is: `/root`,
-/// each folder of `/home`, and `$HOME` wherever it lies; never one that is
-/// the workspace or lies inside it (a workspace inside a home is bound
-/// back into the empty folder instead).
-pub fn home_folders(workspace: &Path) -> Vec<PathBuf> {
+/// Every home folder, where it really is: `/root`, each folder of
+/// `/home`, and `$HOME` wherever it lies; one that lies inside another is
+/// left to the outer one.
+pub fn all_homes() -> Vec<PathBuf> {
     let mut homes = vec![PathBuf::from("/root")];
     if let Ok(entries) = std::fs::read_dir("/home") {
         homes.extend(entries.flatten().map(|entry| entry.path()));
@@ -561,11 +633,49 @@ pub fn home_folders(workspace: &Path) -> Vec<PathBuf> {
         .iter()
         .filter_map(|home| std::fs::canonicalize(home).ok())
         .filter(|home| home.is_dir() && home != Path::new("/"))
-        .filter(|home| !home.starts_with(workspace))
         .collect();
     real.sort();
     real.dedup();
+    let outer = real.clone();
+    real.retain(|home| {
+        !outer
+            .iter()
+            .any(|other| other != home && home.starts_with(other))
+    });
     real
+}
+
+/// Every home folder a command must not see ([`all_homes`]); never one
+/// that is the workspace or lies inside it (a workspace inside a home is
+/// bound back into the empty folder instead).
+pub fn home_folders(workspace: &Path) -> Vec<PathBuf> {
+    let mut homes = all_homes();
+    homes.retain(|home| !home.starts_with(workspace));
+    homes
+}
+
+/// What the card's line says of the homes: hidden, or, where one is the
+/// workspace or lies in it (so its files are the workspace's), that its
+/// dotfiles' secrets are hidden.
+fn homes_line(workspace: &Path) -> &'static str {
+    let homes = all_homes();
+    if homes.iter().any(|home| home == workspace) {
+        "the home is the workspace: its dotfiles' secrets hidden"
+    } else if homes.iter().any(|home| home.starts_with(workspace)) {
+        "a home is in the workspace: its dotfiles' secrets hidden"
+    } else {
+        "home hidden but toolchains"
+    }
+}
+
+impl SandboxSettings {
+    /// Every path no command may read, for every home: the known credential
+    /// stores that exist ([`known_secrets`]), then the config's `deny_read`.
+    pub fn denied(&self) -> Vec<PathBuf> {
+        let mut denied = known_secrets(&all_homes());
+        denied.extend(self.deny_read.iter().cloned());
+        denied
+    }
 }
 
 #[cfg(test)]
@@ -576,7 +686,11 @@ mod tests {
     fn a_kernel_that_cannot_confine_is_said_on_the_card_and_required_refuses() {
         let none = Availability::default();
         let mut settings = SandboxSettings::default();
-        let summary = settings.summary_with(&none, &Access::default());
+        let summary = settings.summary_with(
+            &none,
+            Path::new("/nonexistent-workspace"),
+            &Access::default(),
+        );
         assert_eq!(summary.mode, SandboxMode::Unavailable);
         assert!(
             summary.note.as_deref().unwrap_or("").contains("unconfined"),
@@ -589,7 +703,11 @@ mod tests {
         assert!(unconfined.sandbox.is_none());
         assert_eq!(unconfined.protect, vec![PathBuf::from("/home")]);
         settings.required = true;
-        let summary = settings.summary_with(&none, &Access::default());
+        let summary = settings.summary_with(
+            &none,
+            Path::new("/nonexistent-workspace"),
+            &Access::default(),
+        );
         assert!(summary.note.as_deref().unwrap_or("").contains("required"));
         let refused = settings.confine(workspace, Path::new("/home"), &summary, &Access::default());
         assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::Unsandboxed));
@@ -608,7 +726,7 @@ mod tests {
             network: Network::Proxied,
             git: true,
         };
-        let summary = settings.summary_with(&full, &access);
+        let summary = settings.summary_with(&full, Path::new("/nonexistent-workspace"), &access);
         assert_eq!(
             (summary.mode, summary.network, summary.note.clone()),
             (SandboxMode::WorkspaceWrite, true, None)
@@ -630,7 +748,11 @@ mod layers {
     use super::*;
 
     fn layers_on(available: &Availability) -> (SandboxSummary, String) {
-        let summary = SandboxSettings::default().summary_with(available, &Access::default());
+        let summary = SandboxSettings::default().summary_with(
+            available,
+            Path::new("/nonexistent-workspace"),
+            &Access::default(),
+        );
         let text = summary.layers.join("\n");
         (summary, text)
     }
@@ -654,7 +776,11 @@ mod layers {
             required: true,
             ..SandboxSettings::default()
         };
-        let refused = required.summary_with(&landlock_only, &Access::default());
+        let refused = required.summary_with(
+            &landlock_only,
+            Path::new("/nonexistent-workspace"),
+            &Access::default(),
+        );
         assert_eq!(refused.mode, SandboxMode::Unavailable);
         let why = refused.note.clone().unwrap_or_default();
         assert!(
@@ -707,7 +833,8 @@ mod layers {
             ..Access::default()
         };
         let settings = SandboxSettings::default();
-        let summary = settings.summary_with(&landlock_only, &access);
+        let summary =
+            settings.summary_with(&landlock_only, Path::new("/nonexistent-workspace"), &access);
         assert!(summary.summary.contains("direct network"), "{summary:?}");
         assert!(!summary.complete);
         let Ok(Confine {
@@ -761,7 +888,11 @@ mod layers {
             mode: SandboxMode::Off,
             ..SandboxSettings::default()
         }
-        .summary_with(&full, &Access::default());
+        .summary_with(
+            &full,
+            Path::new("/nonexistent-workspace"),
+            &Access::default(),
+        );
         assert!(
             off.layers.join("\n").contains("$WICKET_HOME read-only"),
             "{off:?}"

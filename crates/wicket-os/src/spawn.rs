@@ -88,6 +88,10 @@ pub struct Confine {
     pub env_pass: Vec<String>,
     /// Paths the command may not write even unsandboxed (`$WICKET_HOME`).
     pub protect: Vec<PathBuf>,
+    /// Paths the command may not read even unsandboxed (the known
+    /// credential stores, `deny_read`): empty to it, where this machine
+    /// can make a mount namespace. A sandbox has its own (`Policy::deny_read`).
+    pub mask: Vec<PathBuf>,
     /// The sandbox, if any: `None` when the person turned it off, or it is
     /// unavailable and not required.
     pub sandbox: Option<Policy>,
@@ -309,6 +313,7 @@ fn command(spec: &Spec, tmp: Option<&Tmp>, egress: Option<PathBuf>) -> Result<Co
                 seccomp: sandboxed && available.seccomp,
                 cgroup: sandboxed && available.cgroup_limits(),
                 protect: spec.confine.protect.clone(),
+                mask: spec.confine.mask.clone(),
                 egress,
                 proxy_port: None,
                 policy: spec.confine.sandbox.clone().map(|mut policy| {

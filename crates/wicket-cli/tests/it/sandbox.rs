@@ -907,3 +907,142 @@ fn a_deny_read_path_stays_hidden_inside_a_home_toolchain() {
     // home_read replaced the default list.
     assert!(stdout.contains("no-cargo"), "{result:#}");
 }
+
+/// Writes each of `files` (relative to `home`) with a secret of its own.
+fn secrets_in(home: &std::path::Path, files: &[&str]) {
+    for (number, file) in files.iter().enumerate() {
+        let path = home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SECRET-{number}\n")).unwrap();
+    }
+}
+
+/// `run` of `sh -c script` with `HOME` set to `home`, answered allow_once:
+/// the card and the result.
+fn run_with_home(f: &Fixture, home: &std::path::Path, script: &str) -> (Value, Value) {
+    let args = json!({"argv": ["sh", "-c", script]});
+    let output = f
+        .command("run", &args.to_string(), &["--answers", "allow_once"])
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = lines(&output);
+    assert_eq!(output.status.code(), Some(0), "{out:#?}");
+    (out[0].clone(), out.last().unwrap().clone())
+}
+
+/// What the command copied out (`leak-N`), as the host sees it afterwards:
+/// each one that holds a secret.
+fn leaked(f: &Fixture, count: usize) -> Vec<String> {
+    (0..count)
+        .filter_map(|number| std::fs::read_to_string(f.ws.join(format!("leak-{number}"))).ok())
+        .filter(|text| text.contains("SECRET"))
+        .collect()
+}
+
+const TOOLCHAIN_SECRETS: [&str; 8] = [
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".config/git/credentials",
+    ".cache/huggingface/token",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".npmrc",
+];
+
+#[test]
+fn known_credentials_inside_the_toolchains_never_reach_the_workspace() {
+    let f = Fixture::new();
+    let home = user_home(&f);
+    secrets_in(&home, &TOOLCHAIN_SECRETS);
+    std::fs::write(home.join(".cargo/config.toml"), "[build]\njobs = 2\n").unwrap();
+    let mut script = String::new();
+    for (number, file) in TOOLCHAIN_SECRETS.iter().enumerate() {
+        script.push_str(&format!("cat ~/{file} > leak-{number} 2>/dev/null; "));
+    }
+    script.push_str("cat ~/.cargo/config.toml > toolchain-config; true");
+    let (card, result) = run_with_home(&f, &home, &script);
+    assert_eq!(
+        leaked(&f, TOOLCHAIN_SECRETS.len()),
+        Vec::<String>::new(),
+        "{result:#}"
+    );
+    // The toolchain itself is there: only its credentials are hidden.
+    assert_eq!(
+        f.read("toolchain-config"),
+        "[build]\njobs = 2\n",
+        "{result:#}"
+    );
+    assert!(
+        card["sandbox"]["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with("home hidden but toolchains"),
+        "{card:#}"
+    );
+}
+
+#[test]
+fn a_home_that_is_the_workspace_keeps_its_dotfiles_secrets_and_the_card_says_so() {
+    let f = Fixture::new();
+    let files = [
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".netrc",
+        ".git-credentials",
+        ".config/gh/hosts.yml",
+        ".bash_history",
+        ".local/share/fish/fish_history",
+        ".cargo/credentials.toml",
+    ];
+    secrets_in(&f.ws, &files);
+    let mut script = String::new();
+    for (number, file) in files.iter().enumerate() {
+        script.push_str(&format!("cat {file} > leak-{number} 2>/dev/null; "));
+    }
+    script.push_str("cat a.txt > control; true");
+    let (card, result) = run_with_home(&f, &f.ws, &script);
+    assert_eq!(leaked(&f, files.len()), Vec::<String>::new(), "{result:#}");
+    assert_eq!(f.read("control"), "alpha\nbeta\n", "{result:#}");
+    // The person's files are as they were.
+    assert_eq!(f.read(".netrc"), "SECRET-2\n");
+    let summary = card["sandbox"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("the home is the workspace: its dotfiles' secrets hidden")
+            && !summary.contains("home hidden"),
+        "{card:#}"
+    );
+    // A home inside the workspace is named as such.
+    let g = Fixture::new();
+    let inner = g.ws.join("me");
+    secrets_in(&inner, &[".netrc"]);
+    let (card, _) = run_with_home(&g, &inner, "cat me/.netrc > leak-0 2>/dev/null; true");
+    assert_eq!(leaked(&g, 1), Vec::<String>::new());
+    assert!(
+        card["sandbox"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("a home is in the workspace: its dotfiles' secrets hidden"),
+        "{card:#}"
+    );
+}
+
+#[test]
+fn with_the_sandbox_off_the_credential_stores_are_still_hidden() {
+    let f = Fixture::new();
+    let home = user_home(&f);
+    secrets_in(&home, &[".cargo/credentials.toml", ".aws/credentials"]);
+    std::fs::write(f.home.join("config.toml"), "[sandbox]\nmode = \"off\"\n").unwrap();
+    std::fs::write(home.join(".cargo/config.toml"), "[build]\njobs = 2\n").unwrap();
+    let (card, result) = run_with_home(
+        &f,
+        &home,
+        "cat ~/.cargo/credentials.toml > leak-0 2>/dev/null; cat ~/.aws/credentials > leak-1 2>/dev/null; \
+         cat ~/.cargo/config.toml > control; true",
+    );
+    assert_eq!(card["sandbox"]["mode"], "off", "{card:#}");
+    assert_eq!(leaked(&f, 2), Vec::<String>::new(), "{result:#}");
+    assert_eq!(f.read("control"), "[build]\njobs = 2\n", "{result:#}");
+}

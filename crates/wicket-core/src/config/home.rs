@@ -207,7 +207,7 @@ fn sandbox_settings(file: FileSandbox, path: &Path) -> Result<SandboxSettings> {
         }
         settings.extra_write.push(expanded);
     }
-    settings.extra_read = extra_read(file.extra_read, &settings.deny_read, home.as_deref(), path)?;
+    settings.extra_read = extra_read(file.extra_read, &settings.denied(), home.as_deref(), path)?;
     if let Some(entries) = file.home_read {
         settings.home_read = home_read(entries, path)?;
     }

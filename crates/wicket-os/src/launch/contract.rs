@@ -116,6 +116,10 @@ pub struct Launch {
     /// For a command with no policy: paths it may not write all the same.
     #[serde(default)]
     pub protect: Vec<PathBuf>,
+    /// For a command with no policy: paths it may not read all the same
+    /// (seen empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mask: Vec<PathBuf>,
     /// A network through Wicket: the UNIX socket stage 1 connects to, over
     /// which it hands Wicket every connection the command makes to its
     /// proxy listener (`crate::egress`).

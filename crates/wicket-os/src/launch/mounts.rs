@@ -537,17 +537,23 @@ fn fresh_proc() -> Result<()> {
 }
 
 /// For a command with no sandbox (`mode = "off"`, or a kernel that cannot
-/// confine): `protected` read-only, in a mount namespace of its own. The
-/// user namespace is made twice, so the second copies the binds as locked
-/// mounts that even a command with every capability inside cannot undo.
-pub(super) fn protect(protected: &[PathBuf]) -> Result<()> {
+/// confine): `protected` read-only and `masked` empty, in a mount
+/// namespace of its own. The user namespace is made twice, so the second
+/// copies the binds as locked mounts that even a command with every
+/// capability inside cannot undo.
+pub(super) fn protect(protected: &[PathBuf], masked: &[PathBuf]) -> Result<()> {
     enter_namespaces(Namespaces::Mount)?;
     no_propagation()?;
+    // Held in this mount namespace: a bind's source must be in the one it is made in.
+    let null = hold(Path::new("/dev/null"))?;
     for path in protected {
         let Ok(real) = std::fs::canonicalize(path) else {
             continue;
         };
         bind(&real, &real, false)?;
+    }
+    for path in canonical(masked) {
+        mask(&path, &null)?;
     }
     enter_namespaces(Namespaces::Mount)
 }

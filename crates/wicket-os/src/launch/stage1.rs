@@ -45,8 +45,8 @@ pub(super) fn run(args: &[OsString]) -> u8 {
     }
     let Some(policy) = launch.policy.clone() else {
         if launch.mounts
-            && !launch.protect.is_empty()
-            && let Err(message) = mounts::protect(&launch.protect)
+            && !(launch.protect.is_empty() && launch.mask.is_empty())
+            && let Err(message) = mounts::protect(&launch.protect, &launch.mask)
         {
             return fail(message);
         }
