@@ -564,6 +564,9 @@ fn run_fields(
     if !run.read.is_empty() {
         said.push_str(&format!("; also reads: {}", run.read.join(", ")));
     }
+    if let Some(managed) = &run.managed {
+        said.push_str(&format!("; {managed}"));
+    }
     if run.sandbox.complete {
         said.push_str(&format!("\n{}", run.sandbox.summary));
     } else {

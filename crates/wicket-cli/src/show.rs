@@ -303,6 +303,13 @@ fn run_card(run: &RunCard, color: bool) -> String {
             color,
         ));
     }
+    if let Some(managed) = &run.managed {
+        out.push_str(&paint(
+            &format!("  managed: {}\n", visible_line(managed)),
+            RED,
+            color,
+        ));
+    }
     // Every layer in force: the one line says it all (the JSON keeps each layer).
     if run.sandbox.complete {
         out.push_str(&format!("  sandbox: {}\n", run.sandbox.summary));

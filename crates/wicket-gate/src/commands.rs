@@ -120,6 +120,9 @@ fn option<'w>(word: &'w str, option: &str) -> Option<Option<&'w str>> {
 /// returned as `sh -c SCRIPT`, which the caller reads as any shell call.
 pub fn run_by(argv: &[String]) -> Vec<Vec<String>> {
     let mut found = Vec::new();
+    if let Some(bare) = git_subcommand(argv) {
+        found.push(bare);
+    }
     if let Some(expanded) = git_alias(argv) {
         found.push(expanded);
     }
@@ -199,7 +202,8 @@ pub fn unreadable(argv: &[String]) -> bool {
         })
 }
 
-/// git's options before its subcommand that take the next word as their value.
+/// git's options before its subcommand that take the next word as their value
+/// (git 2.47's list, and `--super-prefix` of older ones).
 const GIT_VALUED: &[&str] = &[
     "-c",
     "-C",
@@ -209,7 +213,41 @@ const GIT_VALUED: &[&str] = &[
     "--super-prefix",
     "--config-env",
     "--list-cmds",
+    "--attr-source",
+    "--shallow-file",
 ];
+
+/// `git GLOBAL-OPTIONS… SUBCOMMAND ARGS` as `git SUBCOMMAND ARGS`: what
+/// it does, whatever options come before (`git -c x.y=1 push`, `git -C .
+/// push`, `git --no-pager push` are `git push` to a deny). `None` when
+/// there are no such options, or no subcommand.
+pub fn git_subcommand(argv: &[String]) -> Option<Vec<String>> {
+    let (program, rest) = argv.split_first()?;
+    if program_name(program) != "git" {
+        return None;
+    }
+    let mut at = 0;
+    while let Some(word) = rest.get(at) {
+        if word == "--" {
+            at += 1;
+            break;
+        }
+        if !word.starts_with('-') {
+            break;
+        }
+        at += if GIT_VALUED.contains(&word.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    if at == 0 || at >= rest.len() {
+        return None;
+    }
+    let mut bare = vec![program.clone()];
+    bare.extend(rest[at..].iter().cloned());
+    Some(bare)
+}
 
 /// What `git -c alias.NAME=VALUE … NAME ARGS` runs: `git VALUE ARGS`, or,
 /// for `!VALUE`, the shell script `VALUE ARGS`.
@@ -246,7 +284,16 @@ pub fn git_alias(argv: &[String]) -> Option<Vec<String>> {
         .iter()
         .rev()
         .find(|(name, _)| *name == subcommand.to_ascii_lowercase())?;
-    let arguments = &rest[at + 1..];
+    git_alias_expansion(program, value, &rest[at + 1..])
+}
+
+/// What `git ALIAS ARGUMENTS` runs when the alias is `value`: `git VALUE
+/// ARGUMENTS`, or, for `!VALUE`, the shell script `VALUE ARGUMENTS`.
+pub fn git_alias_expansion(
+    program: &String,
+    value: &str,
+    arguments: &[String],
+) -> Option<Vec<String>> {
     match value.strip_prefix('!') {
         Some(script) => {
             let mut script = script.to_string();
@@ -271,6 +318,35 @@ mod tests {
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|word| word.to_string()).collect()
+    }
+
+    #[test]
+    fn gits_global_options_are_read_through_to_its_subcommand() {
+        let push = Some(argv(&["git", "push", "origin"]));
+        for called in [
+            &["git", "-c", "x.y=1", "push", "origin"][..],
+            &["git", "-C", ".", "push", "origin"],
+            &["/usr/bin/git", "--no-pager", "-C", "sub", "push", "origin"],
+            &[
+                "git",
+                "--git-dir=.git",
+                "--work-tree",
+                ".",
+                "push",
+                "origin",
+            ],
+            &["git", "-P", "--literal-pathspecs", "push", "origin"],
+            &["git", "--", "push", "origin"],
+        ] {
+            let bare = git_subcommand(&argv(called)).map(|mut bare| {
+                bare[0] = "git".into();
+                bare
+            });
+            assert_eq!(bare, push, "{called:?}");
+        }
+        assert_eq!(git_subcommand(&argv(&["git", "push"])), None);
+        assert_eq!(git_subcommand(&argv(&["git", "--version"])), None);
+        assert_eq!(git_subcommand(&argv(&["gitk", "-C", ".", "push"])), None);
     }
 
     #[test]
@@ -301,11 +377,14 @@ mod tests {
     fn a_git_alias_is_read_as_what_it_runs() {
         assert_eq!(
             run_by(&argv(&["git", "-c", "alias.p=push", "p", "origin", "main"])),
-            vec![argv(&["git", "push", "origin", "main"])]
+            vec![
+                argv(&["git", "p", "origin", "main"]),
+                argv(&["git", "push", "origin", "main"])
+            ]
         );
         assert_eq!(
             run_by(&argv(&["git", "-c", "alias.x=!rm -f f", "x"])),
-            vec![argv(&["sh", "-c", "rm -f f"])]
+            vec![argv(&["git", "x"]), argv(&["sh", "-c", "rm -f f"])]
         );
         assert_eq!(
             git_alias(&argv(&[

@@ -111,8 +111,12 @@ pub(crate) fn denied_by_rule(rule: &str, audience: Audience) -> WireError {
     WireError::new(
         ErrorKind::Denied,
         format!(
-            "A rule of the person's ({rule}) denied this call without asking; nothing happened. \
-             {}",
+            "{} ({rule}) denied this call without asking; nothing happened. {}",
+            if rule.starts_with("managed:") {
+                "The managed policy's rule"
+            } else {
+                "A rule of the person's"
+            },
             after_a_denial(audience)
         ),
     )

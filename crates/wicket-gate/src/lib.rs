@@ -28,6 +28,7 @@ mod checkpoint;
 pub mod commands;
 mod denial;
 pub mod diff;
+mod git_aliases;
 mod net;
 mod preview;
 pub mod rules;
@@ -197,7 +198,7 @@ impl Check {
     fn of(pass: Option<Result<Pass, WireError>>) -> Check {
         match pass {
             None => Check::Free,
-            Some(Ok(Pass::Card | Pass::Asked)) => Check::Card,
+            Some(Ok(Pass::Card | Pass::Asked | Pass::Held(_))) => Check::Card,
             Some(Ok(Pass::Through(by))) => Check::Allowed(by),
             Some(Ok(Pass::Preview(rule))) => Check::Preview(rule),
             Some(Err(error)) => Check::Refused(error.message),
@@ -215,6 +216,9 @@ enum Pass {
     Through(AllowedBy),
     /// A command a preview rule covers: run it over an overlay, no first card.
     Preview(RuleId),
+    /// Ask the person, every time, naming the managed deny this command
+    /// may get past in a form the gate cannot read; nothing saves it.
+    Held(RuleId),
 }
 
 /// A session-store failure as a tool call's error (the call did not run).
@@ -490,7 +494,7 @@ impl<'a> Gate<'a> {
         match self.mcp_pass(request) {
             Ok(Pass::Card) => (request.auto_allowed, None),
             Ok(Pass::Through(by)) => (false, Some(by)),
-            Ok(Pass::Asked | Pass::Preview(_)) | Err(_) => (false, None),
+            Ok(Pass::Asked | Pass::Preview(_) | Pass::Held(_)) | Err(_) => (false, None),
         }
     }
 
@@ -510,6 +514,11 @@ impl<'a> Gate<'a> {
             return Err(denied_by_rule(&rule, self.audience.get()));
         }
         self.hook_denied()?;
+        // Before any grant, saved rule or hook's allow: none can answer for
+        // what the gate could not read.
+        if let Some(rule) = verdict.held {
+            return Ok(Pass::Held(rule));
+        }
         if verdict.ask.is_some() || self.hooked == Hooked::Ask {
             return Ok(Pass::Asked);
         }
@@ -685,7 +694,7 @@ impl<'a> Gate<'a> {
             Pass::Through(_) => return Ok(()),
             Pass::Card if request.auto_allowed => return Ok(()),
             // A preview rule names only commands.
-            Pass::Card | Pass::Asked | Pass::Preview(_) => {}
+            Pass::Card | Pass::Asked | Pass::Preview(_) | Pass::Held(_) => {}
         }
         let always = self.always(Matcher::Mcp {
             server: request.server.to_string(),

@@ -106,6 +106,11 @@ pub struct Verdict {
     pub allow: Option<AllowedBy>,
     /// The first preview rule that covers a command (the person's own config only).
     pub preview: Option<RuleId>,
+    /// The first managed deny that a command may run in a form the gate
+    /// cannot read (`$g push`, `… | sh`, `python3 -c`), or with words
+    /// between the rule's (`git -C . push`, when not read through): the call
+    /// gets a card that names the rule, asked every time, never saved.
+    pub held: Option<RuleId>,
 }
 
 /// Where a rule was read from.
@@ -205,6 +210,24 @@ pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>
             .map(|rule| rule.id.clone())
     };
     verdict.deny = first(RuleAction::Deny, Reading::Restrict);
+    if verdict.deny.is_none()
+        && let Subject::Run { argv, .. } = subject
+    {
+        let opaque = std::cell::OnceCell::new();
+        verdict.held = rules
+            .iter()
+            .filter(|(source, rule)| {
+                *source == Source::Managed
+                    && rule.action == RuleAction::Deny
+                    && here(rule)
+                    && matches!(rule.matcher, Matcher::Run { .. })
+            })
+            .find(|(_, rule)| {
+                matches_as(rule, workspace, subject, Reading::Loose)
+                    || *opaque.get_or_init(|| shell::opaque(argv))
+            })
+            .map(|(_, rule)| rule.id.clone());
+    }
     // A deny whose words stand in the command with others between them
     // (`git -C . push` for `git push`) may or may not be that command: the
     // person decides, on a card.
@@ -281,10 +304,10 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
                 Reading::Cover => *called_network <= network.unwrap_or_default(),
             };
             let argv_matches = match reading {
-                Reading::Restrict => shell::commands_of(called)
+                Reading::Restrict => restricted_reading(called, workspace)
                     .iter()
                     .any(|command| argv_matches(argv, command, true)),
-                Reading::Loose => shell::commands_of(called)
+                Reading::Loose => restricted_reading(called, workspace)
                     .iter()
                     .any(|command| words_among(argv, command) || unreadable_by(argv, command)),
                 // A call that runs or writes what its words hide (`git -c
@@ -306,6 +329,35 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
         }
         (matcher, subject) => same_call(matcher, workspace, subject),
     }
+}
+
+/// The commands a deny or ask reads in `called`: itself, what it wraps and
+/// runs, every command of its scripts ([`shell::commands_of`]), and what a
+/// git command runs through the aliases of the workspace's repository and
+/// the person's git config ([`git_aliases`]).
+fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
+    let mut commands = shell::commands_of(called);
+    let git = |command: &Vec<String>| {
+        command
+            .first()
+            .is_some_and(|program| commands::program_name(program) == "git")
+    };
+    if !commands.iter().any(git) {
+        return commands;
+    }
+    let aliases = crate::git_aliases::aliases(workspace);
+    if aliases.is_empty() {
+        return commands;
+    }
+    let expanded: Vec<Vec<String>> = commands
+        .iter()
+        .filter(|command| git(command))
+        .flat_map(|command| crate::git_aliases::expansions(command, &aliases))
+        .collect();
+    for command in expanded {
+        commands.extend(shell::commands_of(&command));
+    }
+    commands
 }
 
 /// Whether every path a call reads lies in one a rule names (`~/…` is the

@@ -6,7 +6,7 @@
 use wicket_os::spawn::Confine;
 use wicket_protocol::rules::{Argv, Matcher};
 use wicket_protocol::{
-    Answer, CallId, Card, CardKind, Network, RunArgs, RunCard, RunSource, SandboxSummary,
+    Answer, CallId, Card, CardKind, Network, RuleId, RunArgs, RunCard, RunSource, SandboxSummary,
     ToolOutput, WireError,
 };
 use wicket_session::{GrantKind, RunKey};
@@ -113,7 +113,9 @@ impl Gate<'_> {
             .summary(self.tools.workspace().root(), &access);
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, &access)?;
+        let mut managed = None;
         match self.run_pass(request.argv, request.dir, &access)? {
+            Pass::Held(rule) => managed = Some(self.held_note(&rule)?),
             Pass::Through(_) => {
                 return Ok(Allowed {
                     confine,
@@ -137,12 +139,14 @@ impl Gate<'_> {
             read: (!request.read.is_empty()).then(|| request.read.to_vec()),
         });
         let card = Card {
-            always: Some(Box::new(always)),
+            // What the gate could not read is never saved as allowed.
+            always: managed.is_none().then(|| Box::new(always)),
             ..Card::new(
                 request.tool.to_string(),
                 CardKind::Run(RunCard {
                     preview: request.preview,
                     no_preview: self.no_preview(request.source),
+                    managed,
                     argv: request.argv.to_vec(),
                     cwd: request.dir.shown.clone(),
                     timeout_s: request.timeout_s,
@@ -235,6 +239,27 @@ impl Gate<'_> {
                 .map(|path| path.display().to_string())
                 .collect(),
         }
+    }
+
+    /// What a held run card says: the managed rule, what it denies, and
+    /// why the card is up.
+    fn held_note(&self, rule: &RuleId) -> Result<String, WireError> {
+        let words = self
+            .rules_in_force()?
+            .iter()
+            .find(|(_, held)| held.id == *rule)
+            .and_then(|(_, held)| match &held.matcher {
+                Matcher::Run {
+                    argv: Argv::Prefix(words) | Argv::Exact(words),
+                    ..
+                } => Some(words.join(" ")),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Ok(format!(
+            "a managed rule ({rule}) denies {words}: Wicket cannot read everything this command \
+             runs, so it may be that; it is asked every time and cannot be always allowed"
+        ))
     }
 
     pub(crate) fn run_pass(

@@ -102,10 +102,70 @@ pub fn commands_of(argv: &[String]) -> Vec<Vec<String>> {
     reader.commands
 }
 
+/// Whether `argv` may run a command the gate cannot read from its words:
+/// a program or argument that is a variable or a substitution (`$g push`),
+/// a shell reading a script from its input or a file (`… | sh`, `sh
+/// x.sh`), `eval` or `source`, an interpreter given code (`python3 -c`,
+/// `perl -e`, `node -e`, or its input), or `xargs` building a command
+/// from its input. A deny cannot match what it cannot read: under a
+/// managed deny, such a call gets a card that names the rule.
+pub fn opaque(argv: &[String]) -> bool {
+    let mut reader = Reader::default();
+    reader.command(argv.to_vec(), 0);
+    reader.cut || reader.commands.iter().any(|command| runs_unread(command))
+}
+
+/// The interpreters that take code in an argument or on their input, with
+/// the options that give it.
+const INTERPRETERS: &[(&str, &[&str])] = &[
+    ("python", &["-c"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "--eval", "-p", "--print"]),
+    ("nodejs", &["-e", "--eval", "-p", "--print"]),
+    ("bun", &["-e", "--eval", "-p", "--print"]),
+    ("deno", &["eval"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("tclsh", &[]),
+    ("osascript", &["-e"]),
+];
+
+/// Whether one command runs what its words do not say (see [`opaque`]).
+fn runs_unread(command: &[String]) -> bool {
+    let Some(program) = command.first() else {
+        return false;
+    };
+    let name = program_name(program);
+    // python3, python3.11, perl5.36: the family's name.
+    let family = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if SHELLS.contains(&name) {
+        return any_script_of(command).is_none();
+    }
+    if ["eval", "source", ".", "xargs", "parallel", "exec"].contains(&name) {
+        return true;
+    }
+    INTERPRETERS
+        .iter()
+        .find(|(interpreter, _)| *interpreter == family)
+        .is_some_and(|(_, options)| {
+            let arguments = &command[1..];
+            // Code on its input (no script named), or given inline.
+            arguments.iter().all(|word| word.starts_with('-'))
+                || arguments.iter().any(|word| {
+                    options
+                        .iter()
+                        .any(|option| word == option || word.starts_with(&format!("{option}=")))
+                })
+        })
+}
+
 struct Reader {
     commands: Vec<Vec<String>>,
     writes: Vec<String>,
     plain: bool,
+    /// A command's words were cut at one that is not literal.
+    cut: bool,
 }
 
 impl Default for Reader {
@@ -114,6 +174,7 @@ impl Default for Reader {
             commands: Vec::new(),
             writes: Vec::new(),
             plain: true,
+            cut: false,
         }
     }
 }
@@ -270,6 +331,7 @@ impl Reader {
                 Some(literal) if !cut => argv.push(literal),
                 _ => {
                     cut = true;
+                    self.cut = true;
                     self.not_plain();
                 }
             }

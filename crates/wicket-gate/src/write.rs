@@ -65,7 +65,9 @@ impl Gate<'_> {
             let asked_digest = digest(target.current.as_deref());
             let mut remember = None;
             let guarded = guarded_write(self.tools.workspace().root(), &target.absolute);
-            if let Pass::Card | Pass::Asked = self.write_pass(tool, &target.absolute, guarded)? {
+            if let Pass::Card | Pass::Asked | Pass::Held(_) =
+                self.write_pass(tool, &target.absolute, guarded)?
+            {
                 let card = self.write_card(
                     guarded,
                     tool,

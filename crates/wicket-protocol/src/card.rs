@@ -335,6 +335,11 @@ pub struct RunCard {
     /// Why this card offers no `preview`, in one line (none: it does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_preview: Option<String>,
+    /// A managed deny this command may get past in a form the gate cannot
+    /// read: the rule and why the card is up, in one line. Such a card is
+    /// asked every time and offers no `allow_always`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed: Option<String>,
 }
 
 /// An effects card: what a command run over an overlay of the workspace
@@ -548,6 +553,7 @@ mod tests {
                 "run",
                 CardKind::Run(RunCard {
                     no_preview: Default::default(),
+                    managed: None,
                     preview: Default::default(),
                     read: Default::default(),
                     argv: vec!["true".into()],

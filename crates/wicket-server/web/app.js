@@ -690,6 +690,7 @@ function renderCard(item) {
   if (event.always) card.append(renderAlways(item));
   if (event.kind === "run" && event.preview) card.append(el("div", "note warn", "the model asks to preview it: Preview runs it over a copy of the workspace first"));
   if (event.kind === "run" && event.no_preview) card.append(el("div", "note", visible(event.no_preview)));
+  if (event.kind === "run" && event.managed) card.append(el("div", "note danger", visible(event.managed)));
   const buttons = el("div", "buttons");
   const answers = [];
   if (event.kind === "effects") {

@@ -96,6 +96,7 @@ fn run_card(id: &str, argv: &[&str], network: bool) -> Card {
             "run",
             CardKind::Run(RunCard {
                 no_preview: Default::default(),
+                managed: None,
                 preview: Default::default(),
                 read: Default::default(),
                 argv: argv.iter().map(|arg| arg.to_string()).collect(),

@@ -41,6 +41,7 @@ fn run_card_of(sandbox: SandboxSummary, source: RunSource, network: Network) -> 
             "run",
             CardKind::Run(RunCard {
                 no_preview: Default::default(),
+                managed: None,
                 preview: Default::default(),
                 read: Default::default(),
                 argv: vec!["cargo".into(), "test".into(), "--".into(), "a b".into()],

@@ -27,7 +27,7 @@ fn jailed(f: &Fixture, script: &str, extra: &[(&str, Value)]) -> Value {
     out.last().unwrap().clone()
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> std::process::Output {
     let output = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
@@ -363,7 +363,7 @@ fn a_write_keeps_a_files_mode_but_never_its_setuid_bit() {
 }
 
 /// A bare repository outside the workspace that commands may write (`extra_write`).
-fn remote(f: &Fixture) -> std::path::PathBuf {
+pub(crate) fn remote(f: &Fixture) -> std::path::PathBuf {
     let remote = f.outside.join("remote.git");
     git(&f.outside, &["init", "-q", "--bare", "remote.git"]);
     git(&f.ws, &["init", "-q"]);
@@ -376,7 +376,7 @@ fn remote(f: &Fixture) -> std::path::PathBuf {
     remote
 }
 
-fn branches(remote: &Path) -> String {
+pub(crate) fn branches(remote: &Path) -> String {
     String::from_utf8(git(remote, &["branch", "--list"]).stdout).unwrap()
 }
 

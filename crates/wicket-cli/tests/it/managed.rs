@@ -262,3 +262,92 @@ fn forbid_direct_network_also_forbids_mode_off_and_its_hosts_network() {
         "the command reached the host's network: {events:#?}"
     );
 }
+
+/// `run` of `argv` (with `.git` writable) under the managed `policy`,
+/// answered `answer`: every line `wicket tool` printed.
+fn run_under(f: &Fixture, policy: &std::path::Path, argv: &[&str], answer: &str) -> Vec<Value> {
+    let args = json!({"argv": argv, "git": true});
+    let output = f
+        .command("run", &args.to_string(), &["--answers", answer])
+        .env("WICKET_MANAGED_CONFIG", policy)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    lines(&output)
+}
+
+#[test]
+fn a_managed_deny_on_git_push_holds_against_global_options_aliases_and_hidden_forms() {
+    use crate::jail::{branches, git, remote};
+    if !root() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = managed(&f, DENY_PUSH, 0o644);
+    let remote = remote(&f);
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!("[sandbox]\nextra_write = [\"{}\"]\n", remote.display()),
+    )
+    .unwrap();
+    // The repository's own alias, as a hostile repository would set it.
+    git(&f.ws, &["config", "alias.st", "push"]);
+    for (number, argv) in [
+        &["git", "-c", "x.y=1", "push", "origin", "HEAD:sneaky"][..],
+        &["git", "-C", ".", "push", "origin", "HEAD:sneaky"],
+        &["git", "--no-pager", "push", "origin", "HEAD:sneaky"],
+        &["git", "st", "origin", "HEAD:sneaky"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = run_under(&f, &policy, argv, "allow_always");
+        assert!(
+            out.iter().all(|line| line["type"] != "card"),
+            "{number}: refused without a card: {out:#?}"
+        );
+        let why = out.last().unwrap()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(why.contains("managed:no-push"), "{number}: {out:#?}");
+        assert!(
+            !branches(&remote).contains("sneaky"),
+            "{number}: the push landed"
+        );
+    }
+    // What the gate cannot read gets a card naming the rule, with no
+    // allow_always; allow_always saves nothing and runs nothing.
+    for script in [
+        "g=git; $g push origin HEAD:sneaky",
+        "echo git push origin HEAD:sneaky | sh",
+    ] {
+        let argv = ["sh", "-c", script];
+        let out = run_under(&f, &policy, &argv, "allow_always");
+        let card = out
+            .iter()
+            .find(|line| line["type"] == "card")
+            .unwrap_or_else(|| panic!("{out:#?}"));
+        assert!(card.get("always").is_none(), "{card:#}");
+        assert!(
+            card["managed"]
+                .as_str()
+                .unwrap()
+                .contains("managed:no-push"),
+            "{card:#}"
+        );
+        assert!(!branches(&remote).contains("sneaky"), "{script}: {out:#?}");
+        assert!(
+            !f.home.join("rules.toml").exists(),
+            "{script}: a rule was saved"
+        );
+    }
+    // The card is real: the person may let it run once.
+    let out = run_under(
+        &f,
+        &policy,
+        &["sh", "-c", "g=git; $g push origin HEAD:sneaky"],
+        "allow_once",
+    );
+    assert!(branches(&remote).contains("sneaky"), "{out:#?}");
+}

@@ -388,17 +388,17 @@ fn what_a_review_found_stays_closed() {
         run_verdict(&all, &["sh", "-c", "cd .. && cargo test"]).allow,
         None
     );
-    // Options before the subcommand: not a sure match, so a card.
+    // Options before the subcommand are read through: `git -c x=y clean`
+    // is `git clean`.
     let git = rules(
         "[[rules]]\nid = \"git\"\naction = \"allow\"\ntool = \"run\"\nargv_prefix = [\"git\"]\n\
          [[rules]]\nid = \"no-clean\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"clean\"]\n",
         Source::HomeConfig,
     );
     let sneaky = run_verdict(&git, &["git", "-c", "x=y", "clean", "-fdx"]);
-    assert_eq!(
-        (sneaky.deny, sneaky.ask.as_deref()),
-        (None, Some("no-clean"))
-    );
+    assert_eq!(sneaky.deny.as_deref(), Some("no-clean"));
+    let sneaky = run_verdict(&git, &["git", "-C", ".", "--no-pager", "clean", "-fdx"]);
+    assert_eq!(sneaky.deny.as_deref(), Some("no-clean"));
     // Denies read shells, eval and env -S however they are spelt.
     for words in [
         &["sh", "-c", "git push", "x"][..],
@@ -428,6 +428,7 @@ fn a_card_widens_only_to_its_own_first_words_and_never_to_a_bare_shell() {
         tool: "run".into(),
         kind: wicket_protocol::CardKind::Run(wicket_protocol::RunCard {
             no_preview: Default::default(),
+            managed: None,
             preview: Default::default(),
             read: Default::default(),
             argv: argv.iter().map(|word| word.to_string()).collect(),
@@ -499,4 +500,51 @@ fn saved_rules_are_appended_and_revoked_keeping_the_rest_of_the_file() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "rules = []\n");
     std::fs::write(&path, "[[rules]]\naction = \"allow\"\ntool = \"run\"\n").unwrap();
     assert!(read_saved(&path).unwrap_err().to_string().contains("argv"));
+}
+
+#[test]
+fn a_managed_deny_holds_a_command_the_gate_cannot_read() {
+    let managed = rules(
+        "[[rules]]\nid = \"managed:no-push\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"push\"]\n",
+        Source::Managed,
+    );
+    for hidden in [
+        &["sh", "-c", "g=git; $g push"][..],
+        &["sh", "-c", "echo git push | sh"],
+        &["python3", "-c", "import os; os.system('git push')"],
+        &["sh", "-c", "echo push | xargs git"],
+        &["bash", "script.sh"],
+    ] {
+        let verdict = run_verdict(&managed, hidden);
+        assert_eq!(verdict.deny, None, "{hidden:?}");
+        assert_eq!(
+            verdict.held.as_deref(),
+            Some("managed:no-push"),
+            "{hidden:?}"
+        );
+    }
+    assert_eq!(
+        run_verdict(&managed, &["git", "-c", "x.y=1", "push"])
+            .deny
+            .as_deref(),
+        Some("managed:no-push")
+    );
+    // What it can read, and is not a push, is not held.
+    for plain in [
+        &["git", "status"][..],
+        &["sh", "-c", "cargo test && git log"],
+        &["python3", "x.py"],
+    ] {
+        let verdict = run_verdict(&managed, plain);
+        assert_eq!((verdict.deny, verdict.held), (None, None), "{plain:?}");
+    }
+    // The person's own deny is not held: an unreadable call is a plain card.
+    let home = rules(
+        "[[rules]]\nid = \"no-push\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"push\"]\n",
+        Source::HomeConfig,
+    );
+    assert_eq!(
+        run_verdict(&home, &["sh", "-c", "g=git; $g push"]).held,
+        None
+    );
 }

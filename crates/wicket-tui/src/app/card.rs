@@ -151,6 +151,12 @@ fn preview_lines(card: &Card) -> Vec<Line<'static>> {
                 Style::new().fg(Color::DarkGray),
             ));
         }
+        if let Some(managed) = &run.managed {
+            lines.push(Line::styled(
+                visible_line(managed),
+                Style::new().fg(Color::Red),
+            ));
+        }
     }
     lines
 }

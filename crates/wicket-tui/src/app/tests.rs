@@ -74,6 +74,7 @@ fn run_card(id: &str) -> Card {
             "run",
             CardKind::Run(RunCard {
                 no_preview: Default::default(),
+                managed: None,
                 preview: Default::default(),
                 read: Default::default(),
                 argv: vec!["cargo".into(), "test".into()],
