@@ -845,6 +845,7 @@ fn layer_by_layer(
         mask: Vec::new(),
         egress: None,
         proxy_port: None,
+        report: None,
     };
     let sandboxed = Launch {
         policy: Some(policy.clone()),

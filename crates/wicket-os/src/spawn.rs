@@ -17,8 +17,9 @@
 //! output; [`start`] starts a long-lived one with pipes (an MCP server).
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -31,7 +32,7 @@ use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 use crate::Cancel;
 use crate::egress::{Egress, Handoff};
 use crate::keeper;
-use crate::launch::{LAUNCH_ARG, Launch, Policy, launcher};
+use crate::launch::{LAUNCH_ARG, Launch, Policy, REPORT_MAX_BYTES, Report, launcher};
 use wicket_protocol::Network;
 
 /// Environment variables holding the provider keys Wicket itself uses; no
@@ -182,6 +183,14 @@ pub enum SpawnError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file the jail reports what the command changed in could not be made.
+    #[error("making the jail's report {path}: {source}", path = path.display())]
+    Report {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// It is to be sandboxed and this process has no launcher.
     #[error("'{program}' cannot start sandboxed: no launcher is installed in this process")]
     NoLauncher {
@@ -259,6 +268,56 @@ impl Drop for PrivateTmp {
     }
 }
 
+/// The report stage 2 writes after a command in the jail's tree (see
+/// [`Launch::report`]): a file made here, empty, `0600`, whose descriptor
+/// Wicket keeps and reads it through (the path is only for stage 2 to
+/// open); removed when dropped.
+struct SettleReport {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl SettleReport {
+    fn make() -> Result<SettleReport, SpawnError> {
+        let path = std::env::temp_dir().join(format!(
+            "wicket-settle-{:016x}.json",
+            crate::ids::random_u64()
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+        {
+            Ok(file) => Ok(SettleReport { path, file }),
+            Err(source) => Err(SpawnError::Report { path, source }),
+        }
+    }
+
+    /// What stage 2 wrote, once the launcher has ended: nothing when it
+    /// wrote nothing (the command never started, the settle did not end).
+    fn read(&self) -> Report {
+        let mut bytes = Vec::new();
+        let mut file = &self.file;
+        let read = file
+            .seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.take(REPORT_MAX_BYTES).read_to_end(&mut bytes));
+        match read {
+            Ok(_) => serde_json::from_slice(&bytes).unwrap_or_default(),
+            Err(_) => Report::default(),
+        }
+    }
+}
+
+impl Drop for SettleReport {
+    fn drop(&mut self) {
+        // A report left behind names a few paths of a workspace, in Wicket's own 0600 file: harmless.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Where a sandboxed command's temporary files go: a private tmpfs at
 /// `/tmp` when the launcher builds the jail's file tree, else a private
 /// folder Wicket makes and removes.
@@ -293,10 +352,16 @@ impl Tmp {
     }
 }
 
+/// What the launcher is handed besides the spec: the socket a command
+/// with a network through Wicket hands its connections over, and where
+/// stage 2 reports what the settle after the command found.
+struct Handed {
+    egress: Option<PathBuf>,
+    report: Option<PathBuf>,
+}
+
 /// The std `Command` for a spec: through the launcher when there is one.
-/// `egress`: the socket a command with a network through Wicket hands its
-/// connections over.
-fn command(spec: &Spec, tmp: Option<&Tmp>, egress: Option<PathBuf>) -> Result<Command, SpawnError> {
+fn command(spec: &Spec, tmp: Option<&Tmp>, handed: Handed) -> Result<Command, SpawnError> {
     let Some(program) = spec.argv.first() else {
         return Err(SpawnError::EmptyArgv);
     };
@@ -314,8 +379,9 @@ fn command(spec: &Spec, tmp: Option<&Tmp>, egress: Option<PathBuf>) -> Result<Co
                 cgroup: sandboxed && available.cgroup_limits(),
                 protect: spec.confine.protect.clone(),
                 mask: spec.confine.mask.clone(),
-                egress,
+                egress: handed.egress,
                 proxy_port: None,
+                report: handed.report,
                 policy: spec.confine.sandbox.clone().map(|mut policy| {
                     if let Some(Tmp::Folder(folder)) = tmp {
                         policy.writable.push(folder.0.clone());
@@ -539,6 +605,10 @@ pub struct Finished {
     pub stderr: (String, u64),
     /// From start to end.
     pub duration: Duration,
+    /// The files it created or changed that another tool runs later
+    /// (relative to the workspace), as the jail's stage 2 reported them
+    /// after it: empty outside the jail's tree.
+    pub runs_later: Vec<String>,
 }
 
 impl Finished {
@@ -565,7 +635,16 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
     let handoff = handoff_for(&spec, &program)?;
-    let mut command = command(&spec, tmp.as_ref(), handoff.as_ref().map(Handoff::path))?;
+    // Only a jail's tree has a settle to report.
+    let report = match tmp {
+        Some(Tmp::Jail) => Some(SettleReport::make()?),
+        _ => None,
+    };
+    let handed = Handed {
+        egress: handoff.as_ref().map(Handoff::path),
+        report: report.as_ref().map(|report| report.path.clone()),
+    };
+    let mut command = command(&spec, tmp.as_ref(), handed)?;
     command
         .stdin(match spec.input {
             Input::Null => Stdio::null(),
@@ -619,12 +698,14 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
         stdout.lock().map(|c| c.finish()).unwrap_or_default(),
         stderr.lock().map(|c| c.finish()).unwrap_or_default(),
     );
+    let runs_later = report.map(|report| report.read().runs_later);
     Ok(Finished {
         status,
         timed_out,
         stdout,
         stderr,
         duration: started.elapsed(),
+        runs_later: runs_later.unwrap_or_default(),
     })
 }
 
@@ -719,7 +800,11 @@ pub fn start(spec: Spec) -> Result<Running, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
     let handoff = handoff_for(&spec, &program)?;
-    let mut command = command(&spec, tmp.as_ref(), handoff.as_ref().map(Handoff::path))?;
+    let handed = Handed {
+        egress: handoff.as_ref().map(Handoff::path),
+        report: None,
+    };
+    let mut command = command(&spec, tmp.as_ref(), handed)?;
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -785,6 +870,29 @@ impl Drop for Running {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settle_report_is_read_through_the_descriptor_kept_not_the_path() {
+        let report = SettleReport::make().unwrap();
+        let path = report.path.clone();
+        // Nothing written (the command never started): nothing reported.
+        assert_eq!(report.read(), Report::default());
+        // What stage 2 writes through its own descriptor, over whatever was there.
+        let written = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        written.set_len(0).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(
+            &written,
+            br#"{"runs_later":["GNUmakefile","sub/.envrc"]}"#,
+            0,
+        )
+        .unwrap();
+        // A file put at the path after it is not the one read.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, r#"{"runs_later":["forged"]}"#).unwrap();
+        assert_eq!(report.read().runs_later, ["GNUmakefile", "sub/.envrc"]);
+        drop(report);
+        assert!(!path.exists());
+    }
 
     #[test]
     fn capture_keeps_everything_up_to_the_limit() {

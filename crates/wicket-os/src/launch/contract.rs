@@ -129,6 +129,33 @@ pub struct Launch {
     /// loopback, the one TCP port Landlock lets the command connect to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_port: Option<u16>,
+    /// Where stage 2 writes what the settle after the command found (a
+    /// [`Report`]): an empty file Wicket made outside the workspace, and
+    /// reads through the descriptor it kept, not by its path. Stage 2
+    /// opens it before it builds the jail's tree and writes it over only
+    /// once every process of the command is killed and reaped. The command
+    /// cannot write it meanwhile: the jail's tree does not show it (the
+    /// host's `/tmp` is not the jail's, and the path is masked wherever it
+    /// lies), Landlock refuses a write outside the writable paths even
+    /// through a `/proc/PID/fd` link, and stage 2 is not dumpable, so
+    /// neither its `/proc/1/fd` nor `ptrace` of it is the command's.
+    /// Unlike a line on stderr, which the command writes too, no command
+    /// can forge it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<PathBuf>,
+}
+
+/// At most this much of a [`Report`] is read (ten paths, each at most a `PATH_MAX`).
+pub const REPORT_MAX_BYTES: u64 = 64 * 1024;
+
+/// What stage 2 tells Wicket after the command, in [`Launch::report`], as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The files the command created or changed that another tool runs
+    /// later, relative to the workspace, in path order
+    /// ([`crate::guard::Settled::runs_later`]).
+    #[serde(default)]
+    pub runs_later: Vec<String>,
 }
 
 impl Launch {

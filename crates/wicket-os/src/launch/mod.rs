@@ -40,8 +40,8 @@ use std::ffi::OsString;
 
 use contract::PROBE_MOUNTS_ARG;
 pub use contract::{
-    INIT_ARG, LAUNCH_ARG, Launch, Overlay, PROBE_ARG, Policy, SETUP_FAILED, install_launcher,
-    launcher,
+    INIT_ARG, LAUNCH_ARG, Launch, Overlay, PROBE_ARG, Policy, REPORT_MAX_BYTES, Report,
+    SETUP_FAILED, install_launcher, launcher,
 };
 pub use limits::{ResourceLimits, half_the_memory_mb};
 pub use probe::{Availability, availability};

@@ -9,17 +9,22 @@
 //! starts the argv, forwards TERM to every process of the namespace, reaps,
 //! and exits when the argv does — which kills everything the command left
 //! behind, `setsid` or not — after the settle (`settle`): what the command
-//! made of the guarded entries undone.
+//! made of the guarded entries undone, and what it changed that runs later
+//! named on its stderr and in the report only stage 2 writes
+//! ([`Launch::report`]).
 
 use std::ffi::{CString, OsString};
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
 use std::process::Command;
 
-use rustix::process::{Pid, Signal, WaitOptions};
+use rustix::process::{DumpableBehavior, Pid, Signal, WaitOptions};
 use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::capabilities::drop_capabilities;
-use super::contract::{Launch, Policy, SIGNAL_NAME, fail, parse};
+use super::contract::{Launch, Policy, Report, SIGNAL_NAME, fail, parse};
 use super::limits::set_rlimits;
 use super::mounts::{self, canonical};
 use super::parent::die_with_parent;
@@ -40,6 +45,15 @@ pub(super) fn run(args: &[OsString]) -> u8 {
     if let Err(message) = die_with_parent(launch.parent) {
         return fail(message);
     }
+    // The report, opened while its path is still the host's: the jail's
+    // tree masks it, and Landlock would refuse it after.
+    let report = match (&launch.report, launch.mounts && launch.policy.is_some()) {
+        (Some(path), true) => match open_report(path) {
+            Ok(report) => Some(report),
+            Err(message) => return fail(message),
+        },
+        _ => None,
+    };
     let guarded = match &launch.policy {
         Some(policy) => match confine_init(&launch, policy) {
             Ok(guarded) => Some((policy, guarded)),
@@ -47,6 +61,15 @@ pub(super) fn run(args: &[OsString]) -> u8 {
         },
         None => None,
     };
+    // Not dumpable: no process of the command may open this one's
+    // descriptors through /proc/1/fd (the report), nor ptrace it and
+    // change what the settle does. The command's own programs are
+    // dumpable again at their exec.
+    if guarded.is_some()
+        && let Err(error) = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
+    {
+        return fail(format!("making the init not dumpable: {error}"));
+    }
     let since = nanoseconds_now();
     let child = match Command::new(&argv[0]).args(&argv[1..]).spawn() {
         Ok(child) => child,
@@ -77,7 +100,7 @@ pub(super) fn run(args: &[OsString]) -> u8 {
             match rustix::process::waitpid(None, WaitOptions::NOHANG) {
                 Ok(Some((pid, status))) if pid == main => {
                     if let Some((policy, Some(found))) = &guarded {
-                        settle(policy, found, since);
+                        settle(policy, found, since, report.as_ref());
                     }
                     if let Some(code) = status.exit_status() {
                         return u8::try_from(code).unwrap_or(1);
@@ -106,6 +129,9 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, Strin
     // toolchain bound back where the person's PATH names it is masked there too.
     let mut deny = canonical(&policy.deny_read);
     deny.extend(policy.deny_read.iter().cloned());
+    // The report is stage 2's alone: masked wherever it lies (the jail's
+    // own /tmp hides the host's already, unless `extra_write` shows it).
+    deny.extend(launch.report.iter().cloned());
     let mut guarded = None;
     if launch.mounts {
         let built = mounts::build(&policy, &deny)?;
@@ -126,8 +152,8 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, Strin
 /// After the command: everything it left in the namespace killed and
 /// reaped (nothing may make a `.git` again behind the check), then what it
 /// made of the guarded entries undone, and what it changed that runs later
-/// named, each on a line of its stderr.
-fn settle(policy: &Policy, found: &Found, since: i128) {
+/// named, each on a line of its stderr, and in the `report`.
+fn settle(policy: &Policy, found: &Found, since: i128, report: Option<&File>) {
     // kill(-1): every process of the namespace but this one; each is this
     // init's child, so each is reaped here.
     let _ = rustix::process::kill_process_group(Pid::INIT, Signal::KILL);
@@ -136,6 +162,41 @@ fn settle(policy: &Policy, found: &Found, since: i128) {
     for line in settled.lines() {
         eprintln!("{}", wicket_protocol::text::visible_line(&line));
     }
+    if let Some(file) = report {
+        let report = Report {
+            runs_later: settled
+                .runs_later
+                .into_iter()
+                .map(|(path, _)| path)
+                .collect(),
+        };
+        if let Err(error) = write_report(file, &report) {
+            eprintln!("wicket: could not report what the command changed: {error}");
+        }
+    }
+}
+
+/// The report Wicket made at `path`, opened to be written: a regular file,
+/// reached by no link, its descriptor closed at the command's exec.
+fn open_report(path: &Path) -> Result<File, String> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|error| format!("opening the report {}: {error}", path.display()))?;
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(file),
+        Ok(_) => Err(format!("the report {} is not a file", path.display())),
+        Err(error) => Err(format!("the report {}: {error}", path.display())),
+    }
+}
+
+/// Writes `report` over whatever the file held (nothing of the command is
+/// left to have written it, but no earlier bytes may stay either).
+fn write_report(file: &File, report: &Report) -> std::io::Result<()> {
+    let json = serde_json::to_vec(report).map_err(std::io::Error::other)?;
+    file.set_len(0)?;
+    file.write_all_at(&json, 0)
 }
 
 /// How far a file's ctime may lag the clock: the kernel stamps files from

@@ -203,6 +203,7 @@ pub fn not_started(error: SpawnError) -> Error {
         SpawnError::Start { .. }
         | SpawnError::Egress { .. }
         | SpawnError::Tmp { .. }
+        | SpawnError::Report { .. }
         | SpawnError::NoPid { .. }
         | SpawnError::Lost { .. } => ErrorKind::Io,
     };
