@@ -627,6 +627,13 @@ pub struct RunOutput {
     /// What it sent and received through Wicket, host by host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetUse>,
+    /// The files it created or changed that another tool runs later
+    /// (`Makefile`, `sub/.envrc`: [`crate::guarded::runs_later`]), relative
+    /// to the workspace, in path order, at most ten: what the jail's scan
+    /// after the command found, reported by the jail itself, not read from
+    /// the command's output. Empty outside the jail's tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_later: Vec<String>,
     /// What the model should know to do next, when the jail is the likely
     /// reason it failed (no network, a read-only `.git`, the timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]

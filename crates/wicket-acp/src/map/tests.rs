@@ -209,6 +209,7 @@ fn a_turn_becomes_updates() {
                 result: Ok(ToolOutput::Run(RunOutput {
                     note: Default::default(),
                     net: Default::default(),
+                    runs_later: Default::default(),
                     exit_code: Some(0),
                     signal: None,
                     timed_out: false,

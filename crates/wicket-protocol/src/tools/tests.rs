@@ -122,6 +122,7 @@ fn outputs_round_trip_through_their_untagged_shape() {
         ToolOutput::Run(RunOutput {
             note: Default::default(),
             net: Default::default(),
+            runs_later: vec!["Makefile".into(), "sub/.envrc".into()],
             exit_code: Some(0),
             signal: None,
             timed_out: false,
@@ -149,6 +150,31 @@ fn outputs_round_trip_through_their_untagged_shape() {
         let back: ToolOutput = serde_json::from_str(&json).unwrap();
         assert_eq!(back, output, "{json}");
     }
+}
+
+#[test]
+fn a_runs_result_names_what_runs_later_only_when_something_does() {
+    let mut run = RunOutput {
+        exit_code: Some(0),
+        signal: None,
+        timed_out: false,
+        stdout: String::new(),
+        stderr: String::new(),
+        stdout_cut: 0,
+        stderr_cut: 0,
+        duration_ms: 1,
+        net: Vec::new(),
+        runs_later: Vec::new(),
+        note: None,
+    };
+    let line = result_line(&Ok(ToolOutput::Run(run.clone())));
+    assert!(line.get("runs_later").is_none(), "{line}");
+    run.runs_later = vec!["GNUmakefile".into(), "sub/.cargo/config.toml".into()];
+    let line = result_line(&Ok(ToolOutput::Run(run)));
+    assert_eq!(
+        line["runs_later"],
+        serde_json::json!(["GNUmakefile", "sub/.cargo/config.toml"])
+    );
 }
 
 #[test]

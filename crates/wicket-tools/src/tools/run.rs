@@ -125,6 +125,7 @@ pub fn run(
         stderr_cut: finished.stderr.1,
         duration_ms: finished.duration.as_millis() as u64,
         net: Vec::new(),
+        runs_later: finished.runs_later,
         note: None,
     };
     Ok(noted(output, args, timeout.as_secs()))

@@ -221,6 +221,7 @@ fn a_transcript_with_every_event_kind() {
                 result: Ok(ToolOutput::Run(RunOutput {
                     note: Default::default(),
                     net: Default::default(),
+                    runs_later: Default::default(),
                     exit_code: Some(101),
                     signal: None,
                     timed_out: false,
