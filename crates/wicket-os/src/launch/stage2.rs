@@ -45,31 +45,10 @@ pub(super) fn run(args: &[OsString]) -> u8 {
     if let Err(message) = die_with_parent(launch.parent) {
         return fail(message);
     }
-    // The report, opened while its path is still the host's: the jail's
-    // tree masks it, and Landlock would refuse it after.
-    let report = match (&launch.report, launch.mounts && launch.policy.is_some()) {
-        (Some(path), true) => match open_report(path) {
-            Ok(report) => Some(report),
-            Err(message) => return fail(message),
-        },
-        _ => None,
+    let (report, guarded) = match confine(&launch) {
+        Ok(confined) => confined,
+        Err(message) => return fail(message),
     };
-    let guarded = match &launch.policy {
-        Some(policy) => match confine_init(&launch, policy) {
-            Ok(guarded) => Some((policy, guarded)),
-            Err(message) => return fail(message),
-        },
-        None => None,
-    };
-    // Not dumpable: no process of the command may open this one's
-    // descriptors through /proc/1/fd (the report), nor ptrace it and
-    // change what the settle does. The command's own programs are
-    // dumpable again at their exec.
-    if guarded.is_some()
-        && let Err(error) = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
-    {
-        return fail(format!("making the init not dumpable: {error}"));
-    }
     let since = nanoseconds_now();
     let child = match Command::new(&argv[0]).args(&argv[1..]).spawn() {
         Ok(child) => child,
@@ -119,6 +98,33 @@ pub(super) fn run(args: &[OsString]) -> u8 {
     }
     fail("the signal loop ended")
 }
+
+/// What stage 2 holds through the command: the report (opened while its
+/// path is still the host's: the jail's tree masks it, and Landlock would
+/// refuse it after), and with a policy the jail's layers applied and what
+/// the tree's scan found; stage 2 then not dumpable.
+fn confine(launch: &Launch) -> Result<(Option<File>, Guarded<'_>), String> {
+    let report = match (&launch.report, launch.mounts && launch.policy.is_some()) {
+        (Some(path), true) => Some(open_report(path)?),
+        _ => None,
+    };
+    let guarded = match &launch.policy {
+        Some(policy) => Some((policy, confine_init(launch, policy)?)),
+        None => None,
+    };
+    // Not dumpable: no process of the command may open this one's
+    // descriptors through /proc/1/fd (the report), nor ptrace it and
+    // change what the settle does. The command's own programs are
+    // dumpable again at their exec.
+    if guarded.is_some() {
+        rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
+            .map_err(|error| format!("making the init not dumpable: {error}"))?;
+    }
+    Ok((report, guarded))
+}
+
+/// The policy of a sandboxed command and, with a tree, what its scan found.
+type Guarded<'a> = Option<(&'a Policy, Option<Found>)>;
 
 /// Stage 2's layers, in order: the file tree (it needs the capability
 /// stage 1 passed), every capability dropped, the limits, Landlock, seccomp.
