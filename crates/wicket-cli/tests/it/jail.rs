@@ -579,6 +579,11 @@ fn files_that_run_later_are_named_on_the_card_and_in_the_result() {
 fn a_commands_result_lists_the_files_it_changed_that_other_tools_run() {
     let f = Fixture::new();
     f.write("tests/test_a.py", "def test_a():\n    pass\n");
+    // A command that changes none of them: no field at all. (First: a
+    // file changed less than stage 2's ctime margin before a command
+    // starts counts as that command's.)
+    let result = jailed(&f, "echo y > src.txt", &[]);
+    assert!(result.get("runs_later").is_none(), "{result:#}");
     // Each where its tool looks for it, then what a command would try to
     // add to the list: a line of its own on stderr, and stage 2's
     // descriptors (the report) through /proc/1/fd.
@@ -620,9 +625,6 @@ fn a_commands_result_lists_the_files_it_changed_that_other_tools_run() {
     ] {
         assert!(stderr.contains(line), "{line}: {result:#}");
     }
-    // A command that changes none of them: no field at all.
-    let result = jailed(&f, "echo y > src.txt", &[]);
-    assert!(result.get("runs_later").is_none(), "{result:#}");
 }
 
 /// Claude Code's documented PreToolUse validator, unchanged in shape: it
