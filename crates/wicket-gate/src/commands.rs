@@ -290,7 +290,7 @@ pub fn git_alias(argv: &[String]) -> Option<Vec<String>> {
 /// What `git ALIAS ARGUMENTS` runs when the alias is `value`: `git VALUE
 /// ARGUMENTS`, or, for `!VALUE`, the shell script `VALUE ARGUMENTS`.
 pub fn git_alias_expansion(
-    program: &String,
+    program: &str,
     value: &str,
     arguments: &[String],
 ) -> Option<Vec<String>> {
@@ -304,7 +304,7 @@ pub fn git_alias_expansion(
             Some(vec!["sh".into(), "-c".into(), script])
         }
         None => {
-            let mut expanded = vec![program.clone()];
+            let mut expanded = vec![program.to_string()];
             expanded.extend(shlex::split(value)?);
             expanded.extend(arguments.iter().cloned());
             Some(expanded)

@@ -5,14 +5,14 @@
 //! what it is. Read for deny and ask rules only; an allow never covers a
 //! call because of what an alias says.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::commands::{git_alias_expansion, git_subcommand, program_name};
 
-/// The most of one config file that is read: git's own configs are a few
-/// KiB; a larger one's aliases past this are not seen.
-const CONFIG_MAX_BYTES: u64 = 256 * 1024;
+/// The largest config file that is read: git's own configs are a few KiB;
+/// a larger one's aliases are not seen (a limit a repository could use to
+/// hide one: it is set far past any real config).
+const CONFIG_MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How many aliases deep an expansion is followed (git stops at a loop).
 const MAX_DEPTH: usize = 8;
@@ -82,16 +82,14 @@ fn git_dir(workspace: &Path) -> Option<PathBuf> {
     })
 }
 
-/// A regular file's text, at most [`CONFIG_MAX_BYTES`]; nothing for a
-/// link, a FIFO or a device (never waited on).
+/// A regular file's text, of at most [`CONFIG_MAX_BYTES`]; nothing for a
+/// link, a FIFO or a device (never waited on), or a larger file.
 fn read_small(path: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() {
         return None;
     }
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(CONFIG_MAX_BYTES).read_to_end(&mut bytes).ok()?;
+    let bytes = wicket_os::files::read_regular(path, CONFIG_MAX_BYTES).ok()??;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
