@@ -188,10 +188,7 @@ impl Gate<'_> {
             git: args.git,
             read: self.access(network, false, &args.read)?.0.read,
         };
-        let summary = self
-            .confinement
-            .sandbox
-            .summary(self.tools.workspace().root(), &access);
+        let summary = self.sandbox_summary(&access);
         let mut confine = self.confine(&summary, &access)?;
         let Some(policy) = confine.sandbox.as_mut() else {
             return Err(WireError::new(

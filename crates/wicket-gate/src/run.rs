@@ -107,10 +107,7 @@ impl Gate<'_> {
         self.network_allowed(request.network)?;
         let (access, read) = self.access(request.network, request.git, request.read)?;
         let key = Self::run_key(request.argv, request.dir, &access);
-        let sandbox = self
-            .confinement
-            .sandbox
-            .summary(self.tools.workspace().root(), &access);
+        let sandbox = self.sandbox_summary(&access);
         // Refused before any card when it could never start.
         let confine = self.confine(&sandbox, &access)?;
         let mut managed = None;
@@ -186,13 +183,7 @@ impl Gate<'_> {
         read: &[String],
     ) -> Result<Confine, WireError> {
         let (access, _) = self.access(network, git, read)?;
-        self.confine(
-            &self
-                .confinement
-                .sandbox
-                .summary(self.tools.workspace().root(), &access),
-            &access,
-        )
+        self.confine(&self.sandbox_summary(&access), &access)
     }
 
     pub(crate) fn confine(
@@ -239,6 +230,13 @@ impl Gate<'_> {
                 .map(|path| path.display().to_string())
                 .collect(),
         }
+    }
+
+    /// What a card says of the sandbox a command with `access` runs in, here.
+    pub(crate) fn sandbox_summary(&self, access: &Access) -> SandboxSummary {
+        self.confinement
+            .sandbox
+            .summary(self.tools.workspace().root(), access)
     }
 
     /// What a held run card says: the managed rule, what it denies, and

@@ -399,6 +399,17 @@ mod tests {
         (near, far)
     }
 
+    /// Everything the client is sent, to the end: a read that waits past
+    /// 10 s fails the test (the connection was never closed).
+    fn to_the_end(client: &mut TcpStream) -> Vec<u8> {
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reply = Vec::new();
+        client.read_to_end(&mut reply).unwrap();
+        reply
+    }
+
     fn never_asked(_: &Target, _: Option<&Resolved>) -> Decision {
         panic!("a client that asked for nothing is not decided")
     }
@@ -415,11 +426,7 @@ mod tests {
             matches!(&closed.outcome, Outcome::BadRequest(why) if why.contains("was not complete")),
             "{closed:?}"
         );
-        client
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut reply = Vec::new();
-        client.read_to_end(&mut reply).unwrap();
+        let reply = to_the_end(&mut client);
         assert!(
             String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 408 Request Timeout\r\n"),
             "{}",
@@ -439,11 +446,7 @@ mod tests {
             matches!(closed.outcome, Outcome::BadRequest(_)),
             "{closed:?}"
         );
-        client
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut reply = Vec::new();
-        client.read_to_end(&mut reply).unwrap();
+        let reply = to_the_end(&mut client);
         assert_eq!(reply, [5, 0xff], "the reply, then the end");
         drop(kept);
     }
