@@ -60,6 +60,17 @@ use scan::Maker;
 use state::{Change, Content, Entry, StatKey, State};
 use tracker::Tracker;
 
+/// Which line a checkpoint writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taking {
+    /// Before a call: what the tracker heard since the last line.
+    Before,
+    /// Before a call, walking the whole workspace (a rewind's).
+    Walked,
+    /// After a call: what it left.
+    After,
+}
+
 /// Errors of the store, each saying what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -122,6 +133,18 @@ pub enum Error {
         /// The call that has none.
         missed: u64,
         /// The nearest checkpoint before it (0: none).
+        nearest: u64,
+    },
+    /// A call whose changes were not recorded on their own (a journal of
+    /// an older Wicket, or a call cut short): a rewind past it could take
+    /// back what others did.
+    #[error(
+        "what the call at event {unknown} changed was not recorded (its checkpoints were made by an older Wicket, or it was cut short), so a rewind past it could take back others' work; nothing was changed; the earliest point that can be rewound to is before event {nearest}"
+    )]
+    Unattributed {
+        /// The call whose changes are not known.
+        unknown: u64,
+        /// The earliest checkpoint a rewind can go back to (0: none).
         nearest: u64,
     },
 }
@@ -219,8 +242,33 @@ pub struct Info {
     pub at: u64,
     /// `write_file`, `search_replace`, `run`, `rewind`.
     pub tool: String,
-    /// Entries that changed since the checkpoint before.
+    /// Entries the call changed, where the session recorded what it left
+    /// (`scoped`); else entries that changed since the checkpoint before.
     pub changed: usize,
+    /// What the call changed was recorded on its own (a line after it):
+    /// a rewind past it takes back only this session's work.
+    #[serde(default)]
+    pub scoped: bool,
+}
+
+impl Info {
+    /// What the call changed, as a person reads it: `changed 3 entries`,
+    /// or, for a call an older Wicket recorded, what changed since the
+    /// checkpoint before it, said so.
+    pub fn changed_line(&self) -> String {
+        let plural = if self.changed == 1 {
+            "entry"
+        } else {
+            "entries"
+        };
+        match self.scoped {
+            true => format!("changed {} {plural}", self.changed),
+            false => format!(
+                "{} {plural} changed since the checkpoint before (what the call itself changed was not recorded)",
+                self.changed
+            ),
+        }
+    }
 }
 
 /// What one checkpoint took.
@@ -274,6 +322,10 @@ struct Line {
     /// checkpoints after `since` and before this one may not hold them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     doubt: Option<Doubt>,
+    /// The line after the call `seq` (its `changes`: what the call left),
+    /// not a checkpoint before one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    after: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -296,6 +348,8 @@ struct Record {
     doubt: Option<Doubted>,
     /// The journal's length up to and including this line.
     end: u64,
+    /// The line after a call: what it left ([`Line::after`]).
+    after: bool,
 }
 
 /// The session's `index.json`: where ids go on (they never repeat, even
@@ -316,7 +370,7 @@ struct Seen {
     entries: Vec<Change>,
 }
 
-struct Cache {
+pub(crate) struct Cache {
     /// The last recorded checkpoint, with its stat keys.
     journaled: State,
     journal_len: u64,
@@ -473,11 +527,13 @@ fn parse_records(bytes: &[u8], objects: Option<&Objects>) -> (Vec<Record>, bool)
                 at: line.at,
                 tool: line.tool,
                 changed: changes.len(),
+                scoped: false,
             },
             changes,
             base,
             doubt,
             end: end as u64,
+            after: line.after,
         });
     }
     (records, true)
@@ -682,7 +738,20 @@ impl Store {
         seq: u64,
         tool: &str,
     ) -> Result<Taken> {
-        self.take_with(workspace, settings, seq, tool, false)
+        self.take_with(workspace, settings, seq, tool, Taking::Before)
+    }
+
+    /// Records what the call at event `seq` left (a line after it): what
+    /// changed since its checkpoint, from what the tracker heard. A rewind
+    /// takes back only what these lines say this session's calls did.
+    pub fn take_after(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        seq: u64,
+        tool: &str,
+    ) -> Result<Taken> {
+        self.take_with(workspace, settings, seq, tool, Taking::After)
     }
 
     /// Records a checkpoint as [`Store::take`] does, but walking the whole
@@ -694,7 +763,7 @@ impl Store {
         seq: u64,
         tool: &str,
     ) -> Result<Taken> {
-        self.take_with(workspace, settings, seq, tool, true)
+        self.take_with(workspace, settings, seq, tool, Taking::Walked)
     }
 
     fn take_with(
@@ -703,11 +772,11 @@ impl Store {
         settings: &Settings,
         seq: u64,
         tool: &str,
-        whole: bool,
+        taking: Taking,
     ) -> Result<Taken> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        let taken = self.take_in(cache, workspace, settings, seq, tool, whole);
+        let taken = self.take_in(cache, workspace, settings, seq, tool, taking);
         if taken.is_err() {
             // What is in memory may be ahead of the journal: read again next time.
             *guard = None;
@@ -784,8 +853,9 @@ impl Store {
         settings: &Settings,
         seq: u64,
         tool: &str,
-        whole: bool,
+        taking: Taking,
     ) -> Result<Taken> {
+        let whole = taking == Taking::Walked;
         let home = self.home_below(workspace);
         let mut maker = self.maker(workspace, settings)?;
         maker.home = home.as_deref();
@@ -839,6 +909,7 @@ impl Store {
                 since: *since,
                 paths: paths.iter().map(|path| state::Named::of(path)).collect(),
             }),
+            after: taking == Taking::After,
         };
         let (id, changed) = (line.id, line.changes.len());
         self.append(cache, line)?;

@@ -612,7 +612,9 @@ impl Store {
     ) -> Result<Applied> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
-        if let Err(error) = self.take_in(cache, workspace, settings, seq, tool, true) {
+        if let Err(error) =
+            self.take_in(cache, workspace, settings, seq, tool, crate::Taking::Walked)
+        {
             *guard = None;
             return Err(error);
         }

@@ -83,6 +83,8 @@ impl Store {
                     since: *since,
                     paths: paths.iter().map(|path| state::Named::of(path)).collect(),
                 }),
+                // The first line holds the whole tree: never what one call did.
+                after: record.after && offset > 0,
             };
             text.push_str(&line_text(line, self.objects.get())?);
         }

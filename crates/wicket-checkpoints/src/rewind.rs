@@ -10,7 +10,7 @@ use wicket_tools::tree::Kind;
 use crate::objects::Objects;
 use crate::scan::heard_at;
 use crate::state::{self, Content, Entry, State};
-use crate::{Error, Info, Keep, Record, Result, Rewound, Settings, Store, scan};
+use crate::{Error, Info, Keep, Record, Result, Rewound, Settings, Store, Taking, scan};
 
 /// What a rewind will change (paths below the workspace root, as text).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -221,10 +221,11 @@ impl Plan {
     pub fn lines(&self) -> Vec<String> {
         use wicket_protocol::text::visible_line;
         let mut lines = Vec::new();
+        // A file the session changed or removed is restored; one it made is removed.
         for (verb, paths) in [
             ("restore", &self.restore),
-            ("create ", &self.create),
-            ("delete ", &self.delete),
+            ("restore", &self.create),
+            ("remove ", &self.delete),
         ] {
             lines.extend(
                 paths
@@ -335,6 +336,97 @@ impl Store {
         Err(Error::Gone)
     }
 
+    /// What takes back this session's calls from checkpoint `to` on, and
+    /// nothing else, against the workspace `now`: the target state is `now`
+    /// with each path a call of this session changed put back as it was
+    /// before the first of them, where it still holds what the last of them
+    /// left. A path changed since by anyone else is kept, and named
+    /// ([`Scoped::kept`]); a folder this session made that now holds what
+    /// it did not make is kept too. Refused when a call in the range has no
+    /// line after it (what it did is not known).
+    pub(crate) fn scoped(records: &[Record], to: &Info, now: &State) -> Result<Scoped> {
+        let Some(start) = records.iter().position(|record| record.info.id == to.id) else {
+            return Err(Error::Gone);
+        };
+        let mut state = State::new();
+        for record in &records[..=start] {
+            state::apply(&mut state, &record.changes);
+        }
+        let range = &records[start..];
+        // Every call from `to` on says what it left; a preview's apply is
+        // part of its call (its line before, the call's after).
+        if let Some(unknown) = range
+            .iter()
+            .filter(|record| !record.after && record.info.tool != PREVIEW_APPLY)
+            .map(|record| record.info.seq)
+            .find(|seq| {
+                !range
+                    .iter()
+                    .any(|after| after.after && after.info.seq == *seq)
+            })
+        {
+            return Err(unattributed(records, unknown));
+        }
+        let mut before: std::collections::BTreeMap<Vec<u8>, Option<Entry>> = Default::default();
+        let mut left: std::collections::BTreeMap<Vec<u8>, Option<Entry>> = Default::default();
+        for record in &range[1..] {
+            if !record.after {
+                state::apply(&mut state, &record.changes);
+                continue;
+            }
+            for (path, _) in &record.changes {
+                before
+                    .entry(path.clone())
+                    .or_insert_with(|| state.get(path).cloned());
+            }
+            state::apply(&mut state, &record.changes);
+            for (path, _) in &record.changes {
+                left.insert(path.clone(), state.get(path).cloned());
+            }
+        }
+        let mut then = now.clone();
+        let mut kept = Vec::new();
+        for (path, was) in &before {
+            let current = now.get(path);
+            let unchanged = match (left.get(path).cloned().flatten(), current) {
+                (None, None) => true,
+                (Some(left), Some(current)) => current.same_as(&left),
+                _ => false,
+            };
+            if !unchanged {
+                kept.push((path.clone(), CHANGED_SINCE.to_string()));
+                continue;
+            }
+            match was {
+                Some(entry) => {
+                    then.insert(path.clone(), entry.clone());
+                }
+                None => {
+                    then.remove(path);
+                }
+            }
+        }
+        // A folder to remove that still holds what stays keeps its place.
+        let removed: Vec<Vec<u8>> = before
+            .iter()
+            .filter(|(path, was)| was.is_none() && !then.contains_key(*path))
+            .map(|(path, _)| path.clone())
+            .collect();
+        for folder in removed.iter().rev() {
+            let mut inside = folder.clone();
+            inside.push(b'/');
+            let holds = then
+                .range(inside.clone()..)
+                .next()
+                .is_some_and(|(path, _)| path.starts_with(&inside));
+            if holds && let Some(current) = now.get(folder) {
+                then.insert(folder.clone(), current.clone());
+                kept.push((folder.clone(), HOLDS_OTHERS.to_string()));
+            }
+        }
+        Ok(Scoped { then, kept })
+    }
+
     /// The paths checkpoint `id` may not hold as they were: what a full
     /// walk after it found changed with nothing heard of it. Each doubt is
     /// the last full walk before it, its paths, and its line's id.
@@ -360,11 +452,7 @@ impl Store {
     /// Every checkpoint, oldest first.
     pub fn list(&self) -> Result<Vec<Info>> {
         let _guard = self.lock();
-        Ok(self
-            .records()?
-            .into_iter()
-            .map(|record| record.info)
-            .collect())
+        Ok(listed(self.records()?))
     }
 
     /// The first checkpoint at or after event `seq`: the files as they
@@ -380,23 +468,61 @@ impl Store {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
         let records = self.records()?;
-        let then = Self::state_at(&records, to.id)?;
         let mut doubts = Self::doubts(Self::recorded(&records), to.id);
         let home = self.home_below(workspace);
         let mut maker = self.maker(workspace, settings)?;
         maker.home = home.as_deref();
         maker.keep = Keep::HashOnly;
         let now = self.scan_full(workspace, &maker, &cache.journaled, None, None)?;
+        self.doubts_heard(cache, &now, to, &mut doubts);
+        let now = now.state(&cache.journaled);
+        let scoped = Self::scoped(&records, to, &now)?;
+        Ok(scoped.plan(&now, &doubts))
+    }
+
+    /// The paths a full walk (`now`) found changed that the tracker did not
+    /// hear since its last full walk, where that was before `to`: in doubt.
+    /// What the tracker heard is kept for the next checkpoint.
+    fn doubts_heard(
+        &self,
+        cache: &mut crate::Cache,
+        now: &scan::Scanned,
+        to: &Info,
+        doubts: &mut BTreeSet<Vec<u8>>,
+    ) {
         if let Some(tracker) = cache.tracker.as_mut() {
             let heard = tracker.drain();
             if let Some(since) = cache.walked.filter(|_| !heard.lost && cache.tracked_since)
                 && since < to.id
             {
-                let missed = scan::unheard(&cache.journaled, &now, &heard.paths, tracker);
+                let missed = scan::unheard(&cache.journaled, now, &heard.paths, tracker);
                 doubts.extend(missed);
             }
             tracker.keep(heard);
         }
+    }
+
+    /// What would take the whole workspace back to checkpoint `to`, every
+    /// path whoever changed it: for the tests that check a tracked
+    /// checkpoint holds what a full walk finds.
+    #[cfg(test)]
+    pub(crate) fn plan_whole(
+        &self,
+        workspace: &Workspace,
+        settings: &Settings,
+        to: &Info,
+    ) -> Result<Plan> {
+        let mut guard = self.lock();
+        let cache = self.cache(&mut guard, settings)?;
+        let records = self.records()?;
+        let then = Self::state_at(&records, to.id)?;
+        let mut maker = self.maker(workspace, settings)?;
+        let home = self.home_below(workspace);
+        maker.home = home.as_deref();
+        maker.keep = Keep::HashOnly;
+        let now = self.scan_full(workspace, &maker, &cache.journaled, None, None)?;
+        let mut doubts = Self::doubts(Self::recorded(&records), to.id);
+        self.doubts_heard(cache, &now, to, &mut doubts);
         Ok(Plan::between(&then, &now.state(&cache.journaled), &doubts))
     }
 
@@ -416,8 +542,10 @@ impl Store {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
         let records = self.records()?;
-        let then = Self::state_at(&records, to.id)?;
-        let before = self.take_in(cache, workspace, settings, seq, "rewind", true);
+        // Refused before anything is recorded: a checkpoint gone, or a call
+        // whose changes are not known.
+        Self::scoped(&records, to, &cache.journaled)?;
+        let before = self.take_in(cache, workspace, settings, seq, "rewind", Taking::Walked);
         let before = match before {
             Ok(before) => before,
             Err(error) => {
@@ -429,11 +557,18 @@ impl Store {
         let made =
             (before.doubt.as_ref()).map(|(since, paths)| (*since, paths.as_slice(), before.id));
         let doubts = Self::doubts(Self::recorded(&records).chain(made), to.id);
-        let plan = Plan::between(&then, &cache.journaled, &doubts);
+        let scoped = Self::scoped(&records, to, &cache.journaled)?;
+        let plan = scoped.plan(&cache.journaled, &doubts);
         let Some(objects) = self.objects(Some(workspace))? else {
             return Err(Error::Gone);
         };
         let applied = plan.apply(workspace, objects);
+        // What the rewind itself did, as any call's: a rewind of it (`--undo`)
+        // takes back that and nothing else.
+        if let Err(error) = self.take_in(cache, workspace, settings, seq, "rewind", Taking::After) {
+            *guard = None;
+            return Err(error);
+        }
         Ok(Rewound {
             to: to.clone(),
             before,
@@ -448,4 +583,71 @@ pub fn first_at(checkpoints: &[Info], seq: u64) -> Result<&Info> {
         .iter()
         .find(|info| info.seq >= seq)
         .ok_or(Error::NoCheckpoint(seq))
+}
+
+/// The tool a preview's apply records its line before under.
+pub(crate) const PREVIEW_APPLY: &str = "preview";
+
+/// Why a path a call of this session changed is left as it is.
+const CHANGED_SINCE: &str = "changed since by someone else (another session, a tool or you): \
+     what this session left there is not what is there now, so it stays as it is";
+
+/// Why a folder this session made is left in place.
+const HOLDS_OTHERS: &str =
+    "this session made it, but it holds files this session did not make, so it stays";
+
+/// A rewind of this session's calls: the workspace as it will be, and the
+/// paths left as they are, with why.
+pub(crate) struct Scoped {
+    then: State,
+    kept: Vec<(Vec<u8>, String)>,
+}
+
+impl Scoped {
+    /// The steps from `now`, with what is kept said.
+    pub(crate) fn plan(&self, now: &State, doubts: &BTreeSet<Vec<u8>>) -> Plan {
+        let mut plan = Plan::between(&self.then, now, doubts);
+        plan.kept.extend(
+            self.kept
+                .iter()
+                .map(|(path, why)| (text(path), why.clone())),
+        );
+        plan
+    }
+}
+
+/// The error for a rewind past `unknown`, a call with no line after it:
+/// names the earliest point from which every call is known.
+fn unattributed(records: &[Record], unknown: u64) -> Error {
+    let nearest = records
+        .iter()
+        .filter(|record| !record.after && record.info.seq > unknown)
+        .find(|record| {
+            records
+                .iter()
+                .any(|after| after.after && after.info.seq == record.info.seq)
+        })
+        .map_or(0, |record| record.info.seq);
+    Error::Unattributed { unknown, nearest }
+}
+
+/// The checkpoints as a person picks one: a line before each call, with
+/// what that call changed where a line after it says (`scoped`).
+pub(crate) fn listed(records: Vec<Record>) -> Vec<Info> {
+    let mut listed: Vec<Info> = Vec::new();
+    for record in records {
+        if record.after {
+            if let Some(info) = listed
+                .iter_mut()
+                .rev()
+                .find(|info| info.seq == record.info.seq)
+            {
+                info.changed = record.changes.len();
+                info.scoped = true;
+            }
+            continue;
+        }
+        listed.push(record.info);
+    }
+    listed
 }

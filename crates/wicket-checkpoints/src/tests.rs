@@ -27,6 +27,14 @@ fn world() -> World {
     }
 }
 
+/// What the call at `seq` left, recorded as the gate records it after a call.
+fn after(world: &World, settings: &Settings, seq: u64) -> Taken {
+    world
+        .store
+        .take_after(&world.workspace, settings, seq, "run")
+        .unwrap()
+}
+
 fn rewind_to(world: &World, id: u64, seq: u64) -> Applied {
     let to = world
         .store
@@ -52,6 +60,7 @@ fn a_link_a_command_left_in_place_of_a_folder_carries_no_restore_out() {
     // The command swapped the folder for a link out of the workspace.
     std::fs::remove_dir_all(w.ws.join("d")).unwrap();
     std::os::unix::fs::symlink(&w.outside, w.ws.join("d")).unwrap();
+    after(&w, &settings, 1);
     let applied = rewind_to(&w, 1, 2);
     assert!(applied.failed.is_empty(), "{applied:?}");
     assert_eq!(applied.plan.restore, ["d"]);
@@ -71,11 +80,12 @@ fn a_file_over_the_limit_is_a_gap_said_once_and_never_deleted() {
     };
     w.store.take(&w.workspace, &settings, 1, "run").unwrap();
     std::fs::write(w.ws.join("big"), "0123456789").unwrap();
-    let taken = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    let taken = after(&w, &settings, 1);
     assert_eq!(taken.gaps.len(), 1, "{taken:?}");
     assert!(taken.gaps[0].1.contains("max_file_mb"), "{taken:?}");
     let again = w.store.take(&w.workspace, &settings, 3, "run").unwrap();
     assert!(again.gaps.is_empty(), "{again:?}");
+    after(&w, &settings, 3);
     let to = w.store.find(1).unwrap();
     let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
     assert!(plan.delete.is_empty(), "{plan:?}");
@@ -99,6 +109,7 @@ fn modes_links_and_emptied_folders_come_back_and_a_fresh_process_reads_the_index
     std::fs::set_permissions(w.ws.join("run.sh"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::remove_file(w.ws.join("link")).unwrap();
     std::fs::write(w.ws.join("link"), "not a link\n").unwrap();
+    after(&w, &settings, 1);
     // Another process: the store is read from disk.
     let session = w.store.dir.parent().unwrap().to_path_buf();
     let w = World {
@@ -135,19 +146,24 @@ fn old_checkpoints_are_pruned_and_their_objects_go() {
     w.store.take(&w.workspace, &settings, 1, "run").unwrap();
     std::fs::write(w.ws.join("f"), "new\n").unwrap();
     std::fs::write(w.ws.join("big"), &new_big).unwrap();
+    after(&w, &settings, 1);
     w.store.take(&w.workspace, &settings, 2, "run").unwrap();
-    // Make the first checkpoint 40 days old.
+    // Make the first call's lines (before and after it) 40 days old.
     let journal = w.store.journal();
     let text = std::fs::read_to_string(&journal).unwrap();
     let old = (now_secs() - 40 * 86_400).to_string();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let mut first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
-    first["at"] = serde_json::json!(old.parse::<u64>().unwrap());
-    lines[0] = first.to_string();
+    for line in &mut lines[..2] {
+        let mut first: serde_json::Value = serde_json::from_str(line).unwrap();
+        first["at"] = serde_json::json!(old.parse::<u64>().unwrap());
+        *line = first.to_string();
+    }
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
     let fresh = Store::new(w.store.dir.parent().unwrap(), &w.store.shared);
     std::fs::write(w.ws.join("f"), "newer\n").unwrap();
+    fresh.take_after(&w.workspace, &settings, 2, "run").unwrap();
     fresh.take(&w.workspace, &settings, 3, "run").unwrap();
+    fresh.take_after(&w.workspace, &settings, 3, "run").unwrap();
     let list = fresh.list().unwrap();
     assert_eq!(list.iter().map(|info| info.seq).collect::<Vec<_>>(), [2, 3]);
     let objects = fresh.objects.get().unwrap();
@@ -195,6 +211,7 @@ fn the_store_stays_below_max_store_mb_oldest_first_and_a_checkpoint_past_it_alon
     );
     // The newest is whole and rewinds.
     std::fs::write(w.ws.join("f"), "changed").unwrap();
+    after(&w, &settings, 4);
     let to = w.store.find(4).unwrap();
     w.store.rewind(&w.workspace, &settings, &to, 5).unwrap();
     assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(3));
@@ -249,13 +266,15 @@ fn a_damaged_line_loses_that_checkpoint_and_what_follows_not_the_store() {
     let settings = Settings::default();
     std::fs::write(w.ws.join("f"), "one\n").unwrap();
     w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    after(&w, &settings, 1);
     let journal = w.store.journal();
     let mut text = std::fs::read_to_string(&journal).unwrap();
     text.push_str("{\"id\": 2, \"seq\": 2, torn\n{\"id\":3}\n");
     std::fs::write(&journal, text).unwrap();
     let fresh = Store::new(w.store.dir.parent().unwrap(), &w.store.shared);
-    std::fs::write(w.ws.join("f"), "two\n").unwrap();
     fresh.take(&w.workspace, &settings, 5, "run").unwrap();
+    std::fs::write(w.ws.join("f"), "two\n").unwrap();
+    fresh.take_after(&w.workspace, &settings, 5, "run").unwrap();
     let seqs: Vec<u64> = fresh.list().unwrap().iter().map(|info| info.seq).collect();
     assert_eq!(seqs, [1, 5]);
     let to = fresh.find(1).unwrap();
@@ -273,6 +292,7 @@ fn a_file_that_is_ignored_now_is_never_written_over() {
     // The model hides the file from later checkpoints, then changes it.
     std::fs::write(w.ws.join(".gitignore"), "x.log\n").unwrap();
     std::fs::write(w.ws.join("x.log"), "precious\n").unwrap();
+    after(&w, &settings, 1);
     let applied = rewind_to(&w, 1, 2);
     assert_eq!(
         std::fs::read_to_string(w.ws.join("x.log")).unwrap(),
@@ -310,8 +330,9 @@ fn a_plan_stores_nothing() {
     let settings = Settings::default();
     std::fs::write(w.ws.join("f"), "one\n").unwrap();
     w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    std::fs::write(w.ws.join("f"), "the call's change\n").unwrap();
+    after(&w, &settings, 1);
     let stored = w.store.object_bytes();
-    std::fs::write(w.ws.join("f"), "a change nobody recorded\n").unwrap();
     let to = w.store.find(1).unwrap();
     let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
     assert_eq!(plan.restore, ["f"]);

@@ -129,18 +129,26 @@ fn tracked_checkpoints_hold_every_kind_of_change_as_a_full_walk_finds_it() {
         }),
     ];
     for (n, (what, step)) in steps.iter().enumerate() {
+        // The step is the call before this checkpoint's: its line after it.
         step(&w);
         let seq = n as u64 + 2;
-        let taken = w.store.take(&w.workspace, &settings, seq, "run").unwrap();
+        let taken = w
+            .store
+            .take_after(&w.workspace, &settings, seq - 1, "run")
+            .unwrap();
         // A changed ignore file walks whole: which paths count changed.
         let whole = *what == "an ignore file" || !w.tracked();
         assert_eq!(taken.whole, whole, "{what}: {taken:?}");
+        w.store.take(&w.workspace, &settings, seq, "run").unwrap();
         let plan = w
             .store
-            .plan(&w.workspace, &settings, &last(&w.store))
+            .plan_whole(&w.workspace, &settings, &last(&w.store))
             .unwrap();
         assert!(plan.is_empty() && plan.kept.is_empty(), "{what}: {plan:?}");
     }
+    w.store
+        .take_after(&w.workspace, &settings, steps.len() as u64 + 1, "run")
+        .unwrap();
     // Back to the first, every byte.
     let applied = rewind(&w, &w.store, 1, 20);
     assert!(applied.failed.is_empty(), "{applied:?}");
@@ -165,38 +173,40 @@ fn a_change_the_tracker_missed_is_left_as_it_is_never_written_with_bytes_no_one_
     w.write("f", "one\n");
     w.write("g", "g1\n");
     w.store.take(&w.workspace, &settings, 1, "run").unwrap();
-    // Changed behind the tracker's back.
+    // Changed behind the tracker's back, in the first call.
     w.write("f", "two\n");
     w.store.forget_heard();
-    let missed = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    let missed = w
+        .store
+        .take_after(&w.workspace, &settings, 1, "run")
+        .unwrap();
     assert!(!missed.whole);
+    w.store.take(&w.workspace, &settings, 2, "run").unwrap();
     w.write("g", "g2\n");
-    w.store.take(&w.workspace, &settings, 3, "run").unwrap();
-    // The plan walks whole and sees what was missed.
+    w.store
+        .take_after(&w.workspace, &settings, 2, "run")
+        .unwrap();
+    // A whole walk sees what was missed, and holds it in doubt.
     let plan = w
         .store
-        .plan(&w.workspace, &settings, &w.store.find(2).unwrap())
+        .plan_whole(&w.workspace, &settings, &w.store.find(2).unwrap())
         .unwrap();
     assert_eq!(plan.restore, ["g"], "{plan:?}");
     assert_eq!(plan.kept.len(), 1, "{plan:?}");
-    let applied = rewind(&w, &w.store, 2, 4);
+    // A rewind takes back what the session's calls were heard to change:
+    // never the bytes no checkpoint saw.
+    // Ids: 1 before call 1, 2 after it, 3 before call 2.
+    let applied = rewind(&w, &w.store, 3, 4);
     assert_eq!(w.read("g"), "g1\n");
     assert_eq!(
         w.read("f"),
         "two\n",
         "never the bytes checkpoint 2 did not see"
     );
-    assert_eq!(applied.plan.kept[0].0, "f");
-    assert!(applied.plan.kept[0].1.contains("not known"), "{applied:?}");
-    // The doubt stays in the journal, for another process too.
-    let fresh = w.session("one");
-    let plan = fresh
-        .plan(&w.workspace, &settings, &fresh.find(2).unwrap())
-        .unwrap();
-    assert_eq!(plan.kept.len(), 1, "{plan:?}");
-    // The first checkpoint walked whole: it is sure, and f goes back.
+    assert!(applied.failed.is_empty(), "{applied:?}");
+    // What no call was heard to change is nobody's to take back: f stays.
     rewind(&w, &w.store, 1, 5);
-    assert_eq!(w.read("f"), "one\n");
+    assert_eq!(w.read("f"), "two\n");
     assert_eq!(w.read("g"), "g1\n");
 }
 
@@ -220,12 +230,20 @@ fn an_overflowing_queue_means_a_full_walk_and_every_file_comes_back_right() {
         std::fs::write(w.ws.join(name), n.to_string()).unwrap();
     }
     w.write("f", "after the flood\n");
-    let taken = w.store.take(&w.workspace, &settings, 2, "run").unwrap();
+    let taken = w
+        .store
+        .take_after(&w.workspace, &settings, 1, "run")
+        .unwrap();
     assert!(taken.whole, "{taken:?}");
+    w.store.take(&w.workspace, &settings, 2, "run").unwrap();
     let churn = (w.read("churn-a"), w.read("churn-b"));
     w.write("f", "later\n");
     w.write("churn-a", "later\n");
-    let applied = rewind(&w, &w.store, 2, 3);
+    w.store
+        .take_after(&w.workspace, &settings, 2, "run")
+        .unwrap();
+    // Id 3: the checkpoint before call 2 (2 is the line after call 1).
+    let applied = rewind(&w, &w.store, 3, 3);
     assert!(
         applied.failed.is_empty() && applied.plan.kept.is_empty(),
         "{applied:?}"
@@ -252,8 +270,10 @@ fn two_sessions_share_objects_and_deleting_one_keeps_the_others_rewinds_byte_for
     // The second session's changes, then the first session gone.
     w.write("src/f7", "seven, changed\n");
     std::fs::write(w.ws.join("big"), b"small now").unwrap();
+    other.take_after(&w.workspace, &settings, 1, "run").unwrap();
     other.take(&w.workspace, &settings, 2, "run").unwrap();
     w.write("src/f7", "seven, again\n");
+    other.take_after(&w.workspace, &settings, 2, "run").unwrap();
     std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
     other.sweep().unwrap();
     let other = w.session("two");
@@ -263,7 +283,8 @@ fn two_sessions_share_objects_and_deleting_one_keeps_the_others_rewinds_byte_for
         assert_eq!(w.read(&format!("src/f{n}")), format!("file {n}\n"));
     }
     assert_eq!(std::fs::read(w.ws.join("big")).unwrap(), big);
-    let applied = rewind(&w, &other, 2, 4);
+    // Id 3: the checkpoint before the second call.
+    let applied = rewind(&w, &other, 3, 4);
     assert!(applied.failed.is_empty(), "{applied:?}");
     assert_eq!(w.read("src/f7"), "seven, changed\n");
     assert_eq!(std::fs::read(w.ws.join("big")).unwrap(), b"small now");
@@ -296,10 +317,13 @@ fn a_walk_ahead_makes_the_first_checkpoint_walk_only_what_changed_since() {
     assert_eq!(taken.gaps[0].0, "big");
     let plan = w
         .store
-        .plan(&w.workspace, &settings, &last(&w.store))
+        .plan_whole(&w.workspace, &settings, &last(&w.store))
         .unwrap();
     assert!(plan.is_empty(), "{plan:?}");
     w.write("a", "b\n");
+    w.store
+        .take_after(&w.workspace, &settings, 1, "run")
+        .unwrap();
     let to = w.store.find(1).unwrap();
     let rewound = w.store.rewind(&w.workspace, &settings, &to, 2).unwrap();
     assert_eq!(w.read("a"), "new\n", "{rewound:?}");
@@ -322,7 +346,7 @@ fn a_folder_heard_only_for_its_mode_does_not_vouch_for_what_it_holds() {
     std::fs::set_permissions(w.ws.join("a"), std::fs::Permissions::from_mode(0o750)).unwrap();
     let plan = w
         .store
-        .plan(&w.workspace, &settings, &w.store.find(2).unwrap())
+        .plan_whole(&w.workspace, &settings, &w.store.find(2).unwrap())
         .unwrap();
     assert_eq!(
         plan.restore,
@@ -360,6 +384,7 @@ fn past_max_store_mb_the_other_sessions_of_the_workspace_give_way_too() {
     let first = w.session("one");
     assert_eq!(first.list().unwrap().len(), 1);
     std::fs::write(w.ws.join("f"), b"changed").unwrap();
+    first.take_after(&w.workspace, &settings, 2, "run").unwrap();
     let applied = rewind(&w, &first, 2, 3);
     assert!(applied.failed.is_empty(), "{applied:?}");
     assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(1));
@@ -427,7 +452,9 @@ fn a_first_line_of_the_whole_tree_is_one_shared_object_kept_by_every_journal_nam
     // The first session gone and a sweep made: the second's rewinds still hold every file.
     w.write("src/d3/f3", "changed\n");
     std::fs::remove_file(w.ws.join("src/d4/f4")).unwrap();
+    other.take_after(&w.workspace, &settings, 1, "run").unwrap();
     other.take(&w.workspace, &settings, 2, "run").unwrap();
+    other.take_after(&w.workspace, &settings, 2, "run").unwrap();
     std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
     other.sweep().unwrap();
     let other = w.session("two");

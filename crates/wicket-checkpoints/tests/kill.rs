@@ -36,7 +36,13 @@ fn child(root: &Path) {
     let workspace = Workspace::open(&root.join("ws")).unwrap();
     let store = store_in(root);
     for n in 1.. {
+        // Round n is the call before checkpoint n: its line after it.
         round(&root.join("ws"), n);
+        if n > 1 {
+            store
+                .take_after(&workspace, &Settings::default(), n - 1, "run")
+                .unwrap();
+        }
         store
             .take(&workspace, &Settings::default(), n, "run")
             .unwrap();
@@ -80,11 +86,19 @@ fn a_kill_mid_append_leaves_the_next_checkpoint_and_every_rewind_working() {
     let store = store_in(&root);
     let kept = store.list().unwrap();
     assert!(kept.len() >= 3, "{kept:?}");
+    // The call the kill cut short ends here (its line after it).
     round(&ws, 1_000);
+    let last = kept.last().unwrap().seq;
     let next = store
-        .take(&workspace, &Settings::default(), 1_000, "run")
+        .take_after(&workspace, &Settings::default(), last, "run")
         .unwrap();
     assert!(next.gaps.is_empty(), "{next:?}");
+    store
+        .take(&workspace, &Settings::default(), 1_000, "run")
+        .unwrap();
+    store
+        .take_after(&workspace, &Settings::default(), 1_000, "run")
+        .unwrap();
     for info in kept.iter().rev().take(3).chain(kept.first()) {
         let applied = store
             .rewind(&workspace, &Settings::default(), info, 2_000 + info.id)

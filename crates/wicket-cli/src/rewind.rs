@@ -49,11 +49,11 @@ pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
     if options.list {
         for info in manager.checkpoints(&id)? {
             println!(
-                "{:>5}  {:<14}  {}  {} changed",
+                "{:>5}  {:<14}  {}  {}",
                 info.seq,
                 info.tool,
                 when(info.at),
-                info.changed
+                info.changed_line()
             );
         }
         return Ok(ExitCode::SUCCESS);

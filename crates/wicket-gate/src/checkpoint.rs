@@ -147,6 +147,39 @@ impl Gate<'_> {
         Ok(None)
     }
 
+    /// Records what the call at event `seq` left (the checkpoint store's
+    /// line after it), once it is over, so that a rewind takes back only
+    /// this session's work. A failure is a `checkpoint` event: the call's
+    /// own result stands, and a rewind past it is refused, saying why.
+    pub(crate) fn record_after(
+        &self,
+        call_id: &CallId,
+        seq: u64,
+        tool: &str,
+    ) -> Result<(), WireError> {
+        let Some(checkpointing) = self.checkpoints else {
+            return Ok(());
+        };
+        let Err(error) = checkpointing.store.take_after(
+            self.tools.workspace(),
+            checkpointing.settings,
+            seq,
+            tool,
+        ) else {
+            return Ok(());
+        };
+        self.session
+            .append(EventBody::Checkpoint(CheckpointEvent {
+                call_id: call_id.clone(),
+                message: format!(
+                    "what this call changed could not be recorded ({error}); a rewind cannot go \
+                     back past it"
+                ),
+            }))
+            .map_err(internal)?;
+        Ok(())
+    }
+
     /// Waits for `answer` (a card's), saying every second how far the walk
     /// of the checkpoint still being taken got (`walking`: it was when the
     /// card went up): every front end shows the newest on the open card.

@@ -421,13 +421,17 @@ impl<'a> Gate<'a> {
             if !call.changes_files() {
                 return self.dispatch(call_id, call, answerer, cancel);
             }
-            std::thread::scope(|scope| {
-                self.start_checkpoint(scope, call_id, self.checkpoint_seq(logged.seq), call.name());
+            let seq = self.checkpoint_seq(logged.seq);
+            let result = std::thread::scope(|scope| {
+                self.start_checkpoint(scope, call_id, seq, call.name());
                 let result = self.dispatch(call_id, call, answerer, cancel);
                 // A call that ended before it changed anything (denied,
                 // refused) still records the checkpoint's gaps.
                 self.settle().and(result)
-            })
+            });
+            // What it left, whatever it came to: a refused call left nothing.
+            self.record_after(call_id, seq, call.name())?;
+            result
         });
         self.log_result(call_id, &result)?;
         result

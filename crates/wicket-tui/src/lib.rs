@@ -525,10 +525,10 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
             points.push((
                 Pick::Rewind(RewindTo::Seq(info.seq)),
                 format!(
-                    "{:>5}    before {} · {} changed",
+                    "{:>5}    before {}: {}",
                     info.seq,
                     visible_line(&what),
-                    info.changed
+                    info.changed_line()
                 ),
             ));
         }

@@ -281,8 +281,8 @@ fn rewind_shows_what_it_will_change_and_asks() {
     let output = rewind(&f, &["ask"]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     let shown = text(&output);
-    assert!(shown.contains("  create  a.txt"), "{shown}");
-    assert!(shown.contains("  delete  n.txt"), "{shown}");
+    assert!(shown.contains("  restore a.txt"), "{shown}");
+    assert!(shown.contains("  remove  n.txt"), "{shown}");
     assert!(shown.contains("add --yes"), "{shown}");
     assert!(f.ws.join("n.txt").exists());
     // The default is before the last turn.
@@ -423,4 +423,102 @@ fn a_rewind_past_a_call_whose_checkpoint_failed_is_refused() {
     assert_ne!(output.status.code(), Some(0), "{}", text(&output));
     assert!(text(&output).contains("was not taken"), "{}", text(&output));
     assert!(!f.ws.join("f1").exists());
+}
+
+/// The `tool_call` event's seq of the first call of session `id`.
+fn first_call(f: &Fixture, id: &str) -> u64 {
+    f.log(id)
+        .iter()
+        .find(|event| event["type"] == "tool_call")
+        .and_then(|event| event["seq"].as_u64())
+        .unwrap()
+}
+
+/// A turn of session `session` that makes the calls `calls`, every card allowed once.
+fn calls(f: &Fixture, session: &str, calls: Value) {
+    let mut replies: Vec<Value> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| json!({"tool_calls": [call]}))
+        .collect();
+    replies.push(json!({"text": "done"}));
+    let model = script(f, &format!("{session}.json"), Value::Array(replies));
+    turn(f, &model, session, |_| {});
+}
+
+#[test]
+fn a_rewind_takes_back_its_own_sessions_work_and_nothing_else() {
+    let f = Fixture::new();
+    f.write("shared.txt", "as it was\n");
+    calls(
+        &f,
+        "a",
+        json!([
+            {"name": "write_file", "arguments": {"path": "made-by-a.txt", "content": "A's\n"}},
+            {"name": "write_file", "arguments": {"path": "shared.txt", "content": "A's edit\n"}}
+        ]),
+    );
+    calls(
+        &f,
+        "b",
+        json!([{"name": "write_file", "arguments": {"path": "b.txt", "content": "B's\n"}}]),
+    );
+    // The person's own work, by hand: a new file, and an edit of what A wrote.
+    f.write("mine.txt", "mine\n");
+    f.write("shared.txt", "the person's edit\n");
+    let before = manifest(&f.ws);
+    let to = first_call(&f, "a").to_string();
+    let output = rewind(&f, &["a", "--to", &to]);
+    let shown = text(&output);
+    assert!(shown.contains("  remove  made-by-a.txt"), "{shown}");
+    assert!(
+        shown.contains("keep    shared.txt: changed since by someone else"),
+        "{shown}"
+    );
+    for never in ["b.txt", "mine.txt"] {
+        assert!(!shown.contains(never), "{never} is not A's: {shown}");
+    }
+    let output = rewind(&f, &["a", "--to", &to, "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(!f.ws.join("made-by-a.txt").exists());
+    assert_eq!(f.read("b.txt"), "B's\n");
+    assert_eq!(f.read("mine.txt"), "mine\n");
+    assert_eq!(f.read("shared.txt"), "the person's edit\n");
+    // And back, byte for byte.
+    let output = rewind(&f, &["a", "--undo", "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&f.ws), before);
+    // The list says what each call changed.
+    let output = rewind(&f, &["a", "--list"]);
+    let listed = text(&output);
+    assert!(
+        listed.contains("write_file") && listed.contains("changed 1 entry"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_rewind_keeps_what_another_sessions_command_wrote_over_its_own() {
+    let f = Fixture::new();
+    calls(
+        &f,
+        "a",
+        json!([{"name": "run", "arguments": {"argv": ["sh", "-c", "echo x > gen.txt"]}}]),
+    );
+    calls(
+        &f,
+        "b",
+        json!([{"name": "run", "arguments": {"argv": ["sh", "-c", "echo y >> gen.txt"]}}]),
+    );
+    let to = first_call(&f, "a").to_string();
+    let output = rewind(&f, &["a", "--to", &to, "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("gen.txt"), "{}", text(&output));
+    assert_eq!(f.read("gen.txt"), "x\ny\n", "B's bytes are kept");
+    // B's own rewind takes back its line, and only that.
+    let to = first_call(&f, "b").to_string();
+    let output = rewind(&f, &["b", "--to", &to, "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(f.read("gen.txt"), "x\n");
 }

@@ -75,9 +75,10 @@ impl ManagerError {
             ManagerError::Busy(_) | ManagerError::Rewinding(_) => Refusal::Busy,
             ManagerError::Closing(_) => Refusal::Closing,
             ManagerError::Checkpoints(checkpoints) => match checkpoints {
-                Checkpoints::NoCheckpoint(_) | Checkpoints::Gone | Checkpoints::Missed { .. } => {
-                    Refusal::NotFound
-                }
+                Checkpoints::NoCheckpoint(_)
+                | Checkpoints::Gone
+                | Checkpoints::Missed { .. }
+                | Checkpoints::Unattributed { .. } => Refusal::NotFound,
                 Checkpoints::BadGlob { .. } => Refusal::Invalid("invalid_args"),
                 Checkpoints::ChangedSincePreview(_) => Refusal::Invalid("stale"),
                 Checkpoints::Io { .. }
