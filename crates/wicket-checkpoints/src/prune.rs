@@ -116,17 +116,27 @@ impl Store {
     }
 
     /// Every object the journals of the other sessions on the store `key`
-    /// name, with `own`. Another session's journal is only read: a torn
-    /// tail is its own process's to cut. Any error but a file that is not
-    /// there is the sweep's end: a session not read is a session whose
-    /// objects would go.
+    /// name, with `own`. Any error but a file that is not there is the
+    /// sweep's end: a session not read is a session whose objects would go.
     fn marked(
         &self,
         key: &str,
         mut keep: HashSet<state::Hash>,
     ) -> std::io::Result<HashSet<state::Hash>> {
+        for (_, records) in self.other_sessions(key)? {
+            keep = named_by(&records, keep);
+        }
+        Ok(keep)
+    }
+
+    /// The journals of the other sessions on the store `key`, each with its
+    /// session's folder name. Another session's journal is only read: a
+    /// torn tail is its own process's to cut, and a line whose base is
+    /// missing ends what is read of it.
+    pub(crate) fn other_sessions(&self, key: &str) -> std::io::Result<Vec<(String, Vec<Record>)>> {
+        let mut others = Vec::new();
         let Some(sessions) = self.dir.parent().and_then(Path::parent) else {
-            return Ok(keep);
+            return Ok(others);
         };
         let own = self.dir.parent();
         for entry in std::fs::read_dir(sessions)? {
@@ -153,10 +163,13 @@ impl Store {
             else {
                 continue;
             };
-            // A line whose base is missing names what it can: the lines before it.
-            keep = named_by(&parse_records(&bytes, self.objects.get()).0, keep);
+            let name = session
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            others.push((name, parse_records(&bytes, self.objects.get()).0));
         }
-        Ok(keep)
+        Ok(others)
     }
 
     /// Brings the objects below `max` bytes: the older half of the

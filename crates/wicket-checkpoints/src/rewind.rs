@@ -344,7 +344,12 @@ impl Store {
     /// ([`Scoped::kept`]); a folder this session made that now holds what
     /// it did not make is kept too. Refused when a call in the range has no
     /// line after it (what it did is not known).
-    pub(crate) fn scoped(records: &[Record], to: &Info, now: &State) -> Result<Scoped> {
+    pub(crate) fn scoped(
+        records: &[Record],
+        to: &Info,
+        now: &State,
+        others: &[(String, Vec<Record>)],
+    ) -> Result<Scoped> {
         let Some(start) = records.iter().position(|record| record.info.id == to.id) else {
             return Err(Error::Gone);
         };
@@ -368,7 +373,9 @@ impl Store {
             return Err(unattributed(records, unknown));
         }
         let mut before: std::collections::BTreeMap<Vec<u8>, Option<Entry>> = Default::default();
-        let mut left: std::collections::BTreeMap<Vec<u8>, Option<Entry>> = Default::default();
+        // What the last of this session's calls to touch a path left, and that call's tool.
+        let mut left: std::collections::BTreeMap<Vec<u8>, (Option<Entry>, &str)> =
+            Default::default();
         for record in &range[1..] {
             if !record.after {
                 state::apply(&mut state, &record.changes);
@@ -381,20 +388,41 @@ impl Store {
             }
             state::apply(&mut state, &record.changes);
             for (path, _) in &record.changes {
-                left.insert(path.clone(), state.get(path).cloned());
+                left.insert(
+                    path.clone(),
+                    (state.get(path).cloned(), record.info.tool.as_str()),
+                );
             }
         }
         let mut then = now.clone();
         let mut kept = Vec::new();
         for (path, was) in &before {
             let current = now.get(path);
-            let unchanged = match (left.get(path).cloned().flatten(), current) {
-                (None, None) => true,
-                (Some(left), Some(current)) => current.same_as(&left),
-                _ => false,
+            let (left, tool) = left.get(path).cloned().unwrap_or((None, ""));
+            if !same(left.as_ref(), current) {
+                let why = match who(others, path, current, Claims::Any) {
+                    Some(by) => format!(
+                        "changed since by {by}: what this session left there is not what is \
+                         there now, so it stays as it is"
+                    ),
+                    None => CHANGED_SINCE.to_string(),
+                };
+                kept.push((path.clone(), why));
+                continue;
+            }
+            // Another session's call left the same there (at the same time,
+            // or after): it may be theirs, and it stays. A write's line names
+            // what it wrote, give or take a moment; a command's, all that
+            // changed while it ran: a write is not held back by a command's.
+            let claims = match WRITES.contains(&tool) {
+                true => Claims::Writes,
+                false => Claims::Any,
             };
-            if !unchanged {
-                kept.push((path.clone(), CHANGED_SINCE.to_string()));
+            if let Some(by) = who(others, path, current, claims) {
+                kept.push((
+                    path.clone(),
+                    format!("{by} left it as it is too, so it may be theirs; it stays as it is"),
+                ));
                 continue;
             }
             match was {
@@ -425,6 +453,14 @@ impl Store {
             }
         }
         Ok(Scoped { then, kept })
+    }
+
+    /// The journals of the other sessions of this workspace, for a
+    /// rewind's plan to name who changed what (none when they cannot be
+    /// read: a change is then said to be someone else's).
+    fn others(&self) -> Vec<(String, Vec<Record>)> {
+        let key = self.named_key().unwrap_or_default();
+        self.other_sessions(&key).unwrap_or_default()
     }
 
     /// The paths checkpoint `id` may not hold as they were: what a full
@@ -476,7 +512,7 @@ impl Store {
         let now = self.scan_full(workspace, &maker, &cache.journaled, None, None)?;
         self.doubts_heard(cache, &now, to, &mut doubts);
         let now = now.state(&cache.journaled);
-        let scoped = Self::scoped(&records, to, &now)?;
+        let scoped = Self::scoped(&records, to, &now, &self.others())?;
         Ok(scoped.plan(&now, &doubts))
     }
 
@@ -544,7 +580,7 @@ impl Store {
         let records = self.records()?;
         // Refused before anything is recorded: a checkpoint gone, or a call
         // whose changes are not known.
-        Self::scoped(&records, to, &cache.journaled)?;
+        Self::scoped(&records, to, &cache.journaled, &[])?;
         let before = self.take_in(cache, workspace, settings, seq, "rewind", Taking::Walked);
         let before = match before {
             Ok(before) => before,
@@ -557,7 +593,7 @@ impl Store {
         let made =
             (before.doubt.as_ref()).map(|(since, paths)| (*since, paths.as_slice(), before.id));
         let doubts = Self::doubts(Self::recorded(&records).chain(made), to.id);
-        let scoped = Self::scoped(&records, to, &cache.journaled)?;
+        let scoped = Self::scoped(&records, to, &cache.journaled, &self.others())?;
         let plan = scoped.plan(&cache.journaled, &doubts);
         let Some(objects) = self.objects(Some(workspace))? else {
             return Err(Error::Gone);
@@ -588,8 +624,9 @@ pub fn first_at(checkpoints: &[Info], seq: u64) -> Result<&Info> {
 /// The tool a preview's apply records its line before under.
 pub(crate) const PREVIEW_APPLY: &str = "preview";
 
-/// Why a path a call of this session changed is left as it is.
-const CHANGED_SINCE: &str = "changed since by someone else (another session, a tool or you): \
+/// Why a path a call of this session changed is left as it is, when no
+/// session of Wicket's wrote what is there now.
+const CHANGED_SINCE: &str = "changed since by someone else, not Wicket (you or another tool): \
      what this session left there is not what is there now, so it stays as it is";
 
 /// Why a folder this session made is left in place.
@@ -601,6 +638,63 @@ const HOLDS_OTHERS: &str =
 pub(crate) struct Scoped {
     then: State,
     kept: Vec<(Vec<u8>, String)>,
+}
+
+/// The write tools: a line after one of them names what it wrote, with
+/// at most what else changed in the same moment.
+const WRITES: [&str; 2] = ["write_file", "search_replace"];
+
+/// Which other sessions' lines may claim a path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claims {
+    /// Any call's.
+    Any,
+    /// Only a write's.
+    Writes,
+}
+
+/// Whether two entries (or their absence) are the same.
+fn same(one: Option<&Entry>, other: Option<&Entry>) -> bool {
+    match (one, other) {
+        (None, None) => true,
+        (Some(one), Some(other)) => one.same_as(other),
+        _ => false,
+    }
+}
+
+/// The other session whose newest call left `path` as `entry` is, as a
+/// person reads it (`session b (its run at event 7)`), as far as the
+/// journals say.
+fn who(
+    others: &[(String, Vec<Record>)],
+    path: &[u8],
+    entry: Option<&Entry>,
+    claims: Claims,
+) -> Option<String> {
+    others
+        .iter()
+        .flat_map(|(session, records)| {
+            records
+                .iter()
+                .filter(|record| record.after)
+                .filter(move |record| {
+                    claims == Claims::Any || WRITES.contains(&record.info.tool.as_str())
+                })
+                .filter(|record| {
+                    record
+                        .changes
+                        .iter()
+                        .any(|(changed, left)| changed == path && same(left.as_ref(), entry))
+                })
+                .map(move |record| (record.info.at, session, record))
+        })
+        .max_by_key(|(at, _, _)| *at)
+        .map(|(_, session, record)| {
+            format!(
+                "session {session} (its {} at event {})",
+                record.info.tool, record.info.seq
+            )
+        })
 }
 
 impl Scoped {
