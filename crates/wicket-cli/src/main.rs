@@ -163,8 +163,11 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
         /// Go on with this session.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "continue_last")]
         session: Option<String>,
+        /// Go on with the newest session in this workspace.
+        #[arg(long = "continue")]
+        continue_last: bool,
     },
     /// Speak the Agent Client Protocol on stdin and stdout, so an editor hosts Wicket.
     Acp {
@@ -184,7 +187,15 @@ enum Command {
     },
     /// Print a session's events.
     Log {
-        id: String,
+        /// The session (or --last).
+        #[arg(required_unless_present = "last", conflicts_with = "last")]
+        id: Option<String>,
+        /// The newest session in this workspace (--workspace, default: the current folder).
+        #[arg(long)]
+        last: bool,
+        /// With --last: the workspace whose newest session is meant.
+        #[arg(long, requires = "last")]
+        workspace: Option<PathBuf>,
         /// One JSON event per line, as in log.jsonl.
         #[arg(long)]
         json: bool,
@@ -203,7 +214,15 @@ enum Command {
     /// Put a session's files back to how they were before an event (default:
     /// before the last turn that changed anything), after showing what changes.
     Rewind {
-        session: String,
+        /// The session (or --last).
+        #[arg(required_unless_present = "last", conflicts_with = "last")]
+        session: Option<String>,
+        /// The newest session in this workspace (--workspace, default: the current folder).
+        #[arg(long)]
+        last: bool,
+        /// With --last: the workspace whose newest session is meant.
+        #[arg(long, requires = "last")]
+        workspace: Option<PathBuf>,
         /// Before this log event (`wicket log SESSION` shows the numbers).
         #[arg(long)]
         to: Option<u64>,
@@ -306,6 +325,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 workspace: None,
                 model: None,
                 session: None,
+                continue_last: false,
             }
         }
         None => {
@@ -320,10 +340,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             workspace,
             model,
             session,
+            continue_last,
         } => {
             let workspace = match workspace {
                 Some(dir) => dir,
                 None => std::env::current_dir()?,
+            };
+            let session = match continue_last {
+                true => Some(
+                    session::newest_in(&session::home(), &workspace)
+                        .map_err(|why| anyhow::anyhow!(why))?,
+                ),
+                false => session,
             };
             let code = wicket_tui::run(wicket_tui::Options {
                 home: session::home(),
@@ -387,7 +415,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Acp { model } => acp(model),
         Command::Mcp { command } => mcp_command(command),
         Command::Sessions { json } => sessions(json),
-        Command::Log { id, json } => log(&id, json),
+        Command::Log {
+            id,
+            last,
+            workspace,
+            json,
+        } => log(&picked(id, last, workspace)?, json),
         Command::Grants {
             action: None,
             session,
@@ -410,12 +443,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => import::run(from, workspace, dry_run),
         Command::Rewind {
             session,
+            last,
+            workspace,
             to,
             undo,
             yes,
             list,
         } => rewind::rewind(rewind::Options {
-            session,
+            session: picked(session, last, workspace)?,
             to,
             undo,
             yes,
@@ -708,6 +743,22 @@ fn allow_always_allowed() -> anyhow::Result<()> {
 }
 
 /// Who answers `wicket tool`'s cards: the flag, else a prompt on a terminal, else deny.
+/// The session a command names: its id, or with `--last` the newest in
+/// `workspace` (default: the current folder).
+fn picked(id: Option<String>, last: bool, workspace: Option<PathBuf>) -> anyhow::Result<String> {
+    match (id, last) {
+        (Some(id), false) => Ok(id),
+        (_, true) => {
+            let workspace = match workspace {
+                Some(dir) => dir,
+                None => std::env::current_dir()?,
+            };
+            session::newest_in(&session::home(), &workspace).map_err(|why| anyhow::anyhow!(why))
+        }
+        (None, false) => anyhow::bail!("give a session's id, or --last for the newest here"),
+    }
+}
+
 fn answerer_for(answers: Option<Answers>) -> Box<dyn Answerer> {
     match answers {
         Some(Answers::Deny) => Box::new(answer::Printing::new(Policy(Answer::Deny))),

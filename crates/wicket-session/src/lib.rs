@@ -630,6 +630,28 @@ pub fn list(home: &Path) -> Vec<Meta> {
     metas
 }
 
+/// The newest session (by its last update) whose workspace is `workspace`
+/// (compared where it really is), not a sub-task's: what `--last` and
+/// `--continue` pick. The error says which folder had none.
+pub fn newest_in(home: &Path, workspace: &Path) -> Result<String, String> {
+    let wanted = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    list(home)
+        .into_iter()
+        .filter(|meta| meta.parent.is_none())
+        .find(|meta| {
+            let theirs = PathBuf::from(&meta.workspace);
+            std::fs::canonicalize(&theirs).unwrap_or(theirs) == wanted
+        })
+        .map(|meta| meta.id)
+        .ok_or_else(|| {
+            format!(
+                "no session has worked in {} yet; `wicket sessions` lists them all, or give a \
+                 session's id",
+                wanted.display()
+            )
+        })
+}
+
 /// The arguments as canonical JSON: keys sorted at every level, so an
 /// allow_session key matches the same arguments however they were ordered.
 pub fn canonical(value: &serde_json::Value) -> String {

@@ -17,6 +17,10 @@ pub struct Api {
     /// The token.
     pub token: String,
     client: Client,
+    /// For event streams: no deadline on the whole response, which lasts
+    /// as long as the test reads it (a slow machine reads longer); a
+    /// stream that stops is the test runner's to end.
+    streams: Client,
 }
 
 /// What a request got back.
@@ -41,6 +45,10 @@ impl Api {
                 .timeout(Duration::from_secs(30))
                 .build()
                 .expect("an HTTP client"),
+            streams: Client::builder()
+                .timeout(None)
+                .build()
+                .expect("an HTTP client"),
         }
     }
 
@@ -53,7 +61,7 @@ impl Api {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> Reply {
-        let response = self.send(method, path, body, headers, None);
+        let response = self.send(method, path, body, headers, false);
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().unwrap_or_default();
@@ -64,13 +72,15 @@ impl Api {
         }
     }
 
+    /// Sends a request; a `stream`'s response has no deadline on its whole
+    /// body (an event stream), any other's the client's 30 s.
     fn send(
         &self,
         method: &str,
         path: &str,
         body: Option<Value>,
         headers: &[(&str, &str)],
-        timeout: Option<Duration>,
+        stream: bool,
     ) -> Response {
         let mut all = HeaderMap::new();
         let host = format!("127.0.0.1:{}", self.port);
@@ -88,14 +98,15 @@ impl Api {
         }
         let url = format!("http://127.0.0.1:{}{path}", self.port);
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self.client.request(method, url).headers(all);
+        let client = match stream {
+            false => &self.client,
+            true => &self.streams,
+        };
+        let mut request = client.request(method, url).headers(all);
         if let Some(body) = body {
             request = request
                 .header("content-type", "application/json")
                 .body(body.to_string());
-        }
-        if let Some(timeout) = timeout {
-            request = request.timeout(timeout);
         }
         request.send().expect("the server answers")
     }
@@ -123,7 +134,7 @@ impl Api {
             &format!("/api/sessions/{id}/events?after={after}"),
             None,
             &headers,
-            Some(Duration::from_secs(60)),
+            true,
         );
         assert_eq!(response.status().as_u16(), 200, "the event stream opens");
         Events {

@@ -573,3 +573,44 @@ fn two_sessions_at_once_in_one_workspace_each_rewind_their_own() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(!f.ws.join("b.txt").exists());
 }
+
+#[test]
+fn last_picks_the_newest_session_of_the_workspace() {
+    let f = Fixture::new();
+    calls(
+        &f,
+        "older",
+        json!([{"name": "write_file", "arguments": {"path": "o.txt", "content": "o\n"}}]),
+    );
+    calls(
+        &f,
+        "newer",
+        json!([{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]),
+    );
+    // From inside the workspace, as a person runs it.
+    let run = |args: &[&str]| {
+        wicket()
+            .env("WICKET_HOME", &f.home)
+            .env("NO_COLOR", "1")
+            .current_dir(&f.ws)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["log", "--last", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("n.txt") && !text(&output).contains("o.txt"));
+    let output = run(&["rewind", "--last", "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(!f.ws.join("n.txt").exists());
+    assert_eq!(f.read("o.txt"), "o\n");
+    // Elsewhere, nothing to pick: the folder is named.
+    let output = run(&["log", "--last", "--workspace", f.outside.to_str().unwrap()]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        text(&output).contains("no session has worked in"),
+        "{}",
+        text(&output)
+    );
+}

@@ -23,7 +23,13 @@ impl Manager {
         let seq = match to {
             RewindTo::Seq(seq) => seq,
             RewindTo::LastTurn => {
-                let Some(last) = checkpoints.iter().rev().find(|info| info.tool != "rewind") else {
+                // The last turn that changed anything: a call denied, or one
+                // that left the files as they were, is no point to go back to.
+                let Some(last) = checkpoints
+                    .iter()
+                    .rev()
+                    .find(|info| info.tool != "rewind" && (!info.scoped || info.changed > 0))
+                else {
                     return Err(wicket_checkpoints::Error::NoCheckpoint(1).into());
                 };
                 events
