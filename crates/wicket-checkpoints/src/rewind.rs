@@ -350,55 +350,12 @@ impl Store {
         now: &State,
         others: &[(String, Vec<Record>)],
     ) -> Result<Scoped> {
-        let Some(start) = records.iter().position(|record| record.info.id == to.id) else {
-            return Err(Error::Gone);
-        };
-        let mut state = State::new();
-        for record in &records[..=start] {
-            state::apply(&mut state, &record.changes);
-        }
-        let range = &records[start..];
-        // Every call from `to` on says what it left; a preview's apply is
-        // part of its call (its line before, the call's after).
-        if let Some(unknown) = range
-            .iter()
-            .filter(|record| !record.after && record.info.tool != PREVIEW_APPLY)
-            .map(|record| record.info.seq)
-            .find(|seq| {
-                !range
-                    .iter()
-                    .any(|after| after.after && after.info.seq == *seq)
-            })
-        {
-            return Err(unattributed(records, unknown));
-        }
-        let mut before: std::collections::BTreeMap<Vec<u8>, Option<Entry>> = Default::default();
-        // What the last of this session's calls to touch a path left, and that call's tool.
-        let mut left: std::collections::BTreeMap<Vec<u8>, (Option<Entry>, &str)> =
-            Default::default();
-        for record in &range[1..] {
-            if !record.after {
-                state::apply(&mut state, &record.changes);
-                continue;
-            }
-            for (path, _) in &record.changes {
-                before
-                    .entry(path.clone())
-                    .or_insert_with(|| state.get(path).cloned());
-            }
-            state::apply(&mut state, &record.changes);
-            for (path, _) in &record.changes {
-                left.insert(
-                    path.clone(),
-                    (state.get(path).cloned(), record.info.tool.as_str()),
-                );
-            }
-        }
+        let touched = Touched::from(records, to)?;
         let mut then = now.clone();
         let mut kept = Vec::new();
-        for (path, was) in &before {
+        for (path, was) in &touched.before {
             let current = now.get(path);
-            let (left, tool) = left.get(path).cloned().unwrap_or((None, ""));
+            let (left, tool) = touched.left.get(path).cloned().unwrap_or_default();
             if !same(left.as_ref(), current) {
                 let why = match who(others, path, current, Claims::Any) {
                     Some(by) => format!(
@@ -414,7 +371,7 @@ impl Store {
             // or after): it may be theirs, and it stays. A write's line names
             // what it wrote, give or take a moment; a command's, all that
             // changed while it ran: a write is not held back by a command's.
-            let claims = match WRITES.contains(&tool) {
+            let claims = match WRITES.contains(&tool.as_str()) {
                 true => Claims::Writes,
                 false => Claims::Any,
             };
@@ -426,32 +383,11 @@ impl Store {
                 continue;
             }
             match was {
-                Some(entry) => {
-                    then.insert(path.clone(), entry.clone());
-                }
-                None => {
-                    then.remove(path);
-                }
-            }
+                Some(entry) => then.insert(path.clone(), entry.clone()),
+                None => then.remove(path),
+            };
         }
-        // A folder to remove that still holds what stays keeps its place.
-        let removed: Vec<Vec<u8>> = before
-            .iter()
-            .filter(|(path, was)| was.is_none() && !then.contains_key(*path))
-            .map(|(path, _)| path.clone())
-            .collect();
-        for folder in removed.iter().rev() {
-            let mut inside = folder.clone();
-            inside.push(b'/');
-            let holds = then
-                .range(inside.clone()..)
-                .next()
-                .is_some_and(|(path, _)| path.starts_with(&inside));
-            if holds && let Some(current) = now.get(folder) {
-                then.insert(folder.clone(), current.clone());
-                kept.push((folder.clone(), HOLDS_OTHERS.to_string()));
-            }
-        }
+        keep_folders_that_hold_others(&touched, now, &mut then, &mut kept);
         Ok(Scoped { then, kept })
     }
 
@@ -651,6 +587,93 @@ enum Claims {
     Any,
     /// Only a write's.
     Writes,
+}
+
+/// What this session's calls from a checkpoint on touched: each path as
+/// it was before the first of them, and as the last of them left it (with
+/// that call's tool).
+struct Touched {
+    before: std::collections::BTreeMap<Vec<u8>, Option<Entry>>,
+    left: std::collections::BTreeMap<Vec<u8>, (Option<Entry>, String)>,
+}
+
+impl Touched {
+    /// From the journal's lines from checkpoint `to` on. Refused when a
+    /// call there has no line after it, and when `to` is no longer kept.
+    fn from(records: &[Record], to: &Info) -> Result<Touched> {
+        let Some(start) = records.iter().position(|record| record.info.id == to.id) else {
+            return Err(Error::Gone);
+        };
+        let range = &records[start..];
+        // Every call from `to` on says what it left; a preview's apply is
+        // part of its call (its line before, the call's after).
+        if let Some(unknown) = range
+            .iter()
+            .filter(|record| !record.after && record.info.tool != PREVIEW_APPLY)
+            .map(|record| record.info.seq)
+            .find(|seq| {
+                !range
+                    .iter()
+                    .any(|after| after.after && after.info.seq == *seq)
+            })
+        {
+            return Err(unattributed(records, unknown));
+        }
+        let mut state = State::new();
+        for record in &records[..=start] {
+            state::apply(&mut state, &record.changes);
+        }
+        let mut touched = Touched {
+            before: Default::default(),
+            left: Default::default(),
+        };
+        for record in &range[1..] {
+            if record.after {
+                for (path, _) in &record.changes {
+                    touched
+                        .before
+                        .entry(path.clone())
+                        .or_insert_with(|| state.get(path).cloned());
+                }
+            }
+            state::apply(&mut state, &record.changes);
+            if record.after {
+                for (path, _) in &record.changes {
+                    let left = (state.get(path).cloned(), record.info.tool.clone());
+                    touched.left.insert(path.clone(), left);
+                }
+            }
+        }
+        Ok(touched)
+    }
+}
+
+/// A folder the session made, to be removed, that still holds what stays
+/// keeps its place, and is named.
+fn keep_folders_that_hold_others(
+    touched: &Touched,
+    now: &State,
+    then: &mut State,
+    kept: &mut Vec<(Vec<u8>, String)>,
+) {
+    let removed: Vec<Vec<u8>> = touched
+        .before
+        .iter()
+        .filter(|(path, was)| was.is_none() && !then.contains_key(*path))
+        .map(|(path, _)| path.clone())
+        .collect();
+    for folder in removed.iter().rev() {
+        let mut inside = folder.clone();
+        inside.push(b'/');
+        let holds = then
+            .range(inside.clone()..)
+            .next()
+            .is_some_and(|(path, _)| path.starts_with(&inside));
+        if holds && let Some(current) = now.get(folder) {
+            then.insert(folder.clone(), current.clone());
+            kept.push((folder.clone(), HOLDS_OTHERS.to_string()));
+        }
+    }
 }
 
 /// Whether two entries (or their absence) are the same.
