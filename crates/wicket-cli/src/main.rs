@@ -301,6 +301,9 @@ fn main() -> ExitCode {
         return ExitCode::from(code);
     }
     wicket_os::launch::install_launcher(launcher());
+    // `$WICKET_HOME` made absolute now, against the folder wicket started
+    // in, before anything reads it (a relative one broke every preview).
+    session::home();
     if let Err(error) = wicket_os::process::survive_file_size_limit() {
         show::say(format!(
             "SIGXFSZ cannot be handled ({error}); a write past the file-size limit would end wicket"

@@ -42,8 +42,23 @@ pub use error::{Error, Result};
 use lines::Line;
 use wicket_protocol::limits::{LOG_LINE_MAX_BYTES, LOG_SEQ_MAX, META_MAX_BYTES};
 
-/// `$WICKET_HOME`, else `$XDG_DATA_HOME/wicket`, else `~/.local/share/wicket`.
+/// `$WICKET_HOME`, else `$XDG_DATA_HOME/wicket`, else
+/// `~/.local/share/wicket`; made absolute against the folder the process
+/// is in at its first call (the binary calls it first thing), and the same
+/// from then on. A relative home kept relative would name another folder
+/// wherever it is used from (the jail's stage 2 runs in the command's cwd).
 pub fn home() -> PathBuf {
+    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let named = named_home();
+        // No cwd to resolve against: nothing relative works anyway; kept as named.
+        std::path::absolute(&named).unwrap_or(named)
+    })
+    .clone()
+}
+
+/// The home as the environment names it.
+fn named_home() -> PathBuf {
     if let Some(home) = std::env::var_os("WICKET_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(home);
     }

@@ -23,6 +23,7 @@ mod managed;
 mod mcp;
 mod output;
 mod preview;
+mod preview_apply;
 mod prompt;
 mod rewind;
 mod rules;

@@ -12,7 +12,7 @@ use crate::*;
 /// The spec's command: a change of each kind.
 const COMMAND: &str = "sed -i s/a/b/ x.txt; rm y.txt; mkdir d; echo n > d/new; chmod +x run.sh";
 
-fn fixture() -> Fixture {
+pub(crate) fn fixture() -> Fixture {
     let f = Fixture::new();
     f.write("x.txt", "a\n");
     f.write("y.txt", "y\n");
@@ -23,7 +23,7 @@ fn fixture() -> Fixture {
 
 /// Every entry below `root` (but `.git`): its kind, mode and bytes (a
 /// link's target).
-fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
     let mut found = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(folder) = stack.pop() {
@@ -59,17 +59,34 @@ fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
 /// Runs one previewed `sh -c COMMAND` turn, answering the run card
 /// `preview`; at the effects card `during` sees it first, then `answer`
 /// answers it. The events, and the exit code.
-fn previewed(f: &Fixture, command: &str, answer: &str, during: impl FnMut(&Value)) -> Vec<Value> {
+pub(crate) fn previewed(
+    f: &Fixture,
+    command: &str,
+    answer: &str,
+    during: impl FnMut(&Value),
+) -> Vec<Value> {
     let arguments = json!({"argv": ["sh", "-c", command], "preview": true});
     previewed_call(f, arguments, answer, during)
 }
 
 /// [`previewed`] of a `run` with `arguments` as they are.
-fn previewed_call(
+pub(crate) fn previewed_call(
+    f: &Fixture,
+    arguments: Value,
+    answer: &str,
+    during: impl FnMut(&Value),
+) -> Vec<Value> {
+    previewed_by(f, arguments, answer, during, |_| {})
+}
+
+/// [`previewed_call`] with the binary's command changed by `adjust` first
+/// (its environment, its folder).
+pub(crate) fn previewed_by(
     f: &Fixture,
     arguments: Value,
     answer: &str,
     mut during: impl FnMut(&Value),
+    adjust: impl FnOnce(&mut Command),
 ) -> Vec<Value> {
     let model = crate::exec::script(
         f,
@@ -79,7 +96,9 @@ fn previewed_call(
             {"text": "done"}
         ]),
     );
-    let mut child = crate::exec::exec(f, "go", &["--model", &model])
+    let mut command = crate::exec::exec(f, "go", &["--model", &model]);
+    adjust(&mut command);
+    let mut child = command
         .args(["--json", "--answers", "stdin"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -117,7 +136,7 @@ fn previewed_call(
     events
 }
 
-fn result(events: &[Value]) -> &Value {
+pub(crate) fn result(events: &[Value]) -> &Value {
     events
         .iter()
         .find(|event| event["type"] == "tool_result")
