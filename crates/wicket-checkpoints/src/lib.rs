@@ -31,6 +31,7 @@
 //! differs from the checkpoint it goes to, through the workspace's no-link
 //! path.
 
+mod layer;
 mod objects;
 mod preview;
 mod prune;
@@ -53,6 +54,7 @@ use wicket_protocol::limits::{
 use wicket_tools::Workspace;
 use wicket_tools::tree::{Go, Kind, Met};
 
+pub use layer::on_disk;
 use objects::{Objects, hash_of};
 pub use preview::{Effected, Preview};
 pub use rewind::{Applied, Plan, first_at};

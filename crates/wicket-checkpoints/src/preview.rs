@@ -17,9 +17,9 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use wicket_protocol::EffectKind;
 use wicket_tools::Workspace;
 
+use crate::layer::{self, Visit, joined, open_root};
 use crate::objects::{hash_of, stream};
 use crate::rewind::{Applied, Plan};
-use crate::scan::remove_below;
 use crate::state::{Content, Entry, StatKey, State};
 use crate::tracker::within;
 use crate::{Error, Result, Settings, Store};
@@ -52,24 +52,37 @@ pub struct Effected {
     /// Below a `.git`: a preview whose call may change git read it (the
     /// workspace's own `.git` is its before); no checkpoint holds it.
     pub git: bool,
+    /// Why a refused change is not applied.
+    pub why: Option<String>,
 }
 
 /// What a preview changed, ready to be applied or thrown away.
 #[derive(Debug, Clone, Default)]
 pub struct Preview {
-    /// Each changed path and what it becomes (`None`: removed, with what
-    /// was below it).
+    /// Each path apply changes, and what it becomes (`None`: removed, that
+    /// path alone: each path below a removed folder is a change of its
+    /// own, on the card too).
     changes: BTreeMap<Vec<u8>, Option<Entry>>,
-    /// What each path the preview touched held when it started (`None`:
-    /// nothing), below a removed folder too: apply refuses when the
-    /// workspace no longer holds that.
+    /// What the workspace held when the preview started at each changed
+    /// path and at every path below a changed or replaced folder (below
+    /// `.git`: at each changed path, `None` for nothing): apply refuses
+    /// when it holds anything else there.
     started: BTreeMap<Vec<u8>, Option<Entry>>,
-    /// As the card shows them, in path order.
+    /// The topmost paths apply changes, or folders the command replaced
+    /// (but below `.git`): below each, apply refuses a path `started` has
+    /// no record of (one made meanwhile).
+    roots: Vec<Vec<u8>>,
+    /// As the card shows them, in path order (a folder, then what is below it).
     pub seen: Vec<Effected>,
+    /// Folders the command replaced whole (opaque ones): each path below
+    /// one that apply removes is in `seen`, as deleted.
+    pub replaced: Vec<Vec<u8>>,
     /// What could not be read in the upper layer, and why.
     pub unread: Vec<(String, String)>,
     /// `.git` paths the workspace changed while the preview ran: apply refuses.
     moved: BTreeSet<Vec<u8>>,
+    /// Its call may change git: `.git` was read too.
+    git: bool,
 }
 
 impl Preview {
@@ -79,21 +92,26 @@ impl Preview {
     }
 }
 
-/// A path below the root, joined.
-fn joined(parent: &[u8], name: &[u8]) -> Vec<u8> {
-    if parent.is_empty() {
-        name.to_vec()
-    } else {
-        [parent, b"/", name].concat()
-    }
-}
-
 fn io(path: &[u8], error: impl std::fmt::Display) -> (String, String) {
     (wicket_tools::tree::shown(path), error.to_string())
 }
 
+/// One path the upper layer touches: what it held when the preview
+/// started and what it holds after (`None`: nothing), with a new file's
+/// first bytes (a link's target) and size.
+struct Touched {
+    before: Option<Entry>,
+    after: Option<Entry>,
+    shown: Vec<u8>,
+    bytes: u64,
+}
+
 /// Reads the upper layer against `before` (the workspace when the preview
-/// started), storing new bytes in `objects`.
+/// started), storing new bytes in `objects`: what each path becomes, read
+/// as the overlay shows it (a whiteout removes a path and all below it,
+/// an opaque folder all below it that the upper layer does not hold
+/// again), then compared path by path, so that what is the same after as
+/// before is no change, and every path that differs is one.
 struct Reader<'a> {
     before: &'a State,
     objects: &'a crate::objects::Objects,
@@ -103,6 +121,18 @@ struct Reader<'a> {
     git_since: Option<i128>,
     /// The first bytes of the workspace's `.git` files read, by hash.
     git_heads: BTreeMap<crate::state::Hash, Vec<u8>>,
+    /// The most bytes the files read may hold together, by their apparent
+    /// sizes: a sparse file past it is refused (the store would keep its
+    /// holes as bytes). A dense one was bounded on disk as it was written.
+    most: u64,
+    /// The apparent bytes of the files stored so far.
+    counted: u64,
+    /// Each path touched, in byte order.
+    touched: BTreeMap<Vec<u8>, Touched>,
+    /// Folders the command replaced whole (opaque ones).
+    replaced: Vec<Vec<u8>>,
+    /// What is never applied (a special file, one too large), and why.
+    refused: Vec<Effected>,
     preview: Preview,
 }
 
@@ -142,11 +172,18 @@ fn workspace_entry(
 }
 
 impl Reader<'_> {
+    /// Whether `path` is below a `.git` this preview reads: only a call
+    /// that may change git reads one (a path's every name is looked at,
+    /// so a preview that reads none never pays for it).
+    fn in_git(&self, path: &[u8]) -> bool {
+        self.git_since.is_some() && in_git(path)
+    }
+
     /// What `path` held when the preview started: the last checkpoint's
     /// entry, or below `.git` the workspace's (one it changed since the
     /// preview started is noted, and apply refuses).
     fn before_of(&mut self, path: &[u8]) -> Option<Entry> {
-        let Some(since) = self.git_since.filter(|_| in_git(path)) else {
+        let Some(since) = self.git_since.filter(|_| self.in_git(path)) else {
             return self.before.get(path).cloned();
         };
         match workspace_entry(self.workspace, path, Some(&mut self.git_heads)) {
@@ -168,97 +205,63 @@ impl Reader<'_> {
         }
     }
 
-    /// One folder of the upper layer (held), at `path` below the root.
-    fn folder(&mut self, dir: &OwnedFd, path: &[u8]) {
-        let names = match rustix::fs::Dir::read_from(dir) {
-            Ok(listing) => listing
-                .filter_map(|entry| entry.ok())
-                .map(|entry| entry.file_name().to_bytes().to_vec())
-                .filter(|name| name != b"." && name != b"..")
-                .collect::<Vec<_>>(),
-            Err(error) => {
-                self.preview.unread.push(io(path, error));
-                return;
-            }
-        };
-        let mut names = names;
-        names.sort();
-        for name in names {
-            let child = joined(path, &name);
-            // `.wicket` stays as it is, and `.git` unless the call may change git.
-            let guarded = wicket_protocol::guarded::git_or_wicket(Path::new(
-                std::ffi::OsStr::from_bytes(&child),
-            ));
-            if guarded && !(self.git_since.is_some() && in_git(&child)) {
-                continue;
-            }
-            self.entry(dir, &name, &child);
+    /// What `path` held when the preview started (read once: until it is
+    /// set, it holds the same after).
+    fn touch(&mut self, path: &[u8]) -> &mut Touched {
+        if !self.touched.contains_key(path) {
+            let before = self.before_of(path);
+            let touched = Touched {
+                after: before.clone(),
+                before,
+                shown: Vec::new(),
+                bytes: 0,
+            };
+            self.touched.insert(path.to_vec(), touched);
+        }
+        match self.touched.get_mut(path) {
+            Some(touched) => touched,
+            None => unreachable!("inserted above"),
         }
     }
 
-    fn entry(&mut self, dir: &OwnedFd, name: &[u8], path: &[u8]) {
-        let name_os = std::ffi::OsStr::from_bytes(name);
-        let stat = match rustix::fs::statat(dir, name_os, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(error) => {
-                self.preview.unread.push(io(path, error));
-                return;
-            }
-        };
-        let mode = stat.st_mode & 0o7777;
-        let before = self.before_of(path);
-        let before = before.as_ref();
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::CharacterDevice if stat.st_rdev == 0 => self.removed(path),
-            FileType::Directory => self.dir(dir, name_os, path, mode, before),
-            FileType::RegularFile => self.file(dir, name_os, path, mode, before),
-            FileType::Symlink => self.link(dir, name_os, path, before),
-            _ => self.preview.seen.push(Effected {
-                path: path.to_vec(),
-                kind: EffectKind::Refused,
-                old: None,
-                new: None,
-                mode: Some(mode),
-                bytes: 0,
-                dir: false,
-                ignored: false,
-                git: false,
-            }),
+    fn known(&mut self, path: &[u8]) -> Option<Entry> {
+        self.touch(path).before.clone()
+    }
+
+    /// `path` holds `after` once the command is done (`shown`, `bytes`:
+    /// a new file's first bytes and size, a link's target).
+    fn set(&mut self, path: &[u8], after: Option<Entry>, shown: Vec<u8>, bytes: u64) {
+        let touched = self.touch(path);
+        (touched.after, touched.shown, touched.bytes) = (after, shown, bytes);
+    }
+
+    /// Everything the workspace held below `path` is gone (what the upper
+    /// layer holds there again is set by its own entry, read after this).
+    fn gone_below(&mut self, path: &[u8]) {
+        for inner in self.inner(path) {
+            self.set(&inner, None, Vec::new(), 0);
         }
+    }
+
+    /// `path` is left as it was, whatever a folder above it did: what
+    /// cannot be read or is refused is never applied.
+    fn left(&mut self, path: &[u8]) {
+        self.touched.remove(path);
     }
 
     /// A whiteout: the path, and all below it, are gone.
     fn removed(&mut self, path: &[u8]) {
-        let Some(before) = self.before_of(path) else {
+        let Some(before) = self.known(path) else {
             return;
         };
-        self.note_below(path);
-        self.preview.changes.insert(path.to_vec(), None);
-        self.preview.seen.push(Effected {
-            path: path.to_vec(),
-            kind: EffectKind::Deleted,
-            old: self.shown(&before),
-            new: None,
-            mode: None,
-            bytes: 0,
-            dir: before.kind() == Some(wicket_tools::tree::Kind::Dir),
-            ignored: false,
-            git: false,
-        });
-    }
-
-    /// Records what `path` and everything below it held at the start.
-    fn note_below(&mut self, path: &[u8]) {
-        let entry = self.before_of(path);
-        self.preview.started.insert(path.to_vec(), entry);
-        for inner in self.inner(path) {
-            let entry = self.before_of(&inner);
-            self.preview.started.insert(inner, entry);
+        if before.content == Content::Dir {
+            self.gone_below(path);
         }
+        self.set(path, None, Vec::new(), 0);
     }
 
     /// `name` in `parent`, opened to read (`flags` besides), never through
-    /// a link; what fails is said as not read.
+    /// a link; what fails is said as not read, and left as it was.
     fn open_in(
         &mut self,
         parent: &OwnedFd,
@@ -276,6 +279,7 @@ impl Reader<'_> {
             Ok(fd) => Some(fd),
             Err(error) => {
                 self.preview.unread.push(io(path, error));
+                self.left(path);
                 None
             }
         }
@@ -284,7 +288,7 @@ impl Reader<'_> {
     /// The paths the workspace held below `path` when the preview started
     /// (below `.git`: holds now, each folder listed, no link followed).
     fn inner(&self, path: &[u8]) -> Vec<Vec<u8>> {
-        if self.git_since.is_some() && in_git(path) {
+        if self.in_git(path) {
             let mut found = Vec::new();
             let mut folders = vec![path.to_vec()];
             while let Some(folder) = folders.pop() {
@@ -308,80 +312,64 @@ impl Reader<'_> {
             found.sort();
             return found;
         }
-        self.before
-            .range(path.to_vec()..)
-            .take_while(|(inner, _)| inner.starts_with(path))
-            .filter(|(inner, _)| inner.len() > path.len() && within(inner, path))
+        below_in(self.before, path)
             .map(|(inner, _)| inner.clone())
             .collect()
     }
 
+    /// A folder of the upper layer: held, to be read next. One marked
+    /// opaque replaced the folder below it: all that held is gone but what
+    /// the upper layer holds again.
     fn dir(
         &mut self,
         parent: &OwnedFd,
         name: &std::ffi::OsStr,
         path: &[u8],
         mode: u32,
-        before: Option<&Entry>,
-    ) {
-        let Some(dir) = self.open_in(parent, name, path, OFlags::DIRECTORY) else {
-            return;
-        };
-        let was_dir = before.is_some_and(|before| matches!(before.content, Content::Dir));
-        let opaque = was_dir && opaque(&dir);
+    ) -> Option<OwnedFd> {
+        let dir = self.open_in(parent, name, path, OFlags::DIRECTORY)?;
+        let before = self.known(path);
+        let was_dir = before
+            .as_ref()
+            .is_some_and(|before| before.content == Content::Dir);
+        if was_dir && opaque(&dir) {
+            self.gone_below(path);
+            self.replaced.push(path.to_vec());
+        }
         let entry = Entry {
             content: Content::Dir,
             mode,
             key: StatKey::default(),
         };
-        if !was_dir || opaque || before.is_some_and(|before| before.mode != mode) {
-            if opaque {
-                // A folder replaced whole: what it held is gone unless the upper layer has it again.
-                self.removed_below(path);
-            }
-            self.preview.started.insert(path.to_vec(), before.cloned());
-            self.preview.changes.insert(path.to_vec(), Some(entry));
-            let kind = match before {
-                Some(_) if was_dir && !opaque => EffectKind::Mode,
-                Some(_) if was_dir => EffectKind::Modified,
-                _ => EffectKind::Created,
-            };
-            self.preview.seen.push(Effected {
-                path: path.to_vec(),
-                kind,
-                old: None,
-                new: None,
-                mode: Some(mode),
-                bytes: 0,
-                dir: true,
-                ignored: false,
-                git: false,
-            });
-        }
-        self.folder(&dir, path);
+        self.set(path, Some(entry), Vec::new(), 0);
+        Some(dir)
     }
 
-    /// Everything below an opaque folder, removed (entries the upper layer
-    /// has are put back by their own change, read after this).
-    fn removed_below(&mut self, path: &[u8]) {
-        for inner in self.inner(path) {
-            let entry = self.before_of(&inner);
-            self.preview.started.insert(inner.clone(), entry);
-            self.preview.changes.insert(inner, None);
-        }
-    }
-
-    fn file(
-        &mut self,
-        parent: &OwnedFd,
-        name: &std::ffi::OsStr,
-        path: &[u8],
-        mode: u32,
-        before: Option<&Entry>,
-    ) {
+    fn file(&mut self, parent: &OwnedFd, name: &std::ffi::OsStr, path: &[u8], mode: u32) {
         let Some(fd) = self.open_in(parent, name, path, OFlags::NONBLOCK) else {
             return;
         };
+        let (size, on_disk) = match rustix::fs::fstat(&fd) {
+            Ok(stat) => (
+                u64::try_from(stat.st_size).unwrap_or(0),
+                u64::try_from(stat.st_blocks)
+                    .unwrap_or(0)
+                    .saturating_mul(512),
+            ),
+            Err(error) => {
+                self.preview.unread.push(io(path, error));
+                self.left(path);
+                return;
+            }
+        };
+        // The bytes a file holds on disk were bounded while the command ran;
+        // its holes were not, and the store would keep each as bytes.
+        let sparse = on_disk < size;
+        if sparse && self.counted.saturating_add(size) > self.most {
+            self.too_large(path, size, mode);
+            return;
+        }
+        self.counted += size;
         // Stored as it is read: a large file is never whole in memory.
         let (hash, size, shown) = match self
             .objects
@@ -392,107 +380,84 @@ impl Reader<'_> {
                 self.preview
                     .unread
                     .push(io(path, format!("not stored: {error}")));
+                self.left(path);
                 return;
             }
         };
-        let kind = match before.map(|before| &before.content) {
-            Some(Content::File(old)) if *old == hash => {
-                if before.is_some_and(|before| before.mode == mode) {
-                    // Copied up, not changed (a touch, an open for writing).
-                    return;
-                }
-                EffectKind::Mode
-            }
-            Some(Content::File(_)) => EffectKind::Modified,
-            _ => EffectKind::Created,
-        };
+        self.replace(path);
         let entry = Entry {
             content: Content::File(hash),
             mode,
             key: StatKey::default(),
         };
-        self.record(path, before, entry);
-        self.preview.seen.push(Effected {
+        self.set(path, Some(entry), shown, size);
+    }
+
+    /// A file or a link at `path`: a folder that was there is gone, with
+    /// all below it.
+    fn replace(&mut self, path: &[u8]) {
+        if self
+            .known(path)
+            .is_some_and(|before| before.content == Content::Dir)
+        {
+            self.gone_below(path);
+        }
+    }
+
+    /// A sparse file whose size (holes counted) would take the files read
+    /// past [`Reader::most`]: not stored, refused, and said why.
+    fn too_large(&mut self, path: &[u8], size: u64, mode: u32) {
+        let why = format!(
+            "not stored and never applied: it is {} (holes counted), which takes what the \
+             preview wrote past [sandbox] preview_max_mb ({}); apply leaves {} as it was",
+            crate::mib(size),
+            crate::mib(self.most),
+            wicket_tools::tree::shown(path)
+        );
+        self.refuse(path, mode, size, Some(why));
+    }
+
+    /// What is never applied, on the card as refused; `path` is left as it was.
+    fn refuse(&mut self, path: &[u8], mode: u32, bytes: u64, why: Option<String>) {
+        self.left(path);
+        self.refused.push(Effected {
             path: path.to_vec(),
-            kind,
-            old: before.and_then(|before| self.shown(before)),
-            new: Some(shown),
+            kind: EffectKind::Refused,
+            old: None,
+            new: None,
             mode: Some(mode),
-            bytes: size,
+            bytes,
             dir: false,
             ignored: false,
             git: false,
+            why,
         });
     }
 
-    fn link(
-        &mut self,
-        parent: &OwnedFd,
-        name: &std::ffi::OsStr,
-        path: &[u8],
-        before: Option<&Entry>,
-    ) {
+    fn link(&mut self, parent: &OwnedFd, name: &std::ffi::OsStr, path: &[u8]) {
         let target = match rustix::fs::readlinkat(parent, name, Vec::new()) {
             Ok(target) => target.into_bytes(),
             Err(error) => {
                 self.preview.unread.push(io(path, error));
+                self.left(path);
                 return;
             }
         };
         let hash = hash_of(&target);
-        if before.is_some_and(|before| before.content == Content::Link(hash)) {
+        if let Err(error) = self.objects.put(&hash, &target) {
+            self.preview
+                .unread
+                .push(io(path, format!("the store could not take it: {error}")));
+            self.left(path);
             return;
         }
+        self.replace(path);
         let entry = Entry {
             content: Content::Link(hash),
             mode: 0o777,
             key: StatKey::default(),
         };
-        if !self.put(path, before, &hash, &target, entry) {
-            return;
-        }
-        self.preview.seen.push(Effected {
-            path: path.to_vec(),
-            kind: EffectKind::Link,
-            old: None,
-            new: Some(target),
-            mode: None,
-            bytes: 0,
-            dir: false,
-            ignored: false,
-            git: false,
-        });
-    }
-
-    /// Stores `bytes` (a file's, a link's target) and records `path`'s
-    /// change to `entry`, and what it replaces (a folder: what was in it
-    /// too); false, and said, when the store could not take them.
-    fn put(
-        &mut self,
-        path: &[u8],
-        before: Option<&Entry>,
-        hash: &crate::state::Hash,
-        bytes: &[u8],
-        entry: Entry,
-    ) -> bool {
-        if let Err(error) = self.objects.put(hash, bytes) {
-            self.preview
-                .unread
-                .push(io(path, format!("the store could not take it: {error}")));
-            return false;
-        }
-        self.record(path, before, entry);
-        true
-    }
-
-    /// Records `path`'s change to `entry` (its bytes stored), and what it
-    /// replaces (a folder: what was in it too).
-    fn record(&mut self, path: &[u8], before: Option<&Entry>, entry: Entry) {
-        self.preview.started.insert(path.to_vec(), before.cloned());
-        if before.is_some_and(|before| matches!(before.content, Content::Dir)) {
-            self.removed_below(path);
-        }
-        self.preview.changes.insert(path.to_vec(), Some(entry));
+        self.set(path, Some(entry), target, 0);
     }
 
     /// A file's bytes as they were, from the store, for the diff.
@@ -507,6 +472,176 @@ impl Reader<'_> {
             }),
             _ => None,
         }
+    }
+
+    /// Each path whose entry after differs from before, as a change and
+    /// as the card shows it; what is the same (a file copied up, a
+    /// byte-identical one made again below a replaced folder) is none.
+    fn finish(mut self) -> Preview {
+        let touched = std::mem::take(&mut self.touched);
+        let mut preview = std::mem::take(&mut self.preview);
+        for (path, touched) in touched {
+            let Touched {
+                before,
+                after,
+                shown,
+                bytes,
+            } = touched;
+            let same = match (&before, &after) {
+                (None, None) => true,
+                (Some(before), Some(after)) => before.same_as(after),
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            let kind = kind_of(before.as_ref(), after.as_ref());
+            let after_content = after.as_ref().map(|after| &after.content);
+            preview.seen.push(Effected {
+                path: path.clone(),
+                kind,
+                old: before.as_ref().and_then(|before| self.shown(before)),
+                new: match after_content {
+                    Some(Content::File(_) | Content::Link(_)) => Some(shown),
+                    _ => None,
+                },
+                mode: match after_content {
+                    Some(Content::File(_) | Content::Dir) => after.as_ref().map(|after| after.mode),
+                    _ => None,
+                },
+                // A removed file's size as it was.
+                bytes: match (&before, &after) {
+                    (Some(before), None) => before.key.size(),
+                    _ => bytes,
+                },
+                dir: match &after {
+                    Some(after) => after.content == Content::Dir,
+                    None => before
+                        .as_ref()
+                        .is_some_and(|before| before.content == Content::Dir),
+                },
+                ignored: false,
+                git: false,
+                why: None,
+            });
+            if before.is_some() || self.in_git(&path) {
+                preview.started.insert(path.clone(), before);
+            }
+            preview.changes.insert(path, after);
+        }
+        preview.seen.append(&mut self.refused);
+        preview.seen.sort_by(|a, b| tree_order(&a.path, &b.path));
+        // Below each changed or replaced folder, what the workspace held
+        // then is what it must hold at apply, and nothing more.
+        let mut tops: Vec<&Vec<u8>> = preview
+            .changes
+            .keys()
+            .chain(&self.replaced)
+            .filter(|path| !self.in_git(path))
+            .collect();
+        tops.sort();
+        let mut roots: Vec<Vec<u8>> = Vec::new();
+        for top in tops {
+            if roots.last().is_some_and(|root| within(top, root)) {
+                continue;
+            }
+            roots.push(top.clone());
+        }
+        for root in &roots {
+            let at_root = self.before.get_key_value(root.as_slice()).into_iter();
+            for (path, entry) in at_root.chain(below_in(self.before, root)) {
+                preview
+                    .started
+                    .entry(path.clone())
+                    .or_insert_with(|| Some(entry.clone()));
+            }
+        }
+        preview.roots = roots;
+        preview.replaced = self.replaced;
+        preview.git = self.git_since.is_some();
+        preview
+    }
+}
+
+/// Paths in tree order: name by name, so a folder's contents come right
+/// after it (`a`, `a/x`, `a.txt`). A name holds no `/` and no NUL, so
+/// that is byte order with `/` below every other byte.
+fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let rank = |byte: u8| if byte == b'/' { 0 } else { byte };
+    // Long shared beginnings (a deep tree's) are skipped a block at a time.
+    let most = a.len().min(b.len());
+    let mut at = 0;
+    while at + 64 <= most && a[at..at + 64] == b[at..at + 64] {
+        at += 64;
+    }
+    while at < most {
+        if a[at] != b[at] {
+            return rank(a[at]).cmp(&rank(b[at]));
+        }
+        at += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
+/// The entries of `state` below `path` (not it).
+fn below_in<'s>(state: &'s State, path: &[u8]) -> impl Iterator<Item = (&'s Vec<u8>, &'s Entry)> {
+    let from = path.to_vec();
+    state
+        .range(from..)
+        .take_while(move |(inner, _)| inner.starts_with(path))
+        .filter(move |(inner, _)| inner.len() > path.len() && within(inner, path))
+}
+
+/// What a change is, by what a path held before and after.
+fn kind_of(before: Option<&Entry>, after: Option<&Entry>) -> EffectKind {
+    match (
+        before.map(|before| &before.content),
+        after.map(|after| &after.content),
+    ) {
+        (_, None) => EffectKind::Deleted,
+        (_, Some(Content::Link(_))) => EffectKind::Link,
+        (Some(Content::Dir), Some(Content::Dir)) => EffectKind::Mode,
+        (Some(Content::File(old)), Some(Content::File(new))) if old == new => EffectKind::Mode,
+        (Some(Content::File(_)), Some(Content::File(_))) => EffectKind::Modified,
+        (_, Some(_)) => EffectKind::Created,
+    }
+}
+
+impl Visit for Reader<'_> {
+    /// `.wicket` stays as it is, and `.git` unless the call may change git.
+    fn keep(&self, name: &[u8]) -> bool {
+        match name {
+            b".wicket" => false,
+            b".git" => self.git_since.is_some(),
+            _ => true,
+        }
+    }
+
+    /// One name in a folder of the upper layer: its change noted; a
+    /// folder to read next is handed back, held.
+    fn visit(&mut self, dir: &OwnedFd, name: &[u8], path: &[u8]) -> Option<OwnedFd> {
+        let name_os = std::ffi::OsStr::from_bytes(name);
+        let stat = match rustix::fs::statat(dir, name_os, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(error) => {
+                self.unread(path, error.to_string());
+                return None;
+            }
+        };
+        let mode = stat.st_mode & 0o7777;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::CharacterDevice if stat.st_rdev == 0 => self.removed(path),
+            FileType::Directory => return self.dir(dir, name_os, path, mode),
+            FileType::RegularFile => self.file(dir, name_os, path, mode),
+            FileType::Symlink => self.link(dir, name_os, path),
+            _ => self.refuse(path, mode, 0, None),
+        }
+        None
+    }
+
+    fn unread(&mut self, path: &[u8], why: String) {
+        self.preview.unread.push(io(path, why));
+        self.left(path);
     }
 }
 
@@ -559,13 +694,15 @@ impl Store {
     /// taken before the command); its new bytes go into the store. With
     /// `git_since` (when the command started, in nanoseconds, for a call
     /// that may change git), what it changed below `.git` too, against
-    /// the workspace's own.
+    /// the workspace's own. A sparse file that takes the files past `most`
+    /// bytes together (apparent sizes, holes counted) is refused, not stored.
     pub fn preview(
         &self,
         workspace: &Workspace,
         settings: &Settings,
         upper: &Path,
         git_since: Option<i128>,
+        most: u64,
     ) -> Result<Preview> {
         let mut guard = self.lock();
         let cache = self.cache(&mut guard, settings)?;
@@ -573,25 +710,25 @@ impl Store {
             return Err(Error::Gone);
         };
         let _held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
-        let root = rustix::fs::open(
-            upper,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|error| Error::Workspace(error.into()))?;
+        let root = open_root(upper).map_err(|error| Error::Workspace(error.into()))?;
         let mut reader = Reader {
             before: &cache.journaled,
             objects,
             workspace,
             git_since,
             git_heads: BTreeMap::new(),
+            most,
+            counted: 0,
+            touched: BTreeMap::new(),
+            replaced: Vec::new(),
+            refused: Vec::new(),
             preview: Preview::default(),
         };
-        reader.folder(&root, b"");
+        layer::walk(root, &mut reader);
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
-        let mut preview = reader.preview;
+        let mut preview = reader.finish();
         for seen in &mut preview.seen {
-            seen.git = in_git(&seen.path);
+            seen.git = git_since.is_some() && in_git(&seen.path);
         }
         mark_ignored(&mut preview, workspace, settings);
         Ok(preview)
@@ -623,7 +760,11 @@ impl Store {
         }
         let mut now = cache.journaled.clone();
         // No checkpoint holds `.git`: what the workspace holds there now.
-        for path in preview.started.keys().filter(|path| in_git(path)) {
+        let git_paths = preview
+            .started
+            .keys()
+            .filter(|path| preview.git && in_git(path));
+        for path in git_paths {
             match workspace_entry(workspace, path, None) {
                 Ok(Some((entry, _))) => {
                     now.insert(path.clone(), entry);
@@ -633,23 +774,20 @@ impl Store {
             }
         }
         let now = &now;
-        for (path, started) in &preview.started {
-            let same = match (now.get(path), started) {
-                (None, None) => true,
-                (Some(now), Some(started)) => now.same_as(started),
-                _ => false,
-            };
-            if !same {
-                return Err(Error::ChangedSincePreview(wicket_tools::tree::shown(path)));
-            }
+        if let Some(path) = changed_since(preview, now) {
+            return Err(Error::ChangedSincePreview(wicket_tools::tree::shown(path)));
         }
+        // Each change is of its own path: every path below a removed
+        // folder is listed, so nothing is removed that the card did not list.
         let mut then = now.clone();
         for (path, change) in &preview.changes {
             match change {
                 Some(entry) => {
                     then.insert(path.clone(), entry.clone());
                 }
-                None => remove_below(&mut then, &mut BTreeMap::new(), path, true),
+                None => {
+                    then.remove(path);
+                }
             }
         }
         let Some(objects) = self.objects(Some(workspace))? else {
@@ -657,9 +795,34 @@ impl Store {
         };
         let _held = objects.hold().map_err(self.io(objects.dir(), "read"))?;
         // Below `.git` only when the preview changed something there (its call may change git).
-        let git = preview.changes.keys().any(|path| in_git(path));
+        let git = preview.git && preview.changes.keys().any(|path| in_git(path));
         Ok(Plan::between_with(&then, now, &BTreeSet::new(), git).apply(workspace, objects))
     }
+}
+
+/// The first path where the workspace `now` differs from what the
+/// preview saw when it started: at a path it changes, or below one it
+/// changes or replaced (a path made there meanwhile too).
+fn changed_since<'p>(preview: &'p Preview, now: &'p State) -> Option<&'p [u8]> {
+    for (path, started) in &preview.started {
+        let same = match (now.get(path), started) {
+            (None, None) => true,
+            (Some(now), Some(started)) => now.same_as(started),
+            _ => false,
+        };
+        if !same {
+            return Some(path);
+        }
+    }
+    for root in &preview.roots {
+        let at_root = now.get_key_value(root.as_slice()).into_iter();
+        for (path, _) in at_root.chain(below_in(now, root)) {
+            if !preview.started.contains_key(path) {
+                return Some(path);
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

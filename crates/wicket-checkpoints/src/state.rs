@@ -44,6 +44,11 @@ impl StatKey {
         }
     }
 
+    /// The size it was seen at, in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        u64::try_from(self.size).unwrap_or(0)
+    }
+
     /// The inode it was seen at.
     pub(crate) fn ino(&self) -> u64 {
         self.ino

@@ -95,6 +95,7 @@ impl Gate<'_> {
                 checkpointing.settings,
                 &layer.root.join("upper"),
                 git_since,
+                self.preview_most(),
             )
             .map_err(|error| WireError::new(ErrorKind::Io, error.to_string()))?;
         let changes = effects(&preview);
@@ -200,24 +201,24 @@ impl Gate<'_> {
             upper: layer.root.join("upper"),
             work: layer.root.join("work"),
         });
-        let most = self
-            .confinement
-            .sandbox
-            .preview_max_mb
-            .saturating_mul(1024 * 1024);
-        let (output, stopped) = watched(&layer.root.join("upper"), most, cancel, |own| {
-            if proxied {
-                let run = crate::net::Proxied {
-                    call_id,
-                    args,
-                    dir,
-                    cancel: own,
-                };
-                self.run_refusing(run, confine, wanted)
-            } else {
-                self.tools.run(args, dir, confine, None, own)
-            }
-        });
+        let (output, stopped) = watched(
+            &layer.root.join("upper"),
+            self.preview_most(),
+            cancel,
+            |own| {
+                if proxied {
+                    let run = crate::net::Proxied {
+                        call_id,
+                        args,
+                        dir,
+                        cancel: own,
+                    };
+                    self.run_refusing(run, confine, wanted)
+                } else {
+                    self.tools.run(args, dir, confine, None, own)
+                }
+            },
+        );
         let mut output = output?;
         if stopped {
             let said = format!(
@@ -242,6 +243,16 @@ impl Gate<'_> {
             ));
         }
         Ok(output)
+    }
+
+    /// `[sandbox] preview_max_mb` in bytes: the most a preview's layer may
+    /// hold on disk while its command runs, and its files together, holes
+    /// counted, when they are read.
+    fn preview_most(&self) -> u64 {
+        self.confinement
+            .sandbox
+            .preview_max_mb
+            .saturating_mul(1024 * 1024)
     }
 
     /// A fresh, empty upper and work folder for this call, under the session's folder.
@@ -294,7 +305,7 @@ fn watched<T>(
     let ran = std::thread::scope(|scope| {
         scope.spawn(|| {
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                if on_disk(upper) > most {
+                if wicket_checkpoints::on_disk(upper) > most {
                     over.store(true, std::sync::atomic::Ordering::SeqCst);
                     own.cancel();
                     return;
@@ -308,28 +319,6 @@ fn watched<T>(
     });
     cancel.remove(follows);
     (ran, over.load(std::sync::atomic::Ordering::SeqCst))
-}
-
-/// The bytes on disk below `folder` (blocks, not sizes: a sparse file
-/// costs what it holds), never following a link.
-fn on_disk(folder: &std::path::Path) -> u64 {
-    let mut total = 0u64;
-    let mut stack = vec![folder.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            total = total.saturating_add(std::os::unix::fs::MetadataExt::blocks(&meta) * 512);
-            if meta.is_dir() {
-                stack.push(entry.path());
-            }
-        }
-    }
-    total
 }
 
 /// For a call that may change git, the moment its preview starts (in
@@ -394,43 +383,90 @@ fn note(preview: &Preview, output: &RunOutput, args: &RunArgs) -> Option<String>
     Some(said.join("; "))
 }
 
-/// The card's entries: each changed path, a new folder with more than
-/// [`PREVIEW_GROUP_AFTER`] entries below it as one.
-fn effects(preview: &Preview) -> Vec<Effect> {
-    // New folders, and ignored ones (node_modules/, target/) new or not.
-    let new_folders: Vec<&Effected> = preview
-        .seen
-        .iter()
-        .filter(|seen| seen.dir && (seen.kind == EffectKind::Created || seen.ignored))
-        .collect();
-    let mut grouped: Vec<(&[u8], u64, u64)> = Vec::new();
-    for folder in new_folders {
+/// Paths shown as one entry: a folder and how many entries below it the
+/// entry stands for, with their bytes.
+struct Group<'p> {
+    folder: &'p [u8],
+    entries: u64,
+    bytes: u64,
+    /// A folder the command replaced, which stays: the entry stands for
+    /// the removals below it only (what it made there is shown).
+    removals: bool,
+}
+
+impl Group<'_> {
+    /// Whether the group's entry stands for `seen`.
+    fn holds(&self, seen: &Effected) -> bool {
+        below(&seen.path, self.folder) && (!self.removals || seen.kind == EffectKind::Deleted)
+    }
+}
+
+/// The folders shown as one entry: a new folder (or an ignored one) with
+/// more than [`PREVIEW_GROUP_AFTER`] entries below it, a removed one with
+/// more than that many removals below it, and a folder the command
+/// replaced with more than that many removals below it. Apply changes
+/// exactly what each counts.
+fn groups(preview: &Preview) -> Vec<Group<'_>> {
+    let mut grouped: Vec<Group<'_>> = Vec::new();
+    let whole = preview.seen.iter().filter(|seen| {
+        seen.dir
+            && (seen.kind == EffectKind::Created
+                || seen.kind == EffectKind::Deleted
+                || seen.ignored)
+    });
+    let folders = whole
+        .map(|seen| (seen.path.as_slice(), false))
+        .chain(preview.replaced.iter().map(|path| (path.as_slice(), true)));
+    for (folder, removals) in folders {
         // A folder inside one already grouped is in that group.
         if grouped
             .iter()
-            .any(|(outer, _, _)| below(&folder.path, outer))
+            .any(|group| !group.removals && below(folder, group.folder))
         {
             continue;
         }
-        let inner: Vec<&Effected> = preview
+        let mut group = Group {
+            folder,
+            entries: 0,
+            bytes: 0,
+            removals,
+        };
+        let held: Vec<u64> = preview
             .seen
             .iter()
-            .filter(|seen| below(&seen.path, &folder.path))
+            .filter(|seen| group.holds(seen))
+            .map(|seen| seen.bytes)
             .collect();
-        if inner.len() > PREVIEW_GROUP_AFTER {
-            let bytes = inner.iter().map(|seen| seen.bytes).sum();
-            grouped.push((&folder.path, inner.len() as u64, bytes));
+        group.entries = held.len() as u64;
+        group.bytes = held.iter().sum();
+        if group.entries > PREVIEW_GROUP_AFTER as u64 {
+            grouped.push(group);
         }
     }
+    grouped
+}
+
+/// The card's entries: each changed path, a folder with more than
+/// [`PREVIEW_GROUP_AFTER`] entries (or removals) below it as one.
+fn effects(preview: &Preview) -> Vec<Effect> {
+    let grouped = groups(preview);
     let mut shown = Vec::new();
+    let mut said: Vec<&[u8]> = Vec::new();
     for seen in &preview.seen {
-        if grouped.iter().any(|(outer, _, _)| below(&seen.path, outer)) {
+        // A replaced folder's removals, said once, before the first of them.
+        for group in grouped.iter().filter(|group| group.removals) {
+            if group.holds(seen) && !said.contains(&group.folder) {
+                said.push(group.folder);
+                shown.push(removals_entry(group));
+            }
+        }
+        if grouped.iter().any(|group| group.holds(seen)) {
             continue;
         }
         let path = wicket_tools::tree::shown(&seen.path);
         let group = grouped
             .iter()
-            .find(|(outer, _, _)| *outer == seen.path.as_slice());
+            .find(|group| !group.removals && group.folder == seen.path.as_slice());
         let (diff, diff_truncated) = if seen.ignored && seen.kind == EffectKind::Modified {
             // Its bytes before are in no checkpoint, and apply leaves it.
             (
@@ -446,13 +482,33 @@ fn effects(preview: &Preview) -> Vec<Effect> {
             diff,
             diff_truncated,
             mode: seen.mode.map(|mode| format!("{mode:o}")),
-            entries: group.map(|(_, entries, _)| *entries),
-            bytes: group.map(|(_, _, bytes)| *bytes),
+            entries: group.map(|group| group.entries),
+            bytes: group.map(|group| group.bytes),
             ignored: seen.ignored,
             git: seen.git,
         });
     }
     shown
+}
+
+/// The one entry for the removals below a folder the command replaced.
+fn removals_entry(group: &Group<'_>) -> Effect {
+    let path = wicket_tools::tree::shown(group.folder);
+    Effect {
+        diff: format!(
+            "the command replaced {path}: apply removes the {} entries below it counted here \
+             (what it made there again is listed on its own); {path} itself stays",
+            group.entries
+        ),
+        path,
+        change: EffectKind::Deleted,
+        diff_truncated: true,
+        mode: None,
+        entries: Some(group.entries),
+        bytes: Some(group.bytes),
+        ignored: false,
+        git: false,
+    }
 }
 
 /// Whether `path` lies below `folder`.
@@ -464,6 +520,12 @@ fn below(path: &[u8], folder: &[u8]) -> bool {
 /// a link's target; nothing for a folder or a mode.
 fn shown_change(path: &str, seen: &Effected) -> (String, bool) {
     match seen.kind {
+        EffectKind::Refused => (
+            seen.why.clone().unwrap_or_else(|| {
+                "a special file (a device, a FIFO, a socket): never applied".to_string()
+            }),
+            true,
+        ),
         EffectKind::Link => (
             format!(
                 "→ {}",
