@@ -828,3 +828,7 @@ fn changed_since<'p>(preview: &'p Preview, now: &'p State) -> Option<&'p [u8]> {
 #[cfg(test)]
 #[path = "preview_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "preview_props.rs"]
+mod props;

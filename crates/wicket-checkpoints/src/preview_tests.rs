@@ -324,3 +324,67 @@ fn a_git_file_the_workspace_changed_since_the_preview_began_stops_the_apply() {
         "elsewhere\n"
     );
 }
+
+#[test]
+fn an_upper_layer_four_thousand_folders_deep_is_read_without_recursion() {
+    // Deeper than a test thread's 2 MiB stack took the recursive reader
+    // (the binary's test goes to 10,000).
+    let w = world();
+    let settings = Settings::default();
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    // Made a level at a time, by name: the whole path is past PATH_MAX.
+    let mut folder = rustix::fs::open(&w.upper, OFlags::DIRECTORY, Mode::empty()).unwrap();
+    for _ in 0..4_000 {
+        rustix::fs::mkdirat(&folder, "d", Mode::from_raw_mode(0o755)).unwrap();
+        folder = rustix::fs::openat(&folder, "d", OFlags::DIRECTORY, Mode::empty()).unwrap();
+    }
+    let file = rustix::fs::openat(
+        &folder,
+        "f",
+        OFlags::CREATE | OFlags::WRONLY,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    rustix::io::write(&file, b"end\n").unwrap();
+    let preview = w
+        .store
+        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .unwrap();
+    assert!(preview.unread.is_empty(), "{:?}", preview.unread);
+    assert_eq!(preview.seen.len(), 4_001);
+    let last = preview.seen.last().unwrap();
+    assert!(last.path.ends_with(b"d/d/f") && last.kind == EffectKind::Created);
+    assert!(crate::on_disk(&w.upper) > 0, "the watcher counts it all");
+}
+
+#[test]
+fn a_sparse_file_past_the_bound_is_refused_and_never_stored() {
+    let w = world();
+    let settings = Settings::default();
+    w.store.take(&w.workspace, &settings, 1, "run").unwrap();
+    let stored = w.store.object_bytes();
+    let sparse = std::fs::File::create(w.upper.join("sparse")).unwrap();
+    sparse.set_len(1 << 40).unwrap();
+    std::fs::write(w.upper.join("small"), "small\n").unwrap();
+    let preview = w
+        .store
+        .preview(&w.workspace, &settings, &w.upper, None, 64 * 1024 * 1024)
+        .unwrap();
+    assert_eq!(
+        kinds(&preview),
+        vec![
+            ("small".into(), EffectKind::Created),
+            ("sparse".into(), EffectKind::Refused),
+        ]
+    );
+    let why = preview.seen[1].why.as_deref().unwrap();
+    assert!(why.contains("holes counted"), "{why}");
+    assert!(
+        w.store.object_bytes() - stored < 1024 * 1024,
+        "never stored"
+    );
+    w.store
+        .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
+        .unwrap();
+    assert!(!w.ws.join("sparse").exists() && w.ws.join("small").exists());
+}
