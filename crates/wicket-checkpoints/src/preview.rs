@@ -25,8 +25,9 @@ use crate::tracker::within;
 use crate::{Error, Result, Settings, Store};
 
 /// The most bytes of one file a preview keeps beside its hash for the
-/// card's diff (the store holds all of it).
-const SHOWN_BYTES: usize = 256 * 1024;
+/// card's diff (the store holds all of it): a diff of a longer file is
+/// of its first this many bytes, and marked cut ([`Effected::cut`]).
+pub const SHOWN_BYTES: usize = 256 * 1024;
 
 /// One change as a card shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +55,9 @@ pub struct Effected {
     pub git: bool,
     /// Why a refused change is not applied.
     pub why: Option<String>,
+    /// The file was longer than [`SHOWN_BYTES`] before or after: `old`
+    /// and `new` hold its first bytes only, and a diff of them stops there.
+    pub cut: bool,
 }
 
 /// What a preview changed, ready to be applied or thrown away.
@@ -431,6 +435,7 @@ impl Reader<'_> {
             ignored: false,
             git: false,
             why,
+            cut: false,
         });
     }
 
@@ -461,14 +466,17 @@ impl Reader<'_> {
     }
 
     /// A file's bytes as they were, from the store, for the diff.
-    fn shown(&self, before: &Entry) -> Option<Vec<u8>> {
+    /// Its first [`SHOWN_BYTES`], and whether there was more.
+    fn shown(&self, before: &Entry) -> Option<(Vec<u8>, bool)> {
         match &before.content {
             Content::File(hash) if self.git_heads.contains_key(hash) => {
-                self.git_heads.get(hash).cloned()
+                let longer = before.key.size() > SHOWN_BYTES as u64;
+                self.git_heads.get(hash).cloned().map(|head| (head, longer))
             }
             Content::File(hash) => self.objects.get(hash).ok().map(|mut bytes| {
+                let longer = bytes.len() > SHOWN_BYTES;
                 bytes.truncate(SHOWN_BYTES);
-                bytes
+                (bytes, longer)
             }),
             _ => None,
         }
@@ -497,10 +505,16 @@ impl Reader<'_> {
             }
             let kind = kind_of(before.as_ref(), after.as_ref());
             let after_content = after.as_ref().map(|after| &after.content);
+            let (old, old_cut) = before
+                .as_ref()
+                .and_then(|before| self.shown(before))
+                .map_or((None, false), |(old, cut)| (Some(old), cut));
+            let new_cut =
+                matches!(after_content, Some(Content::File(_))) && bytes > SHOWN_BYTES as u64;
             preview.seen.push(Effected {
                 path: path.clone(),
                 kind,
-                old: before.as_ref().and_then(|before| self.shown(before)),
+                old,
                 new: match after_content {
                     Some(Content::File(_) | Content::Link(_)) => Some(shown),
                     _ => None,
@@ -523,6 +537,7 @@ impl Reader<'_> {
                 ignored: false,
                 git: false,
                 why: None,
+                cut: old_cut || new_cut,
             });
             if before.is_some() || self.in_git(&path) {
                 preview.started.insert(path.clone(), before);

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use wicket_checkpoints::{Effected, Preview};
+use wicket_checkpoints::{Effected, PREVIEW_SHOWN_BYTES, Preview};
 use wicket_protocol::tools::{PreviewOutcome, PreviewOutput, RunArgs, RunOutput};
 use wicket_protocol::{
     Answer, CallId, Card, CardKind, Effect, EffectKind, EffectsCard, ErrorKind, Network, RunSource,
@@ -511,6 +511,17 @@ fn removals_entry(group: &Group<'_>) -> Effect {
     }
 }
 
+/// What a diff says of a file whose shown parts (its first
+/// [`PREVIEW_SHOWN_BYTES`]) are the same before and after.
+fn past_the_shown_part(seen: &Effected) -> String {
+    format!(
+        "changed past the shown part: the file's first {} KiB are the same before and after, \
+         and it is {} bytes now",
+        PREVIEW_SHOWN_BYTES / 1024,
+        seen.bytes
+    )
+}
+
 /// Whether `path` lies below `folder`.
 fn below(path: &[u8], folder: &[u8]) -> bool {
     path.len() > folder.len() && path.starts_with(folder) && path[folder.len()] == b'/'
@@ -545,8 +556,37 @@ fn shown_change(path: &str, seen: &Effected) -> (String, bool) {
                 EffectKind::Deleted => None,
                 _ => Some(seen.new.as_deref().unwrap_or_default()),
             };
-            let cut = diff::for_card(diff::between(path, seen.old.as_deref(), after));
-            (cut.text, cut.truncated)
+            // A cut part ends at its last whole line: a line cut short on
+            // one side only is not a change.
+            let whole = |bytes: &'_ [u8]| -> usize {
+                match memchr::memrchr(b'\n', bytes) {
+                    Some(at) if seen.cut => at + 1,
+                    _ => bytes.len(),
+                }
+            };
+            let old = seen.old.as_deref().map(|old| &old[..whole(old)]);
+            let after = after.map(|after| &after[..whole(after)]);
+            if seen.cut && old == after {
+                return (past_the_shown_part(seen), true);
+            }
+            let cut = diff::for_card(diff::between(path, old, after));
+            let mut text = cut.text;
+            if cut.truncated {
+                text.push_str(&format!(
+                    "[the diff is cut here, at the card's limit: {} of its {} bytes are shown]\n",
+                    text.len(),
+                    cut.bytes
+                ));
+            }
+            if seen.cut {
+                text.push_str(&format!(
+                    "[the diff stops here: it is of the file's first {} KiB only; the file is \
+                     {} bytes, and what is past that is not shown]\n",
+                    PREVIEW_SHOWN_BYTES / 1024,
+                    seen.bytes
+                ));
+            }
+            (text, cut.truncated || seen.cut)
         }
         _ => (String::new(), false),
     }

@@ -209,3 +209,53 @@ fn a_file_made_below_a_removed_folder_while_the_card_is_open_stops_the_apply_and
     assert_eq!(f.read("d/new.txt"), "made meanwhile\n");
     assert_eq!(f.read("d/old.txt"), "old\n", "nothing was applied");
 }
+
+/// A text file past the part of it a card compares (256 KiB).
+fn long_file(f: &Fixture) {
+    let text: String = (0..40_000).map(|n| format!("line {n:06}\n")).collect();
+    assert!(text.len() > 400 * 1024);
+    f.write("long.txt", &text);
+}
+
+#[test]
+fn a_change_past_the_compared_part_says_so_and_a_cut_diff_is_marked_where_it_stops() {
+    let f = fixture();
+    long_file(&f);
+    previewed(
+        &f,
+        "sed -i '$ s/.*/the end changed/' long.txt",
+        "discard",
+        |card| {
+            let long = change(card, "long.txt");
+            assert_eq!(long["change"], "modified", "{card:#}");
+            assert_eq!(long["diff_truncated"], true, "{card:#}");
+            let diff = long["diff"].as_str().unwrap();
+            assert!(diff.starts_with("changed past the shown part"), "{diff}");
+        },
+    );
+    let f = fixture();
+    long_file(&f);
+    previewed(
+        &f,
+        "sed -i '1 s/.*/the start changed/' long.txt",
+        "discard",
+        |card| {
+            let long = change(card, "long.txt");
+            assert_eq!(long["diff_truncated"], true, "{card:#}");
+            let diff = long["diff"].as_str().unwrap();
+            assert!(diff.contains("+the start changed\n"), "{diff}");
+            assert!(
+                diff.ends_with(
+                    "[the diff stops here: it is of the file's first 256 KiB only; the file is \
+                 480006 bytes, and what is past that is not shown]\n"
+                ),
+                "{diff}"
+            );
+            // Only the first line differs in the part compared.
+            let added = diff
+                .lines()
+                .filter(|line| line.starts_with('+') && !line.starts_with("+++"));
+            assert_eq!(added.count(), 1, "{diff}");
+        },
+    );
+}
