@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use wicket_checkpoints::{Effected, PREVIEW_SHOWN_BYTES, Preview};
+use wicket_protocol::limits::EFFECTS_MAX_BYTES;
 use wicket_protocol::tools::{PreviewOutcome, PreviewOutput, RunArgs, RunOutput};
 use wicket_protocol::{
     Answer, CallId, Card, CardKind, Effect, EffectKind, EffectsCard, ErrorKind, Network, RunSource,
@@ -488,7 +489,102 @@ fn effects(preview: &Preview) -> Vec<Effect> {
             git: seen.git,
         });
     }
-    shown
+    bounded(shown)
+}
+
+/// Room kept below [`EFFECTS_MAX_BYTES`] for the entries that group what
+/// is past it (one for each kind of change, at the worst).
+const GROUPS_ROOM: usize = 8 * 1024;
+
+/// `shown` within [`EFFECTS_MAX_BYTES`] of JSON: entries in order while
+/// they fit, then what is past that as one entry for each top folder and
+/// change (or, when those would not fit either, for each change), with
+/// their count and bytes. Apply changes every one counted.
+fn bounded(shown: Vec<Effect>) -> Vec<Effect> {
+    let size = |effect: &Effect| serde_json::to_vec(effect).map_or(0, |json| json.len() + 1);
+    let mut kept = Vec::new();
+    let mut used = 0;
+    let mut past = Vec::new();
+    let room = EFFECTS_MAX_BYTES - GROUPS_ROOM;
+    for mut effect in shown {
+        if !past.is_empty() {
+            past.push(effect);
+            continue;
+        }
+        if used + size(&effect) > room && !effect.diff.is_empty() {
+            // The entry without its diff may fit: the path is what apply changes.
+            effect.diff = format!(
+                "not shown: the card's limit of {} KiB is reached",
+                EFFECTS_MAX_BYTES / 1024
+            );
+            effect.diff_truncated = true;
+        }
+        let bytes = size(&effect);
+        if used + bytes <= room {
+            used += bytes;
+            kept.push(effect);
+        } else {
+            past.push(effect);
+        }
+    }
+    if past.is_empty() {
+        return kept;
+    }
+    let by_folder = grouped_past(&past, |path| match path.split_once('/') {
+        Some((top, _)) => top.to_string(),
+        None => ".".to_string(),
+    });
+    let fits = by_folder.iter().map(size).sum::<usize>() <= EFFECTS_MAX_BYTES - used;
+    if fits {
+        kept.extend(by_folder);
+    } else {
+        kept.extend(grouped_past(&past, |_| ".".to_string()));
+    }
+    kept
+}
+
+/// The entries `past` the card's bound as one entry for each folder
+/// (`folder_of` their path; `.` the workspace's root) and change.
+fn grouped_past(past: &[Effect], folder_of: impl Fn(&str) -> String) -> Vec<Effect> {
+    let mut groups: std::collections::BTreeMap<(String, &'static str), Effect> =
+        std::collections::BTreeMap::new();
+    for effect in past {
+        let folder = folder_of(&effect.path);
+        let group = groups
+            .entry((folder.clone(), effect.change.as_str()))
+            .or_insert_with(|| Effect {
+                path: folder,
+                change: effect.change,
+                diff: String::new(),
+                diff_truncated: true,
+                mode: None,
+                entries: Some(0),
+                bytes: Some(0),
+                ignored: true,
+                git: false,
+            });
+        group.entries = Some(group.entries.unwrap_or(0) + effect.entries.unwrap_or(1));
+        group.bytes = Some(group.bytes.unwrap_or(0) + effect.bytes.unwrap_or(0));
+        group.ignored &= effect.ignored;
+        group.git |= effect.git;
+    }
+    groups
+        .into_values()
+        .map(|mut group| {
+            let place = match group.path.as_str() {
+                "." => "in the workspace".to_string(),
+                folder => format!("below {folder}"),
+            };
+            group.diff = format!(
+                "{} more {} {place}: past the card's limit of {} KiB, so counted here, not \
+                 listed one by one; apply changes each of them",
+                group.entries.unwrap_or(0),
+                group.change.as_str(),
+                EFFECTS_MAX_BYTES / 1024
+            );
+            group
+        })
+        .collect()
 }
 
 /// The one entry for the removals below a folder the command replaced.

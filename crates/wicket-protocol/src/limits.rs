@@ -38,6 +38,10 @@ pub const ARGUMENTS_MAX_DEPTH: usize = 64;
 pub const CARD_DIFF_MAX_BYTES: usize = 64 * 1024;
 /// A larger diff shows this many of its first lines.
 pub const CARD_DIFF_MAX_LINES: usize = 400;
+/// The most bytes of an effects card's changes (as JSON, diffs and all),
+/// and so of the changes a preview's result gives the model: past it,
+/// the rest are grouped by folder and change, each with its count.
+pub const EFFECTS_MAX_BYTES: usize = 64 * 1024;
 /// AGENTS.md and SKILL.md files larger than this are not read.
 pub const PROMPT_FILE_MAX_BYTES: u64 = 256 * 1024;
 /// A file larger than this is not copied into a checkpoint (`[checkpoints]

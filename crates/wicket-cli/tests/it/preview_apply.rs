@@ -259,3 +259,47 @@ fn a_change_past_the_compared_part_says_so_and_a_cut_diff_is_marked_where_it_sto
         },
     );
 }
+
+#[test]
+fn five_thousand_new_files_at_the_root_make_a_bounded_card_that_counts_the_rest_and_apply_makes_them_all()
+ {
+    let f = fixture();
+    let command = "i=0; while [ $i -lt 5000 ]; do echo $i > f$i.txt; i=$((i+1)); done";
+    let events = previewed(&f, command, "apply", |card| {
+        let changes = serde_json::to_string(&card["changes"]).unwrap();
+        assert!(
+            changes.len() <= 64 * 1024,
+            "{} bytes of changes",
+            changes.len()
+        );
+        let listed = card["changes"].as_array().unwrap();
+        let counted: u64 = listed
+            .iter()
+            .map(|change| change["entries"].as_u64().unwrap_or(1))
+            .sum();
+        assert_eq!(counted, 5000, "every file listed or counted");
+        let rest = listed.last().unwrap();
+        assert_eq!(
+            (&rest["path"], &rest["change"]),
+            (&json!("."), &json!("created"))
+        );
+        assert!(
+            rest["diff"]
+                .as_str()
+                .unwrap()
+                .contains("past the card's limit of 64 KiB"),
+            "{rest:#}"
+        );
+    });
+    let result = result(&events);
+    assert_eq!(result["output"]["preview"], "applied", "{result:#}");
+    let output = serde_json::to_string(&result["output"]).unwrap();
+    assert!(
+        output.len() <= 64 * 1024,
+        "{} bytes to the model",
+        output.len()
+    );
+    for n in [0, 2500, 4999] {
+        assert_eq!(f.read(&format!("f{n}.txt")), format!("{n}\n"));
+    }
+}
