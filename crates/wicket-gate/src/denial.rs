@@ -74,6 +74,9 @@ pub(crate) struct Answered {
     pub(crate) answer: Answer,
     /// A deny's reason.
     pub(crate) reason: Option<String>,
+    /// The answer was `preview`, which the card did not offer: why it did
+    /// not (its `no_preview`).
+    pub(crate) unoffered: Option<String>,
     /// Whether a person gave it, and whether the model can ask them.
     pub(crate) audience: Audience,
 }
@@ -81,6 +84,17 @@ pub(crate) struct Answered {
 impl Answered {
     /// The error the model reads when this answer was a deny of `what`.
     pub(crate) fn denied(&self, what: &str) -> WireError {
+        if let Some(why) = &self.unoffered {
+            return WireError::new(
+                ErrorKind::Denied,
+                format!(
+                    "the answer was preview, but no preview was available for this command: \
+                     {why}. The command never started, so nothing happened; it was not denied. \
+                     It can only run for real: call it again without \"preview\" if it is \
+                     still needed, and its card asks again."
+                ),
+            );
+        }
         let who = if self.audience.attended {
             "The person"
         } else {

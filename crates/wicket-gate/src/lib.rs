@@ -858,7 +858,15 @@ impl<'a> Gate<'a> {
             .update_meta(|meta| meta.status = before)
             .map_err(internal)?;
         raised?;
-        let answer = fitted(answer.ok_or_else(withdrawn)?, &card.kind);
+        let given = answer.ok_or_else(withdrawn)?;
+        let answer = fitted(given, &card.kind);
+        // A `preview` the card did not offer: the model reads why, not a denial.
+        let unoffered = match (given, &card.kind) {
+            (Answer::Preview, CardKind::Run(run)) if answer == Answer::Deny => {
+                run.no_preview.clone()
+            }
+            _ => None,
+        };
         if answer == Answer::AllowAlways
             && let Some(prefix) = answerer.widened()
         {
@@ -874,6 +882,7 @@ impl<'a> Gate<'a> {
             card,
             answer,
             reason,
+            unoffered,
             audience: Audience::of(answerer),
         })
     }

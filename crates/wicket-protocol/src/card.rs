@@ -42,11 +42,15 @@ impl Answer {
     }
 
     /// Whether a front end may give it to `card`: what the card offers
-    /// ([`Answer::fits`]), and on an effects card an allow (read as
-    /// `apply`) or a deny (`discard`), as a fixed `--answers` policy gives them.
+    /// ([`Answer::fits`]), on an effects card an allow (read as `apply`)
+    /// or a deny (`discard`), as a fixed `--answers` policy gives them,
+    /// and on a run card `preview` even where it offers none: the model
+    /// then reads why none was available (the card's `no_preview`), and
+    /// the command never starts.
     pub fn taken_by(self, card: &CardKind) -> bool {
         match card {
             CardKind::Effects(_) => self != Answer::Preview,
+            CardKind::Run(_) if self == Answer::Preview => true,
             _ => self.fits(card),
         }
     }

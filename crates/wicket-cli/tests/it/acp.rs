@@ -420,3 +420,69 @@ fn an_editors_mcp_server_the_managed_policy_does_not_list_never_starts() {
         "{log:#?}"
     );
 }
+
+#[test]
+fn an_editor_choosing_preview_where_the_card_offered_none_hears_why_none_was_available() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[sandbox]\nmode = \"read-only\"\n",
+    )
+    .unwrap();
+    let model = script(
+        &f,
+        "preview.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c", "echo made > made.txt"], "preview": true}}]},
+            {"text": "done"}
+        ]),
+    );
+    let mut raw = Raw::start(&f, &model);
+    raw.initialize();
+    let new = raw.request(2, "session/new", json!({"cwd": f.ws, "mcpServers": []}));
+    let session = new["result"]["sessionId"].clone();
+    let mut offered = Vec::new();
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})
+        .to_string(),
+    );
+    let done = loop {
+        let message = raw.read();
+        if message["method"] == "session/request_permission" {
+            offered.push(message["params"]["options"].clone());
+            let answer = json!({"jsonrpc": "2.0", "id": message["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "preview"}}});
+            raw.send(&answer.to_string());
+            continue;
+        }
+        if message["id"] == 3 && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(offered.len(), 1, "one card");
+    assert!(
+        !offered[0].to_string().contains("\"preview\""),
+        "the card offers no preview: {}",
+        offered[0]
+    );
+    let log = std::fs::read_dir(f.home.join("sessions"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path().join("log.jsonl")).unwrap())
+        .collect::<String>();
+    let result: Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["type"] == "tool_result")
+        .unwrap();
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "no preview was available for this command: no preview with the sandbox read-only"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("denied this command"), "{message}");
+    assert!(!f.ws.join("made.txt").exists());
+}
