@@ -546,36 +546,49 @@ impl Reader<'_> {
         }
         preview.seen.append(&mut self.refused);
         preview.seen.sort_by(|a, b| tree_order(&a.path, &b.path));
-        // Below each changed or replaced folder, what the workspace held
-        // then is what it must hold at apply, and nothing more.
-        let mut tops: Vec<&Vec<u8>> = preview
-            .changes
-            .keys()
-            .chain(&self.replaced)
-            .filter(|path| !self.in_git(path))
-            .collect();
-        tops.sort();
-        let mut roots: Vec<Vec<u8>> = Vec::new();
-        for top in tops {
-            if roots.last().is_some_and(|root| within(top, root)) {
-                continue;
-            }
-            roots.push(top.clone());
-        }
-        for root in &roots {
-            let at_root = self.before.get_key_value(root.as_slice()).into_iter();
-            for (path, entry) in at_root.chain(below_in(self.before, root)) {
-                preview
-                    .started
-                    .entry(path.clone())
-                    .or_insert_with(|| Some(entry.clone()));
-            }
-        }
-        preview.roots = roots;
+        guard_below(&mut preview, self.before, &self.replaced, |path| {
+            self.in_git(path)
+        });
         preview.replaced = self.replaced;
         preview.git = self.git_since.is_some();
         preview
     }
+}
+
+/// Below each changed or replaced folder (but `.git` ones, `in_git`),
+/// what the workspace held then is what it must hold at apply, and
+/// nothing more: the topmost of them are `roots`, and `started` holds
+/// what `before` had at and below each.
+fn guard_below(
+    preview: &mut Preview,
+    before: &State,
+    replaced: &[Vec<u8>],
+    in_git: impl Fn(&[u8]) -> bool,
+) {
+    let mut tops: Vec<&Vec<u8>> = preview
+        .changes
+        .keys()
+        .chain(replaced)
+        .filter(|path| !in_git(path))
+        .collect();
+    tops.sort();
+    let mut roots: Vec<Vec<u8>> = Vec::new();
+    for top in tops {
+        if roots.last().is_some_and(|root| within(top, root)) {
+            continue;
+        }
+        roots.push(top.clone());
+    }
+    for root in &roots {
+        let at_root = before.get_key_value(root.as_slice()).into_iter();
+        for (path, entry) in at_root.chain(below_in(before, root)) {
+            preview
+                .started
+                .entry(path.clone())
+                .or_insert_with(|| Some(entry.clone()));
+        }
+    }
+    preview.roots = roots;
 }
 
 /// Paths in tree order: name by name, so a folder's contents come right

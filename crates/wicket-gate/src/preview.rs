@@ -198,28 +198,25 @@ impl Gate<'_> {
                 "the jail is not in force here, so nothing can be previewed",
             ));
         };
+        let upper = layer.root.join("upper");
         policy.overlay = Some(wicket_os::launch::Overlay {
-            upper: layer.root.join("upper"),
+            upper: upper.clone(),
             work: layer.root.join("work"),
         });
-        let (output, stopped) = watched(
-            &layer.root.join("upper"),
-            self.preview_most(),
-            cancel,
-            |own| {
-                if proxied {
-                    let run = crate::net::Proxied {
-                        call_id,
-                        args,
-                        dir,
-                        cancel: own,
-                    };
-                    self.run_refusing(run, confine, wanted)
-                } else {
-                    self.tools.run(args, dir, confine, None, own)
-                }
-            },
-        );
+        let most = self.preview_most();
+        let (output, stopped) = watched(&upper, most, cancel, |own| {
+            if proxied {
+                let run = crate::net::Proxied {
+                    call_id,
+                    args,
+                    dir,
+                    cancel: own,
+                };
+                self.run_refusing(run, confine, wanted)
+            } else {
+                self.tools.run(args, dir, confine, None, own)
+            }
+        });
         let mut output = output?;
         if stopped {
             let said = format!(
