@@ -524,10 +524,7 @@ impl Reader<'_> {
                     _ => None,
                 },
                 // A removed file's size as it was.
-                bytes: match (&before, &after) {
-                    (Some(before), None) => before.key.size(),
-                    _ => bytes,
-                },
+                bytes,
                 dir: match &after {
                     Some(after) => after.content == Content::Dir,
                     None => before

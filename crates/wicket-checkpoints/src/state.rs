@@ -44,7 +44,8 @@ impl StatKey {
         }
     }
 
-    /// The size it was seen at, in bytes.
+    /// The size it was seen at, in bytes (a key made by [`StatKey::of`];
+    /// one read back from a journal may not carry it).
     pub(crate) fn size(&self) -> u64 {
         u64::try_from(self.size).unwrap_or(0)
     }

@@ -481,7 +481,10 @@ fn effects(preview: &Preview) -> Vec<Effect> {
             diff_truncated,
             mode: seen.mode.map(|mode| format!("{mode:o}")),
             entries: group.map(|group| group.entries),
-            bytes: group.map(|group| group.bytes),
+            // What a removal frees is not known without reading each: no size.
+            bytes: group
+                .filter(|_| seen.kind != EffectKind::Deleted)
+                .map(|group| group.bytes),
             ignored: seen.ignored,
             git: seen.git,
         });
@@ -561,7 +564,10 @@ fn grouped_past(past: &[Effect], folder_of: impl Fn(&str) -> String) -> Vec<Effe
                 git: false,
             });
         group.entries = Some(group.entries.unwrap_or(0) + effect.entries.unwrap_or(1));
-        group.bytes = Some(group.bytes.unwrap_or(0) + effect.bytes.unwrap_or(0));
+        group.bytes = match effect.change {
+            EffectKind::Deleted => None,
+            _ => Some(group.bytes.unwrap_or(0) + effect.bytes.unwrap_or(0)),
+        };
         group.ignored &= effect.ignored;
         group.git |= effect.git;
     }
@@ -598,7 +604,7 @@ fn removals_entry(group: &Group<'_>) -> Effect {
         diff_truncated: true,
         mode: None,
         entries: Some(group.entries),
-        bytes: Some(group.bytes),
+        bytes: None,
         ignored: false,
         git: false,
     }

@@ -384,7 +384,8 @@ pub struct Effect {
     /// The new mode (octal), where it is a file's or a folder's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    /// For a new folder shown as one entry: how many entries it holds, and their bytes.
+    /// For a folder shown as one entry: how many entries it stands for,
+    /// and (but for removals) their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
     /// Their bytes.
@@ -411,8 +412,13 @@ impl Effect {
         {
             said.push_str(&format!(" (mode {mode})"));
         }
-        if let (Some(entries), Some(bytes)) = (self.entries, self.bytes) {
-            said.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
+        match (self.entries, self.bytes) {
+            (Some(entries), Some(bytes)) => {
+                said.push_str(&format!(" ({entries} entries, {bytes} bytes)"));
+            }
+            // Removals: what they free is not known.
+            (Some(entries), None) => said.push_str(&format!(" ({entries} entries)")),
+            (None, _) => {}
         }
         if self.ignored {
             said.push_str(" (ignored: no checkpoint holds it)");

@@ -189,6 +189,7 @@ fn a_replaced_folder_with_many_removals_is_one_entry_with_their_count_and_apply_
         );
         // 30 files, the folder `more` and the file in it.
         assert_eq!(change(card, "src")["entries"], 32, "{card:#}");
+        assert!(change(card, "src").get("bytes").is_none(), "{card:#}");
     });
     assert_eq!(result(&events)["output"]["preview"], "applied");
     assert_eq!(crate::preview::tree(&f.ws), crate::preview::tree(&plain));
