@@ -764,6 +764,10 @@ pub(crate) fn listed(records: Vec<Record>) -> Vec<Info> {
             }
             continue;
         }
+        // A preview's apply is part of its run call, listed before it.
+        if record.info.tool == PREVIEW_APPLY {
+            continue;
+        }
         listed.push(record.info);
     }
     listed

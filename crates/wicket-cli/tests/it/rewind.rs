@@ -614,3 +614,35 @@ fn last_picks_the_newest_session_of_the_workspace() {
         text(&output)
     );
 }
+
+#[test]
+fn a_previewed_command_applied_is_rewound_as_its_call() {
+    let f = Fixture::new();
+    let model = script(
+        &f,
+        "preview.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {
+                "argv": ["sh", "-c", "mkdir gen && echo hi > gen/out.txt && echo more >> a.txt"],
+                "preview": true
+            }}]},
+            {"text": "done"}
+        ]),
+    );
+    let (events, code) = crate::exec::converse(
+        exec(&f, "go", &["--model", &model, "--session", "p"]),
+        &["preview", "apply"],
+        &[],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(f.read("gen/out.txt"), "hi\n");
+    // One point to go back to: the call, with what it changed.
+    let output = rewind(&f, &["p", "--list"]);
+    let listed = text(&output);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("changed 3 entries"), "{listed}");
+    let output = rewind(&f, &["p", "--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(!f.ws.join("gen").exists());
+    assert_eq!(f.read("a.txt"), "alpha\nbeta\n");
+}
