@@ -855,5 +855,5 @@ fn changed_since<'p>(preview: &'p Preview, now: &'p State) -> Option<&'p [u8]> {
 mod tests;
 
 #[cfg(test)]
-#[path = "preview_props.rs"]
+#[path = "preview_props_tests.rs"]
 mod props;

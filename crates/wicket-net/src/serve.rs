@@ -129,10 +129,7 @@ fn serve_from(client: &TcpStream, decide: &dyn Decide, started: Instant) -> Clos
 
 fn serve_until_closed(client: &TcpStream, decide: &dyn Decide, started: Instant) -> Closed {
     let mut record = Record::new(started);
-    // Replies and small writes (a TLS handshake, a request) go at once,
-    // not after Nagle's wait for more. A socket that refuses the option
-    // still carries the bytes, only later.
-    let _ = client.set_nodelay(true);
+    send_at_once(client);
     let mut intake = Intake::new(client, record.started);
     let (target, head) = match read_request(&mut intake, client) {
         Ok(asked) => asked,
@@ -162,8 +159,7 @@ fn serve_until_closed(client: &TcpStream, decide: &dyn Decide, started: Instant)
     };
     record.address = Some(address);
     decide.connected(&upstream);
-    // As for the client's socket.
-    let _ = upstream.set_nodelay(true);
+    send_at_once(&upstream);
     let to_client = established_reply(&target, &upstream);
     let mut to_upstream = head;
     to_upstream.extend_from_slice(intake.rest());
@@ -183,6 +179,13 @@ fn serve_until_closed(client: &TcpStream, decide: &dyn Decide, started: Instant)
             record.closed(Outcome::ConnectFailed(failure.why))
         }
     }
+}
+
+/// Replies and small writes (a TLS handshake, a request) go at once, not
+/// after Nagle's wait for more. A socket that refuses the option still
+/// carries the bytes, only later.
+fn send_at_once(socket: &TcpStream) {
+    let _ = socket.set_nodelay(true);
 }
 
 /// Decides `target` and, once it is allowed, resolves it: a name by itself
