@@ -185,6 +185,7 @@ fn serve_until_closed(client: &TcpStream, decide: &dyn Decide, started: Instant)
 /// after Nagle's wait for more. A socket that refuses the option still
 /// carries the bytes, only later.
 fn send_at_once(socket: &TcpStream) {
+    // Refused, the bytes still go: only later.
     let _ = socket.set_nodelay(true);
 }
 
