@@ -18,6 +18,9 @@ use crate::{Row, median, ms};
 /// Files in a folder of the generated tree.
 const PER_FOLDER: usize = 100;
 
+/// The calls of the session whose rewind is planned.
+const CALLS: u64 = 1000;
+
 /// `files` small source-like files (30–200 bytes), 100 a folder, two deep.
 pub(crate) fn workspace(root: &Path, files: usize) -> Result<u64> {
     let mut bytes = 0;
@@ -241,6 +244,44 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         ratio: ratio(rewind, git_status),
     });
 
+    // A session of 1,000 calls (half rewrite a file of the tree, half make
+    // one), each with its checkpoint before and its line after, as the
+    // gate records them; then the plan back to before the first, which
+    // reads the whole journal to find what this session changed.
+    let calls = session("thousand");
+    let made = ws.join("made");
+    std::fs::create_dir_all(&made)?;
+    for call in 0..CALLS {
+        let seq = 2 * call + 1;
+        calls.take(&workspace, &settings, seq, "write_file")?;
+        if call % 2 == 0 {
+            let n = (call as usize * 97) % files;
+            let folder = n / PER_FOLDER;
+            let path = ws.join(format!("src/g{:03}/m{folder:05}/f{n:07}.rs", folder % 1000));
+            std::fs::write(path, format!("pub fn call{call}() {{}}\n"))?;
+        } else {
+            std::fs::write(made.join(format!("c{call:04}.rs")), "fn made() {}\n")?;
+        }
+        calls.take_after(&workspace, &settings, seq, "write_file")?;
+    }
+    let to = calls.find(1)?;
+    let mut planned = 0;
+    let thousand = median(3, || {
+        let plan = calls.plan(&workspace, &settings, &to)?;
+        planned = plan.restore.len() + plan.delete.len();
+        Ok(())
+    })?;
+    anyhow::ensure!(planned as u64 >= CALLS / 2, "{planned} paths in the plan");
+    rows.push(Row {
+        name: format!(
+            "rewind, {files} files: the plan for a session of {CALLS} calls ({planned} paths)"
+        ),
+        wicket: ms(thousand),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(thousand, git_status),
+    });
+    std::fs::remove_dir_all(&made)?;
+
     // The jail's scan for what git and Wicket run later, before and after each command.
     let scan = median(5, || {
         let found = wicket_os::guard::scan(&ws);
@@ -252,6 +293,24 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
         wicket: ms(scan),
         reference: format!("git status {}", ms(git_status)),
         ratio: ratio(scan, git_status),
+    });
+
+    // The scan before a later command: what the last scan kept, read
+    // back, and each folder opened to see it is as it was.
+    let kept = wicket_os::guard::scan(&ws).kept();
+    let again = median(5, || {
+        let found = wicket_os::guard::scan_kept(&ws, &kept);
+        anyhow::ensure!(found.entries.len() == 1 && found.reused > 0, "{found:?}");
+        Ok(())
+    })?;
+    rows.push(Row {
+        name: format!(
+            "jail, {files} files: the scan before a later command ({} KiB kept)",
+            kept.len() / 1024
+        ),
+        wicket: ms(again),
+        reference: format!("git status {}", ms(git_status)),
+        ratio: ratio(again, git_status),
     });
 
     // Through the binary: a turn of `run ["true"]` calls, each allowed once.

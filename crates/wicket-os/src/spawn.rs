@@ -16,12 +16,12 @@
 //! [`run`] runs a command to its end, keeping the head and tail of its
 //! output; [`start`] starts a long-lived one with pipes (an MCP server).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ use wicket_protocol::limits::RUN_KILL_GRACE_MS;
 use crate::Cancel;
 use crate::egress::{Egress, Handoff};
 use crate::keeper;
-use crate::launch::{LAUNCH_ARG, Launch, Policy, REPORT_MAX_BYTES, Report, launcher};
+use crate::launch::{LAUNCH_ARG, Launch, Policy, Report, launcher, read_report_file, report_file};
 use wicket_protocol::Network;
 
 /// Environment variables holding the provider keys Wicket itself uses; no
@@ -277,8 +277,36 @@ struct SettleReport {
     file: std::fs::File,
 }
 
+/// What the jail's last scan of each workspace kept ([`report_file`]),
+/// by the workspace's path: the next command's scan lists again only the
+/// folders that changed since. Commands in one workspace at once each take
+/// it and each put theirs back; any one is right by itself, since each
+/// folder it holds is checked against the folder as it is.
+static KEPT: Mutex<BTreeMap<PathBuf, Arc<Vec<u8>>>> = Mutex::new(BTreeMap::new());
+
+/// What the last scan of `workspace` kept; empty for none.
+fn kept_for(workspace: &Path) -> Arc<Vec<u8>> {
+    KEPT.lock()
+        .ok()
+        .and_then(|kept| kept.get(workspace).cloned())
+        .unwrap_or_default()
+}
+
+/// Keeps what a scan of `workspace` kept, for its next command; nothing
+/// kept (the settle did not end) forgets the last.
+fn keep_for(workspace: &Path, kept: &[u8]) {
+    if let Ok(mut all) = KEPT.lock() {
+        if kept.is_empty() {
+            all.remove(workspace);
+        } else {
+            all.insert(workspace.to_path_buf(), Arc::new(kept.to_vec()));
+        }
+    }
+}
+
 impl SettleReport {
-    fn make() -> Result<SettleReport, SpawnError> {
+    /// A report file holding `kept`, what the last scan of the workspace kept.
+    fn make(kept: &[u8]) -> Result<SettleReport, SpawnError> {
         let path = std::env::temp_dir().join(format!(
             "wicket-settle-{:016x}.json",
             crate::ids::random_u64()
@@ -291,22 +319,30 @@ impl SettleReport {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
         {
-            Ok(file) => Ok(SettleReport { path, file }),
+            Ok(file) => match file.write_all_at(&report_file(None, kept), 0) {
+                Ok(()) => Ok(SettleReport { path, file }),
+                Err(source) => Err(SpawnError::Report { path, source }),
+            },
             Err(source) => Err(SpawnError::Report { path, source }),
         }
     }
 
-    /// What stage 2 wrote, once the launcher has ended: nothing when it
-    /// wrote nothing (the command never started, the settle did not end).
-    fn read(&self) -> Report {
+    /// What stage 2 wrote, once the launcher has ended, and what its scan
+    /// after the command kept: no report when it wrote none (the command
+    /// never started, the settle did not end).
+    fn read(&self) -> (Report, Vec<u8>) {
         let mut bytes = Vec::new();
         let mut file = &self.file;
+        let most = crate::launch::REPORT_MAX_BYTES + crate::guard::KEPT_MAX_BYTES as u64 + 8;
         let read = file
             .seek(std::io::SeekFrom::Start(0))
-            .and_then(|_| file.take(REPORT_MAX_BYTES).read_to_end(&mut bytes));
+            .and_then(|_| file.take(most).read_to_end(&mut bytes));
         match read {
-            Ok(_) => serde_json::from_slice(&bytes).unwrap_or_default(),
-            Err(_) => Report::default(),
+            Ok(_) => {
+                let (report, kept) = read_report_file(&bytes);
+                (report, kept.to_vec())
+            }
+            Err(_) => (Report::default(), Vec::new()),
         }
     }
 }
@@ -636,8 +672,13 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     let tmp = Tmp::for_spec(&spec)?;
     let handoff = handoff_for(&spec, &program)?;
     // Only a jail's tree has a settle to report.
-    let report = match tmp {
-        Some(Tmp::Jail) => Some(SettleReport::make()?),
+    let workspace = spec
+        .confine
+        .sandbox
+        .as_ref()
+        .map(|policy| policy.workspace.clone());
+    let report = match (&tmp, &workspace) {
+        (Some(Tmp::Jail), Some(workspace)) => Some(SettleReport::make(&kept_for(workspace))?),
         _ => None,
     };
     let handed = Handed {
@@ -698,7 +739,13 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
         stdout.lock().map(|c| c.finish()).unwrap_or_default(),
         stderr.lock().map(|c| c.finish()).unwrap_or_default(),
     );
-    let runs_later = report.map(|report| report.read().runs_later);
+    let runs_later = report.map(|report| {
+        let (report, kept) = report.read();
+        if let Some(workspace) = &workspace {
+            keep_for(workspace, &kept);
+        }
+        report.runs_later
+    });
     Ok(Finished {
         status,
         timed_out,
@@ -873,23 +920,27 @@ mod tests {
 
     #[test]
     fn a_settle_report_is_read_through_the_descriptor_kept_not_the_path() {
-        let report = SettleReport::make().unwrap();
+        let report = SettleReport::make(b"kept before").unwrap();
         let path = report.path.clone();
-        // Nothing written (the command never started): nothing reported.
-        assert_eq!(report.read(), Report::default());
+        // Nothing written (the command never started): nothing reported,
+        // and what was kept before is still what is kept.
+        assert_eq!(report.read(), (Report::default(), b"kept before".to_vec()));
         // What stage 2 writes through its own descriptor, over whatever was there.
         let written = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         written.set_len(0).unwrap();
+        let said = Report {
+            runs_later: vec!["GNUmakefile".into(), "sub/.envrc".into()],
+        };
         std::os::unix::fs::FileExt::write_all_at(
             &written,
-            br#"{"runs_later":["GNUmakefile","sub/.envrc"]}"#,
+            &report_file(Some(&said), b"kept after"),
             0,
         )
         .unwrap();
         // A file put at the path after it is not the one read.
         std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, r#"{"runs_later":["forged"]}"#).unwrap();
-        assert_eq!(report.read().runs_later, ["GNUmakefile", "sub/.envrc"]);
+        std::fs::write(&path, report_file(Some(&Report::default()), b"forged")).unwrap();
+        assert_eq!(report.read(), (said, b"kept after".to_vec()));
         drop(report);
         assert!(!path.exists());
     }

@@ -683,3 +683,67 @@ fn a_hook_copied_from_claude_code_stops_rm_in_wicket_tool_and_in_a_turn() {
     assert_eq!(result["error"]["kind"], "denied", "{events:#?}");
     assert!(f.ws.join("victim.txt").exists());
 }
+
+/// A session's later command takes what the scan after the one before
+/// kept, but reads again what a folder's ctime does not show: a `.git`
+/// file rewritten in place, between two commands, to name another folder
+/// makes that folder read-only for the next command, as a first scan would.
+#[test]
+fn a_git_file_rewritten_between_commands_guards_what_it_names_now() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.ws.join("sub")).unwrap();
+    std::fs::create_dir_all(f.ws.join("modules/sub")).unwrap();
+    std::fs::write(f.ws.join("sub/.git"), "gitdir: ../modules/sub\n").unwrap();
+    std::fs::create_dir_all(f.ws.join("other")).unwrap();
+    std::fs::write(f.ws.join("other/config"), "[core]\n").unwrap();
+    let model = crate::exec::script(
+        &f,
+        "two.json",
+        json!([
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["true"]}}]},
+            {"tool_calls": [{"name": "run", "arguments": {"argv": ["sh", "-c",
+                "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> other/config; echo tried"]}}]},
+            {"text": "done"}
+        ]),
+    );
+    let mut child = crate::exec::exec(&f, "go", &["--model", &model])
+        .args(["--json", "--answers", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut cards = 0;
+    let mut results = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        match event["type"].as_str() {
+            Some("card") => {
+                cards += 1;
+                if cards == 2 {
+                    // In place: the file's folder keeps its ctime.
+                    let mut file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .truncate(true)
+                        .open(f.ws.join("sub/.git"))
+                        .unwrap();
+                    file.write_all(b"gitdir: ../other\n").unwrap();
+                }
+                let answer = json!({"card": event["id"], "answer": "allow_once"});
+                writeln!(stdin, "{answer}").unwrap();
+            }
+            Some("tool_result") => results.push(event),
+            _ => {}
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(cards, 2, "{results:#?}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("other/config")).unwrap(),
+        "[core]\n",
+        "{results:#?}"
+    );
+    assert!(!f.ws.join("pwned").exists());
+}

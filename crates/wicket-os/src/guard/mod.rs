@@ -77,6 +77,18 @@ pub(crate) struct Listed {
     git_folder: bool,
 }
 
+impl Kind {
+    /// The type of file it is.
+    fn file_type(&self) -> FileType {
+        match self {
+            Kind::Folder => FileType::Directory,
+            Kind::File => FileType::RegularFile,
+            Kind::Link(_) => FileType::Symlink,
+            Kind::Other => FileType::Unknown,
+        }
+    }
+}
+
 /// One scan of a workspace.
 #[derive(Debug, Default, Clone)]
 pub struct Found {
@@ -106,8 +118,9 @@ pub struct Found {
     pub reopened: Vec<(PathBuf, u32)>,
     /// True when the walk stopped at [`SCAN_MAX_ENTRIES`].
     pub truncated: bool,
-    /// For a scan before a command: what it read of each folder, for the
-    /// scan after it to take as it is where the folder did not change.
+    /// What it read of each folder older than the scan, for a later scan
+    /// to take as it is where the folder did not change: the scan after a
+    /// command, and the scan before the next one ([`Found::kept`]).
     pub(crate) listed: BTreeMap<PathBuf, Listed>,
     /// For a scan after a command: how many folders it took from the
     /// scan before, unlisted.
@@ -268,11 +281,38 @@ pub fn scan(workspace: &Path) -> Found {
     scan_since(workspace, None, None)
 }
 
+/// [`scan`], taking from what an earlier scan of `workspace` kept
+/// ([`Found::kept`]) each folder that is as it was then: not listed
+/// again, only opened and its `.git` files and links read again. Bytes
+/// that are not a scan's record are as nothing kept: every folder listed.
+pub fn scan_kept(workspace: &Path, kept: &[u8]) -> Found {
+    let earlier = kept::decode(kept).map(|listed| Found {
+        listed,
+        ..Found::default()
+    });
+    scan_since(workspace, None, earlier.as_ref())
+}
+
+impl Found {
+    /// What this scan read of each folder, as bytes to hand the next scan
+    /// of the workspace ([`scan_kept`]); empty past [`KEPT_MAX_BYTES`].
+    pub fn kept(&self) -> Vec<u8> {
+        kept::encode(&self.listed)
+    }
+}
+
 /// Whether the file `name` in `folder` changed at or after `since`
 /// (nanoseconds since the epoch, by its ctime, which no command can set back).
 fn changed_since(folder: impl AsFd, name: &OsStr, since: i128) -> bool {
     rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)
         .is_ok_and(|stat| ctime_nanos(&stat) >= since)
+}
+
+/// The kernel's coarse clock, which stamps a file's ctime, in nanoseconds
+/// since the epoch: a change made after this is read has a ctime at or past it.
+fn coarse_now() -> i128 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    i128::from(now.tv_sec) * 1_000_000_000 + i128::from(now.tv_nsec)
 }
 
 /// A file's ctime, in nanoseconds since the epoch.
@@ -328,10 +368,16 @@ struct Scan<'a> {
     workspace: &'a Path,
     /// A command's start, for a scan after it.
     since: Option<i128>,
-    /// For a scan after a command, the scan before it, when its folders'
-    /// ctimes can be trusted to say every change (a local filesystem): a
-    /// folder on the workspace's device as it was then is not listed again.
+    /// An earlier scan (before a command, the last one's; after it, the
+    /// one before it), when its folders' ctimes can be trusted to say
+    /// every change (a local filesystem): a folder on the workspace's
+    /// device as it was then is not listed again.
     before: Option<(&'a Found, u64)>,
+    /// The kernel's coarse clock when this scan began: a folder whose
+    /// ctime is older is kept for a later scan, one at or past it is not
+    /// (a name made in it after it was listed, within the same tick,
+    /// would leave its ctime as it was).
+    began: i128,
     tasks: Tasks<Folder>,
     /// Names listed so far, by every walker.
     walked: AtomicUsize,
@@ -340,19 +386,21 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
-    /// After a command, what the scan before it read of the folder at
-    /// `relative` (whose `stat` this is), when the folder is as it was
-    /// then: the same inode on the workspace's device, its ctime the same
-    /// and older than the command.
+    /// What an earlier scan read of the folder at `relative` (whose
+    /// `stat` this is), when the folder is as it was then: the same inode
+    /// on the workspace's device, its ctime the same (a name made, removed
+    /// or renamed in it sets its ctime, which no process can set back),
+    /// older than the scan that read it ([`Scan::began`]) and, after a
+    /// command, than the command.
     fn unchanged(&self, relative: &Path, stat: Option<&rustix::fs::Stat>) -> Option<&Listed> {
-        let ((before, device), since, stat) = (self.before?, self.since?, stat?);
+        let ((before, device), stat) = (self.before?, stat?);
         let listed = before.listed.get(relative)?;
         let ctime = ctime_nanos(stat);
         (stat.st_dev == device
             && stat.st_ino == listed.ino
             && ctime == listed.ctime
-            && ctime < since)
-            .then_some(listed)
+            && self.since.is_none_or(|since| ctime < since))
+        .then_some(listed)
     }
 }
 
@@ -372,7 +420,7 @@ fn scan_since(workspace: &Path, since: Option<i128>, before: Option<&Found>) -> 
     let Some(root) = open_root(workspace) else {
         return Found::default();
     };
-    let before = before.filter(|_| since.is_some()).and_then(|before| {
+    let before = before.and_then(|before| {
         let local = rustix::fs::fstatfs(&root)
             .is_ok_and(|fs| walk::LOCAL_FILESYSTEMS.contains(&(fs.f_type as u32)));
         let device = rustix::fs::fstat(&root).ok()?.st_dev;
@@ -389,6 +437,7 @@ fn scan_since(workspace: &Path, since: Option<i128>, before: Option<&Found>) -> 
         }]),
         walked: AtomicUsize::new(0),
         uid: rustix::process::geteuid(),
+        began: coarse_now(),
     };
     let mut walkers: Vec<Walker> = (0..walk::walkers(SCAN_WALKERS))
         .map(|_| Walker::default())
@@ -476,16 +525,19 @@ impl Walker {
             scan.tasks.stop();
             return;
         }
-        // A scan before a command keeps what it read, for the scan after it.
-        let mut record = stat.filter(|_| scan.since.is_none()).map(|stat| Listed {
-            ino: stat.st_ino,
-            ctime: ctime_nanos(&stat),
-            names: names.len(),
-            guarded: Vec::new(),
-            folders: Vec::new(),
-            later: Vec::new(),
-            git_folder: false,
-        });
+        // What it read is kept for a later scan (after the command, the
+        // next one's), unless the folder changed within this scan's tick.
+        let mut record = stat
+            .filter(|stat| ctime_nanos(stat) < scan.began)
+            .map(|stat| Listed {
+                ino: stat.st_ino,
+                ctime: ctime_nanos(&stat),
+                names: names.len(),
+                guarded: Vec::new(),
+                folders: Vec::new(),
+                later: Vec::new(),
+                git_folder: false,
+            });
         let has = |wanted: &[u8], kind: FileType| {
             names
                 .iter()
@@ -570,8 +622,9 @@ impl Walker {
         }
     }
 
-    /// A file of a folder listed, at `prefix`: kept (before a command) or
-    /// named (after one that changed it) when a tool runs it later.
+    /// A file of a folder listed, at `prefix`, when a tool runs it later:
+    /// kept with the folder's record, and after a command named when the
+    /// command changed it.
     fn file(
         &mut self,
         scan: &Scan<'_>,
@@ -580,22 +633,30 @@ impl Walker {
         name: Vec<u8>,
         record: &mut Option<Listed>,
     ) {
-        if let Some(record) = record {
-            if let Some((path, who)) = self.runs_later(prefix, &name) {
-                record.later.push((name, path, who));
-            }
-        } else if let Some(since) = scan.since
+        let wanted = record.is_some()
+            || (scan.since.is_some() && self.found.changed_later.len() < RUNS_LATER_NAMED);
+        if !wanted {
+            return;
+        }
+        let Some((path, who)) = self.runs_later(prefix, &name) else {
+            return;
+        };
+        if let Some(since) = scan.since
             && self.found.changed_later.len() < RUNS_LATER_NAMED
-            && let Some((path, who)) = self.runs_later(prefix, &name)
             && changed_since(folder, OsStr::from_bytes(&name), since)
         {
-            self.found.changed_later.push((path, who));
+            self.found.changed_later.push((path.clone(), who.clone()));
+        }
+        if let Some(record) = record {
+            record.later.push((name, path, who));
         }
     }
 
-    /// After a command, a folder as the scan before it read it (`listed`):
-    /// its guarded entries and folders as they were, and of its files that
-    /// run later those the command changed. No listing, no name compared.
+    /// A folder as an earlier scan read it (`listed`), kept for the next:
+    /// its guarded entries and folders as they were (before a command,
+    /// each `.git` file and link read again: a file rewritten in place
+    /// leaves its folder's ctime alone), and after a command, of its files
+    /// that run later those the command changed. No listing, no name compared.
     fn reuse(
         &mut self,
         scan: &Scan<'_>,
@@ -610,10 +671,31 @@ impl Walker {
         } = opened;
         self.found.reused += 1;
         scan.walked.fetch_add(listed.names, Ordering::Relaxed);
+        self.found
+            .listed
+            .insert(relative.to_path_buf(), listed.clone());
         for (name, kind) in &listed.guarded {
-            self.found.entries.insert(relative.join(name), kind.clone());
+            let kind = match scan.since {
+                Some(_) => kind.clone(),
+                None => guarded_entry(
+                    &mut self.found,
+                    &mut self.git_dirs,
+                    Where {
+                        workspace: scan.workspace,
+                        relative,
+                        folder,
+                    },
+                    name,
+                    kind.file_type(),
+                ),
+            };
+            self.found.entries.insert(relative.join(name), kind);
         }
         if listed.git_folder {
+            if scan.since.is_none() {
+                self.found.git_folders.push(relative.to_path_buf());
+                self.git_dirs.push(scan.workspace.join(relative));
+            }
             return;
         }
         if let Some(since) = scan.since
@@ -845,7 +927,9 @@ fn bindable(paths: Vec<PathBuf>, workspace: &Path) -> Vec<PathBuf> {
     kept
 }
 
+mod kept;
 mod settle;
+pub use kept::KEPT_MAX_BYTES;
 pub use settle::Settled;
 
 #[cfg(test)]

@@ -24,6 +24,9 @@ pub struct Settled {
     /// Folders that were read-only for the command because the scan
     /// before it could not list them, and why (relative).
     pub read_only: Vec<(PathBuf, String)>,
+    /// What the scan after the command read of each folder, for the scan
+    /// before the next one ([`Found::kept`], [`super::scan_kept`]).
+    pub kept: Vec<u8>,
 }
 
 impl Settled {
@@ -130,6 +133,7 @@ impl Found {
             }
         }
         put_back_modes(workspace, &after.reopened, &mut settled);
+        settled.kept = after.kept();
         settled.runs_later = after.changed_later;
         settled
     }

@@ -216,7 +216,8 @@ fn ctime(path: &Path) -> i128 {
 
 /// A command's start, as `since`: past the ctime of everything in `ws` so
 /// far (the kernel stamps ctimes from a coarse clock, so this waits for
-/// it to tick once).
+/// it to tick once, and for the coarse clock to pass what it stamped, as
+/// a scan's [`Scan::began`] must to keep a folder).
 fn start_after(ws: &Path) -> i128 {
     let marker = ws.join("start");
     std::fs::write(&marker, "").unwrap();
@@ -231,6 +232,10 @@ fn start_after(ws: &Path) -> i128 {
         }
     };
     std::fs::remove_file(&marker).unwrap();
+    let removed = ctime(ws);
+    while coarse_now() <= removed {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     start
 }
 
@@ -370,6 +375,8 @@ fn a_scan_after_a_command_lists_again_only_what_changed_and_finds_what_a_listing
     }
     std::fs::create_dir_all(ws.join("g1/bare.git/objects")).unwrap();
     std::fs::write(ws.join("g1/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    // A folder changed within the scan's own clock tick is not kept.
+    start_after(&ws);
     let before = scan(&ws);
     let since = start_after(&ws);
     // The command: a .git in a folder (its ctime moves), a Makefile changed
@@ -397,4 +404,117 @@ fn a_scan_after_a_command_lists_again_only_what_changed_and_finds_what_a_listing
     // all but the root, g0, g0/m03, g2 and g2/new, of the 68 walked.
     assert_eq!(reused.reused, 63, "{reused:?}");
     assert_eq!(listed.reused, 0);
+}
+
+/// What the scan before a command finds, and its protections, must not
+/// depend on what the last scan kept.
+fn same_find(kept: &Found, listed: &Found) {
+    assert_eq!(kept.entries, listed.entries);
+    assert_eq!(kept.git_folders, listed.git_folders);
+    assert_eq!(kept.git_protected, listed.git_protected);
+    assert_eq!(kept.wicket_protected, listed.wicket_protected);
+    assert_eq!(kept.absent, listed.absent);
+    assert_eq!(kept.unscanned, listed.unscanned);
+}
+
+#[test]
+fn the_scan_before_the_next_command_lists_again_only_what_changed_and_finds_what_a_listing_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    for n in 0..60 {
+        let folder = ws.join(format!("g{}/m{n:02}", n % 3));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("lib.rs"), "").unwrap();
+        if n % 15 == 0 {
+            std::fs::create_dir_all(folder.join("deep/.git")).unwrap();
+        }
+    }
+    std::fs::create_dir_all(ws.join("g1/bare.git/objects")).unwrap();
+    std::fs::write(ws.join("g1/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(ws.join("g2/modules/sub")).unwrap();
+    std::fs::write(ws.join("g2/m02/.git"), "gitdir: ../modules/sub\n").unwrap();
+    std::fs::create_dir_all(ws.join("g0/m06/.wicket")).unwrap();
+    start_after(&ws);
+    let first = scan(&ws);
+    let kept = first.kept();
+    assert!(!kept.is_empty());
+    // Between commands (the person, another process): a .git made in an
+    // old folder (its ctime moves), a .git file rewritten in place to name
+    // another folder (its folder's ctime does not), a folder holding one
+    // removed, a new folder holding a bare repository.
+    std::fs::create_dir(ws.join("g0/m03/.git")).unwrap();
+    std::fs::create_dir_all(ws.join("g1/elsewhere")).unwrap();
+    std::fs::write(ws.join("g2/m02/.git"), "gitdir: ../../g1/elsewhere\n").unwrap();
+    std::fs::remove_dir_all(ws.join("g0/m15")).unwrap();
+    std::fs::create_dir_all(ws.join("g2/new.git/objects")).unwrap();
+    std::fs::write(ws.join("g2/new.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let again = scan_kept(&ws, &kept);
+    let listed = scan(&ws);
+    same_find(&again, &listed);
+    assert!(again.entries.contains_key(Path::new("g0/m03/.git")));
+    assert!(!again.entries.contains_key(Path::new("g0/m15/deep/.git")));
+    assert!(again.git_folders.contains(&PathBuf::from("g2/new.git")));
+    assert!(again.git_folders.contains(&PathBuf::from("g1/bare.git")));
+    assert!(
+        again
+            .git_protected
+            .contains(&ws.join("g2/m02/../../g1/elsewhere")),
+        "{:?}",
+        again.git_protected
+    );
+    assert!(again.wicket_protected.contains(&ws.join("g0/m06/.wicket")));
+    // Of the 71 folders walked, listed again: g0, g0/m03, g1, g2 (a name
+    // made or removed in each) and the new g1/elsewhere and g2/new.git;
+    // every other folder (g2/m02, whose .git was rewritten in place,
+    // among them) was taken as kept.
+    assert_eq!(listed.reused, 0);
+    assert_eq!(again.reused, 65, "{again:?}");
+    // What the second scan keeps is as good as a listing's, for the third.
+    let third = scan_kept(&ws, &again.kept());
+    same_find(&third, &listed);
+}
+
+#[test]
+fn what_does_not_read_back_as_a_kept_scan_is_nothing_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(ws.join("a/.git")).unwrap();
+    std::fs::create_dir_all(ws.join("b")).unwrap();
+    start_after(&ws);
+    let kept = scan(&ws).kept();
+    let listed = scan(&ws);
+    for bytes in [
+        &b""[..],
+        b"not a scan",
+        &kept[..kept.len() - 1],
+        &[&kept[..], b"x"].concat(),
+    ] {
+        let again = scan_kept(&ws, bytes);
+        assert_eq!(again.reused, 0);
+        same_find(&again, &listed);
+    }
+}
+
+#[test]
+fn a_kept_scan_reads_back_as_it_was_with_names_that_are_not_text() {
+    use std::os::unix::ffi::OsStrExt;
+    let name = OsStr::from_bytes(b"caf\xe9");
+    let mut listed = BTreeMap::new();
+    listed.insert(
+        PathBuf::from(name).join("sub"),
+        Listed {
+            ino: 42,
+            ctime: -5,
+            names: 7,
+            guarded: vec![
+                (".git".into(), Kind::Link(PathBuf::from(name))),
+                (".wicket".into(), Kind::Folder),
+            ],
+            folders: vec![CString::new(b"caf\xe9".to_vec()).unwrap()],
+            later: vec![(b"Makefile".to_vec(), "sub/Makefile".into(), "make".into())],
+            git_folder: true,
+        },
+    );
+    let back = kept::decode(&kept::encode(&listed)).unwrap();
+    assert_eq!(format!("{back:?}"), format!("{listed:?}"));
 }

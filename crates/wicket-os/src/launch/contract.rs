@@ -140,13 +140,46 @@ pub struct Launch {
     /// through a `/proc/PID/fd` link, and stage 2 is not dumpable, so
     /// neither its `/proc/1/fd` nor `ptrace` of it is the command's.
     /// Unlike a line on stderr, which the command writes too, no command
-    /// can forge it.
+    /// can forge it. It comes to stage 2 holding what the last scan of the
+    /// workspace kept, for its scan before the command ([`report_file`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<PathBuf>,
 }
 
 /// At most this much of a [`Report`] is read (ten paths, each at most a `PATH_MAX`).
 pub const REPORT_MAX_BYTES: u64 = 64 * 1024;
+
+/// The report file both ways: Wicket writes in it what the last scan of
+/// the workspace kept ([`crate::guard::Found::kept`]) for stage 2's scan
+/// before the command to read, and stage 2 writes over it its [`Report`]
+/// and what its scan after the command kept, for the next command. Laid
+/// out as the report's length (8 bytes, little-endian; 0 for none), the
+/// report as JSON, then what the scan kept, to the end.
+pub fn report_file(report: Option<&Report>, kept: &[u8]) -> Vec<u8> {
+    let json = report
+        .and_then(|report| serde_json::to_vec(report).ok())
+        .unwrap_or_default();
+    let mut bytes = Vec::with_capacity(8 + json.len() + kept.len());
+    bytes.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&json);
+    bytes.extend_from_slice(kept);
+    bytes
+}
+
+/// A report file's [`Report`] (the default when it holds none, or one
+/// past [`REPORT_MAX_BYTES`] or not JSON) and what the scan kept.
+pub fn read_report_file(bytes: &[u8]) -> (Report, &[u8]) {
+    let Some((length, rest)) = bytes.split_first_chunk::<8>() else {
+        return (Report::default(), &[]);
+    };
+    let length = u64::from_le_bytes(*length);
+    if length > REPORT_MAX_BYTES || length > rest.len() as u64 {
+        return (Report::default(), &[]);
+    }
+    let (json, kept) = rest.split_at(length as usize);
+    let report = serde_json::from_slice(json).unwrap_or_default();
+    (report, kept)
+}
 
 /// What stage 2 tells Wicket after the command, in [`Launch::report`], as JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -41,7 +41,7 @@ use std::ffi::OsString;
 use contract::PROBE_MOUNTS_ARG;
 pub use contract::{
     INIT_ARG, LAUNCH_ARG, Launch, Overlay, PROBE_ARG, Policy, REPORT_MAX_BYTES, Report,
-    SETUP_FAILED, install_launcher, launcher,
+    SETUP_FAILED, install_launcher, launcher, read_report_file, report_file,
 };
 pub use limits::{ResourceLimits, half_the_memory_mb};
 pub use probe::{Availability, availability};

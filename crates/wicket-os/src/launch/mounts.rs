@@ -266,8 +266,8 @@ fn bind_device(fd: &OwnedFd, target: &Path) -> Result<()> {
 /// not list, which may hold any of them. What was found is kept, so that
 /// what the command makes of them is undone after it
 /// ([`crate::guard::Found::settle`]).
-fn protect_workspace_folders(policy: &Policy) -> Result<Found> {
-    let found = crate::guard::scan(&policy.workspace);
+fn protect_workspace_folders(policy: &Policy, kept: &[u8]) -> Result<Found> {
+    let found = crate::guard::scan_kept(&policy.workspace, kept);
     let unscanned: Vec<PathBuf> = found
         .unscanned
         .iter()
@@ -402,8 +402,9 @@ pub(super) struct Built {
 
 /// Builds the jail's file tree in a new mount namespace. Runs in stage 2
 /// (PID 1 of the command's PID namespace, so the new `/proc` is the
-/// command's), with `CAP_SYS_ADMIN` in its user namespace.
-pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
+/// command's), with `CAP_SYS_ADMIN` in its user namespace. `kept` is what
+/// the last scan of the workspace kept ([`crate::guard::scan_kept`]).
+pub(super) fn build(policy: &Policy, deny: &[PathBuf], kept: &[u8]) -> Result<Built> {
     let cwd = RecordedCwd::record()?;
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
         .map_err(|error| format!("unshare of the mount namespace: {error}"))?;
@@ -453,7 +454,7 @@ pub(super) fn build(policy: &Policy, deny: &[PathBuf]) -> Result<Built> {
     for (path, fd) in &writable {
         bind(&fd_path(fd), path, true)?;
     }
-    built.guarded = protect_workspace_folders(policy)?;
+    built.guarded = protect_workspace_folders(policy, kept)?;
     for path in deny {
         mask(path, &null)?;
     }

@@ -24,7 +24,9 @@ use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::capabilities::drop_capabilities;
-use super::contract::{Launch, Policy, Report, SIGNAL_NAME, fail, parse};
+use super::contract::{
+    Launch, Policy, Report, SIGNAL_NAME, fail, parse, read_report_file, report_file,
+};
 use super::limits::set_rlimits;
 use super::mounts::{self, canonical};
 use super::parent::die_with_parent;
@@ -108,8 +110,9 @@ fn confine(launch: &Launch) -> Result<(Option<File>, Guarded<'_>), String> {
         (Some(path), true) => Some(open_report(path)?),
         _ => None,
     };
+    let kept = report.as_ref().map(read_kept).unwrap_or_default();
     let guarded = match &launch.policy {
-        Some(policy) => Some((policy, confine_init(launch, policy)?)),
+        Some(policy) => Some((policy, confine_init(launch, policy, &kept)?)),
         None => None,
     };
     // Not dumpable: no process of the command may open this one's
@@ -129,7 +132,7 @@ type Guarded<'a> = Option<(&'a Policy, Option<Found>)>;
 /// Stage 2's layers, in order: the file tree (it needs the capability
 /// stage 1 passed), every capability dropped, the limits, Landlock, seccomp.
 /// What the tree's scan found of `.git` and `.wicket` entries, when there is a tree.
-fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, String> {
+fn confine_init(launch: &Launch, policy: &Policy, kept: &[u8]) -> Result<Option<Found>, String> {
     let mut policy = policy.clone();
     // Each denied path where it really is, and as written: a home's
     // toolchain bound back where the person's PATH names it is masked there too.
@@ -140,7 +143,7 @@ fn confine_init(launch: &Launch, policy: &Policy) -> Result<Option<Found>, Strin
     deny.extend(launch.report.iter().cloned());
     let mut guarded = None;
     if launch.mounts {
-        let built = mounts::build(&policy, &deny)?;
+        let built = mounts::build(&policy, &deny, kept)?;
         policy.writable.extend(built.private);
         guarded = Some(built.guarded);
     }
@@ -176,16 +179,17 @@ fn settle(policy: &Policy, found: &Found, since: i128, report: Option<&File>) {
                 .map(|(path, _)| path)
                 .collect(),
         };
-        if let Err(error) = write_report(file, &report) {
+        if let Err(error) = write_report(file, &report, &settled.kept) {
             eprintln!("wicket: could not report what the command changed: {error}");
         }
     }
 }
 
-/// The report Wicket made at `path`, opened to be written: a regular file,
-/// reached by no link, its descriptor closed at the command's exec.
+/// The report Wicket made at `path`, opened to be read and written: a
+/// regular file, reached by no link, its descriptor closed at the command's exec.
 fn open_report(path: &Path) -> Result<File, String> {
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
@@ -197,12 +201,26 @@ fn open_report(path: &Path) -> Result<File, String> {
     }
 }
 
-/// Writes `report` over whatever the file held (nothing of the command is
-/// left to have written it, but no earlier bytes may stay either).
-fn write_report(file: &File, report: &Report) -> std::io::Result<()> {
-    let json = serde_json::to_vec(report).map_err(std::io::Error::other)?;
+/// What the last scan of the workspace kept, as Wicket wrote it in the
+/// report before the command ([`report_file`]): nothing when it cannot be
+/// read whole (the scan then lists every folder).
+fn read_kept(file: &File) -> Vec<u8> {
+    use std::io::Read;
+    let most =
+        (crate::guard::KEPT_MAX_BYTES + super::contract::REPORT_MAX_BYTES as usize + 8) as u64;
+    let mut bytes = Vec::new();
+    match file.take(most).read_to_end(&mut bytes) {
+        Ok(_) => read_report_file(&bytes).1.to_vec(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Writes `report`, and what the scan after the command kept, over
+/// whatever the file held (nothing of the command is left to have
+/// written it, but no earlier bytes may stay either).
+fn write_report(file: &File, report: &Report, kept: &[u8]) -> std::io::Result<()> {
     file.set_len(0)?;
-    file.write_all_at(&json, 0)
+    file.write_all_at(&report_file(Some(report), kept), 0)
 }
 
 /// How far a file's ctime may lag the clock: the kernel stamps files from
