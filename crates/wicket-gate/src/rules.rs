@@ -224,7 +224,7 @@ pub fn verdict(rules: &[(Source, Rule)], workspace: &Path, subject: &Subject<'_>
             })
             .find(|(_, rule)| {
                 matches_as(rule, workspace, subject, Reading::Loose)
-                    || *opaque.get_or_init(|| shell::opaque(argv))
+                    || *opaque.get_or_init(|| shell::opaque(argv) || aliases_hide(argv, workspace))
             })
             .map(|(_, rule)| rule.id.clone());
     }
@@ -345,7 +345,7 @@ fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
     if !commands.iter().any(git) {
         return commands;
     }
-    let aliases = crate::git_aliases::aliases(workspace);
+    let aliases = crate::git_aliases::aliases(workspace).found;
     if aliases.is_empty() {
         return commands;
     }
@@ -358,6 +358,31 @@ fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
         commands.extend(shell::commands_of(&command));
     }
     commands
+}
+
+/// Whether a git command of `called` may run what no one here can read
+/// through an alias: the aliases could not all be read (a config past
+/// the size read, includes too deep), or one it runs is a script that
+/// runs what its words do not say ([`shell::opaque`]).
+fn aliases_hide(called: &[String], workspace: &Path) -> bool {
+    let git_commands: Vec<Vec<String>> = shell::commands_of(called)
+        .into_iter()
+        .filter(|command| {
+            command
+                .first()
+                .is_some_and(|program| commands::program_name(program) == "git")
+        })
+        .collect();
+    if git_commands.is_empty() {
+        return false;
+    }
+    let aliases = crate::git_aliases::aliases(workspace);
+    aliases.unread
+        || git_commands.iter().any(|command| {
+            crate::git_aliases::expansions(command, &aliases.found)
+                .iter()
+                .any(|expanded| shell::opaque(expanded))
+        })
 }
 
 /// Whether every path a call reads lies in one a rule names (`~/…` is the

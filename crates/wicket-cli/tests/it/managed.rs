@@ -351,3 +351,63 @@ fn a_managed_deny_on_git_push_holds_against_global_options_aliases_and_hidden_fo
     );
     assert!(branches(&remote).contains("sneaky"), "{out:#?}");
 }
+
+/// A repository can hide an alias from a reading of its config: in a file
+/// its config includes, in a `!` alias whose script names no git, or past
+/// the size the gate reads. The first is read and denied; the others are
+/// held: a card naming the managed rule, no allow_always, no push.
+#[test]
+fn a_managed_deny_on_git_push_reads_included_aliases_and_holds_what_it_cannot_read() {
+    use crate::jail::{branches, git, remote};
+    if !root() {
+        return;
+    }
+    let f = Fixture::new();
+    let policy = managed(&f, DENY_PUSH, 0o644);
+    let remote = remote(&f);
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!("[sandbox]\nextra_write = [\"{}\"]\n", remote.display()),
+    )
+    .unwrap();
+    std::fs::write(f.ws.join(".git/extra.cfg"), "[alias]\n\tsy = push\n").unwrap();
+    git(&f.ws, &["config", "include.path", "extra.cfg"]);
+    let out = run_under(
+        &f,
+        &policy,
+        &["git", "sy", "origin", "HEAD:sneaky"],
+        "allow_always",
+    );
+    assert!(out.iter().all(|line| line["type"] != "card"), "{out:#?}");
+    let why = out.last().unwrap()["error"]["message"].to_string();
+    assert!(why.contains("managed:no-push"), "{out:#?}");
+    assert!(!branches(&remote).contains("sneaky"));
+    let held = |argv: &[&str]| {
+        let out = run_under(&f, &policy, argv, "allow_always");
+        let card = out
+            .iter()
+            .find(|line| line["type"] == "card")
+            .unwrap_or_else(|| panic!("{argv:?}: {out:#?}"))
+            .clone();
+        assert!(card.get("always").is_none(), "{card:#}");
+        assert!(
+            card["managed"].to_string().contains("managed:no-push"),
+            "{card:#}"
+        );
+        assert!(!branches(&remote).contains("sneaky"), "{argv:?}: {out:#?}");
+    };
+    git(
+        &f.ws,
+        &["config", "alias.hid", "!g=git; $g push origin HEAD:sneaky"],
+    );
+    held(&["git", "hid"]);
+    // A config past what the gate reads: whatever alias it holds is unread.
+    let mut config = std::fs::read_to_string(f.ws.join(".git/config")).unwrap();
+    config.push_str(&format!(
+        "# {}\n[alias]\n\tbig = push\n",
+        "x".repeat(5 << 20)
+    ));
+    std::fs::write(f.ws.join(".git/config"), config).unwrap();
+    held(&["git", "big", "origin", "HEAD:sneaky"]);
+    assert!(!f.home.join("rules.toml").exists(), "a rule was saved");
+}
