@@ -254,15 +254,21 @@ fn rows_at(rows: &mut Vec<Row>, files: usize) -> Result<()> {
     for call in 0..CALLS {
         let seq = 2 * call + 1;
         calls.take(&workspace, &settings, seq, "write_file")?;
-        if call % 2 == 0 {
+        let wrote = if call % 2 == 0 {
             let n = (call as usize * 97) % files;
             let folder = n / PER_FOLDER;
-            let path = ws.join(format!("src/g{:03}/m{folder:05}/f{n:07}.rs", folder % 1000));
-            std::fs::write(path, format!("pub fn call{call}() {{}}\n"))?;
+            format!("src/g{:03}/m{folder:05}/f{n:07}.rs", folder % 1000)
         } else {
-            std::fs::write(made.join(format!("c{call:04}.rs")), "fn made() {}\n")?;
-        }
-        calls.take_after(&workspace, &settings, seq, "write_file")?;
+            format!("made/c{call:04}.rs")
+        };
+        std::fs::write(ws.join(&wrote), format!("pub fn call{call}() {{}}\n"))?;
+        calls.take_after(
+            &workspace,
+            &settings,
+            seq,
+            "write_file",
+            Some(wrote.as_bytes()),
+        )?;
     }
     let to = calls.find(1)?;
     let mut planned = 0;

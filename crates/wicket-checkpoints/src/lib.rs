@@ -64,13 +64,13 @@ use tracker::Tracker;
 
 /// Which line a checkpoint writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Taking {
+enum Taking<'a> {
     /// Before a call: what the tracker heard since the last line.
     Before,
     /// Before a call, walking the whole workspace (a rewind's).
     Walked,
-    /// After a call: what it left.
-    After,
+    /// After a call: what it left (a write: the path it wrote).
+    After(Option<&'a [u8]>),
 }
 
 /// Errors of the store, each saying what to do.
@@ -328,6 +328,11 @@ struct Line {
     /// not a checkpoint before one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     after: bool,
+    /// For the line after a write, the path it wrote: of its `changes`,
+    /// only that path and the folders it made for it are the call's (the
+    /// others were heard in the same moment, and are someone else's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wrote: Option<state::Named>,
 }
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -352,6 +357,8 @@ struct Record {
     end: u64,
     /// The line after a call: what it left ([`Line::after`]).
     after: bool,
+    /// The line after a write: the path it wrote ([`Line::wrote`]).
+    wrote: Option<Vec<u8>>,
 }
 
 /// The session's `index.json`: where ids go on (they never repeat, even
@@ -536,6 +543,7 @@ fn parse_records(bytes: &[u8], objects: Option<&Objects>) -> (Vec<Record>, bool)
             doubt,
             end: end as u64,
             after: line.after,
+            wrote: line.wrote.and_then(state::Named::decode),
         });
     }
     (records, true)
@@ -745,15 +753,18 @@ impl Store {
 
     /// Records what the call at event `seq` left (a line after it): what
     /// changed since its checkpoint, from what the tracker heard. A rewind
-    /// takes back only what these lines say this session's calls did.
+    /// takes back only what these lines say this session's calls did: of
+    /// a write's (`wrote`: the path it wrote, below the workspace), that
+    /// path and the folders made for it alone.
     pub fn take_after(
         &self,
         workspace: &Workspace,
         settings: &Settings,
         seq: u64,
         tool: &str,
+        wrote: Option<&[u8]>,
     ) -> Result<Taken> {
-        self.take_with(workspace, settings, seq, tool, Taking::After)
+        self.take_with(workspace, settings, seq, tool, Taking::After(wrote))
     }
 
     /// Records a checkpoint as [`Store::take`] does, but walking the whole
@@ -911,7 +922,11 @@ impl Store {
                 since: *since,
                 paths: paths.iter().map(|path| state::Named::of(path)).collect(),
             }),
-            after: taking == Taking::After,
+            after: matches!(taking, Taking::After(_)),
+            wrote: match taking {
+                Taking::After(wrote) => wrote.map(state::Named::of),
+                _ => None,
+            },
         };
         let (id, changed) = (line.id, line.changes.len());
         self.append(cache, line)?;

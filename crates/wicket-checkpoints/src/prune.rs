@@ -85,6 +85,7 @@ impl Store {
                 }),
                 // The first line holds the whole tree: never what one call did.
                 after: record.after && offset > 0,
+                wrote: record.wrote.as_deref().map(state::Named::of),
             };
             text.push_str(&line_text(line, self.objects.get())?);
         }

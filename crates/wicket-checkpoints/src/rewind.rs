@@ -537,7 +537,14 @@ impl Store {
         let applied = plan.apply(workspace, objects);
         // What the rewind itself did, as any call's: a rewind of it (`--undo`)
         // takes back that and nothing else.
-        if let Err(error) = self.take_in(cache, workspace, settings, seq, "rewind", Taking::After) {
+        if let Err(error) = self.take_in(
+            cache,
+            workspace,
+            settings,
+            seq,
+            "rewind",
+            Taking::After(None),
+        ) {
             *guard = None;
             return Err(error);
         }
@@ -628,23 +635,32 @@ impl Touched {
             left: Default::default(),
         };
         for record in &range[1..] {
-            if record.after {
-                for (path, _) in &record.changes {
-                    touched
-                        .before
-                        .entry(path.clone())
-                        .or_insert_with(|| state.get(path).cloned());
-                }
+            for (path, _) in record.changes.iter().filter(|(path, _)| record.did(path)) {
+                touched
+                    .before
+                    .entry(path.clone())
+                    .or_insert_with(|| state.get(path).cloned());
             }
             state::apply(&mut state, &record.changes);
-            if record.after {
-                for (path, _) in &record.changes {
-                    let left = (state.get(path).cloned(), record.info.tool.clone());
-                    touched.left.insert(path.clone(), left);
-                }
+            for (path, _) in record.changes.iter().filter(|(path, _)| record.did(path)) {
+                let left = (state.get(path).cloned(), record.info.tool.clone());
+                touched.left.insert(path.clone(), left);
             }
         }
         Ok(touched)
+    }
+}
+
+impl Record {
+    /// Whether this line says its call changed `path`: a line after a
+    /// call, and after a write only for the path it wrote and the folders
+    /// above it (made for it); what else was heard in that moment is not
+    /// the write's.
+    fn did(&self, path: &[u8]) -> bool {
+        self.after
+            && self.wrote.as_deref().is_none_or(|wrote| {
+                wrote == path || (wrote.starts_with(path) && wrote.get(path.len()) == Some(&b'/'))
+            })
     }
 }
 
@@ -704,10 +720,11 @@ fn who(
                     claims == Claims::Any || WRITES.contains(&record.info.tool.as_str())
                 })
                 .filter(|record| {
-                    record
-                        .changes
-                        .iter()
-                        .any(|(changed, left)| changed == path && same(left.as_ref(), entry))
+                    record.did(path)
+                        && record
+                            .changes
+                            .iter()
+                            .any(|(changed, left)| changed == path && same(left.as_ref(), entry))
                 })
                 .map(move |record| (record.info.at, session, record))
         })
@@ -759,7 +776,11 @@ pub(crate) fn listed(records: Vec<Record>) -> Vec<Info> {
                 .rev()
                 .find(|info| info.seq == record.info.seq)
             {
-                info.changed = record.changes.len();
+                info.changed = record
+                    .changes
+                    .iter()
+                    .filter(|(path, _)| record.did(path))
+                    .count();
                 info.scoped = true;
             }
             continue;

@@ -31,7 +31,7 @@ fn world() -> World {
 fn after(world: &World, settings: &Settings, seq: u64) -> Taken {
     world
         .store
-        .take_after(&world.workspace, settings, seq, "run")
+        .take_after(&world.workspace, settings, seq, "run", None)
         .unwrap()
 }
 
@@ -161,9 +161,13 @@ fn old_checkpoints_are_pruned_and_their_objects_go() {
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
     let fresh = Store::new(w.store.dir.parent().unwrap(), &w.store.shared);
     std::fs::write(w.ws.join("f"), "newer\n").unwrap();
-    fresh.take_after(&w.workspace, &settings, 2, "run").unwrap();
+    fresh
+        .take_after(&w.workspace, &settings, 2, "run", None)
+        .unwrap();
     fresh.take(&w.workspace, &settings, 3, "run").unwrap();
-    fresh.take_after(&w.workspace, &settings, 3, "run").unwrap();
+    fresh
+        .take_after(&w.workspace, &settings, 3, "run", None)
+        .unwrap();
     let list = fresh.list().unwrap();
     assert_eq!(list.iter().map(|info| info.seq).collect::<Vec<_>>(), [2, 3]);
     let objects = fresh.objects.get().unwrap();
@@ -274,7 +278,9 @@ fn a_damaged_line_loses_that_checkpoint_and_what_follows_not_the_store() {
     let fresh = Store::new(w.store.dir.parent().unwrap(), &w.store.shared);
     fresh.take(&w.workspace, &settings, 5, "run").unwrap();
     std::fs::write(w.ws.join("f"), "two\n").unwrap();
-    fresh.take_after(&w.workspace, &settings, 5, "run").unwrap();
+    fresh
+        .take_after(&w.workspace, &settings, 5, "run", None)
+        .unwrap();
     let seqs: Vec<u64> = fresh.list().unwrap().iter().map(|info| info.seq).collect();
     assert_eq!(seqs, [1, 5]);
     let to = fresh.find(1).unwrap();
@@ -337,4 +343,49 @@ fn a_plan_stores_nothing() {
     let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
     assert_eq!(plan.restore, ["f"]);
     assert_eq!(w.store.object_bytes(), stored);
+}
+
+#[test]
+fn a_writes_line_after_names_only_what_it_wrote_and_the_folders_made_for_it() {
+    let w = world();
+    let settings = Settings::default();
+    std::fs::write(w.ws.join("theirs.txt"), "as it was\n").unwrap();
+    w.store
+        .take(&w.workspace, &settings, 1, "write_file")
+        .unwrap();
+    // In the same moment as the write: someone else's change, heard too.
+    std::fs::write(w.ws.join("theirs.txt"), "someone else's\n").unwrap();
+    std::fs::create_dir_all(w.ws.join("new/deep")).unwrap();
+    std::fs::write(w.ws.join("new/deep/mine.txt"), "mine\n").unwrap();
+    let taken = w
+        .store
+        .take_after(
+            &w.workspace,
+            &settings,
+            1,
+            "write_file",
+            Some(b"new/deep/mine.txt"),
+        )
+        .unwrap();
+    assert_eq!(taken.changed, 4, "{taken:?}");
+    let listed = w.store.list().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        listed[0].changed, 3,
+        "the write, and the two folders made for it"
+    );
+    let to = w.store.find(1).unwrap();
+    let plan = w.store.plan(&w.workspace, &settings, &to).unwrap();
+    assert!(plan.restore.is_empty(), "{plan:?}");
+    assert_eq!(
+        plan.delete,
+        ["new", "new/deep", "new/deep/mine.txt"],
+        "{plan:?}"
+    );
+    rewind_to(&w, to.id, 2);
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("theirs.txt")).unwrap(),
+        "someone else's\n"
+    );
+    assert!(!w.ws.join("new").exists());
 }

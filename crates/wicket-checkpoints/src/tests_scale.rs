@@ -134,7 +134,7 @@ fn tracked_checkpoints_hold_every_kind_of_change_as_a_full_walk_finds_it() {
         let seq = n as u64 + 2;
         let taken = w
             .store
-            .take_after(&w.workspace, &settings, seq - 1, "run")
+            .take_after(&w.workspace, &settings, seq - 1, "run", None)
             .unwrap();
         // A changed ignore file walks whole: which paths count changed.
         let whole = *what == "an ignore file" || !w.tracked();
@@ -147,7 +147,7 @@ fn tracked_checkpoints_hold_every_kind_of_change_as_a_full_walk_finds_it() {
         assert!(plan.is_empty() && plan.kept.is_empty(), "{what}: {plan:?}");
     }
     w.store
-        .take_after(&w.workspace, &settings, steps.len() as u64 + 1, "run")
+        .take_after(&w.workspace, &settings, steps.len() as u64 + 1, "run", None)
         .unwrap();
     // Back to the first, every byte.
     let applied = rewind(&w, &w.store, 1, 20);
@@ -178,13 +178,13 @@ fn a_change_the_tracker_missed_is_left_as_it_is_never_written_with_bytes_no_one_
     w.store.forget_heard();
     let missed = w
         .store
-        .take_after(&w.workspace, &settings, 1, "run")
+        .take_after(&w.workspace, &settings, 1, "run", None)
         .unwrap();
     assert!(!missed.whole);
     w.store.take(&w.workspace, &settings, 2, "run").unwrap();
     w.write("g", "g2\n");
     w.store
-        .take_after(&w.workspace, &settings, 2, "run")
+        .take_after(&w.workspace, &settings, 2, "run", None)
         .unwrap();
     // A whole walk sees what was missed, and holds it in doubt.
     let plan = w
@@ -232,7 +232,7 @@ fn an_overflowing_queue_means_a_full_walk_and_every_file_comes_back_right() {
     w.write("f", "after the flood\n");
     let taken = w
         .store
-        .take_after(&w.workspace, &settings, 1, "run")
+        .take_after(&w.workspace, &settings, 1, "run", None)
         .unwrap();
     assert!(taken.whole, "{taken:?}");
     w.store.take(&w.workspace, &settings, 2, "run").unwrap();
@@ -240,7 +240,7 @@ fn an_overflowing_queue_means_a_full_walk_and_every_file_comes_back_right() {
     w.write("f", "later\n");
     w.write("churn-a", "later\n");
     w.store
-        .take_after(&w.workspace, &settings, 2, "run")
+        .take_after(&w.workspace, &settings, 2, "run", None)
         .unwrap();
     // Id 3: the checkpoint before call 2 (2 is the line after call 1).
     let applied = rewind(&w, &w.store, 3, 3);
@@ -270,10 +270,14 @@ fn two_sessions_share_objects_and_deleting_one_keeps_the_others_rewinds_byte_for
     // The second session's changes, then the first session gone.
     w.write("src/f7", "seven, changed\n");
     std::fs::write(w.ws.join("big"), b"small now").unwrap();
-    other.take_after(&w.workspace, &settings, 1, "run").unwrap();
+    other
+        .take_after(&w.workspace, &settings, 1, "run", None)
+        .unwrap();
     other.take(&w.workspace, &settings, 2, "run").unwrap();
     w.write("src/f7", "seven, again\n");
-    other.take_after(&w.workspace, &settings, 2, "run").unwrap();
+    other
+        .take_after(&w.workspace, &settings, 2, "run", None)
+        .unwrap();
     std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
     other.sweep().unwrap();
     let other = w.session("two");
@@ -322,7 +326,7 @@ fn a_walk_ahead_makes_the_first_checkpoint_walk_only_what_changed_since() {
     assert!(plan.is_empty(), "{plan:?}");
     w.write("a", "b\n");
     w.store
-        .take_after(&w.workspace, &settings, 1, "run")
+        .take_after(&w.workspace, &settings, 1, "run", None)
         .unwrap();
     let to = w.store.find(1).unwrap();
     let rewound = w.store.rewind(&w.workspace, &settings, &to, 2).unwrap();
@@ -384,7 +388,9 @@ fn past_max_store_mb_the_other_sessions_of_the_workspace_give_way_too() {
     let first = w.session("one");
     assert_eq!(first.list().unwrap().len(), 1);
     std::fs::write(w.ws.join("f"), b"changed").unwrap();
-    first.take_after(&w.workspace, &settings, 2, "run").unwrap();
+    first
+        .take_after(&w.workspace, &settings, 2, "run", None)
+        .unwrap();
     let applied = rewind(&w, &first, 2, 3);
     assert!(applied.failed.is_empty(), "{applied:?}");
     assert_eq!(std::fs::read(w.ws.join("f")).unwrap(), megabyte(1));
@@ -452,9 +458,13 @@ fn a_first_line_of_the_whole_tree_is_one_shared_object_kept_by_every_journal_nam
     // The first session gone and a sweep made: the second's rewinds still hold every file.
     w.write("src/d3/f3", "changed\n");
     std::fs::remove_file(w.ws.join("src/d4/f4")).unwrap();
-    other.take_after(&w.workspace, &settings, 1, "run").unwrap();
+    other
+        .take_after(&w.workspace, &settings, 1, "run", None)
+        .unwrap();
     other.take(&w.workspace, &settings, 2, "run").unwrap();
-    other.take_after(&w.workspace, &settings, 2, "run").unwrap();
+    other
+        .take_after(&w.workspace, &settings, 2, "run", None)
+        .unwrap();
     std::fs::remove_dir_all(w.root.join("sessions/one")).unwrap();
     other.sweep().unwrap();
     let other = w.session("two");

@@ -47,12 +47,30 @@ pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
     let manager = Manager::new(&home, runtime.handle().clone(), standard_setup(&home));
     let id = SessionId::from(options.session.clone());
     if options.list {
+        // Each point with the words of the call it comes before.
+        let calls: std::collections::BTreeMap<u64, String> = manager
+            .events_after(&id, 0)?
+            .into_iter()
+            .filter_map(|event| match event.body {
+                EventBody::ToolCall(call) => Some((
+                    event.seq,
+                    format!(
+                        "{} {}",
+                        call.name,
+                        wicket_protocol::call_summary(&call.name, &call.arguments)
+                    ),
+                )),
+                EventBody::Rewound(_) => Some((event.seq, "the rewind".to_string())),
+                _ => None,
+            })
+            .collect();
         for info in manager.checkpoints(&id)? {
+            let call = calls.get(&info.seq).unwrap_or(&info.tool);
             println!(
-                "{:>5}  {:<14}  {}  {}",
+                "{:>5}  {}  {}: {}",
                 info.seq,
-                info.tool,
                 when(info.at),
+                visible_line(call.trim_end()),
                 info.changed_line()
             );
         }

@@ -155,16 +155,18 @@ impl Gate<'_> {
         &self,
         call_id: &CallId,
         seq: u64,
-        tool: &str,
+        call: &ToolCall,
     ) -> Result<(), WireError> {
         let Some(checkpointing) = self.checkpoints else {
             return Ok(());
         };
+        let wrote = self.wrote(call);
         let Err(error) = checkpointing.store.take_after(
             self.tools.workspace(),
             checkpointing.settings,
             seq,
-            tool,
+            call.name(),
+            wrote.as_deref(),
         ) else {
             return Ok(());
         };
@@ -178,6 +180,28 @@ impl Gate<'_> {
             }))
             .map_err(internal)?;
         Ok(())
+    }
+
+    /// The path a write wrote, below the workspace, as the store names it
+    /// (links inside the workspace followed, as the write followed them):
+    /// its line after names that path alone as the call's. `None` for a
+    /// command, and for a write whose path no longer resolves (its line
+    /// then names all that was heard, as a command's does).
+    fn wrote(&self, call: &ToolCall) -> Option<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = match call {
+            ToolCall::WriteFile(args) => &args.path,
+            ToolCall::SearchReplace(args) => &args.path,
+            _ => return None,
+        };
+        let workspace = self.tools.workspace();
+        let wicket_tools::Location::Inside(relative) = workspace.classify(path).ok()? else {
+            return None;
+        };
+        let resolved = workspace.walk(&relative, false).ok()?;
+        let below = resolved.absolute.strip_prefix(workspace.root()).ok()?;
+        let bytes = below.as_os_str().as_bytes();
+        (!bytes.is_empty()).then(|| bytes.to_vec())
     }
 
     /// Waits for `answer` (a card's), saying every second how far the walk

@@ -430,7 +430,7 @@ impl<'a> Gate<'a> {
                 self.settle().and(result)
             });
             // What it left, whatever it came to: a refused call left nothing.
-            self.record_after(call_id, seq, call.name())?;
+            self.record_after(call_id, seq, call)?;
             result
         });
         self.log_result(call_id, &result)?;

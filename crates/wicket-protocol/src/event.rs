@@ -216,18 +216,19 @@ pub struct RewoundFiles {
 }
 
 impl RewoundFiles {
-    /// The lists with their labels, in order.
+    /// The lists with their labels, in order, in the words of the plan
+    /// the person said yes to (`restore`, `remove`, `keep`).
     pub fn lists(&self) -> [(&'static str, &[String]); 4] {
         [
             ("restored", &self.restored),
-            ("created", &self.created),
-            ("deleted", &self.deleted),
-            ("not restored", &self.not_restored),
+            ("put back", &self.created),
+            ("removed", &self.deleted),
+            ("kept", &self.not_restored),
         ]
     }
 
     /// The rewind to before event `to` in one line, as every front end
-    /// shows it: `rewound to before event 12: restored a.txt; deleted d/e, d`.
+    /// shows it: `rewound to before event 12: restored a.txt; removed d/e, d`.
     /// The caller makes it visible.
     pub fn line(&self, to: u64) -> String {
         let mut line = format!("rewound to before event {to}:");

@@ -951,7 +951,7 @@ $("show-grants").onclick = () => showGrants();
 
 // A rewind in one line, as every front end shows it.
 function rewoundLine(event) {
-  const parts = [["restored", event.restored], ["created", event.created], ["deleted", event.deleted], ["not restored", event.not_restored]]
+  const parts = [["restored", event.restored], ["put back", event.created], ["removed", event.deleted], ["kept", event.not_restored]]
     .filter(([, paths]) => paths && paths.length)
     .map(([label, paths]) => `${label} ${paths.join(", ")}`);
   return `rewound to before event ${event.to}: ${parts.length ? parts.join("; ") : "nothing had changed"}${event.more ? ` (and ${event.more} more)` : ""}`;

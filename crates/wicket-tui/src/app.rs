@@ -869,8 +869,10 @@ impl App {
                 selected,
                 title,
             } => {
-                // The selected line stays in view in a long list.
+                // The selected line stays in view in a long list; a line
+                // wider than the panel is cut with a `…`.
                 let rows = usize::from(panel.height.saturating_sub(2)).max(1);
+                let room = usize::from(panel.width.saturating_sub(2));
                 let skip = selected.saturating_sub(rows - 1);
                 let lines: Vec<Line<'static>> = items
                     .iter()
@@ -882,7 +884,7 @@ impl App {
                         } else {
                             Style::new()
                         };
-                        Line::styled(visible_line(label), style)
+                        Line::styled(card::fit_width(&visible_line(label), room), style)
                     })
                     .collect();
                 frame.render_widget(Clear, panel);

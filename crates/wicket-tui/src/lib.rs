@@ -486,8 +486,8 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
     let mut checkpoint = checkpoints.iter().peekable();
     for event in &events {
         if let EventBody::UserMessage(UserMessageEvent { text, .. }) = &event.body {
-            let first: String = text.lines().next().unwrap_or("").chars().take(60).collect();
-            turn = Some((event.seq, first));
+            // Its first line whole: the picker cuts it where the width ends.
+            turn = Some((event.seq, text.lines().next().unwrap_or("").to_string()));
         }
         while let Some(info) = checkpoint.next_if(|info| info.seq == event.seq) {
             if let Some((seq, text)) = turn.take() {
@@ -499,36 +499,19 @@ fn rewind_points(manager: &Manager, id: &SessionId) -> Result<Vec<(Pick, String)
             let what = match &event.body {
                 EventBody::ToolCall(ToolCallEvent {
                     name, arguments, ..
-                }) => {
-                    let detail = arguments
-                        .get("argv")
-                        .and_then(|argv| argv.as_array())
-                        .map(|argv| {
-                            argv.iter()
-                                .filter_map(|word| word.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        })
-                        .or_else(|| {
-                            arguments
-                                .get("path")
-                                .and_then(|p| p.as_str())
-                                .map(str::to_string)
-                        })
-                        .unwrap_or_default();
-                    format!("{name} {detail}")
-                }
+                }) => format!("{name} {}", wicket_protocol::call_summary(name, arguments)),
                 EventBody::Rewound(RewoundEvent { .. }) => "the rewind".to_string(),
                 _ => info.tool.clone(),
             };
-            let what: String = what.chars().take(70).collect();
+            // What it changed first, the call's words after it: a long
+            // command is what the width cuts.
             points.push((
                 Pick::Rewind(RewindTo::Seq(info.seq)),
                 format!(
-                    "{:>5}    before {}: {}",
+                    "{:>5}    {}: before {}",
                     info.seq,
-                    visible_line(&what),
-                    info.changed_line()
+                    info.changed_line(),
+                    visible_line(&what)
                 ),
             ));
         }

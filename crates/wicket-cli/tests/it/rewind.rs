@@ -493,7 +493,7 @@ fn a_rewind_takes_back_its_own_sessions_work_and_nothing_else() {
     let output = rewind(&f, &["a", "--list"]);
     let listed = text(&output);
     assert!(
-        listed.contains("write_file") && listed.contains("changed 1 entry"),
+        listed.contains("write_file made-by-a.txt: changed 1 entry"),
         "{listed}"
     );
 }
@@ -640,7 +640,8 @@ fn a_previewed_command_applied_is_rewound_as_its_call() {
     let output = rewind(&f, &["p", "--list"]);
     let listed = text(&output);
     assert_eq!(listed.lines().count(), 1, "{listed}");
-    assert!(listed.contains("changed 3 entries"), "{listed}");
+    assert!(listed.contains("run "), "{listed}");
+    assert!(listed.contains(": changed 3 entries"), "{listed}");
     let output = rewind(&f, &["p", "--yes"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(!f.ws.join("gen").exists());

@@ -112,18 +112,29 @@ pub(super) fn render_card(frame: &mut Frame<'_>, area: Rect, view: &CardView) ->
 /// card's body below shows everything).
 fn fitted_title(card: &Card, width: u16) -> String {
     let title = format!(" card: {} ", card_summary(card));
-    let room = usize::from(width.saturating_sub(6));
-    if Line::from(title.as_str()).width() <= room {
-        return title;
+    let fitted = fit_width(&title, usize::from(width.saturating_sub(6)));
+    match fitted == title {
+        true => title,
+        false => format!("{fitted} "),
+    }
+}
+
+/// `text` as it fits in `room` columns: whole, or cut with a `…` at its end.
+pub(super) fn fit_width(text: &str, room: usize) -> String {
+    if Line::from(text).width() <= room {
+        return text.to_string();
     }
     let mut cut = String::new();
-    for c in title.chars() {
-        if Line::from(cut.as_str()).width() + 2 > room {
+    let mut used = 0;
+    for c in text.chars() {
+        let width = Line::from(c.to_string()).width();
+        if used + width + 1 > room {
             break;
         }
+        used += width;
         cut.push(c);
     }
-    format!("{cut}… ")
+    format!("{cut}…")
 }
 
 /// Text that came from outside (argv, paths, diffs, arguments), as a card

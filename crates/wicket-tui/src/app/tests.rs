@@ -993,3 +993,15 @@ fn the_count_of_a_checkpoint_still_being_taken_moves_on_the_open_card_in_one_lin
     // The transcript keeps one line of it, the newest.
     assert_eq!(app.transcript.len(), items + 1);
 }
+
+#[test]
+fn a_line_wider_than_its_room_is_cut_with_a_mark_and_one_that_fits_is_whole() {
+    assert_eq!(
+        card::fit_width("turn: make it gamma", 40),
+        "turn: make it gamma"
+    );
+    assert_eq!(card::fit_width("turn: make it gamma", 10), "turn: mak…");
+    // Wide characters count for two columns.
+    assert_eq!(card::fit_width("日本語のテキスト", 7), "日本語…");
+    assert_eq!(card::fit_width("abc", 0), "…");
+}
