@@ -546,6 +546,27 @@ async fn ask_editor(
     }
 }
 
+/// Gives the editor's `answer` to the card. One the card does not take
+/// (an editor that sent an option it was not offered) is a deny that says
+/// so, for the model and the log: the card never stays open with no one
+/// left to answer it. A card no longer open (the turn was cancelled) takes
+/// nothing.
+fn answer_card(manager: &Manager, id: &Id, card: &wicket_protocol::CardId, answer: Answer) {
+    let Err(ManagerError::BadAnswer(why)) = manager.answer(id, card, answer) else {
+        return;
+    };
+    let denied = wicket_core::manager::Answered {
+        answer: Answer::Deny,
+        widened: None,
+        reason: Some(format!(
+            "the editor answered {}, which this card does not take ({why}); denied",
+            answer.as_str()
+        )),
+    };
+    // Only a card closed meanwhile refuses a deny: nothing is left to answer.
+    let _ = manager.answer_with(id, card, denied);
+}
+
 /// One `session/prompt`, to the end of its turn (or of the turn's part that
 /// ends with a question).
 /// The prompt's response to a turn that ended `end`: its stop reason and
@@ -624,8 +645,7 @@ async fn prompt(
                 let old = current_text(&known.workspace, card);
                 let ask = mapper.permission(&session, call_id, card, old, proposed.as_deref());
                 let answer = ask_editor(&cx, ask, &cancelled).await;
-                // Not open any more (the turn was cancelled): nothing to answer.
-                let _ = manager.answer(&id, &card.id, answer);
+                answer_card(&manager, &id, &card.id, answer);
             } else if let Some(end) = stop_at(&event.body, &last_error) {
                 // `turn_ended` is written once the session is idle: the
                 // editor's next prompt finds it free.
