@@ -328,6 +328,7 @@ fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
         specs.push(ServerSpec {
             name,
             transport,
+            enabled: true,
             enabled_tools: None,
             disabled_tools: Default::default(),
             auto_allow: Default::default(),

@@ -38,6 +38,7 @@ fn spec(name: &str, index: &std::path::Path) -> ServerSpec {
             network: wicket_protocol::Network::Off,
             write_git: false,
         },
+        enabled: true,
         enabled_tools: None,
         disabled_tools: BTreeSet::new(),
         auto_allow: BTreeSet::new(),

@@ -100,6 +100,28 @@ fn describe(spec: &ServerSpec) -> String {
     format!("{how}  [{from} config]")
 }
 
+/// The servers `wicket mcp list` did not start because they are disabled.
+fn list_disabled(out: &mut impl Write, specs: &[ServerSpec], json: bool) -> std::io::Result<()> {
+    for spec in specs.iter().filter(|spec| !spec.enabled) {
+        if json {
+            let line = serde_json::json!({
+                "type": "server", "name": spec.name, "state": "disabled",
+                "detail": "enabled = false in its table", "from_workspace": spec.from_workspace,
+                "tools": [],
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(
+                out,
+                "{}  disabled (enabled = false)  {}",
+                visible_line(&spec.name),
+                visible_line(&describe(spec))
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// `wicket mcp list`: starts every configured server, and says of each
 /// whether it started, with what protocol, and its tools.
 pub(crate) fn list(
@@ -169,6 +191,7 @@ pub(crate) fn list(
             )?;
         }
     }
+    list_disabled(&mut out, specs, json)?;
     drop(out);
     hub.stop();
     Ok(if all_up {
@@ -176,6 +199,27 @@ pub(crate) fn list(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The server `server` of the config, if it may be started; else why not.
+fn startable<'s>(specs: &'s [ServerSpec], server: &str) -> Result<&'s ServerSpec, String> {
+    let Some(spec) = specs.iter().find(|spec| spec.name == server) else {
+        let known: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        return Err(format!(
+            "there is no MCP server '{server}' in the config; the servers are: {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ));
+    };
+    if !spec.enabled {
+        return Err(format!(
+            "the MCP server '{server}' is disabled (enabled = false in its table); set enabled = true to use it"
+        ));
+    }
+    Ok(spec)
 }
 
 /// `wicket mcp call NAME TOOL JSON`: starts the one server and makes one
@@ -187,26 +231,9 @@ pub(crate) fn call(
     arguments: serde_json::Value,
     answerer: &mut dyn Answerer,
 ) -> anyhow::Result<ExitCode> {
-    let Some(spec) = setup
-        .config
-        .mcp_servers
-        .iter()
-        .find(|spec| spec.name == server)
-    else {
-        let known: Vec<&str> = setup
-            .config
-            .mcp_servers
-            .iter()
-            .map(|spec| spec.name.as_str())
-            .collect();
-        return crate::usage_error(format!(
-            "there is no MCP server '{server}' in the config; the servers are: {}",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        ));
+    let spec = match startable(&setup.config.mcp_servers, server) {
+        Ok(spec) => spec,
+        Err(why) => return crate::usage_error(why),
     };
     let serde_json::Value::Object(arguments) = arguments else {
         return crate::usage_error("the arguments must be a JSON object".into());

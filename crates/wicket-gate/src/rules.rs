@@ -17,7 +17,7 @@ use wicket_protocol::{AllowedBy, Reach, Rule, RuleAction, RuleId, RuleSpec};
 use crate::{commands, shell};
 
 mod saved;
-pub use saved::{checked, parse, read_saved, revoke, save, save_named};
+pub use saved::{checked, fresh, parse, read_saved, revoke, save, save_named};
 
 /// The file `allow_always` saves rules to, in `$WICKET_HOME`.
 pub const RULES_FILE: &str = "rules.toml";

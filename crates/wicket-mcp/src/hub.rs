@@ -211,14 +211,15 @@ impl Hub {
     }
 
     /// Takes the session's servers, the first time only: the servers a
-    /// session started with are its servers until it ends.
+    /// session started with are its servers until it ends. A disabled one
+    /// is left out, so nothing starts it.
     pub fn configure(&self, specs: Vec<ServerSpec>) {
         let mut inner = self.inner();
         if inner.configured {
             return;
         }
         inner.configured = true;
-        for spec in specs {
+        for spec in specs.into_iter().filter(|spec| spec.enabled) {
             inner.servers.insert(
                 spec.name.clone(),
                 Slot {

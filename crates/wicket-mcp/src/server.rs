@@ -50,6 +50,9 @@ pub struct ServerSpec {
     pub name: String,
     /// How it is reached.
     pub transport: Transport,
+    /// `enabled = false` (Codex's key): declared, and never started; its
+    /// name stays taken, so no later config's server takes its place.
+    pub enabled: bool,
     /// When set, only these tools are offered.
     pub enabled_tools: Option<BTreeSet<String>>,
     /// Tools never offered.

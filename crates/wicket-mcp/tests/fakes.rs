@@ -155,6 +155,7 @@ fn spec(name: &str) -> ServerSpec {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: Vec::new(),
         },
+        enabled: true,
         enabled_tools: None,
         disabled_tools: BTreeSet::new(),
         auto_allow: BTreeSet::new(),
@@ -355,6 +356,23 @@ fn enabled_and_disabled_tools_filter_what_is_offered() {
     );
     let offered: Vec<String> = setup.hub.offered().into_iter().map(|o| o.tool).collect();
     assert_eq!(offered, ["a"]);
+}
+
+#[test]
+fn a_disabled_server_is_never_started_and_offers_nothing() {
+    let off = fake(Mode::Good, &["a"]);
+    let on = fake(Mode::Good, &["b"]);
+    let mut disabled = spec("off");
+    disabled.enabled = false;
+    let (setup, reports) = hub(
+        vec![disabled, spec("on")],
+        vec![("off", off.clone()), ("on", on.clone())],
+    );
+    assert_eq!(off.seen.lock().unwrap().starts, 0, "{reports:?}");
+    assert_eq!(on.seen.lock().unwrap().starts, 1, "{reports:?}");
+    assert!(setup.hub.pending().is_empty());
+    let offered: Vec<String> = setup.hub.offered().into_iter().map(|o| o.tool).collect();
+    assert_eq!(offered, ["b"]);
 }
 
 #[test]

@@ -1,15 +1,21 @@
 //! Codex's settings as import items: `~/.codex/config.toml`
-//! (`[mcp_servers]`) and `~/.codex/rules/*.rules`, whose
+//! (`[mcp_servers]`, each with its `enabled`, tool filter and timeouts) and
+//! `~/.codex/rules/*.rules`, whose
 //! `prefix_rule(pattern = [...], decision = "allow"|"prompt"|"forbidden")`
 //! calls are read as the Starlark subset those files use: string and list
-//! literals as keyword arguments. Anything else is listed as not carried over.
+//! literals as keyword arguments. Each alternative of a pattern is a rule
+//! of its own; a missing decision is `allow`, as Codex reads it. Anything
+//! else is listed as not carried over, except what might be a deny or ask:
+//! a forbidden or prompt rule Wicket cannot carry whole, or a statement it
+//! cannot read, stops the import (see [`Becomes::Refused`]).
 
 use anyhow::{Context, Result};
 use wicket_protocol::{RuleAction, RuleSpec};
 
 use super::{Becomes, Item, own_file, tool_home};
 
-/// A rule's alternatives multiply; past this many rules one call is refused.
+/// A rule's alternatives multiply; past this many rules one call is not
+/// carried (counted before any is made, so a huge one costs nothing).
 const EXPANDED_MAX: usize = 64;
 
 /// Every item of the person's Codex settings.
@@ -64,6 +70,54 @@ pub(crate) fn items() -> Result<Vec<Item>> {
 }
 
 fn server_table(server: &toml::Value) -> std::result::Result<toml_edit::Table, String> {
+    let mut table = transport_table(server)?;
+    // Codex's keys for what Wicket has under the same name, or near it.
+    match server.get("enabled") {
+        None => {}
+        Some(toml::Value::Boolean(enabled)) => {
+            table.insert("enabled", toml_edit::value(*enabled));
+        }
+        Some(_) => return Err("enabled is not true or false".into()),
+    }
+    for key in ["enabled_tools", "disabled_tools"] {
+        let Some(value) = server.get(key) else {
+            continue;
+        };
+        let tools: Option<toml_edit::Array> = value
+            .as_array()
+            .and_then(|tools| tools.iter().map(toml::Value::as_str).collect());
+        let Some(tools) = tools else {
+            return Err(format!("{key} is not a list of tool names"));
+        };
+        table.insert(key, toml_edit::value(tools));
+    }
+    let seconds = [
+        ("startup_timeout_sec", 1.0, "startup_timeout_s"),
+        ("startup_timeout_ms", 1000.0, "startup_timeout_s"),
+        ("tool_timeout_sec", 1.0, "tool_timeout_s"),
+    ];
+    for (key, per_second, ours) in seconds {
+        let Some(value) = server.get(key) else {
+            continue;
+        };
+        let Some(given) = value
+            .as_float()
+            .or_else(|| value.as_integer().map(|whole| whole as f64))
+            .filter(|given| given.is_finite() && *given > 0.0)
+        else {
+            return Err(format!("{key} is not a positive number"));
+        };
+        // Whole seconds, never shorter than Codex waited.
+        let whole = (given / per_second).ceil().min(i64::MAX as f64) as i64;
+        if !table.contains_key(ours) {
+            table.insert(ours, toml_edit::value(whole.max(1)));
+        }
+    }
+    Ok(table)
+}
+
+/// How the server is reached: `command`, `args`, `env`, or `url` and its token.
+fn transport_table(server: &toml::Value) -> std::result::Result<toml_edit::Table, String> {
     let mut table = toml_edit::Table::new();
     let strings = |key: &str| -> Vec<String> {
         server
@@ -145,50 +199,105 @@ fn rules_of(items: &mut Vec<Item>, shown: &str, text: &str) {
                 )),
             )),
             Err(why) => {
-                items.push(Item::new(shown, &entry, Becomes::Not(why)));
-                // Nothing after a statement that cannot be read is trusted.
+                // It may be a forbidden rule, and nothing after it can be
+                // read with trust: the import stops on it.
+                items.push(Item::new(
+                    shown,
+                    &entry,
+                    Becomes::Refused(format!(
+                        "{why}; a statement Wicket cannot read may be a forbidden rule, and the \
+                         rest of the file is not read after it"
+                    )),
+                ));
                 return;
             }
         }
     }
 }
 
-/// A `prefix_rule`'s rules: one for each choice of its alternatives.
+/// A `prefix_rule`'s rules: one for each choice of its alternatives. One
+/// that cannot be carried whole is not carried when it allows, and stops
+/// the import when it is forbidden or prompt.
 fn prefix_rule(args: &[(String, Literal)]) -> Vec<Becomes> {
     let get = |key: &str| {
         args.iter()
             .find(|(name, _)| name == key)
             .map(|(_, value)| value)
     };
-    let action = match get("decision") {
-        Some(Literal::Text(decision)) if decision == "allow" => RuleAction::Allow,
-        Some(Literal::Text(decision)) if decision == "prompt" => RuleAction::Ask,
-        Some(Literal::Text(decision)) if decision == "forbidden" => RuleAction::Deny,
+    let (action, decision) = match get("decision") {
+        // Codex reads a rule with no decision as an allow.
+        None => (RuleAction::Allow, "allow"),
+        Some(Literal::Text(decision)) if decision == "allow" => (RuleAction::Allow, "allow"),
+        Some(Literal::Text(decision)) if decision == "prompt" => (RuleAction::Ask, "prompt"),
+        Some(Literal::Text(decision)) if decision == "forbidden" => (RuleAction::Deny, "forbidden"),
         Some(other) => {
             return vec![Becomes::Not(format!(
                 "decision {other:?} is not allow, prompt or forbidden"
             ))];
         }
-        None => return vec![Becomes::Not("a prefix_rule with no decision".into())],
     };
-    let Some(Literal::List(pattern)) = get("pattern") else {
-        return vec![Becomes::Not("a prefix_rule with no pattern list".into())];
+    let rules = prefixes(get("pattern")).and_then(|prefixes| {
+        prefixes
+            .into_iter()
+            .map(|prefix| {
+                let said = format!(
+                    "argv_prefix {}",
+                    wicket_protocol::rules::words_text(&prefix)
+                );
+                let mut rule = RuleSpec::new(action, "run");
+                rule.argv_prefix = Some(prefix);
+                rule.check("import")
+                    .map_err(|why| format!("{said}: {why}"))?;
+                Ok(Becomes::Rule(Box::new(rule), said))
+            })
+            .collect::<std::result::Result<Vec<Becomes>, String>>()
+    });
+    match (rules, action) {
+        (Ok(rules), _) => rules,
+        (Err(why), RuleAction::Allow | RuleAction::Preview) => vec![Becomes::Not(why)],
+        (Err(why), RuleAction::Ask | RuleAction::Deny) => vec![Becomes::Refused(format!(
+            "a {decision} rule Wicket cannot carry whole: {why}"
+        ))],
+    }
+}
+
+/// Every argv prefix a pattern stands for, in its order, each once: a part
+/// is a word or a list of alternative words.
+fn prefixes(pattern: Option<&Literal>) -> std::result::Result<Vec<Vec<String>>, String> {
+    let Some(Literal::List(pattern)) = pattern else {
+        return Err("a prefix_rule with no pattern list".into());
     };
-    let mut prefixes: Vec<Vec<String>> = vec![Vec::new()];
+    if pattern.is_empty() {
+        return Err("an empty pattern".into());
+    }
+    let mut parts: Vec<Vec<&str>> = Vec::new();
+    let mut count: usize = 1;
     for part in pattern {
         let choices: Vec<&str> = match part {
             Literal::Text(word) => vec![word.as_str()],
             Literal::List(words) => words
                 .iter()
-                .filter_map(|word| match word {
-                    Literal::Text(word) => Some(word.as_str()),
-                    Literal::List(_) => None,
+                .map(|word| match word {
+                    Literal::Text(word) => Ok(word.as_str()),
+                    Literal::List(_) => Err(
+                        "an alternative that is itself a list; alternatives are words".to_string(),
+                    ),
                 })
-                .collect(),
+                .collect::<std::result::Result<_, _>>()?,
         };
         if choices.is_empty() {
-            return vec![Becomes::Not("a pattern part with no words".into())];
+            return Err("a pattern part with no words".into());
         }
+        count = count.saturating_mul(choices.len());
+        if count > EXPANDED_MAX {
+            return Err(format!(
+                "its alternatives make more than {EXPANDED_MAX} rules; split it into smaller rules"
+            ));
+        }
+        parts.push(choices);
+    }
+    let mut prefixes: Vec<Vec<String>> = vec![Vec::new()];
+    for choices in parts {
         prefixes = prefixes
             .into_iter()
             .flat_map(|prefix| {
@@ -199,25 +308,14 @@ fn prefix_rule(args: &[(String, Literal)]) -> Vec<Becomes> {
                 })
             })
             .collect();
-        if prefixes.len() > EXPANDED_MAX {
-            return vec![Becomes::Not(format!(
-                "its alternatives make more than {EXPANDED_MAX} rules"
-            ))];
+    }
+    let mut once = Vec::with_capacity(prefixes.len());
+    for prefix in prefixes {
+        if !once.contains(&prefix) {
+            once.push(prefix);
         }
     }
-    prefixes
-        .into_iter()
-        .filter(|prefix| !prefix.is_empty())
-        .map(|prefix| {
-            let said = format!(
-                "argv_prefix {}",
-                wicket_protocol::rules::words_text(&prefix)
-            );
-            let mut rule = RuleSpec::new(action, "run");
-            rule.argv_prefix = Some(prefix);
-            Becomes::Rule(Box::new(rule), said)
-        })
-        .collect()
+    Ok(once)
 }
 
 /// A reader of the subset: `NAME(KEY = VALUE, …)` statements, `#` comments.
@@ -363,6 +461,26 @@ impl Parser {
 mod tests {
     use super::*;
 
+    /// What each item became, as a line: `deny argv_prefix [...]`,
+    /// `not: why`, `refused: why`.
+    fn said(items: &[Item]) -> Vec<String> {
+        items
+            .iter()
+            .map(|item| match &item.becomes {
+                Becomes::Rule(rule, said) => format!("{} {said}", rule.action.as_str()),
+                Becomes::Not(why) => format!("not: {why}"),
+                Becomes::Refused(why) => format!("refused: {why}"),
+                Becomes::Hook(_) | Becomes::Mcp { .. } | Becomes::EnvPass(_) => "other".into(),
+            })
+            .collect()
+    }
+
+    fn read(text: &str) -> Vec<String> {
+        let mut items = Vec::new();
+        rules_of(&mut items, "x.rules", text);
+        said(&items)
+    }
+
     #[test]
     fn prefix_rules_are_read_and_anything_else_is_listed() {
         let text = r#"
@@ -377,18 +495,8 @@ prefix_rule(pattern = ["rm", "-rf"], decision = "forbidden")
 host_rule(host = "x")
 prefix_rule(pattern = ["curl"], decision = "maybe")
 "#;
-        let mut items = Vec::new();
-        rules_of(&mut items, "x.rules", text);
-        let said: Vec<String> = items
-            .iter()
-            .map(|item| match &item.becomes {
-                Becomes::Rule(rule, said) => format!("{} {said}", rule.action.as_str()),
-                Becomes::Not(why) => format!("not: {why}"),
-                _ => "other".into(),
-            })
-            .collect();
         assert_eq!(
-            said,
+            read(text),
             vec![
                 "allow argv_prefix [\"git\", \"status\"]",
                 "allow argv_prefix [\"git\", \"diff\"]",
@@ -398,19 +506,131 @@ prefix_rule(pattern = ["curl"], decision = "maybe")
                 "not: decision Text(\"maybe\") is not allow, prompt or forbidden",
             ]
         );
-        let mut broken = Vec::new();
-        rules_of(
-            &mut broken,
-            "y.rules",
+    }
+
+    #[test]
+    fn every_alternative_of_every_decision_is_a_rule_and_no_decision_is_allow() {
+        let text = r#"
+prefix_rule(pattern = ["rm", ["-rf", "-fr"]], decision = "forbidden")
+prefix_rule(pattern = [["cp", "mv"], "keep", ["a", "b"]], decision = "prompt")
+prefix_rule(pattern = ["mkdir", ["d1", "d2", "d1"]])
+"#;
+        assert_eq!(
+            read(text),
+            vec![
+                "deny argv_prefix [\"rm\", \"-rf\"]",
+                "deny argv_prefix [\"rm\", \"-fr\"]",
+                "ask argv_prefix [\"cp\", \"keep\", \"a\"]",
+                "ask argv_prefix [\"cp\", \"keep\", \"b\"]",
+                "ask argv_prefix [\"mv\", \"keep\", \"a\"]",
+                "ask argv_prefix [\"mv\", \"keep\", \"b\"]",
+                "allow argv_prefix [\"mkdir\", \"d1\"]",
+                "allow argv_prefix [\"mkdir\", \"d2\"]",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_deny_or_ask_that_cannot_be_carried_whole_is_refused_and_an_allow_is_left_out() {
+        for (decision, becomes) in [
+            (
+                "forbidden",
+                "refused: a forbidden rule Wicket cannot carry whole",
+            ),
+            ("prompt", "refused: a prompt rule Wicket cannot carry whole"),
+            ("allow", "not: "),
+        ] {
+            for (pattern, why) in [
+                (r#"["rm", ["-rf", ["-fr"]]]"#, "itself a list"),
+                (r#"["rm", []]"#, "no words"),
+                ("[]", "an empty pattern"),
+                (r#""rm -rf""#, "no pattern list"),
+            ] {
+                let got = read(&format!(
+                    "prefix_rule(pattern = {pattern}, decision = \"{decision}\")"
+                ));
+                assert_eq!(got.len(), 1, "{pattern}: {got:?}");
+                assert!(
+                    got[0].starts_with(becomes) && got[0].contains(why),
+                    "{decision} {pattern}: {got:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn alternatives_are_counted_before_any_rule_is_made() {
+        // 20 parts of 20 alternatives: 20^20 rules if they were made.
+        let part = format!(
+            "[{}]",
+            (0..20)
+                .map(|n| format!("\"w{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let pattern = vec![part; 20].join(", ");
+        let started = std::time::Instant::now();
+        let got = read(&format!(
+            "prefix_rule(pattern = [{pattern}], decision = \"forbidden\")"
+        ));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(got.len(), 1);
+        assert!(got[0].contains("more than 64 rules"), "{got:?}");
+    }
+
+    #[test]
+    fn a_statement_that_cannot_be_read_stops_the_import_and_nothing_after_it_is_read() {
+        let got = read(
             "prefix_rule(pattern = some_var, decision = \"allow\")\nprefix_rule(pattern = [\"ls\"], decision = \"allow\")",
         );
         assert_eq!(
-            broken.len(),
+            got.len(),
             1,
             "nothing after a statement that cannot be read"
         );
         assert!(
-            matches!(&broken[0].becomes, Becomes::Not(why) if why.contains("only strings and lists"))
+            got[0].starts_with("refused: ") && got[0].contains("only strings and lists"),
+            "{got:?}"
         );
+    }
+
+    #[test]
+    fn a_server_keeps_enabled_its_tool_filter_and_its_timeouts() {
+        let config: toml::Table = toml::from_str(
+            r#"
+[off]
+command = "node"
+args = ["x.js"]
+enabled = false
+enabled_tools = ["note_read", "note_write"]
+disabled_tools = ["note_write"]
+startup_timeout_sec = 2.5
+tool_timeout_sec = 30
+
+[legacy]
+url = "https://h/mcp"
+startup_timeout_ms = 1500
+
+[wrong]
+command = "node"
+tool_timeout_sec = "soon"
+"#,
+        )
+        .unwrap();
+        let table = server_table(&config["off"]).unwrap();
+        assert_eq!(
+            table.to_string(),
+            "command = \"node\"\nargs = [\"x.js\"]\nenabled = false\n\
+             enabled_tools = [\"note_read\", \"note_write\"]\ndisabled_tools = [\"note_write\"]\n\
+             startup_timeout_s = 3\ntool_timeout_s = 30\n"
+        );
+        let legacy = server_table(&config["legacy"]).unwrap();
+        assert_eq!(legacy["startup_timeout_s"].as_integer(), Some(2));
+        let wrong = server_table(&config["wrong"]).unwrap_err();
+        assert!(wrong.contains("tool_timeout_sec"), "{wrong}");
     }
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use sha2::Digest;
-use wicket_protocol::RuleSpec;
+use wicket_protocol::{RuleAction, RuleSpec};
 
 use crate::show;
 
@@ -54,6 +54,10 @@ pub(crate) enum Becomes {
     EnvPass(String),
     /// Nothing, and why.
     Not(String),
+    /// A deny or ask that cannot be carried over whole, and why: while one
+    /// is listed the import writes nothing, since a deny left out (or one
+    /// of its alternatives) would let run what the person forbade.
+    Refused(String),
 }
 
 /// One entry of the person's settings.
@@ -104,20 +108,24 @@ pub(crate) fn own_file(path: &Path) -> Result<Option<String>> {
 }
 
 /// An id for an imported rule that is the same each time the same entry
-/// is imported: `imp-` and the first hex of a hash of its origin and rule.
-fn rule_id(item: &Item, spec: &RuleSpec) -> String {
+/// is imported: `imp-` and the first hex of a hash of its origin and the
+/// rule's own words, so that each rule an entry expands to (a Codex
+/// rule's alternatives) has its own.
+fn rule_id(item: &Item, spec: &RuleSpec) -> Result<String> {
+    let mut words = spec.clone();
+    words.id = None;
     let mut hash = sha2::Sha256::new();
     hash.update(item.from.as_bytes());
     hash.update([0]);
     hash.update(item.entry.as_bytes());
     hash.update([0]);
-    hash.update(spec.action.as_str().as_bytes());
+    hash.update(serde_json::to_vec(&words).context("an imported rule as JSON")?);
     let digest = hash.finalize();
     let hex: String = digest[..5]
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    format!("imp-{hex}")
+    Ok(format!("imp-{hex}"))
 }
 
 /// `wicket import`.
@@ -135,6 +143,15 @@ pub(crate) fn run(
         From::ClaudeCode => claude::items(&workspace)?,
         From::Codex => codex::items()?,
     };
+    let stops = refused(&items);
+    if !stops.is_empty() {
+        anyhow::bail!(
+            "nothing was imported: Wicket does not carry a deny or ask of yours in part, and \
+             these cannot be carried whole:\n{}\nChange each so it reads as plain strings and \
+             lists (or move it out of the file while importing), then import again",
+            stops.join("\n")
+        );
+    }
     if items.is_empty() {
         show::say(format!(
             "found nothing to import from {}; its settings files are not there",
@@ -150,6 +167,35 @@ pub(crate) fn run(
     Ok(std::process::ExitCode::SUCCESS)
 }
 
+/// The items that stop the import, each as `FROM: ENTRY: why`: every
+/// refused one, and an entry that became a deny or ask rule beside a part
+/// that could not be carried (its rules would be written without it).
+fn refused(items: &[Item]) -> Vec<String> {
+    let mut stops = Vec::new();
+    for item in items {
+        let why = match &item.becomes {
+            Becomes::Refused(why) => why,
+            Becomes::Not(why)
+                if items.iter().any(|sibling| {
+                    sibling.from == item.from
+                        && sibling.entry == item.entry
+                        && matches!(&sibling.becomes, Becomes::Rule(rule, _)
+                            if matches!(rule.action, RuleAction::Ask | RuleAction::Deny))
+                }) =>
+            {
+                why
+            }
+            Becomes::Rule(..)
+            | Becomes::Hook(_)
+            | Becomes::Mcp { .. }
+            | Becomes::EnvPass(_)
+            | Becomes::Not(_) => continue,
+        };
+        stops.push(format!("  {}: {}: {why}", item.from, one_line(&item.entry)));
+    }
+    stops
+}
+
 /// What became of each item: the words of the table's last column.
 fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result<Vec<String>> {
     let mut results = vec![String::new(); items.len()];
@@ -159,7 +205,7 @@ fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result
     for (row, item) in items.iter().enumerate() {
         if let Becomes::Rule(spec, said) = &item.becomes {
             let mut spec = (**spec).clone();
-            let id = rule_id(item, &spec);
+            let id = rule_id(item, &spec)?;
             spec.id = Some(id.clone().into());
             let comment = format!("imported from {}: {}", item.from, item.entry);
             results[row] = format!("rule {id}: {} {said}", spec.action.as_str());
@@ -169,15 +215,7 @@ fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result
     }
     let rules_file = home.join(wicket_gate::rules::RULES_FILE);
     let added = if dry_run {
-        let existing = wicket_gate::rules::read_saved(&rules_file)?;
-        rules
-            .iter()
-            .map(|(spec, _)| {
-                !existing
-                    .iter()
-                    .any(|rule| Some(&rule.id) == spec.id.as_ref())
-            })
-            .collect()
+        wicket_gate::rules::fresh(&wicket_gate::rules::read_saved(&rules_file)?, &rules)
     } else {
         wicket_gate::rules::save_named(&rules_file, &rules)?
     };
@@ -192,6 +230,7 @@ fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result
         let said = match &item.becomes {
             Becomes::Rule(..) => continue,
             Becomes::Not(why) => format!("not carried over: {why}"),
+            Becomes::Refused(why) => format!("refused: {why}"),
             Becomes::Hook(hook) => configs.home(home)?.hook(hook, item)?,
             Becomes::Mcp {
                 name,
@@ -367,7 +406,19 @@ impl Edited {
             .set_prefix(format!("\n# imported from {}\n", item.from));
         servers.insert(name, toml_edit::Item::Table(table));
         self.changed = true;
-        Ok(format!("[mcp_servers.{name}] in {}", self.shown))
+        let off = server
+            .get("enabled")
+            .and_then(toml_edit::Item::as_bool)
+            .is_some_and(|enabled| !enabled);
+        Ok(format!(
+            "[mcp_servers.{name}] in {}{}",
+            self.shown,
+            if off {
+                " (disabled, as it was: enabled = false; it does not start)"
+            } else {
+                ""
+            }
+        ))
     }
 
     fn env_pass(&mut self, name: &str, _item: &Item) -> Result<String> {
@@ -470,5 +521,100 @@ fn print_table(items: &[Item], results: &[String], dry_run: bool) {
     }
     if dry_run {
         show::line_out("dry run: nothing was written");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(action: RuleAction, words: &[&str]) -> Becomes {
+        let mut spec = RuleSpec::new(action, "run");
+        spec.argv_prefix = Some(words.iter().map(|word| word.to_string()).collect());
+        Becomes::Rule(Box::new(spec), format!("argv_prefix {words:?}"))
+    }
+
+    fn ids_in(rules_file: &Path) -> Vec<String> {
+        wicket_gate::rules::read_saved(rules_file)
+            .unwrap()
+            .iter()
+            .map(|rule| rule.id.to_string())
+            .collect()
+    }
+
+    /// The ids a table's rows name, in order.
+    fn ids_said(results: &[String]) -> Vec<String> {
+        results
+            .iter()
+            .filter_map(|said| said.strip_prefix("rule "))
+            .filter_map(|said| said.split(':').next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn each_rule_of_an_entry_has_its_own_id_and_the_dry_run_lists_what_is_written() {
+        let f = wicket_test_support::Fixture::new();
+        let entry = "prefix_rule(pattern = [\"rm\", [\"-rf\", \"-fr\"]], decision = \"forbidden\")";
+        let items = vec![
+            Item::new("x.rules", entry, rule(RuleAction::Deny, &["rm", "-rf"])),
+            Item::new("x.rules", entry, rule(RuleAction::Deny, &["rm", "-fr"])),
+            Item::new(
+                "settings.json permissions.allow",
+                "Bash(git diff *)",
+                rule(RuleAction::Allow, &["git", "diff"]),
+            ),
+        ];
+        let dry = write(&f.home, &f.ws, &items, true).unwrap();
+        assert!(
+            !f.home.join("rules.toml").exists(),
+            "a dry run writes nothing"
+        );
+        let written = write(&f.home, &f.ws, &items, false).unwrap();
+        assert_eq!(dry, written, "the dry run says what the import does");
+        let said = ids_said(&written);
+        assert_eq!(said.len(), 3, "{written:?}");
+        assert_eq!(said, ids_in(&f.home.join("rules.toml")));
+        assert_ne!(said[0], said[1], "two alternatives, two ids");
+        // Twice is once, and the second dry run says so too.
+        let again = write(&f.home, &f.ws, &items, true).unwrap();
+        assert!(
+            again
+                .iter()
+                .all(|said| said.ends_with("(already imported)")),
+            "{again:?}"
+        );
+        assert_eq!(write(&f.home, &f.ws, &items, false).unwrap(), again);
+        assert_eq!(ids_in(&f.home.join("rules.toml")).len(), 3);
+    }
+
+    #[test]
+    fn a_deny_or_ask_with_a_part_left_out_stops_the_import_and_an_allow_does_not() {
+        let not = || Becomes::Not("a part Wicket cannot read".into());
+        for (action, stops) in [
+            (RuleAction::Deny, true),
+            (RuleAction::Ask, true),
+            (RuleAction::Allow, false),
+        ] {
+            let items = vec![
+                Item::new("settings.json", "Bash(x)", rule(action, &["x"])),
+                Item::new("settings.json", "Bash(x)", not()),
+                Item::new("settings.json", "Bash(y)", not()),
+            ];
+            let got = refused(&items);
+            assert_eq!(!got.is_empty(), stops, "{action:?}: {got:?}");
+            if stops {
+                assert_eq!(got, ["  settings.json: Bash(x): a part Wicket cannot read"]);
+            }
+        }
+        let items = vec![Item::new(
+            "x.rules",
+            "prefix_rule(pattern = v)",
+            Becomes::Refused("cannot be read".into()),
+        )];
+        assert_eq!(
+            refused(&items),
+            ["  x.rules: prefix_rule(pattern = v): cannot be read"]
+        );
     }
 }

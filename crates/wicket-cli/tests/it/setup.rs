@@ -287,3 +287,256 @@ fn an_imported_codex_setup_keeps_its_prefix_rules_and_servers() {
         config
     );
 }
+
+/// A person's Codex home, made here: alternatives in a forbidden, an allow
+/// and a prompt rule, a rule with no decision, a server whose tools are
+/// filtered, and a disabled one. Each server touches a marker in the
+/// folder it starts in (the workspace) before it becomes the MCP test
+/// server, so a start shows on disk.
+fn codex_person(f: &Fixture) -> std::path::PathBuf {
+    let user = f.root.join("codex-user");
+    let codex = user.join(".codex");
+    std::fs::create_dir_all(codex.join("rules")).unwrap();
+    std::fs::write(
+        codex.join("rules/default.rules"),
+        r#"
+prefix_rule(pattern = ["rm", ["-rf", "-fr"]], decision = "forbidden")
+prefix_rule(pattern = ["touch", ["one", "two"]], decision = "allow")
+prefix_rule(pattern = ["touch", ["one", "two"], ["asked-a", "asked-b"]], decision = "prompt")
+prefix_rule(pattern = ["mkdir", ["d1", "d2"]])
+"#,
+    )
+    .unwrap();
+    let server = |marker: &str| {
+        format!(
+            "command = \"sh\"\nargs = [\"-c\", {:?}]\n",
+            format!("touch {marker}; exec node {} stdio", everything())
+        )
+    };
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "model = \"gpt-5-codex\"\n\n[mcp_servers.notes]\n{}\
+             enabled_tools = [\"echo\", \"get-sum\"]\ndisabled_tools = [\"get-sum\"]\n\
+             startup_timeout_sec = 20\ntool_timeout_sec = 30.5\n\n[mcp_servers.off]\n{}enabled = false\n",
+            server("notes-started"),
+            server("off-started"),
+        ),
+    )
+    .unwrap();
+    user
+}
+
+/// The rule ids a table names (`rule imp-…: …`), in its order.
+fn rule_ids(table: &str) -> Vec<String> {
+    table
+        .split("rule ")
+        .skip(1)
+        .filter_map(|rest| rest.split(':').next())
+        .filter(|id| id.starts_with("imp-"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_alternative_of_an_imported_codex_rule_holds_and_a_disabled_server_stays_off() {
+    use wicket_fake::{FakeReply, FakeServer, Step, Wire};
+    let f = Fixture::new();
+    let user = codex_person(&f);
+    // The person's own config: the test servers' folder shown to the jail.
+    let servers = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp")
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!(
+            "[sandbox]\nextra_read = [{:?}]\n\n[models.\"openai:gpt-test\"]\ncontext_window = 1000000\n",
+            servers.display().to_string()
+        ),
+    )
+    .unwrap();
+
+    // The dry run lists the rules the import writes, one for one.
+    let dry = import(&f, &user, &["codex", "--dry-run"]);
+    let table = import(&f, &user, &["codex"]);
+    let listed = rule_ids(&dry);
+    assert_eq!(listed.len(), 2 + 2 + 4 + 2, "{dry}");
+    assert_eq!(listed, rule_ids(&table), "{dry}\n{table}");
+    let saved: toml::Table =
+        toml::from_str(&std::fs::read_to_string(f.home.join("rules.toml")).unwrap()).unwrap();
+    let written: Vec<String> = saved["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| rule["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(written, listed, "{table}");
+    assert!(
+        !table.contains("already imported"),
+        "no alternative shares an id: {table}"
+    );
+    for said in [
+        "deny argv_prefix [\"rm\", \"-fr\"]",
+        "allow argv_prefix [\"mkdir\", \"d2\"]",
+        "ask argv_prefix [\"touch\", \"two\", \"asked-b\"]",
+        "(disabled, as it was",
+    ] {
+        assert!(table.contains(said), "{said}: {table}");
+    }
+
+    // A turn that tries every alternative, every card answered allow_once.
+    std::fs::create_dir_all(f.ws.join("junk-rf")).unwrap();
+    std::fs::write(f.ws.join("junk-rf/keep"), "kept").unwrap();
+    std::fs::create_dir_all(f.ws.join("junk-fr")).unwrap();
+    std::fs::write(f.ws.join("junk-fr/keep"), "kept").unwrap();
+    let calls: [&[&str]; 10] = [
+        &["rm", "-rf", "junk-rf"],
+        &["rm", "-fr", "junk-fr"],
+        &["touch", "one"],
+        &["touch", "two"],
+        &["mkdir", "d1"],
+        &["mkdir", "d2"],
+        &["touch", "one", "asked-a"],
+        &["touch", "one", "asked-b"],
+        &["touch", "two", "asked-a"],
+        &["touch", "two", "asked-b"],
+    ];
+    let fake = FakeServer::start(Wire::OpenAi);
+    for (n, argv) in calls.iter().enumerate() {
+        fake.push(Step::Reply(FakeReply::tool_call(
+            format!("c{n}"),
+            "run",
+            json!({ "argv": argv }).to_string(),
+        )));
+    }
+    fake.push(Step::Reply(FakeReply::text("done")));
+    let output = exec(
+        &f,
+        "try them",
+        &[
+            "--model",
+            "openai:gpt-test",
+            "--json",
+            "--answers",
+            "allow_once",
+        ],
+    )
+    .env("OPENAI_BASE_URL", fake.base_url())
+    .env("OPENAI_API_KEY", "test-key")
+    .succeeds();
+    let events = lines(&output);
+
+    // Every forbidden alternative is refused, and what it would remove stays.
+    for junk in ["junk-rf/keep", "junk-fr/keep"] {
+        assert_eq!(
+            std::fs::read_to_string(f.ws.join(junk)).ok().as_deref(),
+            Some("kept"),
+            "{junk}: {events:#?}"
+        );
+    }
+    // Every allowed alternative (the rule with no decision too) ran
+    // without a card; every prompt alternative asked.
+    for made in ["one", "two", "d1", "d2"] {
+        assert!(f.ws.join(made).exists(), "{made}: {events:#?}");
+    }
+    let carded: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "card")
+        .map(|card| card["argv"].clone())
+        .collect();
+    assert_eq!(
+        carded,
+        calls[6..]
+            .iter()
+            .map(|argv| json!(argv))
+            .collect::<Vec<_>>(),
+        "{events:#?}"
+    );
+    let ran: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call").collect();
+    for call in &ran[2..6] {
+        assert!(
+            call["allowed_by"]["rule"]
+                .as_str()
+                .is_some_and(|id| listed.iter().any(|listed| listed == id)),
+            "{call}"
+        );
+    }
+
+    // The disabled server never started; the other did, and its filtered
+    // tool was never offered to the model.
+    assert!(f.ws.join("notes-started").exists(), "{events:#?}");
+    assert!(!f.ws.join("off-started").exists(), "{events:#?}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), calls.len() + 1);
+    let offered: std::collections::BTreeSet<String> = requests
+        .iter()
+        .flat_map(|request| request.body["tools"].as_array().unwrap().clone())
+        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_string))
+        .filter(|name| name.starts_with("mcp__"))
+        .collect();
+    assert_eq!(
+        offered,
+        std::collections::BTreeSet::from(["mcp__notes__echo".to_string()])
+    );
+
+    // `wicket mcp list` says so too.
+    let listed = wicket()
+        .env("WICKET_HOME", &f.home)
+        .args(["mcp", "list", "--json", "--workspace"])
+        .arg(&f.ws)
+        .succeeds();
+    let states: Vec<(String, String)> = lines(&listed)
+        .iter()
+        .map(|line| {
+            (
+                line["name"].as_str().unwrap().to_string(),
+                line["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("notes".to_string(), "started".to_string()),
+            ("off".to_string(), "disabled".to_string())
+        ]
+    );
+    assert!(!f.ws.join("off-started").exists());
+}
+
+#[test]
+fn a_forbidden_codex_rule_that_cannot_be_carried_whole_stops_the_import() {
+    let f = Fixture::new();
+    let user = f.root.join("codex-user");
+    std::fs::create_dir_all(user.join(".codex/rules")).unwrap();
+    std::fs::write(
+        user.join(".codex/rules/default.rules"),
+        "prefix_rule(pattern = [\"touch\", \"ok\"], decision = \"allow\")\n\
+         prefix_rule(pattern = [\"rm\", [\"-rf\", [\"-fr\"]]], decision = \"forbidden\")\n",
+    )
+    .unwrap();
+    for dry in [true, false] {
+        let output = wicket()
+            .env("WICKET_HOME", &f.home)
+            .env("HOME", &user)
+            .env_remove("CODEX_HOME")
+            .args(["import", "codex", "--workspace"])
+            .arg(&f.ws)
+            .args(dry.then_some("--dry-run"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("~/.codex/rules/default.rules: prefix_rule(pattern = [\"rm\", [\"-rf\", [\"-fr\"]]], decision = \"forbidden\")")
+                && stderr.contains("a forbidden rule Wicket cannot carry whole"),
+            "{stderr}"
+        );
+        assert!(
+            !f.home.join("rules.toml").exists(),
+            "not even the allow beside it is written"
+        );
+    }
+}

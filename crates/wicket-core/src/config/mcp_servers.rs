@@ -32,6 +32,7 @@ pub(crate) struct FileServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    enabled: Option<bool>,
     enabled_tools: Option<Vec<String>>,
     #[serde(default)]
     disabled_tools: Vec<String>,
@@ -79,6 +80,9 @@ fn expand(path: &Path, name: &str, value: &str) -> Result<String> {
 
 /// The servers one config file declares. The workspace's are untrusted:
 /// they may not name a URL, set variables, or let a tool skip its card.
+/// A disabled one (`enabled = false`) keeps its name and is never started,
+/// so its headers are not expanded: a variable it names that is unset
+/// stops nothing while the server is off.
 pub(crate) fn server_specs(
     servers: BTreeMap<String, FileServer>,
     owner: Owner,
@@ -94,9 +98,10 @@ pub(crate) fn server_specs(
             ));
         }
         let workspace = owner == Owner::Workspace;
+        let enabled = file.enabled.unwrap_or(true);
         let transport = match (file.command.take(), file.url.take()) {
             (Some(command), None) => stdio_transport(path, &name, command, &mut file, workspace)?,
-            (None, Some(url)) => http_transport(path, &name, url, &mut file, workspace)?,
+            (None, Some(url)) => http_transport(path, &name, url, &mut file, workspace, enabled)?,
             (Some(_), Some(_)) => {
                 return Err(invalid(path, &name, "has both command and url; give one"));
             }
@@ -111,6 +116,7 @@ pub(crate) fn server_specs(
         specs.push(ServerSpec {
             name,
             transport,
+            enabled,
             enabled_tools: file.enabled_tools.map(|tools| tools.into_iter().collect()),
             disabled_tools: file.disabled_tools.into_iter().collect(),
             // The person's own rule: a workspace's is ignored.
@@ -188,13 +194,15 @@ fn stdio_transport(
     })
 }
 
-/// A Streamable HTTP server: the person's own only, its headers expanded.
+/// A Streamable HTTP server: the person's own only, its headers expanded
+/// (when it is `enabled`; a disabled one's are kept as written).
 fn http_transport(
     path: &Path,
     name: &str,
     url: String,
     file: &mut FileServer,
     workspace: bool,
+    enabled: bool,
 ) -> Result<Transport> {
     if workspace {
         return Err(invalid(
@@ -219,7 +227,12 @@ fn http_transport(
     }
     let mut headers = Vec::new();
     for (header, value) in std::mem::take(&mut file.headers) {
-        headers.push((header, expand(path, name, &value)?));
+        let value = if enabled {
+            expand(path, name, &value)?
+        } else {
+            value
+        };
+        headers.push((header, value));
     }
     Ok(Transport::Http { url, headers })
 }
@@ -253,6 +266,37 @@ tool_timeout_s = 5
         let workspace = server_specs(parse(text), Owner::Workspace, Path::new("ws.toml")).unwrap();
         assert!(workspace[0].auto_allow.is_empty());
         assert!(workspace[0].from_workspace);
+    }
+
+    #[test]
+    fn a_disabled_server_is_declared_off_and_its_unset_variables_stop_nothing() {
+        let text = r#"
+[mcp_servers.off]
+url = "http://h/mcp"
+headers = { Authorization = "Bearer ${WICKET_TEST_SURELY_UNSET}" }
+enabled = false
+
+[mcp_servers.on]
+command = "node"
+enabled = true
+enabled_tools = ["read", "write"]
+disabled_tools = ["write"]
+"#;
+        let specs = server_specs(parse(text), Owner::Home, Path::new("home.toml")).unwrap();
+        let by_name = |name: &str| specs.iter().find(|spec| spec.name == name).unwrap();
+        assert!(!by_name("off").enabled);
+        assert!(by_name("on").enabled);
+        assert!(by_name("on").offers("read") && !by_name("on").offers("write"));
+        let error = server_specs(
+            parse(&text.replace("enabled = false", "enabled = true")),
+            Owner::Home,
+            Path::new("home.toml"),
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("WICKET_TEST_SURELY_UNSET"),
+            "{error}"
+        );
     }
 
     #[test]

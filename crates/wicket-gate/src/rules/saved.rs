@@ -125,17 +125,11 @@ pub fn save_named(path: &Path, specs: &[(RuleSpec, String)]) -> Result<Vec<bool>
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => return Err(file_error(path, error.to_string())),
     };
-    let mut added = Vec::with_capacity(specs.len());
-    for (spec, comment) in specs {
+    let added = fresh(&existing, specs);
+    for ((spec, comment), fresh) in specs.iter().zip(&added) {
         let Some(id) = spec.id.clone() else {
             return Err(file_error(path, "an imported rule has no id".into()));
         };
-        let fresh = !existing.iter().any(|rule| rule.id == id)
-            && !added
-                .iter()
-                .zip(specs)
-                .any(|(was, (other, _))| *was && other.id == spec.id);
-        added.push(fresh);
         if !fresh {
             continue;
         }
@@ -163,6 +157,18 @@ pub fn save_named(path: &Path, specs: &[(RuleSpec, String)]) -> Result<Vec<bool>
     wicket_os::files::write_atomically(path, text.as_bytes(), true)
         .map_err(|error| file_error(path, error.to_string()))?;
     Ok(added)
+}
+
+/// Which rules of `specs` [`save_named`] adds to a file holding `existing`:
+/// each whose id neither the file nor an earlier rule of `specs` holds. A
+/// dry run asks this too, so it lists what the import would write.
+pub fn fresh(existing: &[Rule], specs: &[(RuleSpec, String)]) -> Vec<bool> {
+    let mut seen: std::collections::BTreeSet<&RuleId> =
+        existing.iter().map(|rule| &rule.id).collect();
+    specs
+        .iter()
+        .map(|(spec, _)| spec.id.as_ref().is_some_and(|id| seen.insert(id)))
+        .collect()
 }
 
 /// Takes the saved rule `id` out of the file at `path`, keeping the rest of

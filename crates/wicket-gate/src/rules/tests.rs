@@ -503,6 +503,34 @@ fn saved_rules_are_appended_and_revoked_keeping_the_rest_of_the_file() {
 }
 
 #[test]
+fn a_named_rule_is_added_once_and_fresh_says_beforehand_which_are() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join(RULES_FILE);
+    let named = |id: &str, words: &[&str]| {
+        let mut spec = RuleSpec::new(wicket_protocol::RuleAction::Deny, "run");
+        spec.id = Some(id.into());
+        spec.argv_prefix = Some(argv(words));
+        (spec, format!("from {id}"))
+    };
+    save_named(&path, &[named("imp-a", &["rm", "-rf"])]).unwrap();
+    let specs = [
+        named("imp-a", &["rm", "-rf"]),
+        named("imp-b", &["rm", "-fr"]),
+        named("imp-b", &["rm", "-fr"]),
+        named("imp-c", &["rm", "-r"]),
+    ];
+    let foreseen = fresh(&read_saved(&path).unwrap(), &specs);
+    assert_eq!(foreseen, [false, true, false, true]);
+    assert_eq!(save_named(&path, &specs).unwrap(), foreseen);
+    let ids: Vec<String> = read_saved(&path)
+        .unwrap()
+        .iter()
+        .map(|rule| rule.id.to_string())
+        .collect();
+    assert_eq!(ids, ["imp-a", "imp-b", "imp-c"]);
+}
+
+#[test]
 fn a_managed_deny_holds_a_command_the_gate_cannot_read() {
     let managed = rules(
         "[[rules]]\nid = \"managed:no-push\"\naction = \"deny\"\ntool = \"run\"\nargv_prefix = [\"git\", \"push\"]\n",
