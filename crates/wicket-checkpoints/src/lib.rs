@@ -56,7 +56,7 @@ use wicket_tools::tree::{Go, Kind, Met};
 
 pub use layer::on_disk;
 use objects::{Objects, hash_of};
-pub use preview::{Effected, Preview, SHOWN_BYTES as PREVIEW_SHOWN_BYTES};
+pub use preview::{Began, Effected, Preview, SHOWN_BYTES as PREVIEW_SHOWN_BYTES};
 pub use rewind::{Applied, Plan, first_at};
 use scan::Maker;
 use state::{Change, Content, Entry, StatKey, State};

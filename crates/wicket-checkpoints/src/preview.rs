@@ -83,7 +83,8 @@ pub struct Preview {
     pub replaced: Vec<Vec<u8>>,
     /// What could not be read in the upper layer, and why.
     pub unread: Vec<(String, String)>,
-    /// `.git` paths the workspace changed while the preview ran: apply refuses.
+    /// Paths no checkpoint holds (below `.git`, ignored ones) that the
+    /// workspace changed while the preview ran: apply refuses.
     moved: BTreeSet<Vec<u8>>,
     /// Its call may change git: `.git` was read too.
     git: bool,
@@ -120,11 +121,14 @@ struct Reader<'a> {
     before: &'a State,
     objects: &'a crate::objects::Objects,
     workspace: &'a Workspace,
-    /// When the preview started (nanoseconds, as a ctime says), when its
-    /// call may change git: `.git` is read too, against the workspace's.
-    git_since: Option<i128>,
-    /// The first bytes of the workspace's `.git` files read, by hash.
-    git_heads: BTreeMap<crate::state::Hash, Vec<u8>>,
+    /// When the preview started (nanoseconds, as a ctime says): what the
+    /// workspace changed since, where no checkpoint holds it, stops the apply.
+    since: i128,
+    /// Its call may change git: `.git` is read too, against the workspace's.
+    git: bool,
+    /// The first bytes of the workspace's files read where no checkpoint
+    /// holds them (below `.git`, an ignored path), by hash.
+    heads: BTreeMap<crate::state::Hash, Vec<u8>>,
     /// The most bytes the files read may hold together, by their apparent
     /// sizes: a sparse file past it is refused (the store would keep its
     /// holes as bytes). A dense one was bounded on disk as it was written.
@@ -143,6 +147,13 @@ struct Reader<'a> {
 /// Whether `path` lies below a `.git` (and no `.wicket`).
 fn in_git(path: &[u8]) -> bool {
     !crate::rewind::in_wicket(path) && path.split(|byte| *byte == b'/').any(|name| name == b".git")
+}
+
+/// Whether the workspace can reach `path` through folders alone: where a
+/// file or a link stands in place of a folder of it, nothing is there (what
+/// replaces that file is the preview's to say).
+fn reachable(workspace: &Workspace, path: &[u8]) -> bool {
+    workspace.stat_at(path).is_ok()
 }
 
 /// What the workspace holds at `path` (a `.git` one: no checkpoint has
@@ -180,17 +191,21 @@ impl Reader<'_> {
     /// that may change git reads one (a path's every name is looked at,
     /// so a preview that reads none never pays for it).
     fn in_git(&self, path: &[u8]) -> bool {
-        self.git_since.is_some() && in_git(path)
+        self.git && in_git(path)
     }
 
     /// What `path` held when the preview started: the last checkpoint's
-    /// entry, or below `.git` the workspace's (one it changed since the
-    /// preview started is noted, and apply refuses).
+    /// entry, or where no checkpoint holds it (below `.git`, an ignored
+    /// path such as `node_modules/`) the workspace's, read now (one it
+    /// changed since the preview started is noted, and apply refuses).
     fn before_of(&mut self, path: &[u8]) -> Option<Entry> {
-        let Some(since) = self.git_since.filter(|_| self.in_git(path)) else {
-            return self.before.get(path).cloned();
-        };
-        match workspace_entry(self.workspace, path, Some(&mut self.git_heads)) {
+        if !self.in_git(path)
+            && let Some(entry) = self.before.get(path)
+        {
+            return Some(entry.clone());
+        }
+        let since = self.since;
+        match workspace_entry(self.workspace, path, Some(&mut self.heads)) {
             Ok(Some((entry, stat))) => {
                 let ctime =
                     i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec);
@@ -202,6 +217,7 @@ impl Reader<'_> {
                 Some(entry)
             }
             Ok(None) => None,
+            Err(_) if !self.in_git(path) && !reachable(self.workspace, path) => None,
             Err(error) => {
                 self.preview.unread.push(io(path, error));
                 None
@@ -469,9 +485,9 @@ impl Reader<'_> {
     /// Its first [`SHOWN_BYTES`], and whether there was more.
     fn shown(&self, before: &Entry) -> Option<(Vec<u8>, bool)> {
         match &before.content {
-            Content::File(hash) if self.git_heads.contains_key(hash) => {
+            Content::File(hash) if self.heads.contains_key(hash) => {
                 let longer = before.key.size() > SHOWN_BYTES as u64;
-                self.git_heads.get(hash).cloned().map(|head| (head, longer))
+                self.heads.get(hash).cloned().map(|head| (head, longer))
             }
             Content::File(hash) => self.objects.get(hash).ok().map(|mut bytes| {
                 let longer = bytes.len() > SHOWN_BYTES;
@@ -547,7 +563,7 @@ impl Reader<'_> {
             self.in_git(path)
         });
         preview.replaced = self.replaced;
-        preview.git = self.git_since.is_some();
+        preview.git = self.git;
         preview
     }
 }
@@ -637,7 +653,7 @@ impl Visit for Reader<'_> {
     fn keep(&self, name: &[u8]) -> bool {
         match name {
             b".wicket" => false,
-            b".git" => self.git_since.is_some(),
+            b".git" => self.git,
             _ => true,
         }
     }
@@ -713,20 +729,31 @@ fn mark_ignored(preview: &mut Preview, workspace: &Workspace, settings: &Setting
     }
 }
 
+/// When a preview's command started, and what it may change.
+#[derive(Debug, Clone, Copy)]
+pub struct Began {
+    /// In nanoseconds since the epoch, as a ctime says it (a clock tick
+    /// early): what the workspace changed since, where no checkpoint holds
+    /// it, stops the apply.
+    pub at: i128,
+    /// Its call may change git: what it changed below `.git` is read too.
+    pub git: bool,
+}
+
 impl Store {
     /// What a command run over an overlay of `workspace` changed, read from
     /// the overlay's `upper` layer against the last checkpoint (the one
-    /// taken before the command); its new bytes go into the store. With
-    /// `git_since` (when the command started, in nanoseconds, for a call
-    /// that may change git), what it changed below `.git` too, against
-    /// the workspace's own. A sparse file that takes the files past `most`
-    /// bytes together (apparent sizes, holes counted) is refused, not stored.
+    /// taken before the command), and where no checkpoint holds a path
+    /// (below `.git` for a call that may change git, an ignored path)
+    /// against the workspace's own; its new bytes go into the store. A
+    /// sparse file that takes the files past `most` bytes together
+    /// (apparent sizes, holes counted) is refused, not stored.
     pub fn preview(
         &self,
         workspace: &Workspace,
         settings: &Settings,
         upper: &Path,
-        git_since: Option<i128>,
+        began: Began,
         most: u64,
     ) -> Result<Preview> {
         let mut guard = self.lock();
@@ -740,8 +767,9 @@ impl Store {
             before: &cache.journaled,
             objects,
             workspace,
-            git_since,
-            git_heads: BTreeMap::new(),
+            since: began.at,
+            git: began.git,
+            heads: BTreeMap::new(),
             most,
             counted: 0,
             touched: BTreeMap::new(),
@@ -753,7 +781,7 @@ impl Store {
         objects.flush().map_err(self.io(objects.dir(), "written"))?;
         let mut preview = reader.finish();
         for seen in &mut preview.seen {
-            seen.git = git_since.is_some() && in_git(&seen.path);
+            seen.git = began.git && in_git(&seen.path);
         }
         mark_ignored(&mut preview, workspace, settings);
         Ok(preview)
@@ -784,12 +812,17 @@ impl Store {
             return Err(Error::ChangedSincePreview(wicket_tools::tree::shown(path)));
         }
         let mut now = cache.journaled.clone();
-        // No checkpoint holds `.git`: what the workspace holds there now.
-        let git_paths = preview
+        // Where no checkpoint holds a path (below `.git`, an ignored one,
+        // one new to the workspace): what the workspace holds there now.
+        let unheld: Vec<&Vec<u8>> = preview
             .started
             .keys()
-            .filter(|path| preview.git && in_git(path));
-        for path in git_paths {
+            .filter(|path| (preview.git && in_git(path)) || !now.contains_key(*path))
+            .collect();
+        for path in unheld {
+            if !(preview.git && in_git(path)) && !reachable(workspace, path) {
+                continue;
+            }
             match workspace_entry(workspace, path, None) {
                 Ok(Some((entry, _))) => {
                     now.insert(path.clone(), entry);

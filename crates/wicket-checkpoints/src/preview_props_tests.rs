@@ -315,7 +315,16 @@ fn check(before: &Tree, after: &Tree, seed: u64) -> Result<(), TestCaseError> {
         upper_at(&upper, before, after, &name, false, seed);
     }
     let preview = store
-        .preview(&workspace, &settings, &upper, None, u64::MAX)
+        .preview(
+            &workspace,
+            &settings,
+            &upper,
+            Began {
+                at: i128::MAX,
+                git: false,
+            },
+            u64::MAX,
+        )
         .unwrap();
     prop_assert!(preview.unread.is_empty(), "{:?}", preview.unread);
     let listed: BTreeSet<String> = preview

@@ -70,7 +70,7 @@ fn the_upper_layer_reads_as_each_change_and_applies_as_a_plain_run_would() {
     upper_of_a_command(&w);
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     assert_eq!(
         kinds(&preview),
@@ -130,7 +130,7 @@ fn a_file_edited_in_the_workspace_meanwhile_stops_the_apply_and_is_named() {
     upper_of_a_command(&w);
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     std::fs::write(w.ws.join("x.txt"), "edited meanwhile\n").unwrap();
     let refused = w
@@ -165,7 +165,7 @@ fn an_opaque_folder_replaces_what_was_below_it_and_a_link_in_place_of_a_folder_c
     std::fs::write(w.upper.join("old/fresh"), "fresh\n").unwrap();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     w.store
         .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
@@ -184,7 +184,7 @@ fn an_opaque_folder_replaces_what_was_below_it_and_a_link_in_place_of_a_folder_c
     std::os::unix::fs::symlink(&outside, w.upper.join("old")).unwrap();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     w.store
         .apply_preview(&w.workspace, &settings, &preview, 2, "preview")
@@ -225,6 +225,19 @@ fn upper_of_a_commit(w: &World) {
 }
 
 /// Nanoseconds since the epoch, as a ctime says.
+/// A preview of a call that may not change git, begun now.
+fn plain() -> Began {
+    Began {
+        at: now_nanos(),
+        git: false,
+    }
+}
+
+/// A preview of a call that may change git, begun `at`.
+fn git(at: i128) -> Began {
+    Began { at, git: true }
+}
+
 fn now_nanos() -> i128 {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -241,13 +254,13 @@ fn with_git_the_changes_below_git_are_effects_read_against_the_workspace_and_app
     // Without git: .git is not read at all.
     let plain = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     assert!(plain.is_empty(), "{:?}", plain.seen);
     let since = now_nanos();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, Some(since), u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, git(since), u64::MAX)
         .unwrap();
     assert_eq!(
         kinds(&preview),
@@ -294,7 +307,7 @@ fn a_git_file_the_workspace_changed_since_the_preview_began_stops_the_apply() {
     let since = now_nanos();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, Some(since), u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, git(since), u64::MAX)
         .unwrap();
     // Changed after it was read: the apply sees it differ.
     std::fs::write(w.ws.join(".git/refs/heads/main"), "elsewhere\n").unwrap();
@@ -310,7 +323,7 @@ fn a_git_file_the_workspace_changed_since_the_preview_began_stops_the_apply() {
     let before = now_nanos() - 1_000_000_000_000;
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, Some(before), u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, git(before), u64::MAX)
         .unwrap();
     let refused = w
         .store
@@ -348,7 +361,7 @@ fn an_upper_layer_four_thousand_folders_deep_is_read_without_recursion() {
     rustix::io::write(&file, b"end\n").unwrap();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, u64::MAX)
+        .preview(&w.workspace, &settings, &w.upper, plain(), u64::MAX)
         .unwrap();
     assert!(preview.unread.is_empty(), "{:?}", preview.unread);
     assert_eq!(preview.seen.len(), 4_001);
@@ -368,7 +381,7 @@ fn a_sparse_file_past_the_bound_is_refused_and_never_stored() {
     std::fs::write(w.upper.join("small"), "small\n").unwrap();
     let preview = w
         .store
-        .preview(&w.workspace, &settings, &w.upper, None, 64 * 1024 * 1024)
+        .preview(&w.workspace, &settings, &w.upper, plain(), 64 * 1024 * 1024)
         .unwrap();
     assert_eq!(
         kinds(&preview),

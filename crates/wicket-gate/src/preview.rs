@@ -86,7 +86,7 @@ impl Gate<'_> {
         };
         let layer = self.layer(call_id)?;
         let mut wanted = Vec::new();
-        let git_since = git_since(args);
+        let began = began(args);
         let output = self.run_over(call_id, &layer, args, dir, cancel, &mut wanted)?;
         let workspace = self.tools.workspace();
         let preview = checkpointing
@@ -95,7 +95,7 @@ impl Gate<'_> {
                 workspace,
                 checkpointing.settings,
                 &layer.root.join("upper"),
-                git_since,
+                began,
                 self.preview_most(),
             )
             .map_err(|error| WireError::new(ErrorKind::Io, error.to_string()))?;
@@ -319,16 +319,18 @@ fn watched<T>(
     (ran, over.load(std::sync::atomic::Ordering::SeqCst))
 }
 
-/// For a call that may change git, the moment its preview starts (in
-/// nanoseconds, one clock tick early): below `.git` no checkpoint says
-/// what was there, so what the workspace changed there since stops the apply.
-fn git_since(args: &RunArgs) -> Option<i128> {
-    args.git.then(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos() as i128);
-        now - CTIME_LAG_NANOS
-    })
+/// The moment a preview starts (in nanoseconds, one clock tick early),
+/// and whether its call may change git: where no checkpoint says what was
+/// there (below `.git`, an ignored path), what the workspace changed
+/// since stops the apply.
+fn began(args: &RunArgs) -> wicket_checkpoints::Began {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as i128);
+    wicket_checkpoints::Began {
+        at: now - CTIME_LAG_NANOS,
+        git: args.git,
+    }
 }
 
 /// What the card says besides the changes.
@@ -356,9 +358,8 @@ fn note(preview: &Preview, output: &RunOutput, args: &RunArgs) -> Option<String>
     }
     if preview.seen.iter().any(|seen| seen.ignored) {
         said.push(
-            "some changes are to ignored paths, which no checkpoint holds: apply writes the new \
-             ones but leaves any that were there before as they are, and a rewind takes back none \
-             of them"
+            "some changes are to ignored paths, which no checkpoint holds: apply writes them all \
+             (over what was there before too), and a rewind takes back none of them"
                 .to_string(),
         );
     }
@@ -465,15 +466,7 @@ fn effects(preview: &Preview) -> Vec<Effect> {
         let group = grouped
             .iter()
             .find(|group| !group.removals && group.folder == seen.path.as_slice());
-        let (diff, diff_truncated) = if seen.ignored && seen.kind == EffectKind::Modified {
-            // Its bytes before are in no checkpoint, and apply leaves it.
-            (
-                "an ignored path that was there before: apply leaves it as it is".to_string(),
-                true,
-            )
-        } else {
-            shown_change(&path, seen)
-        };
+        let (diff, diff_truncated) = shown_change(&path, seen);
         shown.push(Effect {
             path,
             change: seen.kind,

@@ -434,10 +434,12 @@ fn a_previewed_npm_install_fails_without_the_network_and_names_the_registry() {
 }
 
 /// Ignored paths (a build folder) are grouped as a new folder is, marked
-/// ignored, and one that was there before is said as modified, never
-/// created: no checkpoint holds it, and apply leaves it as it was.
+/// ignored, and one that was there before is said as modified, with its
+/// diff read from the workspace (no checkpoint holds it): apply writes
+/// them all, so the workspace is what the command made, as an install into
+/// an existing `node_modules` needs.
 #[test]
-fn ignored_paths_are_grouped_marked_and_an_old_one_is_left_by_apply() {
+fn ignored_paths_are_grouped_marked_and_applied_whole() {
     let f = fixture();
     f.write(".gitignore", "build/\n");
     f.write("build/out.txt", "old\n");
@@ -445,28 +447,54 @@ fn ignored_paths_are_grouped_marked_and_an_old_one_is_left_by_apply() {
                    for i in $(seq 30); do echo $i > build/gen/f$i; done; echo b > x.txt";
     let events = previewed(&f, command, "apply", |card| {
         let changes = card["changes"].as_array().unwrap();
-        let build = changes.iter().find(|c| c["path"] == "build").unwrap();
-        assert_eq!(build["change"], "modified", "{card:#}");
-        assert_eq!(build["ignored"], true);
-        assert_eq!(build["entries"], 32);
-        assert!(
-            changes
-                .iter()
-                .all(|c| !c["path"].as_str().unwrap().starts_with("build/")),
-            "{card:#}"
-        );
+        let built = changes.iter().find(|c| c["path"] == "build/gen").unwrap();
+        assert_eq!(built["change"], "created", "{card:#}");
+        assert_eq!(built["ignored"], true);
+        assert_eq!(built["entries"], 30);
+        let old = changes
+            .iter()
+            .find(|c| c["path"] == "build/out.txt")
+            .unwrap();
+        assert_eq!(old["change"], "modified", "{card:#}");
+        assert_eq!(old["ignored"], true);
+        assert!(old["diff"].as_str().unwrap().contains("+more"), "{card:#}");
+        assert_eq!(changes.len(), 3, "{card:#}");
         let x = changes.iter().find(|c| c["path"] == "x.txt").unwrap();
         assert!(x.get("ignored").is_none());
         assert!(
-            card["note"].as_str().unwrap().contains("ignored paths"),
+            card["note"]
+                .as_str()
+                .unwrap()
+                .contains("apply writes them all"),
             "{card:#}"
         );
     });
     assert_eq!(f.read("x.txt"), "b\n");
     assert_eq!(f.read("build/gen/f30"), "30\n");
-    assert_eq!(f.read("build/out.txt"), "old\n");
-    let failed = result(&events)["output"]["failed"].to_string();
-    assert!(failed.contains("build/out.txt"), "{failed}");
+    assert_eq!(f.read("build/out.txt"), "old\nmore\n");
+    let output = &result(&events)["output"];
+    assert!(output.get("failed").is_none(), "{output:#}");
+}
+
+/// An ignored file the command rewrote in place, changed in the workspace
+/// while the effects card is open: apply refuses, naming it, and writes
+/// nothing.
+#[test]
+fn an_ignored_file_changed_while_the_card_is_open_stops_the_apply() {
+    let f = fixture();
+    f.write(".gitignore", "node_modules/\n");
+    f.write("node_modules/pkg/index.js", "module.exports = 1;\n");
+    let command = "echo 'module.exports = 2;' > node_modules/pkg/index.js; echo b > x.txt";
+    let events = previewed(&f, command, "apply", |_| {
+        f.write("node_modules/pkg/index.js", "module.exports = 'mine';\n");
+    });
+    assert_eq!(
+        f.read("node_modules/pkg/index.js"),
+        "module.exports = 'mine';\n"
+    );
+    let text = result(&events).to_string();
+    assert_eq!(f.read("x.txt"), "a\n", "{text}");
+    assert!(text.contains("node_modules/pkg/index.js"), "{text}");
 }
 
 /// Runs git in the workspace (outside Wicket), its stdout.
