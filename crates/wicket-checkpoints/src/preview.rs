@@ -820,7 +820,9 @@ impl Store {
             .filter(|path| (preview.git && in_git(path)) || !now.contains_key(*path))
             .collect();
         for path in unheld {
-            if !(preview.git && in_git(path)) && !reachable(workspace, path) {
+            // A path outside `.git` the workspace cannot reach holds nothing there.
+            let git = preview.git && in_git(path);
+            if !git && !reachable(workspace, path) {
                 continue;
             }
             match workspace_entry(workspace, path, None) {

@@ -40,7 +40,7 @@ fn child(root: &Path) {
         round(&root.join("ws"), n);
         if n > 1 {
             store
-                .take_after(&workspace, &Settings::default(), n - 1, "run")
+                .take_after(&workspace, &Settings::default(), n - 1, "run", None)
                 .unwrap();
         }
         store
@@ -90,14 +90,14 @@ fn a_kill_mid_append_leaves_the_next_checkpoint_and_every_rewind_working() {
     round(&ws, 1_000);
     let last = kept.last().unwrap().seq;
     let next = store
-        .take_after(&workspace, &Settings::default(), last, "run")
+        .take_after(&workspace, &Settings::default(), last, "run", None)
         .unwrap();
     assert!(next.gaps.is_empty(), "{next:?}");
     store
         .take(&workspace, &Settings::default(), 1_000, "run")
         .unwrap();
     store
-        .take_after(&workspace, &Settings::default(), 1_000, "run")
+        .take_after(&workspace, &Settings::default(), 1_000, "run", None)
         .unwrap();
     for info in kept.iter().rev().take(3).chain(kept.first()) {
         let applied = store

@@ -300,15 +300,54 @@ impl<'a> Caller<'a> {
                 }
                 Err(error) => return failed(error.message),
             },
-            (Owner::Home, _) => match gate.home_command(Network::Off, false, &[]) {
-                Ok(confine) => confine,
-                Err(error) => return failed(error.message),
-            },
+            // The person's own hook reads its own script: each path under
+            // a home its command names is bound read-only into its jail.
+            (Owner::Home, _) => {
+                let read = self.home_paths_of(&hook.command);
+                match gate.home_command(Network::Off, false, &read) {
+                    Ok(confine) => confine,
+                    Err(error) => return failed(error.message),
+                }
+            }
         };
         match workspace.open_folder(Path::new(""), ".") {
             Ok((fd, _)) => Ok((confine, Cwd::Fd(fd))),
             Err(error) => failed(error.message),
         }
+    }
+
+    /// The paths under a home that a hook's command names and that exist
+    /// (its program, an argument, a word of its `sh -c` script: `~/…`,
+    /// `$HOME/…`, or absolute), as `read` paths for its jail: a hook kept in
+    /// `~/.claude/hooks/` then runs with the home hidden. A path the jail
+    /// hides whatever is asked ($WICKET_HOME, a credential store, a
+    /// `deny_read`) is left out, and the hook fails as it would have.
+    fn home_paths_of(&self, command: &[String]) -> Vec<String> {
+        let homes = wicket_gate::sandbox::all_homes();
+        let mut words: Vec<String> = command.to_vec();
+        for inner in wicket_gate::shell::commands_of(command) {
+            words.extend(inner);
+        }
+        let mut read = Vec::new();
+        for word in words {
+            let Some(path) = home_path(&word) else {
+                continue;
+            };
+            let under_a_home = homes.iter().any(|home| path.starts_with(home));
+            let written = path.display().to_string();
+            if under_a_home
+                && path.exists()
+                && !read.contains(&written)
+                && self
+                    .confinement
+                    .sandbox
+                    .read_paths(std::slice::from_ref(&written), &self.confinement.home)
+                    .is_ok()
+            {
+                read.push(written);
+            }
+        }
+        read
     }
 
     /// The PreToolUse hooks of one call: a deny from any of them wins,
@@ -477,4 +516,18 @@ impl<'a> Caller<'a> {
             )
         })
     }
+}
+
+/// The path a word of a hook's command names, as a shell would read it:
+/// `~/x`, `$HOME/x` and `${HOME}/x` in the person's home, an absolute
+/// path as it is (quotes already gone); `None` for anything else.
+fn home_path(word: &str) -> Option<std::path::PathBuf> {
+    let home = || std::env::var_os("HOME").map(std::path::PathBuf::from);
+    for prefix in ["~/", "$HOME/", "${HOME}/"] {
+        if let Some(rest) = word.strip_prefix(prefix) {
+            return home().map(|home| home.join(rest));
+        }
+    }
+    word.starts_with('/')
+        .then(|| std::path::PathBuf::from(word))
 }

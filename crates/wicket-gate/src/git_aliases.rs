@@ -260,6 +260,8 @@ mod tests {
     }
 
     #[test]
+    // A test writes its own scratch configs, not a workspace's files.
+    #[allow(clippy::disallowed_methods)]
     fn an_included_configs_aliases_are_read_and_one_that_cannot_be_is_said() {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("config");

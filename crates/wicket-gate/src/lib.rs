@@ -624,6 +624,18 @@ impl<'a> Gate<'a> {
         answerer: &mut dyn Answerer,
         cancel: &Cancel,
     ) -> Result<ToolOutput, WireError> {
+        if !matches!(call, ToolCall::Run(_)) {
+            // What no command may read inside the workspace, no tool reads
+            // either: as the config says now.
+            let workspace = self.tools.workspace();
+            let mut hidden = self.confinement.sandbox.hidden_in(workspace.root());
+            if let Ok(home) = std::fs::canonicalize(&self.confinement.home)
+                && home.starts_with(workspace.root())
+            {
+                hidden.push(home);
+            }
+            workspace.hide(hidden);
+        }
         match call {
             ToolCall::ReadFile(args) => self.read_file(call_id, args, answerer),
             ToolCall::ListDir(args) => self.list_dir(call_id, args, answerer),

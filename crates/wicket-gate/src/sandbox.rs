@@ -676,6 +676,28 @@ impl SandboxSettings {
         denied.extend(self.deny_read.iter().cloned());
         denied
     }
+
+    /// Of [`SandboxSettings::denied`], those inside the workspace at `root`
+    /// (canonical), where they are: hidden from the six tools too. A home's
+    /// credential stores are looked for only in a home the workspace holds
+    /// (`cd ~ && wicket`), so a call in any other workspace pays for no stat
+    /// of them.
+    pub fn hidden_in(&self, root: &Path) -> Vec<PathBuf> {
+        let homes: Vec<PathBuf> = all_homes()
+            .into_iter()
+            .filter(|home| std::fs::canonicalize(home).is_ok_and(|home| home.starts_with(root)))
+            .collect();
+        let mut hidden = known_secrets(&homes);
+        hidden.extend(self.deny_read.iter().cloned());
+        let mut inside: Vec<PathBuf> = hidden
+            .into_iter()
+            .filter_map(|path| std::fs::canonicalize(path).ok())
+            .filter(|path| path.starts_with(root) && path != root)
+            .collect();
+        inside.sort();
+        inside.dedup();
+        inside
+    }
 }
 
 #[cfg(test)]

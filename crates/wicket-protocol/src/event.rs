@@ -92,7 +92,7 @@ pub struct Usage {
     pub context_used_percent: Option<f64>,
 }
 
-fn is_zero(value: &u64) -> bool {
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorKind, WireError};
+use crate::event::is_zero;
 use crate::limits::{ARGUMENTS_MAX_DEPTH, RUN_STREAM_MAX_BYTES};
 
 /// read_file's arguments.
@@ -582,6 +583,10 @@ pub struct GrepOutput {
     /// When truncated, the line that says where it stopped.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub note: Option<String>,
+    /// How many files and folders it left out unsearched because they are
+    /// hidden from the tools (`deny_read` paths, credential stores).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hidden: u64,
 }
 
 /// list_dir's result.
@@ -591,6 +596,10 @@ pub struct ListDirOutput {
     pub entries: Vec<String>,
     /// How many names were left out past the limit.
     pub omitted: u64,
+    /// How many names it left out because they are hidden from the tools
+    /// (`deny_read` paths, credential stores).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hidden: u64,
 }
 
 /// write_file's and search_replace's result.

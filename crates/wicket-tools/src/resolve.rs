@@ -43,6 +43,8 @@ pub struct Workspace {
     root: PathBuf,
     given: PathBuf,
     root_fd: OwnedFd,
+    /// Paths no tool may read or list ([`Workspace::hide`]), canonical.
+    hidden: std::sync::Mutex<std::sync::Arc<Vec<PathBuf>>>,
 }
 
 /// A path resolved to a held parent folder and a final name in it.
@@ -147,7 +149,41 @@ impl Workspace {
             root,
             given,
             root_fd,
+            hidden: Default::default(),
         })
+    }
+
+    /// Hides `paths` (canonical: `deny_read` paths, credential stores) from
+    /// every tool: a read, a write's look at what it replaces, or a folder
+    /// listing that lands on one is refused (`forbidden`, naming it), and
+    /// grep and list_dir leave them out and say how many.
+    pub fn hide(&self, paths: Vec<PathBuf>) {
+        let mut hidden = wicket_os::sync::lock(&self.hidden);
+        if **hidden != paths {
+            *hidden = std::sync::Arc::new(paths);
+        }
+    }
+
+    /// The paths hidden from the tools ([`Workspace::hide`]).
+    pub fn hidden(&self) -> std::sync::Arc<Vec<PathBuf>> {
+        wicket_os::sync::lock(&self.hidden).clone()
+    }
+
+    /// Refuses `real` (where a path really is) when it is hidden, or lies in
+    /// a hidden folder.
+    pub(crate) fn refuse_hidden(&self, real: &Path, shown: &str) -> Result<()> {
+        match self.hidden().iter().find(|hidden| real.starts_with(hidden)) {
+            Some(hidden) => Err(Error::new(
+                ErrorKind::Forbidden,
+                format!(
+                    "'{shown}' is hidden from the tools ({} is a deny_read path or a credential \
+                     store); no tool reads it, and no card can allow it: ask the person for what \
+                     the task needs from it",
+                    hidden.display()
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The workspace root, held open.
@@ -226,6 +262,18 @@ impl Workspace {
             Location::Inside(relative) => self.open_inside(relative, flags, shown)?,
         };
         let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io(shown, e))?;
+        if !self.hidden().is_empty() {
+            let Some(real) = real_path(&fd) else {
+                return Err(Error::new(
+                    ErrorKind::Forbidden,
+                    format!(
+                        "'{shown}': where it lies cannot be read (/proc/self/fd), so whether it \
+                         is hidden from the tools cannot be told; refused"
+                    ),
+                ));
+            };
+            self.refuse_hidden(&real, shown)?;
+        }
         Ok((fd, stat))
     }
 
@@ -434,8 +482,15 @@ impl Workspace {
         if let Some(stat) = &resolved.stat {
             require_regular(stat, &display(&resolved.absolute))?;
         }
+        self.refuse_hidden(&resolved.absolute, &display(&resolved.absolute))?;
         Ok(resolved)
     }
+}
+
+/// Where an open descriptor's file really is (its `/proc/self/fd` link).
+pub(crate) fn real_path(fd: impl AsFd) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd())).ok()
 }
 
 /// The names of a relative path, `..` kept as a name.

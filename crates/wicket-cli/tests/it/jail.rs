@@ -747,3 +747,146 @@ fn a_git_file_rewritten_between_commands_guards_what_it_names_now() {
     );
     assert!(!f.ws.join("pwned").exists());
 }
+
+/// A `$HOME` made inside the real one (`~/BELOW/…`: `.cache`, as a test
+/// harness or CI makes it), removed when dropped.
+struct NestedHome(std::path::PathBuf);
+
+impl NestedHome {
+    fn new(below: &str) -> NestedHome {
+        let real =
+            std::env::var_os("HOME").map_or_else(|| "/root".into(), std::path::PathBuf::from);
+        let unique = format!(
+            "wicket-it-home-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        let path = real.join(below).join(unique);
+        std::fs::create_dir_all(&path).unwrap();
+        NestedHome(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for NestedHome {
+    fn drop(&mut self) {
+        // A test's leftover folder in ~/.cache is harmless.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A person's own PreToolUse hook kept where Claude Code's documentation
+/// puts it and run as Claude Code runs it (`sh -c
+/// "~/.claude/hooks/block-rm.sh"`): the home is hidden from commands, but a
+/// home hook's own script is bound read-only into its jail, so it runs: `rm`
+/// is refused and its file stays, `touch` goes on. A repository's hook
+/// naming the same script gets no such binding.
+#[test]
+fn a_persons_hook_in_claude_hooks_reads_its_own_script() {
+    let f = Fixture::new();
+    // Not below a toolchain folder (`~/.cache` is one), which every
+    // command sees: the hook's binding alone shows it its script.
+    let person = NestedHome::new(".wicket-it");
+    let hooks = person.path().join(".claude/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(
+        hooks.join("block-rm.sh"),
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"rm\"'*) echo 'rm is not for agents' >&2; exit 2;; esac\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        hooks.join("block-rm.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        "[[hooks.pre_tool_use]]\nmatcher = \"run\"\ncommand = [\"sh\", \"-c\", \"~/.claude/hooks/block-rm.sh\"]\n",
+    )
+    .unwrap();
+    std::fs::write(f.ws.join("victim.txt"), "keep").unwrap();
+    let run = |argv: Value| {
+        let output = f
+            .command(
+                "run",
+                &json!({"argv": argv}).to_string(),
+                &["--answers", "allow_once"],
+            )
+            .env("HOME", person.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (lines(&output), output.status.code())
+    };
+    let (out, code) = run(json!(["rm", "victim.txt"]));
+    assert_eq!(code, Some(1), "{out:#?}");
+    let message = out.last().unwrap()["error"]["message"].to_string();
+    assert!(message.contains("rm is not for agents"), "{out:#?}");
+    assert!(f.ws.join("victim.txt").exists());
+    let (out, code) = run(json!(["touch", "made.txt"]));
+    assert_eq!(code, Some(0), "{out:#?}");
+    assert!(f.ws.join("made.txt").exists(), "{out:#?}");
+    // The repository's own hook naming the same script: its card allowed,
+    // it still cannot read the person's home, and a failing PreToolUse
+    // hook blocks.
+    std::fs::create_dir_all(f.ws.join(".wicket")).unwrap();
+    std::fs::write(
+        f.ws.join(".wicket/config.toml"),
+        format!(
+            "[[hooks.pre_tool_use]]\nmatcher = \"run\"\ncommand = [\"cat\", \"{}\"]\n",
+            hooks.join("block-rm.sh").display()
+        ),
+    )
+    .unwrap();
+    let (out, _) = run(json!(["touch", "again.txt"]));
+    assert!(!f.ws.join("again.txt").exists(), "{out:#?}");
+}
+
+/// `$HOME` inside another home, and `$HOME` inside the workspace: the
+/// jail starts wherever the homes lie, and a command runs.
+#[test]
+fn a_command_runs_wherever_home_lies() {
+    let f = Fixture::new();
+    let nested = NestedHome::new(".cache");
+    let plain = NestedHome::new(".wicket-it");
+    let inside = f.ws.join("home");
+    std::fs::create_dir_all(inside.join(".cargo")).unwrap();
+    std::fs::write(
+        inside.join(".cargo/credentials.toml"),
+        "token = \"secret\"\n",
+    )
+    .unwrap();
+    for home in [nested.path(), plain.path(), inside.as_path()] {
+        let output = f
+            .command(
+                "run",
+                &json!({"argv": ["sh", "-c", "echo ran; cat home/.cargo/credentials.toml 2>&1 | head -c 200"]})
+                    .to_string(),
+                &["--answers", "allow_once"],
+            )
+            .env("HOME", home)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let out = lines(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {out:#?}",
+            home.display()
+        );
+        let result = out.last().unwrap();
+        let stdout = result["stdout"].as_str().unwrap_or_default();
+        assert!(stdout.starts_with("ran\n"), "{}: {out:#?}", home.display());
+        // The home in the workspace: its credential stores masked.
+        if home == inside {
+            assert!(!stdout.contains("secret"), "{}: {out:#?}", home.display());
+        }
+    }
+}

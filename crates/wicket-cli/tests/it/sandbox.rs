@@ -1046,3 +1046,93 @@ fn with_the_sandbox_off_the_credential_stores_are_still_hidden() {
     assert_eq!(leaked(&f, 2), Vec::<String>::new(), "{result:#}");
     assert_eq!(f.read("control"), "[build]\njobs = 2\n", "{result:#}");
 }
+
+/// A `deny_read` path inside the workspace, and a home's credential store
+/// where the workspace is the home: no tool reads them (read_file refuses,
+/// naming it; through a link too), grep and list_dir leave them out and
+/// say how many, a write is refused before its card could show the old
+/// bytes, and a command sees them masked. Nothing of them reaches a result.
+#[test]
+fn a_deny_read_path_inside_the_workspace_is_hidden_from_every_tool() {
+    let f = Fixture::new();
+    f.write(".env", "API_KEY=MARKER-7f3a\n");
+    f.write("src/app.py", "import os\nKEY = os.environ['API_KEY']\n");
+    std::os::unix::fs::symlink(".env", f.ws.join("public.txt")).unwrap();
+    std::fs::write(
+        f.home.join("config.toml"),
+        format!(
+            "[sandbox]\ndeny_read = [\"{}\"]\n",
+            f.ws.join(".env").display()
+        ),
+    )
+    .unwrap();
+    let tool = |name: &str, args: Value| {
+        let (out, code) = f.tool(name, &args.to_string(), &["--answers", "allow_once"]);
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(!text.contains("MARKER-7f3a"), "{name}: {text}");
+        (out.last().unwrap().clone(), code)
+    };
+    for path in [".env", "public.txt"] {
+        let (result, code) = tool("read_file", json!({"path": path}));
+        assert_eq!(code, 1, "{result:#}");
+        assert_eq!(result["error"]["kind"], "forbidden", "{result:#}");
+        assert!(
+            result["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(".env"),
+            "{result:#}"
+        );
+    }
+    let (result, _) = tool("grep", json!({"pattern": "API_KEY"}));
+    assert_eq!(result["hidden"], 1, "{result:#}");
+    assert_eq!(
+        result["matches"],
+        json!(["src/app.py:2:KEY = os.environ['API_KEY']"])
+    );
+    let (result, _) = tool("list_dir", json!({}));
+    assert_eq!(result["hidden"], 1, "{result:#}");
+    assert!(
+        !result["entries"].to_string().contains("\".env\""),
+        "{result:#}"
+    );
+    let (result, _) = tool(
+        "search_replace",
+        json!({"path": ".env", "old": "API_KEY", "new": "X"}),
+    );
+    assert_eq!(result["error"]["kind"], "forbidden", "{result:#}");
+    assert_eq!(f.read(".env"), "API_KEY=MARKER-7f3a\n");
+    let (result, _) = tool("run", json!({"argv": ["cat", ".env"]}));
+    assert!(!result.to_string().contains("MARKER"), "{result:#}");
+}
+
+/// Where the workspace is the home (`cd ~ && wicket`), the home's known
+/// credential stores are hidden from the tools as from commands.
+#[test]
+fn where_the_workspace_is_the_home_its_credential_stores_are_hidden_from_the_tools() {
+    let f = Fixture::new();
+    f.write(".ssh/id_ed25519", "PRIVATE-KEY-MARKER\n");
+    f.write(".git-credentials", "https://u:TOKEN-MARKER@example.com\n");
+    f.write("notes.txt", "mine\n");
+    let tool = |name: &str, args: Value| {
+        let output = f
+            .command(name, &args.to_string(), &["--answers", "allow_once"])
+            .env("HOME", &f.ws)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let out = lines(&output);
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(!text.contains("MARKER"), "{name}: {text}");
+        out.last().unwrap().clone()
+    };
+    for path in [".ssh/id_ed25519", ".git-credentials"] {
+        let result = tool("read_file", json!({"path": path}));
+        assert_eq!(result["error"]["kind"], "forbidden", "{result:#}");
+    }
+    let result = tool("grep", json!({"pattern": "MARKER"}));
+    assert_eq!(result["matches"], json!([]), "{result:#}");
+    assert_eq!(result["hidden"], 2, "{result:#}");
+    let result = tool("read_file", json!({"path": "notes.txt"}));
+    assert!(result.to_string().contains("mine"), "{result:#}");
+}

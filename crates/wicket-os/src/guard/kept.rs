@@ -14,12 +14,12 @@
 //! need not be UTF-8, which JSON and serde's `PathBuf` refuse), and the
 //! one crate that does this for serde (bincode 1) is no longer kept up.
 
-use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use super::{Kind, Listed};
+use super::{Kept, Kind, Listed};
 
 /// The first bytes of what a scan kept; another version is read as nothing kept.
 const MAGIC: &[u8; 8] = b"wkscan1\n";
@@ -30,7 +30,7 @@ const MAGIC: &[u8; 8] = b"wkscan1\n";
 pub const KEPT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// The folders as bytes; empty when they would pass [`KEPT_MAX_BYTES`].
-pub(super) fn encode(listed: &BTreeMap<PathBuf, Listed>) -> Vec<u8> {
+pub(super) fn encode(listed: &Kept) -> Vec<u8> {
     let mut out = Writer(Vec::with_capacity(64 * listed.len() + MAGIC.len()));
     out.0.extend_from_slice(MAGIC);
     out.number(listed.len() as u64);
@@ -71,9 +71,9 @@ pub(super) fn encode(listed: &BTreeMap<PathBuf, Listed>) -> Vec<u8> {
 }
 
 /// The folders `bytes` holds; nothing when they do not read back whole.
-pub(super) fn decode(bytes: &[u8]) -> Option<BTreeMap<PathBuf, Listed>> {
+pub(super) fn decode(bytes: &[u8]) -> Option<Kept> {
     let mut input = Reader(bytes.strip_prefix(MAGIC)?);
-    let mut listed = BTreeMap::new();
+    let mut listed = Kept::new();
     for _ in 0..input.number()? {
         let path = PathBuf::from(OsString::from_vec(input.bytes()?.to_vec()));
         let ino = input.number()?;
@@ -116,7 +116,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<BTreeMap<PathBuf, Listed>> {
             later,
             git_folder,
         };
-        listed.insert(path, folder);
+        listed.insert(path, Arc::new(folder));
     }
     input.0.is_empty().then_some(listed)
 }

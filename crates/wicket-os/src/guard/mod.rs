@@ -89,6 +89,11 @@ impl Kind {
     }
 }
 
+/// What a scan read of each folder, by its path below the workspace
+/// (hashed: a path's order is nothing to a lookup, and comparing paths
+/// component by component cost more than the folder's own stat).
+pub(crate) type Kept = std::collections::HashMap<PathBuf, Arc<Listed>>;
+
 /// One scan of a workspace.
 #[derive(Debug, Default, Clone)]
 pub struct Found {
@@ -121,7 +126,7 @@ pub struct Found {
     /// What it read of each folder older than the scan, for a later scan
     /// to take as it is where the folder did not change: the scan after a
     /// command, and the scan before the next one ([`Found::kept`]).
-    pub(crate) listed: BTreeMap<PathBuf, Listed>,
+    pub(crate) listed: Kept,
     /// For a scan after a command: how many folders it took from the
     /// scan before, unlisted.
     pub reused: usize,
@@ -392,7 +397,7 @@ impl Scan<'_> {
     /// or renamed in it sets its ctime, which no process can set back),
     /// older than the scan that read it ([`Scan::began`]) and, after a
     /// command, than the command.
-    fn unchanged(&self, relative: &Path, stat: Option<&rustix::fs::Stat>) -> Option<&Listed> {
+    fn unchanged(&self, relative: &Path, stat: Option<&rustix::fs::Stat>) -> Option<&Arc<Listed>> {
         let ((before, device), stat) = (self.before?, stat?);
         let listed = before.listed.get(relative)?;
         let ctime = ctime_nanos(stat);
@@ -493,6 +498,11 @@ impl Walker {
             relative,
             packages,
         } = folder;
+        if let At::Below(parent, name) = &at
+            && self.leaf_as_kept(scan, parent, name, &relative)
+        {
+            return;
+        }
         let (folder, stat) = match at {
             At::Open(fd) => {
                 let stat = rustix::fs::fstat(&fd).ok();
@@ -553,7 +563,7 @@ impl Walker {
             self.git_dirs.push(scan.workspace.join(&relative));
             if let Some(mut record) = record {
                 record.git_folder = true;
-                self.found.listed.insert(relative, record);
+                self.found.listed.insert(relative, Arc::new(record));
             }
             return;
         }
@@ -564,7 +574,7 @@ impl Walker {
         };
         self.names(scan, opened, names, &mut record, below);
         if let Some(record) = record {
-            self.found.listed.insert(relative, record);
+            self.found.listed.insert(relative, Arc::new(record));
         }
     }
 
@@ -652,6 +662,42 @@ impl Walker {
         }
     }
 
+    /// Before a command, a folder an earlier scan kept that holds no
+    /// folder and no guarded entry, as it was then: taken by its stat
+    /// alone, never opened (there is nothing in it to open anything for).
+    fn leaf_as_kept(
+        &mut self,
+        scan: &Scan<'_>,
+        parent: &OwnedFd,
+        name: &CStr,
+        relative: &Path,
+    ) -> bool {
+        let Some((before, _)) = scan.before.filter(|_| scan.since.is_none()) else {
+            return false;
+        };
+        let Some(listed) = before.listed.get(relative) else {
+            return false;
+        };
+        if !listed.folders.is_empty() || !listed.guarded.is_empty() || listed.git_folder {
+            return false;
+        }
+        let Ok(stat) = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            return false;
+        };
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+            return false;
+        }
+        let Some(listed) = scan.unchanged(relative, Some(&stat)) else {
+            return false;
+        };
+        self.found.reused += 1;
+        scan.walked.fetch_add(listed.names, Ordering::Relaxed);
+        self.found
+            .listed
+            .insert(relative.to_path_buf(), Arc::clone(listed));
+        true
+    }
+
     /// A folder as an earlier scan read it (`listed`), kept for the next:
     /// its guarded entries and folders as they were (before a command,
     /// each `.git` file and link read again: a file rewritten in place
@@ -661,7 +707,7 @@ impl Walker {
         &mut self,
         scan: &Scan<'_>,
         opened: Opened<'_>,
-        listed: &Listed,
+        listed: &Arc<Listed>,
         below: &mut Vec<Folder>,
     ) {
         let Opened {
@@ -673,7 +719,7 @@ impl Walker {
         scan.walked.fetch_add(listed.names, Ordering::Relaxed);
         self.found
             .listed
-            .insert(relative.to_path_buf(), listed.clone());
+            .insert(relative.to_path_buf(), Arc::clone(listed));
         for (name, kind) in &listed.guarded {
             let kind = match scan.since {
                 Some(_) => kind.clone(),

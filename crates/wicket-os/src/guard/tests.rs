@@ -499,10 +499,10 @@ fn what_does_not_read_back_as_a_kept_scan_is_nothing_kept() {
 fn a_kept_scan_reads_back_as_it_was_with_names_that_are_not_text() {
     use std::os::unix::ffi::OsStrExt;
     let name = OsStr::from_bytes(b"caf\xe9");
-    let mut listed = BTreeMap::new();
+    let mut listed = Kept::new();
     listed.insert(
         PathBuf::from(name).join("sub"),
-        Listed {
+        Arc::new(Listed {
             ino: 42,
             ctime: -5,
             names: 7,
@@ -513,7 +513,7 @@ fn a_kept_scan_reads_back_as_it_was_with_names_that_are_not_text() {
             folders: vec![CString::new(b"caf\xe9".to_vec()).unwrap()],
             later: vec![(b"Makefile".to_vec(), "sub/Makefile".into(), "make".into())],
             git_folder: true,
-        },
+        }),
     );
     let back = kept::decode(&kept::encode(&listed)).unwrap();
     assert_eq!(format!("{back:?}"), format!("{listed:?}"));

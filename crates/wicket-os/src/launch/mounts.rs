@@ -328,7 +328,19 @@ fn hide_homes<'a>(
     hidden: &[PathBuf],
     bound_back: impl Iterator<Item = (&'a Path, &'a OwnedFd)>,
 ) -> Result<()> {
-    let homes: Vec<&PathBuf> = hidden.iter().filter(|home| is_real_dir(home)).collect();
+    let real: Vec<&PathBuf> = hidden.iter().filter(|home| is_real_dir(home)).collect();
+    // A home inside another (`HOME=~/.cache/ci-home`) is hidden with it:
+    // once the outer one is a tmpfs, the inner one's path is not there to
+    // mount on. What is bound back of it gets its mount point all the same.
+    let homes: Vec<&PathBuf> = real
+        .iter()
+        .filter(|home| {
+            !real
+                .iter()
+                .any(|outer| outer != *home && home.starts_with(outer))
+        })
+        .copied()
+        .collect();
     for home in &homes {
         mount(
             Some(Path::new("tmpfs")),

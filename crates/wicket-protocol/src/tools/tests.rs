@@ -109,10 +109,12 @@ fn outputs_round_trip_through_their_untagged_shape() {
             matches: vec![],
             truncated: false,
             note: None,
+            hidden: 0,
         }),
         ToolOutput::ListDir(ListDirOutput {
             entries: vec![],
             omitted: 0,
+            hidden: 0,
         }),
         ToolOutput::Write(WriteOutput {
             path: "/a".into(),
@@ -183,6 +185,7 @@ fn result_lines_have_the_contract_shape() {
         matches: vec!["a:1:x".into()],
         truncated: false,
         note: None,
+        hidden: 0,
     })));
     assert_eq!(
         ok,

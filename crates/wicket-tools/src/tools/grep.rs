@@ -312,11 +312,11 @@ pub fn grep(
             ))
         })?;
     let start = Start::of(workspace, location)?;
-    let (lines, truncated) = match start {
-        Start::File { file, shown } => (search_one(&matcher, file, &shown), false),
+    let (lines, truncated, hidden) = match start {
+        Start::File { file, shown } => (search_one(&matcher, file, &shown), false, 0),
         Start::Folder(tree) => {
             let overrides = overrides_for(&tree.absolute, args.glob.as_deref())?;
-            OrderedSearch::new(&matcher, overrides, cancel).run(tree)?
+            OrderedSearch::new(&matcher, overrides, workspace.hidden(), cancel).run(tree)?
         }
     };
     let mut matches = lines;
@@ -329,6 +329,7 @@ pub fn grep(
         matches,
         truncated,
         note,
+        hidden,
     })
 }
 
@@ -382,6 +383,9 @@ const BATCH: usize = 8;
 struct OrderedSearch<'a> {
     matcher: &'a RegexMatcher,
     overrides: Override,
+    /// Paths hidden from the tools: not searched, counted.
+    hidden: std::sync::Arc<Vec<PathBuf>>,
+    left_out: std::sync::atomic::AtomicU64,
     cancel: &'a Cancel,
     shared: Mutex<Shared>,
     /// Signalled when the feed grows or ends.
@@ -391,10 +395,17 @@ struct OrderedSearch<'a> {
 }
 
 impl<'a> OrderedSearch<'a> {
-    fn new(matcher: &'a RegexMatcher, overrides: Override, cancel: &'a Cancel) -> Self {
+    fn new(
+        matcher: &'a RegexMatcher,
+        overrides: Override,
+        hidden: std::sync::Arc<Vec<PathBuf>>,
+        cancel: &'a Cancel,
+    ) -> Self {
         OrderedSearch {
             matcher,
             overrides,
+            hidden,
+            left_out: Default::default(),
             cancel,
             shared: Mutex::new(Shared::default()),
             grown: Condvar::new(),
@@ -407,8 +418,9 @@ impl<'a> OrderedSearch<'a> {
     }
 
     /// Walks and searches; the matches in path order (possibly a few past
-    /// the limit) and whether the limit was reached.
-    fn run(self, tree: Tree) -> Result<(Vec<String>, bool)> {
+    /// the limit), whether the limit was reached, and how many paths it
+    /// left out as hidden.
+    fn run(self, tree: Tree) -> Result<(Vec<String>, bool, u64)> {
         let workers = std::thread::available_parallelism()
             .map_or(2, usize::from)
             .max(1);
@@ -426,6 +438,7 @@ impl<'a> OrderedSearch<'a> {
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
+        let hidden = self.left_out.into_inner();
         let mut matches = Vec::new();
         for lines in state.results.into_iter().take(state.settled).flatten() {
             matches.extend(lines);
@@ -433,7 +446,7 @@ impl<'a> OrderedSearch<'a> {
                 break;
             }
         }
-        Ok((matches, state.full))
+        Ok((matches, state.full, hidden))
     }
 
     /// Waits on `condvar`, waking now and then to see a cancel (which
@@ -499,6 +512,14 @@ impl<'a> OrderedSearch<'a> {
             };
             if name.as_bytes() == b".git" {
                 continue;
+            }
+            if !self.hidden.is_empty() {
+                let path = frame.absolute.join(&*name);
+                if self.hidden.iter().any(|hidden| path.starts_with(hidden)) {
+                    self.left_out
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    continue;
+                }
             }
             let kind = match kind {
                 FileType::Unknown => {

@@ -20,11 +20,24 @@ pub fn list_dir(
     let fd = workspace.open_dir(location, shown)?;
     let mut dir = Dir::read_from(&fd).map_err(|error| Error::io(shown, error))?;
     let mut names: Vec<(Vec<u8>, FileType)> = Vec::new();
+    // What is hidden from the tools is left out, and counted.
+    let hidden = workspace.hidden();
+    let folder = (!hidden.is_empty())
+        .then(|| crate::resolve::real_path(&fd))
+        .flatten();
+    let mut left_out = 0;
     while let Some(entry) = dir.read() {
         let entry = entry.map_err(|error| Error::io(shown, error))?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
+        }
+        if let Some(folder) = &folder {
+            let path = folder.join(std::ffi::OsStr::from_bytes(name));
+            if hidden.iter().any(|hidden| path.starts_with(hidden)) {
+                left_out += 1;
+                continue;
+            }
         }
         let mut kind = entry.file_type();
         if kind == FileType::Unknown
@@ -54,5 +67,9 @@ pub fn list_dir(
             }
         })
         .collect();
-    Ok(ListDirOutput { entries, omitted })
+    Ok(ListDirOutput {
+        entries,
+        omitted,
+        hidden: left_out,
+    })
 }
