@@ -73,6 +73,16 @@ enum Taking<'a> {
     After(Option<&'a [u8]>),
 }
 
+impl Taking<'_> {
+    /// The path a write wrote, for its line after.
+    fn wrote(self) -> Option<state::Named> {
+        match self {
+            Taking::After(wrote) => wrote.map(state::Named::of),
+            _ => None,
+        }
+    }
+}
+
 /// Errors of the store, each saying what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -923,10 +933,7 @@ impl Store {
                 paths: paths.iter().map(|path| state::Named::of(path)).collect(),
             }),
             after: matches!(taking, Taking::After(_)),
-            wrote: match taking {
-                Taking::After(wrote) => wrote.map(state::Named::of),
-                _ => None,
-            },
+            wrote: taking.wrote(),
         };
         let (id, changed) = (line.id, line.changes.len());
         self.append(cache, line)?;

@@ -39,6 +39,38 @@ fn plan_lines(plan: &wicket_checkpoints::Plan) -> Vec<String> {
         .collect()
 }
 
+/// `--list`: each point to go back to, with the words of the call it
+/// comes before and what that call changed.
+fn list(manager: &Manager, id: &SessionId) -> anyhow::Result<()> {
+    let calls: std::collections::BTreeMap<u64, String> = manager
+        .events_after(id, 0)?
+        .into_iter()
+        .filter_map(|event| match event.body {
+            EventBody::ToolCall(call) => Some((
+                event.seq,
+                format!(
+                    "{} {}",
+                    call.name,
+                    wicket_protocol::call_summary(&call.name, &call.arguments)
+                ),
+            )),
+            EventBody::Rewound(_) => Some((event.seq, "the rewind".to_string())),
+            _ => None,
+        })
+        .collect();
+    for info in manager.checkpoints(id)? {
+        let call = calls.get(&info.seq).unwrap_or(&info.tool);
+        println!(
+            "{:>5}  {}  {}: {}",
+            info.seq,
+            when(info.at),
+            visible_line(call.trim_end()),
+            info.changed_line()
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
     let home = session::home();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -47,33 +79,7 @@ pub(crate) fn rewind(options: Options) -> anyhow::Result<ExitCode> {
     let manager = Manager::new(&home, runtime.handle().clone(), standard_setup(&home));
     let id = SessionId::from(options.session.clone());
     if options.list {
-        // Each point with the words of the call it comes before.
-        let calls: std::collections::BTreeMap<u64, String> = manager
-            .events_after(&id, 0)?
-            .into_iter()
-            .filter_map(|event| match event.body {
-                EventBody::ToolCall(call) => Some((
-                    event.seq,
-                    format!(
-                        "{} {}",
-                        call.name,
-                        wicket_protocol::call_summary(&call.name, &call.arguments)
-                    ),
-                )),
-                EventBody::Rewound(_) => Some((event.seq, "the rewind".to_string())),
-                _ => None,
-            })
-            .collect();
-        for info in manager.checkpoints(&id)? {
-            let call = calls.get(&info.seq).unwrap_or(&info.tool);
-            println!(
-                "{:>5}  {}  {}: {}",
-                info.seq,
-                when(info.at),
-                visible_line(call.trim_end()),
-                info.changed_line()
-            );
-        }
+        list(&manager, &id)?;
         return Ok(ExitCode::SUCCESS);
     }
     let to = match (options.to, options.undo) {

@@ -347,6 +347,37 @@ impl SettleReport {
     }
 }
 
+/// Only a jail's tree has a settle to report: its report file, holding
+/// what the last scan of the workspace kept, and the workspace.
+fn settle_report(
+    spec: &Spec,
+    tmp: Option<&Tmp>,
+) -> Result<(Option<SettleReport>, Option<PathBuf>), SpawnError> {
+    let workspace = spec
+        .confine
+        .sandbox
+        .as_ref()
+        .map(|policy| policy.workspace.clone());
+    let report = match (tmp, &workspace) {
+        (Some(Tmp::Jail), Some(workspace)) => Some(SettleReport::make(&kept_for(workspace))?),
+        _ => None,
+    };
+    Ok((report, workspace))
+}
+
+impl SettleReport {
+    /// Once the launcher has ended: what the scan after the command kept,
+    /// kept for the workspace's next command, and the files it changed
+    /// that run later.
+    fn settled(&self, workspace: Option<&Path>) -> Vec<String> {
+        let (report, kept) = self.read();
+        if let Some(workspace) = workspace {
+            keep_for(workspace, &kept);
+        }
+        report.runs_later
+    }
+}
+
 impl Drop for SettleReport {
     fn drop(&mut self) {
         // A report left behind names a few paths of a workspace, in Wicket's own 0600 file: harmless.
@@ -671,16 +702,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
     let program = spec.argv.first().cloned().unwrap_or_default();
     let tmp = Tmp::for_spec(&spec)?;
     let handoff = handoff_for(&spec, &program)?;
-    // Only a jail's tree has a settle to report.
-    let workspace = spec
-        .confine
-        .sandbox
-        .as_ref()
-        .map(|policy| policy.workspace.clone());
-    let report = match (&tmp, &workspace) {
-        (Some(Tmp::Jail), Some(workspace)) => Some(SettleReport::make(&kept_for(workspace))?),
-        _ => None,
-    };
+    let (report, workspace) = settle_report(&spec, tmp.as_ref())?;
     let handed = Handed {
         egress: handoff.as_ref().map(Handoff::path),
         report: report.as_ref().map(|report| report.path.clone()),
@@ -739,13 +761,7 @@ pub fn run(spec: Spec, limits: Limits, cancel: &Cancel) -> Result<Finished, Spaw
         stdout.lock().map(|c| c.finish()).unwrap_or_default(),
         stderr.lock().map(|c| c.finish()).unwrap_or_default(),
     );
-    let runs_later = report.map(|report| {
-        let (report, kept) = report.read();
-        if let Some(workspace) = &workspace {
-            keep_for(workspace, &kept);
-        }
-        report.runs_later
-    });
+    let runs_later = report.map(|report| report.settled(workspace.as_deref()));
     Ok(Finished {
         status,
         timed_out,

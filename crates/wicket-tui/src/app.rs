@@ -868,32 +868,7 @@ impl App {
                 items,
                 selected,
                 title,
-            } => {
-                // The selected line stays in view in a long list; a line
-                // wider than the panel is cut with a `…`.
-                let rows = usize::from(panel.height.saturating_sub(2)).max(1);
-                let room = usize::from(panel.width.saturating_sub(2));
-                let skip = selected.saturating_sub(rows - 1);
-                let lines: Vec<Line<'static>> = items
-                    .iter()
-                    .skip(skip)
-                    .enumerate()
-                    .map(|(i, (_, label))| {
-                        let style = if i + skip == *selected {
-                            Style::new().add_modifier(Modifier::REVERSED)
-                        } else {
-                            Style::new()
-                        };
-                        Line::styled(card::fit_width(&visible_line(label), room), style)
-                    })
-                    .collect();
-                frame.render_widget(Clear, panel);
-                frame.render_widget(
-                    Paragraph::new(lines)
-                        .block(Block::default().borders(Borders::ALL).title(*title)),
-                    panel,
-                );
-            }
+            } => render_picker(frame, panel, items, *selected, title),
             Focus::Reason { view, .. } => {
                 // The card stays in view, its keys quiet while the reason is written.
                 let mut quiet = (**view).clone();
@@ -943,3 +918,35 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+
+/// A picker's list in `panel`: the selected line stays in view in a long
+/// list, and a line wider than the panel is cut with a `…`.
+fn render_picker(
+    frame: &mut Frame,
+    panel: Rect,
+    items: &[(Pick, String)],
+    selected: usize,
+    title: &'static str,
+) {
+    let rows = usize::from(panel.height.saturating_sub(2)).max(1);
+    let room = usize::from(panel.width.saturating_sub(2));
+    let skip = selected.saturating_sub(rows - 1);
+    let lines: Vec<Line<'static>> = items
+        .iter()
+        .skip(skip)
+        .enumerate()
+        .map(|(i, (_, label))| {
+            let style = if i + skip == selected {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new()
+            };
+            Line::styled(card::fit_width(&visible_line(label), room), style)
+        })
+        .collect();
+    frame.render_widget(Clear, panel);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+        panel,
+    );
+}

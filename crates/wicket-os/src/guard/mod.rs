@@ -548,17 +548,7 @@ impl Walker {
                 later: Vec::new(),
                 git_folder: false,
             });
-        let has = |wanted: &[u8], kind: FileType| {
-            names
-                .iter()
-                .any(|(name, found)| name == wanted && *found == kind)
-        };
-        // A git folder under another name: HEAD, and objects (or a worktree's commondir).
-        if !relative.as_os_str().is_empty()
-            && relative.file_name().is_none_or(|name| name != ".git")
-            && has(b"HEAD", FileType::RegularFile)
-            && (has(b"objects", FileType::Directory) || has(b"commondir", FileType::RegularFile))
-        {
+        if git_folder_named_otherwise(&relative, &names) {
             self.found.git_folders.push(relative.clone());
             self.git_dirs.push(scan.workspace.join(&relative));
             if let Some(mut record) = record {
@@ -848,6 +838,20 @@ impl Walker {
         self.text.push_str(&String::from_utf8_lossy(name));
         runs_later(&self.text).map(|who| (self.text.clone(), who))
     }
+}
+
+/// Whether the folder at `relative` holding `names` is a git folder under
+/// another name than `.git`: HEAD, and objects (or a worktree's commondir).
+fn git_folder_named_otherwise(relative: &Path, names: &[(Vec<u8>, FileType)]) -> bool {
+    let has = |wanted: &[u8], kind: FileType| {
+        names
+            .iter()
+            .any(|(name, found)| name == wanted && *found == kind)
+    };
+    !relative.as_os_str().is_empty()
+        && relative.file_name().is_none_or(|name| name != ".git")
+        && has(b"HEAD", FileType::RegularFile)
+        && (has(b"objects", FileType::Directory) || has(b"commondir", FileType::RegularFile))
 }
 
 /// Where a walk stands: the workspace, the folder below it, and that folder open.

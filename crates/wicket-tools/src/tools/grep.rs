@@ -460,6 +460,21 @@ impl<'a> OrderedSearch<'a> {
         state.full || self.cancel.is_cancelled()
     }
 
+    /// Whether `name` in the folder at `absolute` is hidden from the
+    /// tools: then it is left out unsearched, and counted.
+    fn left_out_as_hidden(&self, absolute: &Path, name: &OsStr) -> bool {
+        if self.hidden.is_empty() {
+            return false;
+        }
+        let path = absolute.join(name);
+        let hidden = self.hidden.iter().any(|hidden| path.starts_with(hidden));
+        if hidden {
+            self.left_out
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        hidden
+    }
+
     fn feed(&self, item: Item) -> bool {
         let mut state = self.lock();
         while !self.stopping(&state) && state.items.len() >= state.settled + FEED_AHEAD {
@@ -510,16 +525,8 @@ impl<'a> OrderedSearch<'a> {
                 rules.pop();
                 continue;
             };
-            if name.as_bytes() == b".git" {
+            if name.as_bytes() == b".git" || self.left_out_as_hidden(&frame.absolute, &name) {
                 continue;
-            }
-            if !self.hidden.is_empty() {
-                let path = frame.absolute.join(&*name);
-                if self.hidden.iter().any(|hidden| path.starts_with(hidden)) {
-                    self.left_out
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    continue;
-                }
             }
             let kind = match kind {
                 FileType::Unknown => {
