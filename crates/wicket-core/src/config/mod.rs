@@ -186,12 +186,12 @@ fn config_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// `$WICKET_HOME/config.toml`: a file of the person's home, never of a
-/// workspace, so it is read directly, not through the resolver.
-#[allow(clippy::disallowed_methods)]
+/// workspace, so it is read directly, not through the resolver; opened
+/// without waiting (a FIFO there is refused, never waited on) and bounded.
 fn read_home(path: &Path) -> Result<Option<FileConfig>> {
-    match std::fs::read(path) {
-        Ok(bytes) => parse(path, &bytes).map(Some),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+    match wicket_os::files::read_regular(path, CONFIG_MAX_BYTES) {
+        Ok(Some(bytes)) => parse(path, &bytes).map(Some),
+        Ok(None) => Ok(None),
         Err(error) => Err(config_error(path, error.to_string())),
     }
 }
