@@ -954,13 +954,14 @@ fn used_percent(usage: &Usage, window: u64) -> f64 {
     percent.clamp(0.0, 100.0)
 }
 
-/// The skills a session sees, from the standard folders and the config's.
+/// The skills a session sees, from the standard folders and the config's,
+/// and those skipped (their front matter past the bounds), to be said.
 pub fn find_skills(
     workspace: &Workspace,
     home: &Path,
     extra: &[crate::config::SkillDir],
-) -> Vec<Skill> {
-    skills::discover(workspace, home, extra)
+) -> (Vec<Skill>, Vec<skills::Skipped>) {
+    skills::discover_noting(workspace, home, extra)
 }
 
 /// A call of a tool the request did not offer, answered with every tool
