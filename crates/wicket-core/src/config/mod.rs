@@ -211,6 +211,18 @@ fn read_workspace(workspace: &Path) -> Result<Option<FileConfig>> {
     }
 }
 
+/// What the loader makes of a config file's `text` (for `wicket import`,
+/// before it writes one): the notices it would give, or its error. `home`:
+/// read as `$WICKET_HOME/config.toml`, whose mistakes stop Wicket; else as a
+/// workspace's, whose mistakes are notices.
+pub fn check_text(path: &Path, text: &str, home: bool) -> Result<Vec<ConfigNotice>> {
+    let file = parse(path, text.as_bytes())?;
+    let layer = if home { Layer::Home } else { Layer::Workspace };
+    let mut config = Config::default();
+    config.layer(layer, path, Ok(Some(file)))?;
+    Ok(config.notices)
+}
+
 impl Config {
     /// The home config alone (for what holds in every workspace), under
     /// the managed policy.
