@@ -335,6 +335,7 @@ fn servers_of(servers: &[McpServer]) -> Result<Vec<ServerSpec>, Error> {
             startup_timeout: Duration::from_secs(wicket_mcp::server::DEFAULT_STARTUP_TIMEOUT_S),
             tool_timeout: Duration::from_secs(wicket_mcp::server::DEFAULT_TOOL_TIMEOUT_S),
             from_workspace: false,
+            fails: None,
         });
     }
     Ok(specs)

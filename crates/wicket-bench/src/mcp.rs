@@ -45,6 +45,7 @@ fn spec(name: &str, index: &std::path::Path) -> ServerSpec {
         startup_timeout: Duration::from_secs(30),
         tool_timeout: Duration::from_secs(30),
         from_workspace: false,
+        fails: None,
     }
 }
 

@@ -570,6 +570,11 @@ fn log(id: &str, json: bool) -> anyhow::Result<ExitCode> {
     if loaded.torn_tail.is_some() {
         eprintln!("wicket: the log's last line was torn (a crash mid-write) and was skipped");
     }
+    if let Some(hole) = loaded.hole {
+        eprintln!(
+            "wicket: the log ends in a hole at byte {hole} (bytes never written); nothing past it was read"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

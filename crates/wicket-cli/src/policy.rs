@@ -23,10 +23,12 @@ struct Line {
 /// The person's config.toml as written (`None`: absent or unreadable),
 /// read once for every setting's source.
 fn written(home: &Path) -> Option<toml::Table> {
-    std::fs::read_to_string(home.join("config.toml"))
-        .ok()?
-        .parse()
-        .ok()
+    let bytes = wicket_os::files::read_regular(
+        &home.join("config.toml"),
+        wicket_core::config::CONFIG_MAX_BYTES,
+    )
+    .ok()??;
+    String::from_utf8(bytes).ok()?.parse().ok()
 }
 
 /// Whether `written` sets `[table] key` (`table` empty: a top-level key).

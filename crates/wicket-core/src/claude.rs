@@ -54,13 +54,28 @@ pub fn permission(entry: &str, action: RuleAction) -> Carried {
     }
 }
 
-/// `Bash(PATTERN)`: `npm run test:*` and `git diff *` are prefixes, a
-/// pattern without `*` is one exact command.
+/// `Bash(PATTERN)`: `npm run test:*` is a string prefix of the command
+/// line, as Claude Code reads it (`npm run test:unit` matches), `git diff *`
+/// an argv prefix, a pattern without `*` one exact command.
 fn bash(pattern: &str, action: RuleAction) -> Carried {
+    let words = |text: &str| shlex::split(text).filter(|words| !words.is_empty());
+    if let Some(line) = pattern.strip_suffix(":*")
+        && !line.contains('*')
+    {
+        if line.trim().is_empty() || line.starts_with(char::is_whitespace) {
+            return not(format!("`Bash({pattern})`: no command before `:*`"));
+        }
+        let said = format!(
+            "command_prefix {} (a string prefix, as Claude Code reads `:*`)",
+            quoted(line)
+        );
+        let mut rule = RuleSpec::new(action, "run");
+        rule.command_prefix = Some(line.to_string());
+        return Carried::Rule(Box::new(rule), said);
+    }
     let prefix = pattern
         .strip_suffix(":*")
         .or_else(|| pattern.strip_suffix(" *"));
-    let words = |text: &str| shlex::split(text).filter(|words| !words.is_empty());
     match prefix {
         Some(prefix) if !prefix.contains('*') => {
             let Some(argv) = words(prefix) else {
@@ -228,7 +243,12 @@ mod tests {
             (
                 "Bash(npm run test:*)",
                 Allow,
-                "argv_prefix [\"npm\", \"run\", \"test\"]",
+                "command_prefix \"npm run test\" (a string prefix, as Claude Code reads `:*`)",
+            ),
+            (
+                "Bash(rm -rf:*)",
+                Deny,
+                "command_prefix \"rm -rf\" (a string prefix, as Claude Code reads `:*`)",
             ),
             ("Bash(git diff *)", Allow, "argv_prefix [\"git\", \"diff\"]"),
             ("Bash(git push)", Ask, "argv [\"git\", \"push\"]"),

@@ -40,7 +40,7 @@ use wicket_protocol::{
 };
 use wicket_tools::{Cancel, Tools};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigNotice};
 use crate::turn::{Runner, Settings, announce_end, find_skills, record_failure};
 use wicket_gate::{Answerer, Confinement};
 use wicket_protocol::event::{CardEvent, QuestionEvent, QueuedEvent};

@@ -139,6 +139,9 @@ impl McpSession<'_> {
     }
 
     fn approve(&self, spec: &ServerSpec, answerer: &mut dyn Answerer) -> Approval {
+        if let Some(why) = &spec.fails {
+            return refused(false, why.clone());
+        }
         let Transport::Stdio {
             argv,
             cwd,

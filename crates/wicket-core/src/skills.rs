@@ -2,7 +2,9 @@
 //! front matter gives `name` and `description`. The system prompt lists every
 //! skill's name and description; `use_skill(name)` returns the body. A
 //! skill inside the workspace is read through the resolver (a link out or
-//! a FIFO is not a skill); every SKILL.md is capped.
+//! a FIFO is not a skill); every SKILL.md is capped, and its front matter
+//! is bounded before the YAML parser sees it (a parser's time can grow with
+//! the square of its nesting): a skill past the bound is skipped, said.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +32,51 @@ pub struct Skill {
     pub description: String,
     /// Its SKILL.md.
     pub file: SkillFile,
+}
+
+/// The most a SKILL.md's front matter may hold: far more than a name and
+/// a description need.
+pub const FRONT_MATTER_MAX_BYTES: usize = 16 * 1024;
+/// How deep its flow lists and maps may nest: `[` and `{` are counted
+/// wherever they stand (one inside a string too, which errs only toward
+/// skipping).
+pub const FRONT_MATTER_MAX_DEPTH: usize = 32;
+
+/// A skill skipped, and why: its SKILL.md as shown, and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The SKILL.md.
+    pub file: String,
+    /// Why it was skipped.
+    pub why: String,
+}
+
+/// Why a front matter is past the bounds, if it is: counted before any
+/// YAML is parsed.
+fn past_bounds(front: &str) -> Option<String> {
+    if front.len() > FRONT_MATTER_MAX_BYTES {
+        return Some(format!(
+            "its front matter is {} bytes, more than the {FRONT_MATTER_MAX_BYTES} a skill's may be",
+            front.len()
+        ));
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for byte in front.bytes() {
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (deepest > FRONT_MATTER_MAX_DEPTH).then(|| {
+        format!(
+            "its front matter nests {deepest} deep, more than the {FRONT_MATTER_MAX_DEPTH} a skill's may"
+        )
+    })
 }
 
 #[derive(Deserialize)]
@@ -92,16 +139,42 @@ fn read(workspace: &Workspace, file: &SkillFile) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// What reading a SKILL.md found.
+enum Parsed {
+    /// A skill, and its body.
+    Skill(Skill, String),
+    /// A file that is no skill (absent, unreadable, no front matter).
+    Not,
+    /// Front matter past the bounds: skipped, and why.
+    Past(String),
+}
+
 fn parse(workspace: &Workspace, file: SkillFile) -> Option<(Skill, String)> {
-    let text = read(workspace, &file)?;
-    let (front, body) = split(&text)?;
-    let front: FrontMatter = serde_yaml_ng::from_str(front).ok()?;
+    match parsed(workspace, file) {
+        Parsed::Skill(skill, body) => Some((skill, body)),
+        Parsed::Not | Parsed::Past(_) => None,
+    }
+}
+
+fn parsed(workspace: &Workspace, file: SkillFile) -> Parsed {
+    let Some(text) = read(workspace, &file) else {
+        return Parsed::Not;
+    };
+    let Some((front, body)) = split(&text) else {
+        return Parsed::Not;
+    };
+    if let Some(why) = past_bounds(front) {
+        return Parsed::Past(why);
+    }
+    let Ok(front) = serde_yaml_ng::from_str::<FrontMatter>(front) else {
+        return Parsed::Not;
+    };
     let skill = Skill {
         name: front.name.trim().to_string(),
         description: front.description.trim().to_string(),
         file,
     };
-    Some((skill, body.trim_start_matches(['\r', '\n']).to_string()))
+    Parsed::Skill(skill, body.trim_start_matches(['\r', '\n']).to_string())
 }
 
 /// The SKILL.md files of one folder, sorted.
@@ -130,19 +203,38 @@ fn files_in(workspace: &Workspace, folder: &Folder) -> Vec<SkillFile> {
 /// Every skill the session sees, sorted by name; a name already found is
 /// skipped, and so is a SKILL.md without valid front matter.
 pub fn discover(workspace: &Workspace, home: &Path, extra: &[SkillDir]) -> Vec<Skill> {
+    discover_noting(workspace, home, extra).0
+}
+
+/// As [`discover`], with the skills skipped because their front matter is
+/// past the bounds, to be said.
+pub fn discover_noting(
+    workspace: &Workspace,
+    home: &Path,
+    extra: &[SkillDir],
+) -> (Vec<Skill>, Vec<Skipped>) {
     let mut skills: Vec<Skill> = Vec::new();
+    let mut skipped = Vec::new();
     for folder in folders(home, extra) {
         for file in files_in(workspace, &folder) {
-            if let Some((skill, _)) = parse(workspace, file)
-                && !skill.name.is_empty()
-                && !skills.iter().any(|known| known.name == skill.name)
-            {
-                skills.push(skill);
+            let shown = match &file {
+                SkillFile::Workspace(relative) => relative.display().to_string(),
+                SkillFile::Home(path) => path.display().to_string(),
+            };
+            match parsed(workspace, file) {
+                Parsed::Skill(skill, _)
+                    if !skill.name.is_empty()
+                        && !skills.iter().any(|known| known.name == skill.name) =>
+                {
+                    skills.push(skill);
+                }
+                Parsed::Skill(..) | Parsed::Not => {}
+                Parsed::Past(why) => skipped.push(Skipped { file: shown, why }),
             }
         }
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
-    skills
+    (skills, skipped)
 }
 
 /// The body of the named skill, or an error that lists the skills there are.
@@ -217,6 +309,50 @@ mod tests {
         );
         let missing = body(&workspace, &skills, "deploy").unwrap_err();
         assert!(missing.contains("release, review"), "{missing}");
+    }
+
+    #[test]
+    fn a_front_matter_past_its_bounds_is_skipped_and_said_before_any_yaml_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let skills = ws.join(".wicket/skills");
+        // Before the bound, parsing this took minutes (the parser's time
+        // grows with the square of the nesting).
+        write(
+            &skills,
+            "deep",
+            &format!(
+                "---\nname: deep\ndescription: {}\n---\nbody\n",
+                "[".repeat(60_000)
+            ),
+        );
+        write(
+            &skills,
+            "nested",
+            &format!(
+                "---\nname: nested\ndescription: x\nmeta: {}{}\n---\nbody\n",
+                "[".repeat(FRONT_MATTER_MAX_DEPTH + 1),
+                "]".repeat(FRONT_MATTER_MAX_DEPTH + 1)
+            ),
+        );
+        write(
+            &skills,
+            "fine",
+            &format!(
+                "---\nname: fine\ndescription: x\nmeta: {}{}\n---\nbody\n",
+                "[".repeat(FRONT_MATTER_MAX_DEPTH),
+                "]".repeat(FRONT_MATTER_MAX_DEPTH)
+            ),
+        );
+        let workspace = Workspace::open(&ws).unwrap();
+        let (found, skipped) = discover_noting(&workspace, &dir.path().join("home"), &[]);
+        let names: Vec<&str> = found.iter().map(|skill| skill.name.as_str()).collect();
+        assert_eq!(names, ["fine"]);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(skipped[0].file.ends_with("deep/SKILL.md"), "{skipped:?}");
+        assert!(skipped[0].why.contains("bytes"), "{skipped:?}");
+        assert!(skipped[1].file.ends_with("nested/SKILL.md"), "{skipped:?}");
+        assert!(skipped[1].why.contains("nests 33 deep"), "{skipped:?}");
     }
 
     #[test]

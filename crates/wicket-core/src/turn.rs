@@ -658,9 +658,7 @@ impl Runner<'_> {
         let model = &self.settings.model;
         let mut priced = *usage;
         priced.cost_usd = model.prices.map(|prices| prices.cost(usage));
-        let used = usage.input_tokens as f64 + usage.output_tokens as f64;
-        priced.context_used_percent =
-            Some((used * 1000.0 / model.context_window.max(1) as f64).round() / 10.0);
+        priced.context_used_percent = Some(used_percent(usage, model.context_window));
         priced
     }
 
@@ -947,13 +945,23 @@ impl Runner<'_> {
     }
 }
 
-/// The skills a session sees, from the standard folders and the config's.
+/// How full a window of `window` tokens the reply's usage says it was, to
+/// a tenth of a percent, never past 100: a server's count is its word, and
+/// one that reports more than the window (or 2^64 - 1) is held to it.
+fn used_percent(usage: &Usage, window: u64) -> f64 {
+    let used = usage.input_tokens.saturating_add(usage.output_tokens) as f64;
+    let percent = (used * 1000.0 / window.max(1) as f64).round() / 10.0;
+    percent.clamp(0.0, 100.0)
+}
+
+/// The skills a session sees, from the standard folders and the config's,
+/// and those skipped (their front matter past the bounds), to be said.
 pub fn find_skills(
     workspace: &Workspace,
     home: &Path,
     extra: &[crate::config::SkillDir],
-) -> Vec<Skill> {
-    skills::discover(workspace, home, extra)
+) -> (Vec<Skill>, Vec<skills::Skipped>) {
+    skills::discover_noting(workspace, home, extra)
 }
 
 /// A call of a tool the request did not offer, answered with every tool
@@ -968,4 +976,23 @@ fn offered_instead(error: WireError, name: &str, offered: &[ToolSpec]) -> WireEr
         "there is no tool '{name}'; the tools are {}",
         names.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_s_usage_past_the_window_is_held_to_a_full_window() {
+        let usage = |input_tokens, output_tokens| Usage {
+            input_tokens,
+            output_tokens,
+            ..Usage::default()
+        };
+        assert_eq!(used_percent(&usage(u64::MAX, u64::MAX), 200_000), 100.0);
+        assert_eq!(used_percent(&usage(u64::MAX, 0), 0), 100.0);
+        assert_eq!(used_percent(&usage(300_000, 0), 200_000), 100.0);
+        assert_eq!(used_percent(&usage(1_500, 500), 200_000), 1.0);
+        assert_eq!(used_percent(&usage(0, 0), 200_000), 0.0);
+    }
 }

@@ -576,30 +576,126 @@ fn argv_matches(rule: &Argv, argv: &[String], by_name: bool) -> bool {
     match rule {
         Argv::Exact(wanted) => wanted.len() == argv.len() && prefix_matches(wanted),
         Argv::Prefix(wanted) => prefix_matches(wanted),
+        Argv::Line(prefix) if by_name => restricted_line(argv).starts_with(&plain_line(prefix)),
+        Argv::Line(prefix) => {
+            let whole_program = prefix.contains(char::is_whitespace)
+                || argv.first().is_some_and(|program| program == prefix);
+            whole_program && written_line(argv).starts_with(prefix.as_str())
+        }
     }
+}
+
+/// A command line as an allow reads it ([`Argv::Line`]): the words as
+/// written, joined by spaces, each that holds a space, a quote or a
+/// backslash (or is empty) quoted as a shell would, so no word passes for
+/// two and two never pass for one.
+fn written_line(argv: &[String]) -> String {
+    let plain = |word: &str| {
+        !word.is_empty()
+            && !word.contains(|c: char| {
+                c.is_whitespace() || c.is_control() || matches!(c, '\'' | '"' | '\\')
+            })
+    };
+    argv.iter()
+        .map(|word| match plain(word) {
+            true => word.clone(),
+            false => shlex::try_quote(word)
+                .map(|quoted| quoted.into_owned())
+                // A word shlex will not quote (a NUL) cannot be a line's.
+                .unwrap_or_else(|_| "\u{0}".into()),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A command line as a deny or ask reads it: the program by its name, the
+/// other words as they are, joined by single spaces (nothing quoted, so it
+/// reads as wide as the words allow).
+fn restricted_line(argv: &[String]) -> String {
+    let mut words = argv.iter();
+    let mut line = words
+        .next()
+        .map(|program| commands::program_name(program).to_string())
+        .unwrap_or_default();
+    for word in words {
+        line.push(' ');
+        line.push_str(word);
+    }
+    line
+}
+
+/// A rule's line as a deny or ask reads it: the program by its name, each
+/// run of blanks one space (a space kept at the end: `"git "` names `git`
+/// whole).
+fn plain_line(prefix: &str) -> String {
+    let mut words = prefix.split_whitespace();
+    let mut line = words
+        .next()
+        .map(|program| commands::program_name(program).to_string())
+        .unwrap_or_default();
+    for word in words {
+        line.push(' ');
+        line.push_str(word);
+    }
+    if prefix.ends_with(char::is_whitespace) {
+        line.push(' ');
+    }
+    line
 }
 
 /// A deny on the command's program, where what the command runs cannot be
 /// read (`git --config-env=alias.p=…`): the person decides on a card.
 fn unreadable_by(rule: &Argv, argv: &[String]) -> bool {
-    let (Argv::Exact(wanted) | Argv::Prefix(wanted)) = rule;
-    let (Some(program), Some(called)) = (wanted.first(), argv.first()) else {
+    let Some(called) = argv.first() else {
         return false;
     };
-    commands::program_name(program) == commands::program_name(called) && commands::unreadable(argv)
+    program_is(rule, called) && commands::unreadable(argv)
+}
+
+/// Whether `called` is the rule's program, by name: a line's first word
+/// with nothing after it may be cut short (`"rm"` is `rmdir` too).
+fn program_is(rule: &Argv, called: &str) -> bool {
+    let called = commands::program_name(called);
+    match rule {
+        Argv::Exact(wanted) | Argv::Prefix(wanted) => wanted
+            .first()
+            .is_some_and(|program| commands::program_name(program) == called),
+        Argv::Line(line) => match line.split_once(char::is_whitespace) {
+            Some((program, _)) => commands::program_name(program) == called,
+            None => called.starts_with(commands::program_name(line)),
+        },
+    }
 }
 
 /// The rule's program is the command's (by name), and the rule's other
 /// words stand in the rest of the command in order, others between them.
 fn words_among(rule: &Argv, argv: &[String]) -> bool {
-    let (Argv::Exact(wanted) | Argv::Prefix(wanted)) = rule;
-    let (Some((program, words)), Some((called, rest))) = (wanted.split_first(), argv.split_first())
-    else {
+    let Some((called, rest)) = argv.split_first() else {
         return false;
     };
+    if !program_is(rule, called) {
+        return false;
+    }
     let mut rest = rest.iter();
-    commands::program_name(program) == commands::program_name(called)
-        && words.iter().all(|word| rest.any(|called| called == word))
+    match rule {
+        Argv::Exact(wanted) | Argv::Prefix(wanted) => wanted
+            .iter()
+            .skip(1)
+            .all(|word| rest.any(|called| called == word)),
+        // A line's last word may be cut short (`test` of `test:unit`)
+        // unless a blank ends the line.
+        Argv::Line(line) => {
+            let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+            let cut = !line.ends_with(char::is_whitespace);
+            words.iter().enumerate().all(|(index, word)| {
+                if cut && index + 1 == words.len() {
+                    rest.any(|called| called.starts_with(word))
+                } else {
+                    rest.any(|called| called == word)
+                }
+            })
+        }
+    }
 }
 
 fn cwd_matches(rule: Option<&str>, called: &str) -> bool {

@@ -251,6 +251,10 @@ impl Gate<'_> {
                     argv: Argv::Prefix(words) | Argv::Exact(words),
                     ..
                 } => Some(words.join(" ")),
+                Matcher::Run {
+                    argv: Argv::Line(line),
+                    ..
+                } => Some(format!("{line}…")),
                 _ => None,
             })
             .unwrap_or_default();

@@ -114,6 +114,45 @@ fn client_config() -> ClientConfig {
     .with_protocol_version(ProtocolVersion::V_2025_11_25)
 }
 
+/// An rmcp error in words: what failed and why, never the Rust type names
+/// rmcp's own text carries (`Transport [rmcp::transport::worker::
+/// WorkerTransport<…>] error: …`): a transport's error is said by its
+/// context and its cause.
+fn in_words(error: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(rmcp::service::ClientInitializeError::TransportError { error, context }) =
+        error.downcast_ref::<rmcp::service::ClientInitializeError>()
+    {
+        return format!("{context}: {}", in_words(error));
+    }
+    if let Some(ServiceError::TransportSend(error)) = error.downcast_ref::<ServiceError>() {
+        return format!("sending to the server: {}", in_words(error));
+    }
+    if let Some(error) = error.downcast_ref::<rmcp::transport::DynamicTransportError>() {
+        return in_words(error.error.as_ref());
+    }
+    without_type_names(&error.to_string())
+}
+
+/// `text` without a bracketed Rust path (`[rmcp::…<…>] `), where an error
+/// nested deeper than [`in_words`] looks still names one.
+fn without_type_names(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('[') {
+        let Some(length) = rest[start..].find("] ") else {
+            break;
+        };
+        let inner = &rest[start + 1..start + length];
+        out.push_str(&rest[..start]);
+        if !inner.contains("::") {
+            out.push_str(&rest[start..start + length + 2]);
+        }
+        rest = &rest[start + length + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn pipe_error(what: &str, error: std::io::Error) -> Failure {
     Failure::Error(format!("connecting to the server's {what}: {error}"))
 }
@@ -136,7 +175,8 @@ where
             // Give a crashing server a moment to say why.
             tokio::time::sleep(Duration::from_millis(50)).await;
             Err(Failure::Error(format!(
-                "the server did not complete the MCP handshake: {error}{}",
+                "the server did not complete the MCP handshake: {}{}",
+                in_words(&error),
                 tail.said()
             )))
         }
@@ -206,7 +246,8 @@ impl Connection {
                         Ok(Ok(service)) => service,
                         Ok(Err(error)) => {
                             return Err(Failure::Error(format!(
-                                "the MCP handshake with {url} failed: {error}"
+                                "the MCP handshake with {url} failed: {}",
+                                in_words(&error)
                             )));
                         }
                         Err(_) => {
@@ -254,7 +295,8 @@ impl Connection {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => {
                 return Err(Failure::Error(format!(
-                    "the server did not list its tools: {error}{}",
+                    "the server did not list its tools: {}{}",
+                    in_words(&error),
                     stderr.said()
                 )));
             }
@@ -307,7 +349,8 @@ impl Connection {
                 )))
             }
             Err(error) => Err(Failure::Error(format!(
-                "the MCP server {server} answered the call to {tool} with an error: {error}"
+                "the MCP server {server} answered the call to {tool} with an error: {}",
+                in_words(&error)
             ))),
         }
     }
@@ -411,3 +454,38 @@ fn same_origin_redirects(url: &str) -> reqwest::redirect::Policy {
 
 /// Redirects followed within one origin.
 const MAX_REDIRECTS: usize = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transport_failure_is_said_in_words_without_rust_type_names() {
+        let transport = "rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::client::Client>>";
+        let cause = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "error sending request for url (http://127.0.0.1:1/mcp)",
+        );
+        let error = rmcp::service::ClientInitializeError::TransportError {
+            error: rmcp::transport::DynamicTransportError::from_parts(
+                transport,
+                std::any::TypeId::of::<()>(),
+                Box::new(cause),
+            ),
+            context: "send initialize request".into(),
+        };
+        assert!(
+            error.to_string().contains("rmcp::"),
+            "rmcp's own text names the type"
+        );
+        let said = in_words(&error);
+        assert_eq!(
+            said,
+            "send initialize request: error sending request for url (http://127.0.0.1:1/mcp)"
+        );
+        assert_eq!(
+            without_type_names("Transport [a::B<c::D>] error: gone [3 tries] left"),
+            "Transport error: gone [3 tries] left"
+        );
+    }
+}

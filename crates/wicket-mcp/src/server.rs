@@ -67,6 +67,10 @@ pub struct ServerSpec {
     /// Declared by the workspace's config (untrusted): a stdio server
     /// raises a `run` card before it starts.
     pub from_workspace: bool,
+    /// Why it cannot start, found as its config was read (a header names
+    /// a variable that is not set): it fails alone, never started, and the
+    /// rest of Wicket goes on.
+    pub fails: Option<String>,
 }
 
 impl ServerSpec {

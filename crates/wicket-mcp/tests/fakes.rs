@@ -162,6 +162,7 @@ fn spec(name: &str) -> ServerSpec {
         startup_timeout: Duration::from_secs(1),
         tool_timeout: Duration::from_secs(1),
         from_workspace: false,
+        fails: None,
     }
 }
 

@@ -212,6 +212,33 @@ pub fn read_regular(path: &Path, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Where the data of `file` at or after `offset` begins, past any hole (a
+/// stretch of a sparse file never written: it reads as zeros, so it holds
+/// no newline and no text); `None` when nothing but a hole is left. A
+/// filesystem that keeps no holes says the data begins at `offset`. It
+/// moves the file's offset (read with `pread`, or seek back).
+pub fn data_from(file: &File, offset: u64) -> std::io::Result<Option<u64>> {
+    match rustix::fs::seek(file, rustix::fs::SeekFrom::Data(offset)) {
+        Ok(at) => Ok(Some(at)),
+        Err(rustix::io::Errno::NXIO) => Ok(None),
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::OPNOTSUPP) => Ok(Some(offset)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Where the hole after `offset` begins in `file`: its size when it has
+/// none there (a filesystem that keeps no holes has none anywhere). It
+/// moves the file's offset, as [`data_from`] does.
+pub fn hole_from(file: &File, offset: u64) -> std::io::Result<u64> {
+    match rustix::fs::seek(file, rustix::fs::SeekFrom::Hole(offset)) {
+        Ok(at) => Ok(at),
+        Err(rustix::io::Errno::NXIO | rustix::io::Errno::INVAL | rustix::io::Errno::OPNOTSUPP) => {
+            Ok(file.metadata()?.len())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// What [`lock`] found.
 #[derive(Debug)]
 pub enum Locked {
@@ -309,6 +336,30 @@ mod tests {
             lock(&path, std::time::Duration::ZERO).unwrap(),
             Locked::Held(_)
         ));
+    }
+
+    #[test]
+    fn a_sparse_file_s_data_and_holes_are_found_without_reading_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"text\n").unwrap();
+        // A hole of 64 GiB past the text, then nothing.
+        file.set_len(64 << 30).unwrap();
+        assert_eq!(data_from(&file, 0).unwrap(), Some(0));
+        let hole = hole_from(&file, 0).unwrap();
+        assert!((5..64 << 30).contains(&hole), "{hole}");
+        assert_eq!(data_from(&file, hole).unwrap(), None, "only a hole is left");
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"abc").unwrap();
+        let plain = File::open(&plain).unwrap();
+        assert_eq!(hole_from(&plain, 0).unwrap(), 3);
     }
 
     #[test]

@@ -66,6 +66,11 @@ pub struct RuleSpec {
     /// run: the argv's first words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv_prefix: Option<Vec<String>>,
+    /// run: the start of the command line, as text (Claude Code's
+    /// `Bash(npm run test:*)` is `"npm run test"`, which `npm run
+    /// test:unit` starts with): see [`Argv::Line`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_prefix: Option<String>,
     /// run: the folder, a glob relative to the workspace (`.` is its root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -118,6 +123,15 @@ pub enum Argv {
     Exact(Vec<String>),
     /// Every argv that starts with these words.
     Prefix(Vec<String>),
+    /// Every argv whose command line starts with this text, as Claude Code
+    /// reads `Bash(npm run test:*)`: the words joined by single spaces. An
+    /// allow reads the line as written, a word quoted as a shell would
+    /// where it holds a space or a quote (so `["npm run test"]` is not
+    /// `npm run test`), and its program whole (`ls` covers `ls -la`, never
+    /// `lsof`); a deny or ask reads the program by its name and no word
+    /// quoted, so it covers at least what Claude Code's did (`rm` denies
+    /// `rmdir` too).
+    Line(String),
 }
 
 /// Which write tools a write rule matches.
@@ -217,6 +231,7 @@ impl RuleSpec {
         let run_keys = [
             ("argv", self.argv.is_some()),
             ("argv_prefix", self.argv_prefix.is_some()),
+            ("command_prefix", self.command_prefix.is_some()),
             ("cwd", self.cwd.is_some()),
             ("network", self.network.is_some()),
             ("git", self.git.is_some()),
@@ -246,18 +261,30 @@ impl RuleSpec {
             "run" => {
                 misplaced(&path_keys)?;
                 misplaced(&mcp_keys)?;
-                let argv = match (&self.argv, &self.argv_prefix) {
-                    (Some(argv), None) if !argv.is_empty() => Argv::Exact(argv.clone()),
-                    (None, Some(prefix)) if !prefix.is_empty() => Argv::Prefix(prefix.clone()),
-                    (Some(_), Some(_)) => {
+                let argv = match (&self.argv, &self.argv_prefix, &self.command_prefix) {
+                    (Some(argv), None, None) if !argv.is_empty() => Argv::Exact(argv.clone()),
+                    (None, Some(prefix), None) if !prefix.is_empty() => {
+                        Argv::Prefix(prefix.clone())
+                    }
+                    (None, None, Some(line)) if line.starts_with(|c: char| !c.is_whitespace()) => {
+                        Argv::Line(line.clone())
+                    }
+                    (None, None, Some(line)) => {
                         return Err(format!(
-                            "rule {id}: give `argv` (exact) or `argv_prefix`, not both"
+                            "rule {id}: command_prefix {line:?} must start with the program's \
+                             name (\"npm run test\")"
+                        ));
+                    }
+                    (Some(_), Some(_), _) | (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+                        return Err(format!(
+                            "rule {id}: give one of `argv` (exact), `argv_prefix` or \
+                             `command_prefix`, not more"
                         ));
                     }
                     _ => {
                         return Err(format!(
-                            "rule {id}: tool = \"run\" needs a non-empty `argv` (the exact command) \
-                             or `argv_prefix` (its first words)"
+                            "rule {id}: tool = \"run\" needs a non-empty `argv` (the exact command), \
+                             `argv_prefix` (its first words) or `command_prefix` (the start of its line)"
                         ));
                     }
                 };
@@ -373,6 +400,7 @@ impl RuleSpec {
     /// (the caller checks that `prefix` is the card's own first words).
     pub fn widened(mut self, prefix: Vec<String>) -> RuleSpec {
         self.argv = None;
+        self.command_prefix = None;
         self.argv_prefix = Some(prefix);
         self
     }
@@ -388,6 +416,9 @@ impl RuleSpec {
         }
         if let Some(prefix) = &self.argv_prefix {
             add("argv_prefix", quoted(prefix));
+        }
+        if let Some(line) = &self.command_prefix {
+            add("command_prefix", crate::json::text(&line));
         }
         if let Some(cwd) = &self.cwd {
             add("cwd", format!("{cwd:?}"));
@@ -444,6 +475,7 @@ impl RuleSpec {
             tool: tool.to_string(),
             argv: None,
             argv_prefix: None,
+            command_prefix: None,
             cwd: None,
             network: None,
             git: None,
@@ -483,6 +515,7 @@ impl Rule {
                 match argv {
                     Argv::Exact(argv) => spec.argv = Some(argv.clone()),
                     Argv::Prefix(prefix) => spec.argv_prefix = Some(prefix.clone()),
+                    Argv::Line(line) => spec.command_prefix = Some(line.clone()),
                 }
                 spec.cwd = cwd.clone();
                 spec.network = *network;

@@ -20,7 +20,8 @@ pub struct ServerFile {
 
 /// The server already running on this home, if its process is alive.
 pub fn running_server(home: &Path) -> Option<ServerFile> {
-    let bytes = std::fs::read(home.join("server.json")).ok()?;
+    // Wicket's own small file, opened without waiting (a FIFO is refused).
+    let bytes = wicket_os::files::read_own(&home.join("server.json"), 64 * 1024).ok()??;
     let file: ServerFile = serde_json::from_slice(&bytes).ok()?;
     (wicket_os::process::alive(file.pid) && file.pid != std::process::id()).then_some(file)
 }

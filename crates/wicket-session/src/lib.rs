@@ -581,14 +581,16 @@ fn encoded(path: &Path, bytes: serde_json::Result<Vec<u8>>) -> Result<Vec<u8>> {
     })
 }
 
-/// The log, loaded and opened for appending; a torn last line is cut off
-/// so appends start on a clean line.
+/// The log, loaded and opened for appending; a torn last line (and a
+/// sparse tail after it) is cut off so appends start on a clean line.
 fn open_log(log_path: &Path, durable: bool) -> Result<(File, Loaded)> {
     let loaded = load_log(log_path)?;
     let mut file = files::open_private_append(log_path).map_err(io(log_path))?;
-    if let Some(torn) = loaded.torn_tail {
+    if loaded.torn_tail.is_some() || loaded.hole.is_some() {
         let length = file.seek(SeekFrom::End(0)).map_err(io(log_path))?;
-        file.set_len(length.saturating_sub(torn as u64))
+        let end = loaded.hole.unwrap_or(length).min(length);
+        let torn = loaded.torn_tail.unwrap_or(0) as u64;
+        file.set_len(end.saturating_sub(torn))
             .map_err(io(log_path))?;
         if durable {
             file.sync_all().map_err(io(log_path))?;

@@ -2,6 +2,7 @@
 //! without a final newline is torn; what a log leaves open ([`Unfinished`]).
 
 use super::*;
+use std::io::Read;
 use wicket_protocol::event::{
     AnswerEvent, AssistantMessageEvent, CancelledEvent, CardEvent, CheckpointEvent, CompactedEvent,
     ErrorEvent, HookRunEvent, InterruptedEvent, McpEvent, NetEvent, NoticeEvent, QuestionEvent,
@@ -16,6 +17,10 @@ pub struct Loaded {
     pub events: Vec<Event>,
     /// A torn last line (a crash mid-write) that was skipped, with its byte length.
     pub torn_tail: Option<usize>,
+    /// Where a hole begins that ends the log: a sparse tail, never written
+    /// (Wicket only appends, so nothing it wrote is there). Nothing past it
+    /// is read, and a session opened to append cuts it off.
+    pub hole: Option<u64>,
 }
 
 /// Reads a `log.jsonl`. A torn last line (no final newline) is skipped and
@@ -37,22 +42,47 @@ pub fn load_log_after(path: &Path, after: u64) -> Result<Vec<Event>> {
         .collect())
 }
 
-/// Opens the log for reading: `None` when there is none yet. A FIFO or
-/// anything else that is not a regular file is refused, never waited on.
-fn open_log_file(path: &Path) -> Result<Option<File>> {
-    files::open_own(path).map_err(io(path))
+/// The log opened for reading, up to where its data ends (see
+/// [`Loaded::hole`]), and that end when it is a hole: `None` when there is
+/// no log yet. A FIFO or anything else that is not a regular file is
+/// refused, never waited on; so is a log with data past a hole (it was
+/// written by something other than Wicket), named.
+fn open_log_file(path: &Path) -> Result<Option<(std::io::Take<File>, Option<u64>)>> {
+    let Some(mut file) = files::open_own(path).map_err(io(path))? else {
+        return Ok(None);
+    };
+    let size = file.metadata().map_err(io(path))?.len();
+    let hole = files::hole_from(&file, 0).map_err(io(path))?;
+    let data_after = hole < size && files::data_from(&file, hole).map_err(io(path))?.is_some();
+    // Looking for holes moved the file's offset: read from the start.
+    file.seek(SeekFrom::Start(0)).map_err(io(path))?;
+    if hole >= size {
+        return Ok(Some((file.take(size), None)));
+    }
+    if data_after {
+        return Err(io(path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the log has a hole at byte {hole} (bytes never written) with more after it, which \
+                 Wicket never writes: it is damaged; move it away"
+            ),
+        )));
+    }
+    Ok(Some((file.take(hole), Some(hole))))
 }
 
 fn load_from(path: &Path, after: u64) -> Result<Loaded> {
-    let Some(file) = open_log_file(path)? else {
+    let Some((file, hole)) = open_log_file(path)? else {
         return Ok(Loaded::default());
     };
-    read_log(
+    let mut loaded = read_log(
         BufReader::with_capacity(256 * 1024, file),
         after,
         LOG_LINE_MAX_BYTES,
     )
-    .map_err(io(path))
+    .map_err(io(path))?;
+    loaded.hole = hole;
+    Ok(loaded)
 }
 
 /// The log's events from `reader`, line by line (see [`load_log`]); lines
@@ -115,7 +145,7 @@ pub(crate) fn read_log(reader: impl BufRead, after: u64, max: usize) -> std::io:
 /// session's turn does not start by reading 100,000 events it will never
 /// send, nor by holding the file.
 pub fn load_for_conversation(path: &Path) -> Result<Vec<Event>> {
-    let Some(file) = open_log_file(path)? else {
+    let Some((file, _)) = open_log_file(path)? else {
         return Ok(Vec::new());
     };
     let mut lines = lines::Lines::new(

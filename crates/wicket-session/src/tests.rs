@@ -48,6 +48,62 @@ fn a_torn_last_line_is_skipped_and_cut_off() {
 }
 
 #[test]
+fn a_sparse_tail_is_not_read_and_a_session_opened_to_append_cuts_it_off() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path();
+    {
+        let (session, _) = Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
+        session.append(EventBody::error("one")).unwrap();
+    }
+    let log = Session::dir_of(home.path(), "s1").join("log.jsonl");
+    let written = std::fs::metadata(&log).unwrap().len();
+    // 64 GiB never written: read through, it took minutes.
+    OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let loaded = load_log(&log).unwrap();
+    assert_eq!(loaded.events.len(), 2, "session_started, one");
+    let hole = loaded.hole.expect("the hole is found");
+    assert!(hole >= written && hole < 64 << 30, "{hole}");
+    let (session, loaded) = Session::open_or_create(home.path(), "s1", workspace, None).unwrap();
+    assert_eq!(loaded.events.len(), 2);
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        written,
+        "the tail is cut off"
+    );
+    assert_eq!(session.append(EventBody::error("two")).unwrap().seq, 3);
+    let again = load_log(&log).unwrap();
+    assert_eq!((again.events.len(), again.hole), (3, None));
+}
+
+#[test]
+fn a_log_with_data_past_a_hole_is_refused_and_named() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("log.jsonl");
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&log)
+        .unwrap();
+    file.write_all(b"{\"seq\":1,\"ts\":\"x\",\"type\":\"error\",\"message\":\"a\"}\n")
+        .unwrap();
+    file.seek(SeekFrom::Start(8 << 30)).unwrap();
+    file.write_all(b"{\"seq\":2,\"ts\":\"x\",\"type\":\"error\",\"message\":\"b\"}\n")
+        .unwrap();
+    drop(file);
+    let error = load_log(&log).unwrap_err().to_string();
+    assert!(
+        error.contains("log.jsonl") && error.contains("hole"),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_complete_last_line_that_does_not_parse_is_kept_and_appended_after() {
     let deep = format!(
         "{{\"seq\":4,\"ts\":\"x\",\"type\":\"error\",\"message\":{}1{}}}\n",

@@ -1,5 +1,6 @@
 //! Codex's settings as import items: `~/.codex/config.toml`
-//! (`[mcp_servers]`, each with its `enabled`, tool filter and timeouts) and
+//! (`model`, `[mcp_servers]`, each with its `cwd`, `enabled`, tool filter,
+//! headers and timeouts; every other key listed with why it is left) and
 //! `~/.codex/rules/*.rules`, whose
 //! `prefix_rule(pattern = [...], decision = "allow"|"prompt"|"forbidden")`
 //! calls are read as the Starlark subset those files use: string and list
@@ -12,7 +13,7 @@
 use anyhow::{Context, Result};
 use wicket_protocol::{RuleAction, RuleSpec};
 
-use super::{Becomes, Item, own_file, tool_home};
+use super::{Becomes, Item, fetches_packages, own_file, tool_home};
 
 /// A rule's alternatives multiply; past this many rules one call is not
 /// carried (counted before any is made, so a huge one costs nothing).
@@ -27,26 +28,7 @@ pub(crate) fn items() -> Result<Vec<Item>> {
     if let Some(text) = own_file(&dir.join("config.toml"))? {
         let config: toml::Table =
             toml::from_str(&text).context("~/.codex/config.toml is not valid TOML")?;
-        if let Some(servers) = config
-            .get("mcp_servers")
-            .and_then(|servers| servers.as_table())
-        {
-            for (name, server) in servers {
-                let becomes = match server_table(server) {
-                    Ok(table) => Becomes::Mcp {
-                        name: name.clone(),
-                        table,
-                        in_workspace: false,
-                    },
-                    Err(why) => Becomes::Not(why),
-                };
-                items.push(Item::new(
-                    "~/.codex/config.toml mcp_servers",
-                    name.clone(),
-                    becomes,
-                ));
-            }
-        }
+        config_keys(&mut items, &config);
     }
     let rules = dir.join("rules");
     let mut files: Vec<std::path::PathBuf> = match std::fs::read_dir(&rules) {
@@ -67,6 +49,107 @@ pub(crate) fn items() -> Result<Vec<Item>> {
         }
     }
     Ok(items)
+}
+
+/// Every key of `config.toml`, each carried or listed with why not.
+fn config_keys(items: &mut Vec<Item>, config: &toml::Table) {
+    let shown = "~/.codex/config.toml";
+    for (key, value) in config {
+        match key.as_str() {
+            "mcp_servers" => {
+                for (name, server) in value.as_table().into_iter().flatten() {
+                    servers(items, name, server);
+                }
+            }
+            "model" => items.push(Item::new(
+                shown,
+                format!("model: {}", value.as_str().unwrap_or("(not a string)")),
+                model(value, config.get("model_provider")),
+            )),
+            "model_provider" => items.push(Item::new(
+                shown,
+                key.clone(),
+                Becomes::Not(
+                    "read with model: OpenAI's is Wicket's openai:; another provider's model is \
+                     not carried"
+                        .into(),
+                ),
+            )),
+            "approval_policy" | "sandbox_mode" | "sandbox_workspace_write" => items.push(Item::new(
+                shown,
+                key.clone(),
+                Becomes::Not(
+                    "Wicket's cards and jail decide each call; rules in rules.toml and [sandbox] in \
+                     config.toml set them"
+                        .into(),
+                ),
+            )),
+            other => items.push(Item::new(
+                shown,
+                other,
+                Becomes::Not(format!("{other} has no counterpart in Wicket")),
+            )),
+        }
+    }
+}
+
+/// `model`: OpenAI's (the default provider) becomes `openai:NAME`.
+fn model(value: &toml::Value, provider: Option<&toml::Value>) -> Becomes {
+    let openai = provider.is_none_or(|provider| provider.as_str() == Some("openai"));
+    match value.as_str() {
+        Some(name) if openai && !name.is_empty() && !name.contains(char::is_whitespace) => {
+            Becomes::Model(format!("openai:{name}"))
+        }
+        Some(_) if !openai => Becomes::Not(
+            "a model of another provider than OpenAI; set model in $WICKET_HOME/config.toml as \
+             PROVIDER:NAME"
+                .into(),
+        ),
+        _ => Becomes::Not("not a model name".into()),
+    }
+}
+
+/// The keys of a Codex server Wicket reads.
+const SERVER_KEYS: [&str; 14] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "bearer_token_env_var",
+    "http_headers",
+    "env_http_headers",
+    "enabled",
+    "enabled_tools",
+    "disabled_tools",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+];
+
+/// One `[mcp_servers.NAME]`: its table, and a row for each key left.
+fn servers(items: &mut Vec<Item>, name: &str, server: &toml::Value) {
+    let from = "~/.codex/config.toml mcp_servers";
+    let becomes = match server_table(server) {
+        Ok(table) => Becomes::Mcp {
+            name: name.to_string(),
+            table,
+            in_workspace: false,
+            note: None,
+        },
+        Err(why) => Becomes::Not(why),
+    };
+    items.push(Item::new(from, name, becomes));
+    for key in server.as_table().into_iter().flat_map(|table| table.keys()) {
+        let why = match key.as_str() {
+            known if SERVER_KEYS.contains(&known) => continue,
+            "env_vars" => "Wicket passes a server no variable of yours by name; give its value in \
+                           env = { NAME = \"…\" } of [mcp_servers] (never your API keys)"
+                .to_string(),
+            other => format!("{other} has no counterpart in Wicket's [mcp_servers]"),
+        };
+        items.push(Item::new(from, format!("{name}.{key}"), Becomes::Not(why)));
+    }
 }
 
 fn server_table(server: &toml::Value) -> std::result::Result<toml_edit::Table, String> {
@@ -131,18 +214,33 @@ fn transport_table(server: &toml::Value) -> std::result::Result<toml_edit::Table
             })
             .unwrap_or_default()
     };
+    let strings_of = |key: &str| -> Option<Vec<(String, String)>> {
+        let map = server.get(key)?.as_table()?;
+        Some(
+            map.iter()
+                .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+                .collect(),
+        )
+    };
     if let Some(command) = server.get("command").and_then(toml::Value::as_str) {
         table.insert("command", toml_edit::value(command));
         let args: toml_edit::Array = strings("args").iter().map(String::as_str).collect();
         table.insert("args", toml_edit::value(args));
-        if let Some(env) = server.get("env").and_then(toml::Value::as_table) {
+        if let Some(env) = strings_of("env").filter(|env| !env.is_empty()) {
             let env: toml_edit::InlineTable = env
                 .iter()
-                .filter_map(|(key, value)| Some((key.as_str(), value.as_str()?)))
+                .map(|(key, value)| (key.as_str(), toml_edit::Value::from(value.as_str())))
                 .collect();
-            if !env.is_empty() {
-                table.insert("env", toml_edit::value(env));
-            }
+            table.insert("env", toml_edit::value(env));
+        }
+        if let Some(cwd) = server.get("cwd") {
+            let Some(cwd) = cwd.as_str().filter(|cwd| cwd.starts_with('/')) else {
+                return Err("cwd is not an absolute folder".into());
+            };
+            table.insert("cwd", toml_edit::value(cwd));
+        }
+        if fetches_packages(command, &strings("args")) {
+            table.insert("network", toml_edit::value(true));
         }
         return Ok(table);
     }
@@ -150,12 +248,21 @@ fn transport_table(server: &toml::Value) -> std::result::Result<toml_edit::Table
         return Err("a server with neither command nor url".into());
     };
     table.insert("url", toml_edit::value(url));
+    let mut headers = toml_edit::InlineTable::new();
+    for (header, value) in strings_of("http_headers").unwrap_or_default() {
+        headers.insert(&header, value.into());
+    }
+    // A header whose value is a variable of yours, read when Wicket starts.
+    for (header, var) in strings_of("env_http_headers").unwrap_or_default() {
+        headers.insert(&header, format!("${{{var}}}").into());
+    }
     if let Some(var) = server
         .get("bearer_token_env_var")
         .and_then(toml::Value::as_str)
     {
-        let mut headers = toml_edit::InlineTable::new();
         headers.insert("Authorization", format!("Bearer ${{{var}}}").into());
+    }
+    if !headers.is_empty() {
         table.insert("headers", toml_edit::value(headers));
     }
     Ok(table)
@@ -470,7 +577,10 @@ mod tests {
                 Becomes::Rule(rule, said) => format!("{} {said}", rule.action.as_str()),
                 Becomes::Not(why) => format!("not: {why}"),
                 Becomes::Refused(why) => format!("refused: {why}"),
-                Becomes::Hook(_) | Becomes::Mcp { .. } | Becomes::EnvPass(_) => "other".into(),
+                Becomes::Hook(_)
+                | Becomes::Mcp { .. }
+                | Becomes::EnvPass(_)
+                | Becomes::Model(_) => "other".into(),
             })
             .collect()
     }
@@ -596,6 +706,75 @@ prefix_rule(pattern = ["mkdir", ["d1", "d2", "d1"]])
             got[0].starts_with("refused: ") && got[0].contains("only strings and lists"),
             "{got:?}"
         );
+    }
+
+    /// Each item as `entry: what it became`.
+    fn rows(items: &[Item]) -> Vec<String> {
+        items
+            .iter()
+            .map(|item| {
+                let became = match &item.becomes {
+                    Becomes::Mcp { table, .. } => table.to_string().replace('\n', "; "),
+                    Becomes::Model(model) => format!("model {model}"),
+                    Becomes::Not(why) => format!("not: {why}"),
+                    other => format!("{other:?}"),
+                };
+                format!("{}: {became}", item.entry)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_key_of_the_config_is_carried_or_listed_with_why() {
+        let config: toml::Table = toml::from_str(
+            r#"
+model = "gpt-5-codex"
+approval_policy = "on-request"
+hide_agent_reasoning = true
+
+[mcp_servers.docs]
+command = "uvx"
+args = ["mcp-server-fetch"]
+cwd = "/srv/docs"
+env_vars = ["DOCS_TOKEN"]
+oauth = { client = "x" }
+
+[mcp_servers.sentry]
+url = "https://mcp.sentry.dev/mcp"
+http_headers = { "X-Team" = "core" }
+env_http_headers = { "X-Key" = "SENTRY_KEY" }
+bearer_token_env_var = "SENTRY_TOKEN"
+"#,
+        )
+        .unwrap();
+        let mut items = Vec::new();
+        config_keys(&mut items, &config);
+        assert_eq!(
+            rows(&items),
+            [
+                "approval_policy: not: Wicket's cards and jail decide each call; rules in \
+                 rules.toml and [sandbox] in config.toml set them",
+                "hide_agent_reasoning: not: hide_agent_reasoning has no counterpart in Wicket",
+                "docs: command = \"uvx\"; args = [\"mcp-server-fetch\"]; cwd = \"/srv/docs\"; \
+                 network = true; ",
+                "docs.env_vars: not: Wicket passes a server no variable of yours by name; give its \
+                 value in env = { NAME = \"…\" } of [mcp_servers] (never your API keys)",
+                "docs.oauth: not: oauth has no counterpart in Wicket's [mcp_servers]",
+                "sentry: url = \"https://mcp.sentry.dev/mcp\"; headers = { X-Team = \"core\", \
+                 X-Key = \"${SENTRY_KEY}\", Authorization = \"Bearer ${SENTRY_TOKEN}\" }; ",
+                "model: gpt-5-codex: model openai:gpt-5-codex",
+            ]
+        );
+        let other: toml::Table =
+            toml::from_str("model = \"llama3\"\nmodel_provider = \"ollama\"\n").unwrap();
+        let mut items = Vec::new();
+        config_keys(&mut items, &other);
+        let rows = rows(&items);
+        assert!(
+            rows[0].starts_with("model: llama3: not: a model of another provider"),
+            "{rows:?}"
+        );
+        assert!(rows[1].starts_with("model_provider: not: "), "{rows:?}");
     }
 
     #[test]

@@ -44,14 +44,18 @@ pub(crate) enum Becomes {
     Rule(Box<RuleSpec>, String),
     /// A `[[hooks.EVENT]]` table of config.toml.
     Hook(HookItem),
-    /// An `[mcp_servers.NAME]` table, in the home's config or (`in_workspace`) the workspace's.
+    /// An `[mcp_servers.NAME]` table, in the home's config or (`in_workspace`) the workspace's;
+    /// `note`: what the table's row adds (where Claude Code started it).
     Mcp {
         name: String,
         table: toml_edit::Table,
         in_workspace: bool,
+        note: Option<String>,
     },
     /// A name for `[sandbox] env_pass`.
     EnvPass(String),
+    /// `model` of the home config (`anthropic:claude-…`).
+    Model(String),
     /// Nothing, and why.
     Not(String),
     /// A deny or ask that cannot be carried over whole, and why: while one
@@ -77,6 +81,23 @@ impl Item {
             entry: entry.into(),
             becomes,
         }
+    }
+}
+
+/// Whether a server started by `command` with `args` fetches what it runs
+/// first (`npx -y @scope/server`, `uvx`, `pipx run`, `bunx`, `docker run`,
+/// and their kin): it needs the network, through Wicket's net cards.
+pub(crate) fn fetches_packages(command: &str, args: &[String]) -> bool {
+    let program = command.rsplit('/').next().unwrap_or(command);
+    let first = args.first().map(String::as_str);
+    match program {
+        "npx" | "uvx" | "bunx" | "pnpx" => true,
+        "pipx" | "docker" | "podman" => first == Some("run"),
+        "pnpm" | "yarn" => first == Some("dlx"),
+        "npm" => matches!(first, Some("exec" | "x")),
+        "bun" => first == Some("x"),
+        "uv" => first == Some("tool") && args.get(1).is_some_and(|word| word == "run"),
+        _ => false,
     }
 }
 
@@ -143,6 +164,7 @@ pub(crate) fn run(
         From::ClaudeCode => claude::items(&workspace)?,
         From::Codex => codex::items()?,
     };
+    let items = rules_checked(items);
     let stops = refused(&items);
     if !stops.is_empty() {
         anyhow::bail!(
@@ -162,9 +184,35 @@ pub(crate) fn run(
         ));
         return Ok(std::process::ExitCode::SUCCESS);
     }
+    if !dry_run {
+        // A fresh install has no $WICKET_HOME yet.
+        wicket_os::files::private_dir(&home)
+            .with_context(|| format!("making {}", home.display()))?;
+    }
     let results = write(&home, &workspace, &items, dry_run)?;
     print_table(&items, &results, dry_run);
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Each rule checked as the loader checks it: one it would refuse is not
+/// written; an allow is left out, a deny or ask stops the import (see
+/// [`Becomes::Refused`]).
+fn rules_checked(items: Vec<Item>) -> Vec<Item> {
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Becomes::Rule(spec, _) = &item.becomes
+                && let Err(why) = spec.check("import")
+            {
+                let why = format!("Wicket's loader refuses the rule it would be: {why}");
+                item.becomes = match spec.action {
+                    RuleAction::Allow | RuleAction::Preview => Becomes::Not(why),
+                    RuleAction::Ask | RuleAction::Deny => Becomes::Refused(why),
+                };
+            }
+            item
+        })
+        .collect()
 }
 
 /// The items that stop the import, each as `FROM: ENTRY: why`: every
@@ -189,6 +237,7 @@ fn refused(items: &[Item]) -> Vec<String> {
             | Becomes::Hook(_)
             | Becomes::Mcp { .. }
             | Becomes::EnvPass(_)
+            | Becomes::Model(_)
             | Becomes::Not(_) => continue,
         };
         stops.push(format!("  {}: {}: {why}", item.from, one_line(&item.entry)));
@@ -213,18 +262,10 @@ fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result
             rule_rows.push(row);
         }
     }
-    let rules_file = home.join(wicket_gate::rules::RULES_FILE);
-    let added = if dry_run {
-        wicket_gate::rules::fresh(&wicket_gate::rules::read_saved(&rules_file)?, &rules)
-    } else {
-        wicket_gate::rules::save_named(&rules_file, &rules)?
-    };
-    for (row, fresh) in rule_rows.into_iter().zip(added) {
-        if !fresh {
-            results[row].push_str(" (already imported)");
-        }
-    }
-    // Hooks, MCP servers and env names: config.toml, the home's or the workspace's.
+    // Hooks, MCP servers, env names and the model: config.toml, the home's
+    // or the workspace's, each edit checked by the loader before the next;
+    // done before rules.toml is written, so a config the loader already
+    // refuses stops the import with nothing written.
     let mut configs = Configs::default();
     for (row, item) in items.iter().enumerate() {
         let said = match &item.becomes {
@@ -236,15 +277,33 @@ fn write(home: &Path, workspace: &Path, items: &[Item], dry_run: bool) -> Result
                 name,
                 table,
                 in_workspace: false,
-            } => configs.home(home)?.mcp(name, table, item)?,
+                note,
+            } => configs
+                .home(home)?
+                .mcp(name, table, note.as_deref(), item)?,
             Becomes::Mcp {
                 name,
                 table,
                 in_workspace: true,
-            } => configs.workspace(workspace)?.mcp(name, table, item)?,
+                note,
+            } => configs
+                .workspace(workspace)?
+                .mcp(name, table, note.as_deref(), item)?,
             Becomes::EnvPass(name) => configs.home(home)?.env_pass(name, item)?,
+            Becomes::Model(model) => configs.home(home)?.model(model)?,
         };
         results[row] = said;
+    }
+    let rules_file = home.join(wicket_gate::rules::RULES_FILE);
+    let added = if dry_run {
+        wicket_gate::rules::fresh(&wicket_gate::rules::read_saved(&rules_file)?, &rules)
+    } else {
+        wicket_gate::rules::save_named(&rules_file, &rules)?
+    };
+    for (row, fresh) in rule_rows.into_iter().zip(added) {
+        if !fresh {
+            results[row].push_str(" (already imported)");
+        }
     }
     if !dry_run {
         configs.save()?;
@@ -301,14 +360,25 @@ enum Target {
 struct Edited {
     target: Target,
     shown: &'static str,
+    /// Where it is, as the loader names it.
+    path: PathBuf,
     document: toml_edit::DocumentMut,
     changed: bool,
+    /// What the loader says of it before the import's edits: its notices,
+    /// or why it would not take it (a workspace's config, then ignored).
+    before: std::result::Result<Vec<String>, String>,
 }
 
 impl Edited {
     fn open(path: PathBuf, shown: &'static str) -> Result<Edited> {
         let text = own_file(&path)?.unwrap_or_default();
-        Edited::parsed(Target::Own(path), shown, &text)
+        let edited = Edited::parsed(Target::Own(path.clone()), path, shown, &text)?;
+        if let Err(why) = &edited.before {
+            anyhow::bail!(
+                "nothing was imported: Wicket does not load your {shown} as it is ({why}); fix it, then import again"
+            );
+        }
+        Ok(edited)
     }
 
     fn open_in(workspace: &Path) -> Result<Edited> {
@@ -322,24 +392,106 @@ impl Edited {
             .context(".wicket/config.toml is not UTF-8")?;
         Edited::parsed(
             Target::Workspace(Box::new(opened), bytes),
+            workspace.join(relative),
             ".wicket/config.toml",
             &text,
         )
     }
 
-    fn parsed(target: Target, shown: &'static str, text: &str) -> Result<Edited> {
+    fn parsed(target: Target, path: PathBuf, shown: &'static str, text: &str) -> Result<Edited> {
         let document = text
             .parse::<toml_edit::DocumentMut>()
             .with_context(|| format!("{shown} is not valid TOML"))?;
-        Ok(Edited {
+        let mut edited = Edited {
             target,
             shown,
+            path,
             document,
             changed: false,
-        })
+            before: Ok(Vec::new()),
+        };
+        edited.before = edited.loads();
+        Ok(edited)
+    }
+
+    fn trusted(&self) -> bool {
+        match self.target {
+            Target::Own(_) => true,
+            Target::Workspace(..) => false,
+        }
+    }
+
+    /// What the loader makes of the file as it is now: its notices, or why
+    /// it refuses it.
+    fn loads(&self) -> std::result::Result<Vec<String>, String> {
+        wicket_core::config::check_text(&self.path, &self.document.to_string(), self.trusted())
+            .map(|notices| notices.into_iter().map(|notice| notice.message).collect())
+            .map_err(|error| error.to_string())
+    }
+
+    /// The edit just made (`before` is the file without it), kept when the
+    /// loader takes the file with it: `said`, with what the loader notes of
+    /// it. Else the file is as it was, and the row says why: an import
+    /// never writes what its own loader refuses, and a workspace's config
+    /// never holds what the loader would ignore.
+    fn verified(&mut self, before: toml_edit::DocumentMut, said: String) -> String {
+        let earlier = match &self.before {
+            Ok(notices) => notices.clone(),
+            Err(why) => {
+                self.document = before;
+                return format!(
+                    "not carried over: Wicket ignores {} as it is ({why}); fix it, then import again",
+                    self.shown
+                );
+            }
+        };
+        let fresh = |notices: Vec<String>| -> Vec<String> {
+            notices
+                .into_iter()
+                .filter(|notice| !earlier.contains(notice))
+                .collect()
+        };
+        let now = self.loads();
+        match now.clone().map(fresh) {
+            Ok(notes) if notes.is_empty() => {
+                self.changed = true;
+                said
+            }
+            Ok(notes) if self.trusted() => {
+                // Said once, on the row that brought it.
+                self.before = now;
+                self.changed = true;
+                format!("{said}; note: {}", notes.join("; "))
+            }
+            Ok(notes) => {
+                self.document = before;
+                format!(
+                    "not carried over: Wicket would ignore it in {}: {}",
+                    self.shown,
+                    notes.join("; ")
+                )
+            }
+            Err(why) => {
+                self.document = before;
+                format!("not carried over: Wicket's loader refuses it: {why}")
+            }
+        }
     }
 
     fn hook(&mut self, hook: &HookItem, item: &Item) -> Result<String> {
+        let command: toml_edit::Array = hook.command.iter().map(String::as_str).collect();
+        let said = format!(
+            "[[hooks.{}]] command {}",
+            hook.event,
+            command.to_string().trim()
+        );
+        let Some(timeout) = hook.timeout_s.map(i64::try_from).transpose().ok() else {
+            return Ok(format!(
+                "not carried over: a timeout of {} seconds is more than a config holds",
+                hook.timeout_s.unwrap_or_default()
+            ));
+        };
+        let before = self.document.clone();
         let hooks = table_in(self.document.as_table_mut(), "hooks")?;
         let list = hooks
             .entry(hook.event)
@@ -351,7 +503,6 @@ impl Edited {
                     hook.event, self.shown
                 )
             })?;
-        let command: toml_edit::Array = hook.command.iter().map(String::as_str).collect();
         let same = list.iter().any(|table| {
             let words: Option<Vec<&str>> = table
                 .get("command")
@@ -360,12 +511,8 @@ impl Edited {
             words.is_some_and(|words| words == hook.command)
                 && table.get("matcher").and_then(|m| m.as_str()) == hook.matcher.as_deref()
         });
-        let said = format!(
-            "[[hooks.{}]] command {}",
-            hook.event,
-            command.to_string().trim()
-        );
         if same {
+            self.document = before;
             return Ok(format!("{said} in {} (already there)", self.shown));
         }
         let mut table = toml_edit::Table::new();
@@ -378,15 +525,22 @@ impl Edited {
             table.insert("matcher", toml_edit::value(matcher.as_str()));
         }
         table.insert("command", toml_edit::value(command));
-        if let Some(timeout) = hook.timeout_s {
-            table.insert("timeout_s", toml_edit::value(timeout as i64));
+        if let Some(timeout) = timeout {
+            table.insert("timeout_s", toml_edit::value(timeout));
         }
         list.push(table);
-        self.changed = true;
-        Ok(format!("{said} in {}", self.shown))
+        let said = format!("{said} in {}", self.shown);
+        Ok(self.verified(before, said))
     }
 
-    fn mcp(&mut self, name: &str, server: &toml_edit::Table, item: &Item) -> Result<String> {
+    fn mcp(
+        &mut self,
+        name: &str,
+        server: &toml_edit::Table,
+        note: Option<&str>,
+        item: &Item,
+    ) -> Result<String> {
+        let before = self.document.clone();
         let servers = table_in(self.document.as_table_mut(), "mcp_servers")?;
         if let Some(existing) = servers.get(name) {
             let same = existing.as_table().map(|table| strip(table).to_string())
@@ -405,23 +559,49 @@ impl Edited {
             .decor_mut()
             .set_prefix(format!("\n# imported from {}\n", item.from));
         servers.insert(name, toml_edit::Item::Table(table));
-        self.changed = true;
         let off = server
             .get("enabled")
             .and_then(toml_edit::Item::as_bool)
             .is_some_and(|enabled| !enabled);
-        Ok(format!(
-            "[mcp_servers.{name}] in {}{}",
-            self.shown,
-            if off {
-                " (disabled, as it was: enabled = false; it does not start)"
-            } else {
-                ""
+        let networked = server.get("network").and_then(toml_edit::Item::as_bool) == Some(true);
+        let mut said = format!("[mcp_servers.{name}] in {}", self.shown);
+        if off {
+            said.push_str(" (disabled, as it was: enabled = false; it does not start)");
+        }
+        if networked {
+            said.push_str(
+                " (network = true: it fetches what it runs first, each host through a net card)",
+            );
+        }
+        if let Some(note) = note {
+            said.push_str(&format!(" ({note})"));
+        }
+        Ok(self.verified(before, said))
+    }
+
+    /// `model`, unless the file names one already (the person's own choice stays).
+    fn model(&mut self, model: &str) -> Result<String> {
+        match self.document.get("model").map(|set| set.as_str()) {
+            Some(Some(set)) if set == model => {
+                return Ok(format!("model {model:?} in {} (already there)", self.shown));
             }
-        ))
+            Some(set) => {
+                return Ok(format!(
+                    "not carried over: {} sets model {} already; yours is kept",
+                    self.shown,
+                    set.map_or("(not a string)".to_string(), |set| format!("{set:?}"))
+                ));
+            }
+            None => {}
+        }
+        let before = self.document.clone();
+        self.document.insert("model", toml_edit::value(model));
+        let said = format!("model {model:?} in {}", self.shown);
+        Ok(self.verified(before, said))
     }
 
     fn env_pass(&mut self, name: &str, _item: &Item) -> Result<String> {
+        let before = self.document.clone();
         let sandbox = table_in(self.document.as_table_mut(), "sandbox")?;
         let list = sandbox
             .entry("env_pass")
@@ -432,11 +612,11 @@ impl Edited {
             return Ok(format!("[sandbox] env_pass {name:?} (already there)"));
         }
         list.push(name);
-        self.changed = true;
-        Ok(format!(
+        let said = format!(
             "[sandbox] env_pass {name:?} in {} (its value comes from your environment)",
             self.shown
-        ))
+        );
+        Ok(self.verified(before, said))
     }
 
     fn save(self) -> Result<()> {

@@ -15,6 +15,7 @@ mod crash;
 mod docs;
 mod egress;
 mod exec;
+mod first_contact;
 mod harbor;
 mod hooks;
 mod hostile;

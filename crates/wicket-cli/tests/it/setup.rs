@@ -148,8 +148,8 @@ fn an_imported_claude_code_setup_allows_asks_and_denies_as_it_did() {
     let table = import(&f, &user, &["claude-code"]);
     for said in [
         "Bash(npm run test:*)",
-        "allow argv_prefix [\"npm\", \"run\", \"test\"]",
-        "ask argv_prefix [\"git\", \"push\"]",
+        "allow command_prefix \"npm run test\"",
+        "ask command_prefix \"git push\"",
         "deny argv [\"cat\", \".env\"]",
         "read_outside path \"/**/.env\"",
         "WebSearch has no counterpart",

@@ -192,13 +192,23 @@ impl Config {
             }
         };
         for spec in specs {
-            if !self
+            if self
                 .mcp_servers
                 .iter()
                 .any(|earlier| earlier.name == spec.name)
             {
-                self.mcp_servers.push(spec);
+                continue;
             }
+            // A server that cannot start fails alone: said here, and
+            // again as the turn finds it failed.
+            if let Some(why) = &spec.fails {
+                self.notices.push(ConfigNotice {
+                    file: path.display().to_string(),
+                    key: Some(format!("[mcp_servers.{}]", spec.name)),
+                    message: why.clone(),
+                });
+            }
+            self.mcp_servers.push(spec);
         }
         Ok(())
     }

@@ -186,12 +186,12 @@ fn config_error(path: &Path, message: impl Into<String>) -> Error {
 }
 
 /// `$WICKET_HOME/config.toml`: a file of the person's home, never of a
-/// workspace, so it is read directly, not through the resolver.
-#[allow(clippy::disallowed_methods)]
+/// workspace, so it is read directly, not through the resolver; opened
+/// without waiting (a FIFO there is refused, never waited on) and bounded.
 fn read_home(path: &Path) -> Result<Option<FileConfig>> {
-    match std::fs::read(path) {
-        Ok(bytes) => parse(path, &bytes).map(Some),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+    match wicket_os::files::read_regular(path, CONFIG_MAX_BYTES) {
+        Ok(Some(bytes)) => parse(path, &bytes).map(Some),
+        Ok(None) => Ok(None),
         Err(error) => Err(config_error(path, error.to_string())),
     }
 }
@@ -209,6 +209,18 @@ fn read_workspace(workspace: &Path) -> Result<Option<FileConfig>> {
         Ok(None) => Ok(None),
         Err(error) => Err(config_error(&shown, error.message)),
     }
+}
+
+/// What the loader makes of a config file's `text` (for `wicket import`,
+/// before it writes one): the notices it would give, or its error. `home`:
+/// read as `$WICKET_HOME/config.toml`, whose mistakes stop Wicket; else as a
+/// workspace's, whose mistakes are notices.
+pub fn check_text(path: &Path, text: &str, home: bool) -> Result<Vec<ConfigNotice>> {
+    let file = parse(path, text.as_bytes())?;
+    let layer = if home { Layer::Home } else { Layer::Workspace };
+    let mut config = Config::default();
+    config.layer(layer, path, Ok(Some(file)))?;
+    Ok(config.notices)
 }
 
 impl Config {

@@ -52,6 +52,13 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 message: error.message,
             })?;
         let info = config.model_info(&model);
+        let (skills, skipped) = find_skills(&opened, &home, &config.skill_dirs);
+        let mut notices = config.notices.clone();
+        notices.extend(skipped.into_iter().map(|skipped| ConfigNotice {
+            message: format!("the skill {} was skipped: {}", skipped.file, skipped.why),
+            file: skipped.file,
+            key: Some("skill".into()),
+        }));
         let settings = Settings {
             step_limit: config.step_limit,
             max_stop_blocks: config.max_stop_blocks,
@@ -61,7 +68,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
                 .max_tokens
                 .unwrap_or(DEFAULT_MAX_TOKENS)
                 .min(info.max_output_tokens),
-            skills: find_skills(&opened, &home, &config.skill_dirs),
+            skills,
             instructions: personal_instructions(&home),
             instructions_below: working_folder(opened.root()),
             confinement: Confinement {
@@ -73,7 +80,7 @@ pub fn standard_setup(home: &Path) -> TurnSetup {
             limits: config.limits,
             checkpoints: config.checkpoints.clone(),
             mcp_servers: config.mcp_servers.clone(),
-            notices: config.notices.clone(),
+            notices,
             managed: config.managed.clone(),
             ask_window: (!config.window_known(&model)).then(|| (model.clone(), client.clone())),
             window_note: None,

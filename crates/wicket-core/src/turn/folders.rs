@@ -89,8 +89,8 @@ impl Runner<'_> {
                 continue;
             }
             let (text, found) = folder_instructions(workspace, &folder);
-            for refused in &found.refused {
-                self.log(EventBody::error(refused.clone()));
+            if let Some(refused) = found.refusals() {
+                self.log(EventBody::error(refused));
             }
             let Some(first) = found.read.first() else {
                 continue;

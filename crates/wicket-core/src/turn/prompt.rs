@@ -11,6 +11,35 @@ pub struct Instructions {
     pub refused: Vec<String>,
 }
 
+/// How many refused files one message names before it counts the rest.
+const REFUSALS_NAMED: usize = 5;
+
+impl Instructions {
+    /// Every refusal in one message (a CLAUDE.md naming thousands of
+    /// missing imports is one error, not thousands): each named when they
+    /// are few, else the first few and how many more; `None` when none.
+    pub fn refusals(&self) -> Option<String> {
+        let count = self.refused.len();
+        if count <= 1 {
+            return self.refused.first().cloned();
+        }
+        let named: Vec<&str> = self
+            .refused
+            .iter()
+            .take(REFUSALS_NAMED)
+            .map(String::as_str)
+            .collect();
+        let mut message = format!(
+            "{count} instruction files were not read: {}",
+            named.join("; ")
+        );
+        if count > REFUSALS_NAMED {
+            message.push_str(&format!("; and {} more", count - REFUSALS_NAMED));
+        }
+        Some(message)
+    }
+}
+
 /// All the instruction files of one prompt together read at most this much.
 pub const INSTRUCTIONS_MAX_BYTES: usize = 4 * PROMPT_FILE_MAX_BYTES as usize;
 
@@ -198,25 +227,28 @@ impl Reader {
             return;
         }
         for target in imports(&String::from_utf8_lossy(&bytes)) {
-            let inside = !target.starts_with('/')
-                && !target.starts_with('~')
-                && !Path::new(&target)
-                    .components()
-                    .any(|part| part == std::path::Component::ParentDir);
-            if !inside {
+            let relative_target = !target.starts_with('/') && !target.starts_with('~');
+            // Relative to the file that names it, as Claude Code reads
+            // them (`@../conventions.md` included, while it stays inside
+            // the workspace); a plain path that is not there is read from
+            // the root.
+            let beside = relative_target
+                .then(|| within(&folder.join(&target)))
+                .flatten();
+            let Some(beside) = beside else {
                 self.found.refused.push(format!(
                     "@{target} (imported by {relative}) was not read: imports are read inside the workspace only"
                 ));
                 continue;
-            }
-            // Relative to the file that names it, as Claude Code reads
-            // them; a path that is not there is read from the root.
-            let beside = folder.join(&target);
+            };
+            let climbs = Path::new(&target)
+                .components()
+                .any(|part| part == std::path::Component::ParentDir);
             let absent = matches!(
                 workspace.read_runtime_file(&beside, PROMPT_FILE_MAX_BYTES),
                 Ok(None)
             );
-            let target = if absent {
+            let target = if absent && !climbs {
                 target
             } else {
                 beside.to_string_lossy().into_owned()
@@ -224,6 +256,24 @@ impl Reader {
             self.workspace_file(workspace, &target, Some(relative), depth + 1);
         }
     }
+}
+
+/// `path` (relative to the workspace's root) with its `.` and `..` taken
+/// out, when it stays inside the root; `None` when a `..` climbs above it.
+/// Links are the resolver's to judge, as the file is read.
+fn within(path: &Path) -> Option<std::path::PathBuf> {
+    let mut kept: Vec<&std::ffi::OsStr> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(name) => kept.push(name),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                kept.pop()?;
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return None,
+        }
+    }
+    Some(kept.iter().collect())
 }
 
 /// The `@path` imports a CLAUDE.md names: a word starting with `@` and
@@ -299,8 +349,8 @@ impl Runner<'_> {
     /// Each instruction file refused, as an error; on the session's first
     /// turn in this process, a notice naming every file read.
     pub(super) fn tell_instructions(&self, instructions: &Instructions) {
-        for refused in &instructions.refused {
-            self.log(EventBody::error(refused.clone()));
+        if let Some(refused) = instructions.refusals() {
+            self.log(EventBody::error(refused));
         }
         let told = !instructions.read.is_empty() || !instructions.refused.is_empty();
         if self.settings.session_start.is_some() && told {
@@ -308,8 +358,8 @@ impl Runner<'_> {
             if instructions.read.is_empty() {
                 message = "instructions read: none".into();
             }
-            if !instructions.refused.is_empty() {
-                message.push_str(&format!("; refused: {}", instructions.refused.join("; ")));
+            if let Some(refused) = instructions.refusals() {
+                message.push_str(&format!("; refused: {refused}"));
             }
             self.log(EventBody::Notice(NoticeEvent {
                 call_id: None,

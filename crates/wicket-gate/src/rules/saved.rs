@@ -31,11 +31,19 @@ pub fn checked(specs: Vec<RuleSpec>, prefix: &str) -> std::result::Result<Vec<Ru
         .collect()
 }
 
+/// The most a rules file may hold: thousands of rules.
+const RULES_FILE_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The text of `$WICKET_HOME/rules.toml`: a file of the person's home,
-/// never of a workspace, so it is read directly, not through the resolver.
-#[allow(clippy::disallowed_methods)]
+/// never of a workspace, so it is read directly, not through the resolver;
+/// opened without waiting (a FIFO there is refused, never waited on).
 fn rules_text(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
+    match wicket_os::files::read_regular(path, RULES_FILE_MAX_BYTES)? {
+        Some(bytes) => String::from_utf8(bytes).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text")
+        }),
+        None => Err(std::io::ErrorKind::NotFound.into()),
+    }
 }
 
 /// The rules saved in `path` (none when it does not exist).
@@ -56,7 +64,12 @@ fn file_error(path: &Path, message: String) -> Error {
 }
 
 /// Serialises writers of rules.toml (two sessions saving at once).
+/// The folder is made first (0700): on a fresh install `$WICKET_HOME` is
+/// not there yet.
 fn locked(path: &Path) -> Result<wicket_os::files::Locked> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        wicket_os::files::private_dir(dir).map_err(|error| file_error(dir, error.to_string()))?;
+    }
     let lock = path.with_extension("lock");
     wicket_os::files::lock(&lock, std::time::Duration::from_secs(5))
         .map_err(|error| file_error(&lock, error.to_string()))

@@ -576,3 +576,92 @@ fn a_managed_deny_holds_a_command_the_gate_cannot_read() {
         None
     );
 }
+
+#[test]
+fn a_command_prefix_allow_is_a_string_prefix_of_the_line_as_written() {
+    let all = rules(
+        "[[rules]]\nid = \"npm-test\"\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \"npm run test\"\n\n\
+         [[rules]]\nid = \"ls\"\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \"ls\"\n",
+        Source::Saved,
+    );
+    let allowed = |words: &[&str]| run_verdict(&all, words).allow.is_some();
+    assert!(allowed(&["npm", "run", "test"]));
+    assert!(allowed(&["npm", "run", "test:unit"]), "Claude Code's `:*`");
+    assert!(allowed(&["npm", "run", "test", "--", "-w"]));
+    assert!(allowed(&["ls"]) && allowed(&["ls", "-la"]));
+    for not in [
+        &["npm", "run", "build"][..],
+        &["npm run test"],
+        &["npm", "run test"],
+        &["./npm", "run", "test"],
+        &["/usr/bin/npm", "run", "test"],
+        &["lsof"],
+        &["npx", "run", "test"],
+    ] {
+        assert!(!allowed(not), "{not:?} is not covered");
+    }
+    // A script is covered only when each of its commands is.
+    assert!(allowed(&["sh", "-c", "npm run test:unit && ls -la"]));
+    assert!(!allowed(&["sh", "-c", "npm run test:unit; rm -rf /"]));
+}
+
+#[test]
+fn a_command_prefix_deny_covers_at_least_what_claude_code_s_did() {
+    let all = rules(
+        "[[rules]]\nid = \"no-rm\"\naction = \"deny\"\ntool = \"run\"\ncommand_prefix = \"rm -rf\"\n\n\
+         [[rules]]\nid = \"no-dd\"\naction = \"deny\"\ntool = \"run\"\ncommand_prefix = \"dd\"\n",
+        Source::Saved,
+    );
+    let denied = |words: &[&str]| run_verdict(&all, words).deny;
+    for words in [
+        &["rm", "-rf", "/"][..],
+        &["rm", "-rfv", "x"],
+        &["/bin/rm", "-rf", "x"],
+        &["sudo", "rm", "-rf", "x"],
+        &["sh", "-c", "cd /tmp && rm -rf x"],
+        &["dd", "if=/dev/zero"],
+        &["ddrescue", "a", "b"],
+    ] {
+        assert!(denied(words).is_some(), "{words:?} is denied");
+    }
+    assert_eq!(denied(&["rm", "-r", "x"]), None);
+    // Words of the rule with others between them raise a card.
+    let verdict = run_verdict(&all, &["rm", "-v", "-rf", "x"]);
+    assert_eq!(verdict.deny, None);
+    assert_eq!(verdict.ask.as_deref(), Some("no-rm"));
+}
+
+#[test]
+fn a_command_prefix_is_checked_and_reads_back() {
+    assert!(
+        parse(
+            "[[rules]]\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \" npm\"\n",
+            "t"
+        )
+        .is_err()
+    );
+    assert!(
+        parse(
+            "[[rules]]\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \"\"\n",
+            "t"
+        )
+        .is_err()
+    );
+    let both = parse(
+        "[[rules]]\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \"npm run\"\nargv = [\"npm\"]\n",
+        "t",
+    )
+    .unwrap_err();
+    assert!(both.contains("not more"), "{both}");
+    let rule = &parse(
+        "[[rules]]\naction = \"allow\"\ntool = \"run\"\ncommand_prefix = \"npm run test\"\n",
+        "t",
+    )
+    .unwrap()[0];
+    assert_eq!(rule.spec().check("other").unwrap(), *rule);
+    assert!(
+        rule.spec()
+            .describe()
+            .contains("command_prefix \"npm run test\"")
+    );
+}

@@ -28,70 +28,104 @@ fn pread(file: &File, buffer: &mut [u8], offset: u64, shown: &str) -> Result<usi
     Ok(filled)
 }
 
-/// Newlines in the file's first `end` bytes, counted a buffer at a time
-/// (a SIMD byte count, as `wc -l` does).
-fn newlines_before(file: &File, end: u64, shown: &str) -> Result<u64> {
+/// Reads the file's first `end` bytes a buffer at a time, past its holes
+/// (a stretch of a sparse file never written reads as zeros: no newline,
+/// no text, so it is skipped, not read), handing each buffer and its
+/// offset to `each` until it says stop.
+fn scan(
+    file: &File,
+    end: u64,
+    shown: &str,
+    mut each: impl FnMut(u64, &[u8]) -> std::ops::ControlFlow<()>,
+) -> Result<()> {
     let mut buffer = vec![0u8; SCAN_CHUNK];
-    let (mut offset, mut count) = (0u64, 0u64);
+    let mut offset = 0u64;
     while offset < end {
-        let want = (end - offset).min(SCAN_CHUNK as u64) as usize;
-        let n = pread(file, &mut buffer[..want], offset, shown)?;
-        if n == 0 {
+        let data =
+            wicket_os::files::data_from(file, offset).map_err(|error| Error::io(shown, error))?;
+        let Some(data) = data.filter(|data| *data < end) else {
             break;
+        };
+        let hole = wicket_os::files::hole_from(file, data)
+            .map_err(|error| Error::io(shown, error))?
+            .clamp(data + 1, end);
+        offset = data;
+        while offset < hole {
+            let want = (hole - offset).min(SCAN_CHUNK as u64) as usize;
+            let n = pread(file, &mut buffer[..want], offset, shown)?;
+            if n == 0 {
+                return Ok(());
+            }
+            if each(offset, &buffer[..n]).is_break() {
+                return Ok(());
+            }
+            offset += n as u64;
         }
-        count += bytecount::count(&buffer[..n], b'\n') as u64;
-        offset += n as u64;
     }
+    Ok(())
+}
+
+/// Newlines in the file's first `end` bytes, counted a buffer at a time
+/// (a SIMD byte count, as `wc -l` does), past its holes.
+fn newlines_before(file: &File, end: u64, shown: &str) -> Result<u64> {
+    let mut count = 0u64;
+    scan(file, end, shown, |_, chunk| {
+        count += bytecount::count(chunk, b'\n') as u64;
+        std::ops::ControlFlow::Continue(())
+    })?;
     Ok(count)
 }
 
-/// The file's lines: its newlines, and one more for a last line with none.
-fn lines_in(file: &File, size: u64, shown: &str) -> Result<u64> {
+/// The lines of a file of `size` bytes holding `newlines`: one more for
+/// a last line with none.
+fn lines_of(file: &File, newlines: u64, size: u64, shown: &str) -> Result<u64> {
     if size == 0 {
         return Ok(0);
     }
-    let newlines = newlines_before(file, size, shown)?;
     let mut last = [0u8; 1];
     pread(file, &mut last, size - 1, shown)?;
     Ok(newlines + u64::from(last[0] != b'\n'))
 }
 
+/// The file's lines: its newlines, and one more for a last line with none.
+fn lines_in(file: &File, size: u64, shown: &str) -> Result<u64> {
+    lines_of(file, newlines_before(file, size, shown)?, size, shown)
+}
+
 /// The byte offset where 1-based `line` starts. Whole buffers before the
-/// one holding it are only counted (a SIMD byte count, as `wc -l` does);
-/// newline positions are looked for in that last buffer alone.
+/// one holding it are only counted (a SIMD byte count, as `wc -l` does),
+/// holes skipped; newline positions are looked for in that last buffer
+/// alone. A line past the end is said with the file's lines, from the
+/// count this one scan made (the file is not read again).
 fn line_start(file: &File, line: u64, size: u64, shown: &str) -> Result<u64> {
-    let mut newlines_needed = line - 1;
-    if newlines_needed == 0 {
+    let mut needed = line - 1;
+    if needed == 0 {
         return Ok(0);
     }
-    let mut buffer = vec![0u8; SCAN_CHUNK];
-    let mut offset = 0u64;
-    while offset < size {
-        let n = pread(file, &mut buffer, offset, shown)?;
-        if n == 0 {
-            break;
-        }
-        let chunk = &buffer[..n];
+    let mut counted = 0u64;
+    let mut found = None;
+    scan(file, size, shown, |offset, chunk| {
         let in_chunk = bytecount::count(chunk, b'\n') as u64;
-        if in_chunk < newlines_needed {
-            newlines_needed -= in_chunk;
-            offset += n as u64;
-            continue;
+        if in_chunk < needed {
+            needed -= in_chunk;
+            counted += in_chunk;
+            return std::ops::ControlFlow::Continue(());
         }
-        // usize: newlines_needed <= in_chunk, which came from a usize.
-        let nth = newlines_needed as usize - 1;
-        if let Some(position) = memchr::memchr_iter(b'\n', chunk).nth(nth) {
-            let start = offset + position as u64 + 1;
-            // Line N of a file whose last line ends with a newline starts at its end: not a line.
-            if start < size {
-                return Ok(start);
-            }
+        // usize: needed <= in_chunk, which came from a usize.
+        if let Some(position) = memchr::memchr_iter(b'\n', chunk).nth(needed as usize - 1) {
+            counted += needed;
+            found = Some(offset + position as u64 + 1);
         }
-        break;
+        std::ops::ControlFlow::Break(())
+    })?;
+    // Line N of a file whose last line ends with a newline starts at its
+    // end: not a line (and then every newline was counted).
+    if let Some(start) = found.filter(|start| *start < size) {
+        return Ok(start);
     }
     Err(Error::invalid(format!(
         "line {line} is past the end of '{shown}', which has {} line(s); read from line 1, or by offset",
-        lines_in(file, size, shown)?
+        lines_of(file, counted, size, shown)?
     )))
 }
 

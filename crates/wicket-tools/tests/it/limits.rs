@@ -467,3 +467,31 @@ fn a_read_ends_at_a_line_unless_one_line_is_longer_than_the_limit() {
     assert_eq!(end.content, format!("{}\nafter\n", "x".repeat(100)));
     assert_eq!(end.first_line, Some(101));
 }
+
+#[test]
+fn a_line_past_the_end_of_a_large_sparse_file_skips_its_hole() {
+    let f = fixture();
+    let text: String = (0..1000).map(|n| format!("line {n}\n")).collect();
+    f.write("sparse.txt", &text);
+    // 1 TiB never written past the text: read through, twice, it took hours.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(f.ws.join("sparse.txt"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let t = f.tools();
+    let location = t.workspace().classify("sparse.txt").unwrap();
+    let past = ReadFileArgs {
+        limit: Default::default(),
+        path: "sparse.txt".into(),
+        offset: None,
+        line: Some(5_000),
+    };
+    let error = t.read_file(&location, &past).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::InvalidArgs);
+    // The text's 1000 newlines, and the hole's zeros as one last line.
+    assert!(error.to_string().contains("1001 line(s)"), "{error}");
+    let out = read_at(&t, "sparse.txt", None, Some(1000));
+    assert_eq!(out.content.lines().next(), Some("line 999"));
+}
