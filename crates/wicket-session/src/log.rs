@@ -43,45 +43,84 @@ pub fn load_log_after(path: &Path, after: u64) -> Result<Vec<Event>> {
 }
 
 /// The log opened for reading, up to where its data ends (see
-/// [`Loaded::hole`]), and that end when it is a hole: `None` when there is
-/// no log yet. A FIFO or anything else that is not a regular file is
-/// refused, never waited on; so is a log with data past a hole (it was
-/// written by something other than Wicket), named.
-fn open_log_file(path: &Path) -> Result<Option<(std::io::Take<File>, Option<u64>)>> {
+/// [`Loaded::hole`]), and that end when it is a hole; with data past a
+/// hole (never Wicket's: it only appends), the offset where that data
+/// begins, to be read after the hole is skipped. `None` when there is no
+/// log yet. A FIFO or anything else that is not a regular file is
+/// refused, never waited on.
+fn open_log_file(path: &Path) -> Result<Option<Opened>> {
     let Some(mut file) = files::open_own(path).map_err(io(path))? else {
         return Ok(None);
     };
     let size = file.metadata().map_err(io(path))?.len();
     let hole = files::hole_from(&file, 0).map_err(io(path))?;
-    let data_after = hole < size && files::data_from(&file, hole).map_err(io(path))?.is_some();
+    let data_after = match hole < size {
+        true => files::data_from(&file, hole).map_err(io(path))?,
+        false => None,
+    };
     // Looking for holes moved the file's offset: read from the start.
     file.seek(SeekFrom::Start(0)).map_err(io(path))?;
     if hole >= size {
-        return Ok(Some((file.take(size), None)));
+        return Ok(Some(Opened {
+            first: file.take(size),
+            hole: None,
+            rest: None,
+        }));
     }
-    if data_after {
-        return Err(io(path)(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "the log has a hole at byte {hole} (bytes never written) with more after it, which \
-                 Wicket never writes: it is damaged; move it away"
-            ),
-        )));
-    }
-    Ok(Some((file.take(hole), Some(hole))))
+    let rest = match data_after {
+        Some(data) => {
+            let mut rest = files::open_own(path)
+                .map_err(io(path))?
+                .ok_or_else(|| io(path)(std::io::ErrorKind::NotFound.into()))?;
+            rest.seek(SeekFrom::Start(data)).map_err(io(path))?;
+            Some((data, rest.take(size - data)))
+        }
+        None => None,
+    };
+    Ok(Some(Opened {
+        first: file.take(hole),
+        hole: Some(hole),
+        rest,
+    }))
+}
+
+/// A log opened to be read: its bytes up to its first hole, where that
+/// hole begins, and the data past it (where it begins, and the rest).
+struct Opened {
+    first: std::io::Take<File>,
+    hole: Option<u64>,
+    rest: Option<(u64, std::io::Take<File>)>,
 }
 
 fn load_from(path: &Path, after: u64) -> Result<Loaded> {
-    let Some((file, hole)) = open_log_file(path)? else {
+    let Some(opened) = open_log_file(path)? else {
         return Ok(Loaded::default());
     };
-    let mut loaded = read_log(
-        BufReader::with_capacity(256 * 1024, file),
-        after,
-        LOG_LINE_MAX_BYTES,
-    )
-    .map_err(io(path))?;
-    loaded.hole = hole;
+    let reader = |file| BufReader::with_capacity(256 * 1024, file);
+    let mut loaded = read_log(reader(opened.first), after, LOG_LINE_MAX_BYTES).map_err(io(path))?;
+    let (Some(hole), Some((data, rest))) = (opened.hole, opened.rest) else {
+        loaded.hole = opened.hole;
+        return Ok(loaded);
+    };
+    // Data past a hole: the hole (and a line cut short before it) is one
+    // unreadable line, never read byte by byte; what follows is read on.
+    // Nothing is cut off when the session appends: it is kept as it is.
+    loaded.torn_tail = None;
+    let last = loaded.events.last().map_or(0, |event| event.seq);
+    loaded.events.push(Event {
+        seq: last.saturating_add(1),
+        ts: String::new(),
+        body: EventBody::Unreadable(UnreadableEvent {
+            line: 0,
+            error: format!(
+                "bytes {hole} to {data} of the log were never written (a hole, which Wicket \
+                 never leaves); skipped, and the lines after it read on"
+            ),
+        }),
+    });
+    let more = read_log(reader(rest), after, LOG_LINE_MAX_BYTES).map_err(io(path))?;
+    loaded.events.extend(more.events);
+    loaded.torn_tail = more.torn_tail;
     Ok(loaded)
 }
 
@@ -145,11 +184,16 @@ pub(crate) fn read_log(reader: impl BufRead, after: u64, max: usize) -> std::io:
 /// session's turn does not start by reading 100,000 events it will never
 /// send, nor by holding the file.
 pub fn load_for_conversation(path: &Path) -> Result<Vec<Event>> {
-    let Some((file, _)) = open_log_file(path)? else {
+    let Some(opened) = open_log_file(path)? else {
         return Ok(Vec::new());
     };
+    // Past a hole, the data after it is searched too (the hole skipped).
+    let rest: Box<dyn Read> = match opened.rest {
+        Some((_, rest)) => Box::new(rest),
+        None => Box::new(std::io::empty()),
+    };
     let mut lines = lines::Lines::new(
-        BufReader::with_capacity(256 * 1024, file),
+        BufReader::with_capacity(256 * 1024, opened.first.chain(rest)),
         LOG_LINE_MAX_BYTES,
     );
     let mut to_seq = 0;

@@ -81,7 +81,7 @@ fn a_sparse_tail_is_not_read_and_a_session_opened_to_append_cuts_it_off() {
 }
 
 #[test]
-fn a_log_with_data_past_a_hole_is_refused_and_named() {
+fn a_log_with_data_past_a_hole_skips_the_hole_and_reads_on() {
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("log.jsonl");
     let mut file = OpenOptions::new()
@@ -96,11 +96,16 @@ fn a_log_with_data_past_a_hole_is_refused_and_named() {
     file.write_all(b"{\"seq\":2,\"ts\":\"x\",\"type\":\"error\",\"message\":\"b\"}\n")
         .unwrap();
     drop(file);
-    let error = load_log(&log).unwrap_err().to_string();
+    let loaded = load_log(&log).unwrap();
+    assert_eq!(loaded.events.len(), 3, "{:?}", loaded.events);
+    assert_eq!(loaded.events[0].seq, 1);
     assert!(
-        error.contains("log.jsonl") && error.contains("hole"),
-        "{error}"
+        matches!(&loaded.events[1].body, EventBody::Unreadable(unreadable) if unreadable.error.contains("never written")),
+        "{:?}",
+        loaded.events[1]
     );
+    assert_eq!(loaded.events[2].seq, 2);
+    assert_eq!((loaded.hole, loaded.torn_tail), (None, None));
 }
 
 #[test]
