@@ -565,8 +565,11 @@ fn answer_card(manager: &Manager, id: &Id, card: &wicket_protocol::CardId, answe
             answer.as_str()
         )),
     };
-    // Only a card closed meanwhile refuses a deny: nothing is left to answer.
-    let _ = manager.answer_with(id, card, denied);
+    match manager.answer_with(id, card, denied) {
+        // Closed meanwhile (the turn was cancelled): nothing is left to answer.
+        Ok(()) | Err(ManagerError::NotOpen { .. } | ManagerError::NoSuchSession(_)) => {}
+        Err(error) => eprintln!("wicket acp: the card {card} could not be denied: {error}"),
+    }
 }
 
 /// One `session/prompt`, to the end of its turn (or of the turn's part that

@@ -337,11 +337,7 @@ fn matches_as(rule: &Rule, workspace: &Path, subject: &Subject<'_>, reading: Rea
 /// the person's git config ([`git_aliases`]).
 fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
     let mut commands = shell::commands_of(called);
-    let git = |command: &Vec<String>| {
-        command
-            .first()
-            .is_some_and(|program| commands::program_name(program) == "git")
-    };
+    let git = |command: &Vec<String>| runs_git(command);
     if !commands.iter().any(git) {
         return commands;
     }
@@ -360,6 +356,13 @@ fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
     commands
 }
 
+/// Whether `command`'s program is git.
+fn runs_git(command: &[String]) -> bool {
+    command
+        .first()
+        .is_some_and(|program| commands::program_name(program) == "git")
+}
+
 /// Whether a git command of `called` may run what no one here can read
 /// through an alias: the aliases could not all be read (a config past
 /// the size read, includes too deep), or one it runs is a script that
@@ -367,11 +370,7 @@ fn restricted_reading(called: &[String], workspace: &Path) -> Vec<Vec<String>> {
 fn aliases_hide(called: &[String], workspace: &Path) -> bool {
     let git_commands: Vec<Vec<String>> = shell::commands_of(called)
         .into_iter()
-        .filter(|command| {
-            command
-                .first()
-                .is_some_and(|program| commands::program_name(program) == "git")
-        })
+        .filter(|command| runs_git(command))
         .collect();
     if git_commands.is_empty() {
         return false;
@@ -612,7 +611,11 @@ fn written_line(argv: &[String]) -> String {
 /// other words as they are, joined by single spaces (nothing quoted, so it
 /// reads as wide as the words allow).
 fn restricted_line(argv: &[String]) -> String {
-    let mut words = argv.iter();
+    named_line(argv.iter().map(String::as_str))
+}
+
+/// `words` joined by single spaces, the first (the program) by its name.
+fn named_line<'w>(mut words: impl Iterator<Item = &'w str>) -> String {
     let mut line = words
         .next()
         .map(|program| commands::program_name(program).to_string())
@@ -628,15 +631,7 @@ fn restricted_line(argv: &[String]) -> String {
 /// run of blanks one space (a space kept at the end: `"git "` names `git`
 /// whole).
 fn plain_line(prefix: &str) -> String {
-    let mut words = prefix.split_whitespace();
-    let mut line = words
-        .next()
-        .map(|program| commands::program_name(program).to_string())
-        .unwrap_or_default();
-    for word in words {
-        line.push(' ');
-        line.push_str(word);
-    }
+    let mut line = named_line(prefix.split_whitespace());
     if prefix.ends_with(char::is_whitespace) {
         line.push(' ');
     }
